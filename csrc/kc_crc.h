@@ -1,0 +1,24 @@
+/* CRC-32C (Castagnoli, used by record batch v2) and CRC-32 (IEEE, used by
+ * message format v0/v1).  Pure functions over byte ranges; safe to call
+ * without the GIL. */
+#ifndef KC_CRC_H
+#define KC_CRC_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Continue a CRC: pass 0 to start.  Returns the finished (xor-ed) value. */
+uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len);
+uint32_t kc_crc32c_portable(uint32_t crc, const uint8_t *buf, size_t len);
+uint32_t kc_crc32(uint32_t crc, const uint8_t *buf, size_t len);
+
+/* "sse4.2", "armv8-crc" or "portable": the implementation kc_crc32c uses. */
+const char *kc_crc32c_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

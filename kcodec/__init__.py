@@ -1,0 +1,107 @@
+"""kcodec: Apache Kafka record formats and compression at native speed.
+
+``import kcodec`` is cheap: it imports no compression library and no pyarrow;
+the record and columnar APIs are loaded on first attribute access.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from kcodec._version import __version__
+from kcodec.compression import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    Codec,
+    CodecInfo,
+    CompressionType,
+    TimestampType,
+    codecs,
+    get_codec,
+    register_codec,
+    unregister_codec,
+)
+from kcodec.errors import (
+    BufferReleasedError,
+    CodecLibraryMissingError,
+    CorruptCompressedDataError,
+    CorruptDataError,
+    CorruptRecordError,
+    InvalidRecordError,
+    KcodecError,
+    LimitExceededError,
+    RecordBuilderError,
+    UnsupportedCodecError,
+)
+
+# name -> module that defines it; imported on first access (PEP 562).
+_LAZY = {
+    "RecordBatchBuilder": "kcodec.records",
+    "LegacyRecordBatchBuilder": "kcodec.records",
+    "BufferPool": "kcodec.records",
+    "RecordBatch": "kcodec.records",
+    "Record": "kcodec.records",
+    "Header": "kcodec.records",
+    "ControlRecordType": "kcodec.records",
+    "EndTransactionMarker": "kcodec.records",
+    "read_batches": "kcodec.records",
+    "convert_magic": "kcodec.records",
+    "to_arrow": "kcodec.arrow",
+    "from_arrow": "kcodec.arrow",
+    "kafka_schema": "kcodec.arrow",
+    "murmur2": "kcodec.partitioner",
+    "partition_for_keys": "kcodec.partitioner",
+}
+
+__all__ = [
+    "__version__",
+    "BufferReleasedError",
+    "Codec",
+    "CodecInfo",
+    "CodecLibraryMissingError",
+    "CompressionType",
+    "CorruptCompressedDataError",
+    "CorruptDataError",
+    "CorruptRecordError",
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "InvalidRecordError",
+    "KcodecError",
+    "LimitExceededError",
+    "RecordBuilderError",
+    "TimestampType",
+    "UnsupportedCodecError",
+    "codecs",
+    "get_codec",
+    "register_codec",
+    "unregister_codec",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kcodec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kcodec.arrow import from_arrow, kafka_schema, to_arrow
+    from kcodec.partitioner import murmur2, partition_for_keys
+    from kcodec.records import (
+        BufferPool,
+        ControlRecordType,
+        EndTransactionMarker,
+        Header,
+        LegacyRecordBatchBuilder,
+        Record,
+        RecordBatch,
+        RecordBatchBuilder,
+        convert_magic,
+        read_batches,
+    )

@@ -1,0 +1,1 @@
+"""Compiled core of kcodec (Cython over the C sources in ``csrc/``)."""

@@ -1,0 +1,133 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""CRC-32C, CRC-32 and Kafka's zigzag varints over any contiguous buffer.
+
+Every function accepts an object exporting the buffer protocol (bytes,
+bytearray, memoryview, mmap, numpy arrays of any dtype); the bytes are read in
+place.  The checksum loops release the GIL.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t
+
+from kcodec.errors import CorruptRecordError
+
+cdef int _GIL_THRESHOLD = 4096
+
+
+def crc32c_backend() -> str:
+    """Which CRC-32C implementation runs: ``"sse4.2"``, ``"armv8-crc"`` or ``"portable"``."""
+    return kc_crc32c_backend().decode("ascii")
+
+
+cdef inline uint32_t _crc(object data, uint32_t value, int kind) except? 0xFFFFFFFF:
+    cdef Py_buffer view
+    cdef uint32_t out
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        if view.len >= _GIL_THRESHOLD:
+            with nogil:
+                if kind == 0:
+                    out = kc_crc32c(value, <const uint8_t *>view.buf, <size_t>view.len)
+                elif kind == 1:
+                    out = kc_crc32(value, <const uint8_t *>view.buf, <size_t>view.len)
+                else:
+                    out = kc_crc32c_portable(value, <const uint8_t *>view.buf, <size_t>view.len)
+        else:
+            if kind == 0:
+                out = kc_crc32c(value, <const uint8_t *>view.buf, <size_t>view.len)
+            elif kind == 1:
+                out = kc_crc32(value, <const uint8_t *>view.buf, <size_t>view.len)
+            else:
+                out = kc_crc32c_portable(value, <const uint8_t *>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def crc32c(data, unsigned int value=0) -> int:
+    """CRC-32C (Castagnoli) of ``data``, continuing from ``value``.
+
+    ``crc32c(b"123456789") == 0xE3069283``; ``crc32c(b, crc32c(a)) == crc32c(a + b)``.
+    """
+    return _crc(data, value, 0)
+
+
+def crc32c_portable(data, unsigned int value=0) -> int:
+    """CRC-32C computed by the table-driven fallback (for testing the dispatch)."""
+    return _crc(data, value, 2)
+
+
+def crc32(data, unsigned int value=0) -> int:
+    """CRC-32 (IEEE, as ``zlib.crc32``) of ``data``, continuing from ``value``."""
+    return _crc(data, value, 1)
+
+
+def varint_size(int value) -> int:
+    """Bytes the zigzag varint encoding of the int32 ``value`` takes (Kafka ``sizeOfVarint``)."""
+    return kc_varint_size(value)
+
+
+def varlong_size(long long value) -> int:
+    """Bytes the zigzag varlong encoding of the int64 ``value`` takes."""
+    return kc_varlong_size(value)
+
+
+def encode_varint(int value) -> bytes:
+    """Zigzag varint bytes of an int32 (minimal encoding, as Kafka writes)."""
+    cdef uint8_t tmp[5]
+    cdef int n = kc_write_varint(tmp, value)
+    return PyBytes_FromStringAndSize(<char *>tmp, n)
+
+
+def encode_varlong(long long value) -> bytes:
+    """Zigzag varlong bytes of an int64."""
+    cdef uint8_t tmp[10]
+    cdef int n = kc_write_varlong(tmp, value)
+    return PyBytes_FromStringAndSize(<char *>tmp, n)
+
+
+cdef _varint_error(int rc, Py_ssize_t pos, str what):
+    if rc == KC_VARINT_TRUNCATED:
+        raise CorruptRecordError(f"truncated {what} at byte {pos}", position=pos)
+    limit = "5th" if what == "varint" else "10th"
+    raise CorruptRecordError(
+        f"{what} at byte {pos} is too long: the most significant bit in the {limit} byte is set",
+        position=pos)
+
+
+def decode_varint(data, Py_ssize_t pos=0) -> tuple:
+    """Decode a zigzag varint at ``pos``; returns ``(value, next_pos)``.
+
+    Kafka's rules: over-long encodings are accepted, only the low 4 bits of a
+    5th byte count, a continuation bit on the 5th byte raises.
+    """
+    cdef Py_buffer view
+    cdef int32_t out = 0
+    cdef int rc
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        if pos < 0 or pos > view.len:
+            raise IndexError(f"position {pos} outside a buffer of {view.len} bytes")
+        rc = kc_read_varint(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len, &out)
+    finally:
+        PyBuffer_Release(&view)
+    if rc < 0:
+        _varint_error(rc, pos, "varint")
+    return out, pos + rc
+
+
+def decode_varlong(data, Py_ssize_t pos=0) -> tuple:
+    """Decode a zigzag varlong at ``pos``; returns ``(value, next_pos)``."""
+    cdef Py_buffer view
+    cdef int64_t out = 0
+    cdef int rc
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        if pos < 0 or pos > view.len:
+            raise IndexError(f"position {pos} outside a buffer of {view.len} bytes")
+        rc = kc_read_varlong(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len, &out)
+    finally:
+        PyBuffer_Release(&view)
+    if rc < 0:
+        _varint_error(rc, pos, "varlong")
+    return out, pos + rc

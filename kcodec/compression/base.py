@@ -1,0 +1,91 @@
+"""The ``Codec`` interface every compression implementation provides."""
+from __future__ import annotations
+
+import abc
+from typing import Any, FrozenSet, Optional
+
+from kcodec.errors import LimitExceededError, UnsupportedCodecError
+
+__all__ = ["Codec", "Buffer", "DEFAULT_MAX_DECOMPRESSED_SIZE"]
+
+#: Any object exporting the buffer protocol: bytes, bytearray, memoryview, mmap, numpy array.
+Buffer = Any
+
+#: Default cap on the output of one decompression (one batch's records, or one
+#: legacy wrapper's inner messages).  Kafka has none; 256 MiB is far above
+#: Kafka's default max.message.bytes (1 MiB) and still bounds a hostile input.
+DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
+
+
+class Codec(abc.ABC):
+    """A compression codec as Kafka frames it.
+
+    Subclasses set the class attributes and implement :meth:`compress` and
+    :meth:`decompress`.  Implementations accept any buffer without copying
+    it first, import their compression library only when first used, and
+    stop decompressing with :class:`~kcodec.errors.LimitExceededError` as
+    soon as the output would exceed ``max_size``, without allocating it.
+    """
+
+    #: Id stored in bits 0-2 of the batch attributes: 0-4 are Kafka's, 5-7 are free.
+    id: int = -1
+    #: Lower-case name (``"gzip"``); plugins for new ids choose their own.
+    name: str = ""
+    min_level: Optional[int] = None
+    max_level: Optional[int] = None
+    default_level: Optional[int] = None
+    #: Level values allowed outside ``[min_level, max_level]`` (gzip's -1).
+    extra_levels: tuple = ()
+    #: Message format versions that may carry this codec.
+    magics: FrozenSet[int] = frozenset({0, 1, 2})
+    #: Python distribution to install when the library is missing (for the error message).
+    requires: Optional[str] = None
+
+    @abc.abstractmethod
+    def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
+        """Compress ``data`` into Kafka's framing for ``magic``."""
+
+    @abc.abstractmethod
+    def decompress(self, data: Buffer, magic: int = 2,
+                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+        """Decompress Kafka-framed ``data``; raise LimitExceededError past ``max_size`` bytes."""
+
+    def available(self) -> bool:
+        """Whether the library this codec needs can be imported (imports it)."""
+        try:
+            self.load()
+        except ImportError:
+            return False
+        return True
+
+    def load(self) -> None:
+        """Import the compression library now (raises CodecLibraryMissingError)."""
+
+    # -- helpers for implementations --------------------------------------
+    def resolve_level(self, level: Optional[int]) -> Optional[int]:
+        if level is None:
+            return self.default_level
+        if self.min_level is None:
+            raise UnsupportedCodecError(f"codec {self.name} has no compression levels (got {level!r})")
+        if isinstance(level, bool) or not isinstance(level, int):
+            raise UnsupportedCodecError(f"{self.name} level must be an int, got {level!r}")
+        if not (self.min_level <= level <= self.max_level or level in self.extra_levels):
+            also = f" or equal to {self.extra_levels[0]}" if self.extra_levels else ""
+            raise UnsupportedCodecError(
+                f"invalid {self.name} level {level}: must be between "
+                f"{self.min_level} and {self.max_level}{also}")
+        return level
+
+    def check_magic(self, magic: int) -> None:
+        if magic not in self.magics:
+            raise UnsupportedCodecError(
+                f"{self.name} compression is not supported for magic {magic} "
+                f"(allowed: {', '.join(map(str, sorted(self.magics)))})")
+
+    @staticmethod
+    def check_limit(size: int, max_size: int, what: str = "decompressed data") -> None:
+        if size > max_size:
+            raise LimitExceededError(f"{what} exceeds the limit of {max_size} bytes")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__module__}.{type(self).__qualname__} id={self.id} name={self.name!r}>"

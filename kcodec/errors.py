@@ -1,0 +1,118 @@
+"""kcodec's exception hierarchy.
+
+Every error kcodec raises on bad input derives from :class:`KcodecError` and
+says what was wrong and where: ``position`` (byte offset in the buffer or
+file being read), ``batch_offset`` (base offset of the batch) and ``source``
+(a file name) are filled in as the error travels outwards through readers.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = [
+    "KcodecError",
+    "CorruptDataError",
+    "CorruptRecordError",
+    "InvalidRecordError",
+    "CorruptCompressedDataError",
+    "UnsupportedCodecError",
+    "CodecLibraryMissingError",
+    "LimitExceededError",
+    "BufferReleasedError",
+    "RecordBuilderError",
+]
+
+
+class KcodecError(Exception):
+    """Base class of every error kcodec raises."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        position: Optional[int] = None,
+        batch_offset: Optional[int] = None,
+        source: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.position = position
+        self.batch_offset = batch_offset
+        self.source = source
+
+    def with_context(
+        self,
+        *,
+        position: Optional[int] = None,
+        batch_offset: Optional[int] = None,
+        source: Optional[str] = None,
+    ) -> "KcodecError":
+        """Fill in location fields that are still unknown; returns ``self``.
+
+        Positions are relative: an inner reader reports its own offset and an
+        outer reader adds the start of the region it handed down.
+        """
+        if position is not None:
+            self.position = position if self.position is None else self.position + position
+        if batch_offset is not None and self.batch_offset is None:
+            self.batch_offset = batch_offset
+        if source is not None and self.source is None:
+            self.source = source
+        return self
+
+    def __str__(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(f"in {self.source}")
+        if self.position is not None:
+            where.append(f"at byte {self.position}")
+        if self.batch_offset is not None:
+            where.append(f"in the batch with base offset {self.batch_offset}")
+        return f"{self.message} ({', '.join(where)})" if where else self.message
+
+    def __reduce__(self):
+        # Keeps the location fields when the error crosses a process boundary
+        # (Spark workers pickle exceptions).
+        return (_rebuild, (type(self), self.message, self.position, self.batch_offset, self.source))
+
+
+def _rebuild(cls, message, position, batch_offset, source):
+    err = cls.__new__(cls)
+    KcodecError.__init__(err, message, position=position, batch_offset=batch_offset, source=source)
+    return err
+
+
+class CorruptDataError(KcodecError, ValueError):
+    """Input bytes are not valid Kafka data."""
+
+
+class CorruptRecordError(CorruptDataError):
+    """Batch framing or checksum is wrong (Kafka's ``CorruptRecordException``)."""
+
+
+class InvalidRecordError(CorruptDataError):
+    """A batch or record has an invalid structure (Kafka's ``InvalidRecordException``)."""
+
+
+class CorruptCompressedDataError(CorruptDataError):
+    """A compressed payload cannot be decompressed: truncated, corrupt or in a framing Kafka rejects."""
+
+
+class UnsupportedCodecError(KcodecError, ValueError):
+    """Unknown compression id or name, or a codec not allowed with a message format."""
+
+
+class CodecLibraryMissingError(KcodecError, ImportError):
+    """The Python package a codec needs is not installed."""
+
+
+class LimitExceededError(KcodecError):
+    """Decompressed output, a record or a batch would exceed a configured limit."""
+
+
+class BufferReleasedError(KcodecError):
+    """A pooled buffer was used after it was given back to its pool."""
+
+
+class RecordBuilderError(KcodecError, ValueError):
+    """A record or batch cannot be built as requested (Kafka's builder would refuse it too)."""

@@ -1,0 +1,40 @@
+"""Build kcodec's compiled core: Cython modules in kcodec/_native over csrc/.
+
+Set KCODEC_SANITIZE=address to build with AddressSanitizer (run the tests with
+LD_PRELOAD=$(gcc -print-file-name=libasan.so)).
+"""
+import glob
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+C_SOURCES = sorted(glob.glob("csrc/*.c"))
+compile_args = ["-O3", "-fno-strict-aliasing"]
+link_args = []
+sanitize = os.environ.get("KCODEC_SANITIZE")
+if sanitize:
+    compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}"]
+    link_args = [f"-fsanitize={sanitize}"]
+
+
+def ext(name: str) -> Extension:
+    return Extension(
+        f"kcodec._native.{name}",
+        sources=[f"kcodec/_native/{name}.pyx", *C_SOURCES],
+        include_dirs=["csrc", numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+    )
+
+
+MODULES = [os.path.basename(p)[:-4] for p in sorted(glob.glob("kcodec/_native/*.pyx"))]
+
+setup(
+    ext_modules=cythonize(
+        [ext(m) for m in MODULES],
+        compiler_directives={"language_level": "3", "embedsignature": True},
+    ),
+)
