@@ -1,6 +1,7 @@
 """Build kcodec's compiled core: Cython modules in kcodec/_native over csrc/.
 
-Set KCODEC_SANITIZE=address to build with AddressSanitizer (run the tests with
+KCODEC_ONLY=mod1,mod2 with ``setup.py build_ext --inplace`` rebuilds only those
+modules.  Set KCODEC_SANITIZE=address to build with AddressSanitizer (run the tests with
 LD_PRELOAD=$(gcc -print-file-name=libasan.so)).
 """
 import glob
@@ -31,6 +32,9 @@ def ext(name: str) -> Extension:
 
 
 MODULES = [os.path.basename(p)[:-4] for p in sorted(glob.glob("kcodec/_native/*.pyx"))]
+# KCODEC_ONLY=records,columnar rebuilds just those modules (development aid).
+if os.environ.get("KCODEC_ONLY"):
+    MODULES = [m for m in MODULES if m in os.environ["KCODEC_ONLY"].split(",")]
 
 setup(
     ext_modules=cythonize(
