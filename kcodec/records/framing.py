@@ -1,0 +1,83 @@
+"""The log framing every record set shares: ``offset:int64, size:int32, ..., magic:int8``.
+
+:func:`iter_entries` walks a buffer of concatenated batches (a fetch
+response, a produce payload, a ``.log`` segment) exactly as Kafka's
+``ByteBufferLogInputStream`` does, without decoding or copying anything.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, NamedTuple, Optional
+
+from kcodec.errors import CorruptRecordError
+
+__all__ = [
+    "LOG_OVERHEAD",
+    "HEADER_SIZE_UP_TO_MAGIC",
+    "RECORD_BATCH_OVERHEAD",
+    "MIN_RECORD_OVERHEAD",
+    "Entry",
+    "iter_entries",
+    "valid_bytes",
+]
+
+LOG_OVERHEAD = 12  # offset + size
+HEADER_SIZE_UP_TO_MAGIC = 17
+MAGIC_OFFSET = 16
+RECORD_BATCH_OVERHEAD = 61  # v2 header
+MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest legal size field
+
+_OFFSET_SIZE = struct.Struct(">qi")
+
+
+class Entry(NamedTuple):
+    """One complete entry (a v2 batch or a v0/v1 message) found in a buffer."""
+
+    position: int  #: byte offset of the entry in the buffer
+    size: int  #: total bytes, ``size field + 12``
+    offset: int  #: v2 base offset, or the v0/v1 (wrapper) message offset
+    magic: int
+
+
+def iter_entries(buf, start: int = 0, end: Optional[int] = None, *,
+                 strict: bool = False) -> Iterator[Entry]:
+    """Yield the complete entries of ``buf[start:end]`` in order.
+
+    Kafka's rules: fewer than 12 bytes left, fewer than 17, or an entry that
+    runs past the end stop the iteration silently (a partial trailing batch,
+    normal in fetch responses).  ``strict=True`` raises CorruptRecordError
+    for such trailing bytes instead.  A size below 14 or a magic outside
+    0..2 always raises CorruptRecordError.
+    """
+    view = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    limit = len(view) if end is None else min(end, len(view))
+    pos = start
+    while True:
+        remaining = limit - pos
+        if remaining < LOG_OVERHEAD:
+            break
+        offset, size = _OFFSET_SIZE.unpack_from(view, pos)
+        if size < MIN_RECORD_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record size {size} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
+                position=pos)
+        if remaining < HEADER_SIZE_UP_TO_MAGIC:
+            break
+        magic = view[pos + MAGIC_OFFSET]
+        if magic > 127:
+            magic -= 256
+        if magic < 0 or magic > 2:
+            raise CorruptRecordError(f"Invalid magic found in record: {magic}", position=pos)
+        total = size + LOG_OVERHEAD
+        if remaining < total:
+            break
+        yield Entry(pos, total, offset, magic)
+        pos += total
+    if strict and pos < limit:
+        raise CorruptRecordError(
+            f"{limit - pos} trailing bytes do not form a complete batch", position=pos)
+
+
+def valid_bytes(buf, start: int = 0, end: Optional[int] = None) -> int:
+    """Bytes covered by complete entries (Kafka's ``MemoryRecords.validBytes``)."""
+    return sum(e.size for e in iter_entries(buf, start, end))

@@ -1,0 +1,134 @@
+"""CRC-32C, CRC-32 and Kafka's varints (spec section 1)."""
+import mmap
+import random
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from kcodec._native import primitives as p
+from kcodec.errors import CorruptRecordError, KcodecError
+
+VARINT_TABLE = [
+    (0, "00"), (-1, "01"), (1, "02"), (63, "7e"), (64, "8001"), (-64, "7f"), (-65, "8101"),
+    (2147483647, "feffffff0f"), (-2147483648, "ffffffff0f"),
+]
+
+
+def crc32c_reference(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def test_crc_known_answers():
+    assert p.crc32c(b"123456789") == 0xE3069283
+    assert p.crc32c_portable(b"123456789") == 0xE3069283
+    assert p.crc32(b"123456789") == 0xCBF43926
+    assert p.crc32c(b"") == 0
+
+
+def test_crc32c_backend_is_reported():
+    assert p.crc32c_backend() in {"sse4.2", "armv8-crc", "portable"}
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 4095, 4096, 4097, 100_000])
+def test_crc_backends_agree(n):
+    data = random.Random(n).randbytes(n)
+    assert p.crc32c(data) == p.crc32c_portable(data)
+    assert p.crc32(data) == zlib.crc32(data)
+    if n < 5000:
+        assert p.crc32c(data) == crc32c_reference(data)
+
+
+def test_crc_unaligned_and_continued():
+    data = random.Random(1).randbytes(1000)
+    for start in range(9):
+        chunk = data[start:]
+        assert p.crc32c(memoryview(data)[start:]) == p.crc32c_portable(chunk)
+    assert p.crc32c(data[500:], p.crc32c(data[:500])) == p.crc32c(data)
+    assert p.crc32(data[500:], p.crc32(data[:500])) == zlib.crc32(data)
+
+
+def test_crc_accepts_any_buffer(tmp_path):
+    data = bytes(range(256)) * 40
+    expected = p.crc32c(data)
+    assert p.crc32c(bytearray(data)) == expected
+    assert p.crc32c(memoryview(data)) == expected
+    assert p.crc32c(np.frombuffer(data, dtype=np.uint8)) == expected
+    assert p.crc32c(np.frombuffer(data, dtype=np.int64)) == expected
+    f = tmp_path / "x"
+    f.write_bytes(data)
+    with open(f, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert p.crc32c(m) == expected
+
+
+def test_crc_rejects_non_contiguous():
+    arr = np.arange(100, dtype=np.uint8)[::2]
+    with pytest.raises((BufferError, ValueError)):
+        p.crc32c(arr)
+
+
+@pytest.mark.parametrize("value,hexbytes", VARINT_TABLE)
+def test_varint_table(value, hexbytes):
+    assert p.encode_varint(value).hex() == hexbytes
+    assert p.decode_varint(bytes.fromhex(hexbytes)) == (value, len(hexbytes) // 2)
+    assert p.varint_size(value) == len(hexbytes) // 2
+
+
+def test_varlong_table():
+    assert p.encode_varlong(-(2 ** 63)).hex() == "ffffffffffffffffff01"
+    assert p.encode_varlong(-86400000).hex() == "ffefb252"
+    assert p.decode_varlong(bytes.fromhex("ffffffffffffffffff01")) == (-(2 ** 63), 10)
+    assert p.varlong_size(2 ** 63 - 1) == 10
+
+
+@pytest.mark.parametrize("k", range(1, 10))
+def test_size_boundaries(k):
+    # zigzag(v) = 2v for v >= 0: the encoding grows at 2^(7k) / 2
+    edge = 2 ** (7 * k) // 2
+    if edge - 1 <= 2 ** 31 - 1:
+        assert p.varint_size(edge - 1) == k
+        if edge <= 2 ** 31 - 1:
+            assert p.varint_size(edge) == k + 1
+    assert p.varlong_size(edge - 1) == k
+    assert p.varlong_size(edge) == k + 1
+    assert p.varlong_size(-edge) == k
+    assert p.varlong_size(-edge - 1) == k + 1
+
+
+@given(st.integers(-(2 ** 31), 2 ** 31 - 1))
+def test_varint_roundtrip(v):
+    enc = p.encode_varint(v)
+    assert p.decode_varint(b"\x00" + enc, 1) == (v, 1 + len(enc))
+    assert len(enc) == p.varint_size(v)
+
+
+@given(st.integers(-(2 ** 63), 2 ** 63 - 1))
+def test_varlong_roundtrip(v):
+    enc = p.encode_varlong(v)
+    assert p.decode_varlong(enc) == (v, len(enc))
+    assert len(enc) == p.varlong_size(v)
+
+
+def test_kafka_lenient_reading():
+    assert p.decode_varint(b"\x80\x00") == (0, 2)  # over-long but legal
+    assert p.decode_varint(bytes([0x80, 0x80, 0x80, 0x80, 0x70])) == (0, 5)  # high bits of byte 5 dropped
+    assert p.decode_varlong(bytes([0x80] * 9 + [0x7E])) == (0, 10)  # only bit 0 of byte 10
+
+
+def test_varint_errors():
+    with pytest.raises(CorruptRecordError, match="too long"):
+        p.decode_varint(bytes([0x80] * 5 + [0x01]))
+    with pytest.raises(CorruptRecordError, match="too long"):
+        p.decode_varlong(bytes([0x80] * 10 + [0x01]))
+    with pytest.raises(CorruptRecordError, match="truncated") as info:
+        p.decode_varint(b"\x00\x80", 1)
+    assert info.value.position == 1
+    assert isinstance(info.value, KcodecError)
+    with pytest.raises(IndexError):
+        p.decode_varint(b"\x00", 5)
