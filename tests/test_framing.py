@@ -1,0 +1,87 @@
+"""The shared log framing (spec section 2, checklist items 4-14)."""
+import struct
+
+import pytest
+
+from kcodec.errors import CorruptRecordError
+from kcodec.records.framing import iter_entries, valid_bytes
+from oracle_util import load_case
+
+
+def _single() -> bytes:
+    return load_case("v2_none_single")[0]
+
+
+def test_segment_positions_match_java():
+    data, doc, _ = load_case("segment_mixed")
+    entries = list(iter_entries(data))
+    assert [e.position for e in entries] == [b["position"] for b in doc["batches"]]
+    assert [e.size for e in entries] == [b["sizeInBytes"] for b in doc["batches"]]
+    assert [e.magic for e in entries] == [b["magic"] for b in doc["batches"]]
+    assert valid_bytes(data) == doc["validBytes"]
+
+
+def test_empty_input():
+    assert list(iter_entries(b"")) == []
+
+
+@pytest.mark.parametrize("n", range(1, 12))
+def test_short_trailing_garbage_ignored(n):
+    data = _single() + b"\x07" * n
+    assert len(list(iter_entries(data))) == 1
+    assert valid_bytes(data) == len(data) - n
+    with pytest.raises(CorruptRecordError, match="trailing"):
+        list(iter_entries(data, strict=True))
+
+
+def test_twelve_zero_bytes_raise():
+    with pytest.raises(CorruptRecordError, match=r"Record size 0 is less than the minimum record overhead \(14\)") as info:
+        list(iter_entries(_single() + b"\x00" * 12))
+    assert info.value.position == len(_single())
+
+
+@pytest.mark.parametrize("size", [-5, 0, 13])
+def test_small_sizes_raise(size):
+    with pytest.raises(CorruptRecordError, match=f"Record size {size} is less"):
+        list(iter_entries(struct.pack(">qi", 0, size) + b"\x00" * 60))
+
+
+def test_size_14_with_few_bytes_is_partial():
+    assert list(iter_entries(struct.pack(">qi", 0, 14) + b"\x00\x00\x00")) == []
+
+
+@pytest.mark.parametrize("magic", [3, -1])
+def test_bad_magic(magic):
+    data = bytearray(_single())
+    data[16] = magic & 0xFF
+    with pytest.raises(CorruptRecordError, match=f"Invalid magic found in record: {magic}"):
+        list(iter_entries(bytes(data)))
+
+
+@pytest.mark.parametrize("size", [0x7FFFFFF0, 0x7FFFFFFF])
+def test_huge_size_is_partial(size):
+    data = bytearray(_single())
+    struct.pack_into(">i", data, 8, size)
+    assert list(iter_entries(bytes(data))) == []
+
+
+def test_partial_trailing_batch_dropped():
+    single = _single()
+    data = single + single[:-1]
+    assert [e.position for e in iter_entries(data)] == [0]
+    with pytest.raises(CorruptRecordError) as info:
+        list(iter_entries(data, strict=True))
+    assert info.value.position == len(single)
+
+
+def test_down_conversion_overflow_batch_ignored():
+    single = _single()
+    overflow = struct.pack(">qi", -1, 200) + b"\x00" * 30
+    assert len(list(iter_entries(single + overflow))) == 1
+
+
+def test_accepts_memoryview_slices():
+    single = _single()
+    data = memoryview(b"\xff" * 3 + single + single)
+    assert [e.position for e in iter_entries(data, 3)] == [3, 3 + len(single)]
+    assert [e.position for e in iter_entries(data, 3, 3 + len(single))] == [3]
