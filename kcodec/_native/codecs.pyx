@@ -1,0 +1,616 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Framing scanners for Kafka's compressed payloads, and XXH32.
+
+The compression libraries do the (de)compression; these functions walk the
+framing around it (LZ4 frame blocks, snappy-java chunks, zstd frames) in C
+with the GIL released, check every length against the buffer before it is
+used, and return where each block lies.  The Python codecs then hand exactly
+those slices to the library, so a hostile length can neither read past the
+input nor make anything allocate before the size limits are checked.
+
+Errors carry Kafka's (Java) messages where Kafka has one.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t
+from libc.stdlib cimport malloc, realloc, free
+
+from kcodec._native.primitives cimport kc_load_be32, kc_load_le32
+
+from kcodec.errors import CorruptCompressedDataError, LimitExceededError
+
+cdef extern from "kc_xxhash.h" nogil:
+    uint32_t kc_xxh32(const uint8_t *p, size_t len, uint32_t seed)
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_WRITE
+
+cdef Py_ssize_t _GIL_THRESHOLD = 4096
+
+
+cdef inline void _get(object data, Py_buffer *view) except *:
+    PyObject_GetBuffer(data, view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+
+
+def xxh32(data, unsigned int seed=0) -> int:
+    """XXH32 of ``data`` (any contiguous buffer); ``xxh32(b"") == 0x02CC5D05``."""
+    cdef Py_buffer view
+    cdef uint32_t out
+    _get(data, &view)
+    try:
+        if view.len >= _GIL_THRESHOLD:
+            with nogil:
+                out = kc_xxh32(<const uint8_t *>view.buf, <size_t>view.len, seed)
+        else:
+            out = kc_xxh32(<const uint8_t *>view.buf, <size_t>view.len, seed)
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def alloc_bytes(Py_ssize_t size):
+    """A new ``bytes`` of ``size`` uninitialised bytes and a writable view of its storage.
+
+    Lets a decompressor write straight into the object it returns, sparing
+    the copy a ``bytearray`` -> ``bytes`` conversion would cost.  The caller
+    owns the only reference, fills every byte, and releases the view before
+    the bytes object is shared.
+    """
+    if size < 0:
+        raise ValueError("negative size")
+    b = PyBytes_FromStringAndSize(NULL, size)
+    return b, PyMemoryView_FromMemory(PyBytes_AS_STRING(b), size, PyBUF_WRITE)
+
+
+# --------------------------------------------------------------------------
+# Block tables: (offset, length, extra) triples filled without the GIL.
+
+cdef struct _Blocks:
+    int64_t *v
+    Py_ssize_t n
+    Py_ssize_t cap
+
+
+cdef int _push(_Blocks *b, int64_t off, int64_t length, int64_t extra) noexcept nogil:
+    cdef int64_t *nv
+    cdef Py_ssize_t ncap
+    if b.n == b.cap:
+        ncap = 16 if b.cap == 0 else b.cap * 2
+        nv = <int64_t *>realloc(b.v, <size_t>ncap * 3 * sizeof(int64_t))
+        if nv == NULL:
+            return -1
+        b.v = nv
+        b.cap = ncap
+    b.v[3 * b.n] = off
+    b.v[3 * b.n + 1] = length
+    b.v[3 * b.n + 2] = extra
+    b.n += 1
+    return 0
+
+
+cdef list _to_list(_Blocks *b):
+    cdef Py_ssize_t i
+    return [(b.v[3 * i], b.v[3 * i + 1], b.v[3 * i + 2]) for i in range(b.n)]
+
+
+cdef object _corrupt(str codec, str message, Py_ssize_t pos):
+    return CorruptCompressedDataError(f"{codec}: {message}", position=pos)
+
+
+# --------------------------------------------------------------------------
+# LZ4: Kafka's frame (spec 8.5).
+
+cdef enum:
+    LZ4_OK = 0
+    LZ4_PREMATURE = 1
+    LZ4_BAD_MAGIC = 2
+    LZ4_RESERVED = 3
+    LZ4_DEPENDENT = 4
+    LZ4_VERSION = 5
+    LZ4_RESERVED2 = 6
+    LZ4_BLOCK_SIZE_ID = 7
+    LZ4_RESERVED3 = 8
+    LZ4_HC = 9
+    LZ4_BLOCK_TOO_BIG = 10
+    LZ4_BLOCK_CHECKSUM = 11
+    LZ4_NOMEM = 12
+    LZ4_CONTENT_CHECKSUM_MISSING = 13
+
+
+cdef struct _Lz4Scan:
+    int err
+    Py_ssize_t pos
+    uint32_t a
+    uint32_t b
+    int64_t max_block
+    int64_t end
+
+
+cdef void _lz4_scan(const uint8_t *p, Py_ssize_t n, bint check_hc, _Lz4Scan *r, _Blocks *blocks) noexcept nogil:
+    cdef Py_ssize_t pos, desc_start
+    cdef uint8_t flg, bd, hc
+    cdef uint32_t size, stored
+    cdef bint raw, block_checksum, content_checksum
+    cdef int bsid
+    r.err = LZ4_OK
+    if n < 6:
+        r.err = LZ4_PREMATURE
+        r.pos = n
+        return
+    if kc_load_le32(p) != 0x184D2204u:
+        r.err = LZ4_BAD_MAGIC
+        r.pos = 0
+        return
+    flg = p[4]
+    bd = p[5]
+    r.pos = 4
+    if flg & 0x03:
+        r.err = LZ4_RESERVED
+        return
+    if not (flg & 0x20):
+        r.err = LZ4_DEPENDENT
+        return
+    if (flg >> 6) != 1:
+        r.err = LZ4_VERSION
+        r.a = flg >> 6
+        return
+    r.pos = 5
+    if bd & 0x0F:
+        r.err = LZ4_RESERVED2
+        return
+    bsid = (bd >> 4) & 0x07
+    if bsid < 4:
+        r.err = LZ4_BLOCK_SIZE_ID
+        return
+    if bd & 0x80:
+        r.err = LZ4_RESERVED3
+        return
+    r.max_block = (<int64_t>1) << (2 * bsid + 8)
+    block_checksum = (flg & 0x10) != 0
+    content_checksum = (flg & 0x04) != 0
+    desc_start = 4
+    pos = 6
+    if flg & 0x08:
+        # The content size is skipped unread, as Kafka does.
+        if n - pos < 8:
+            r.err = LZ4_PREMATURE
+            r.pos = n
+            return
+        pos += 8
+    if pos >= n:
+        r.err = LZ4_PREMATURE
+        r.pos = n
+        return
+    hc = p[pos]
+    if check_hc and hc != ((kc_xxh32(p + desc_start, <size_t>(pos - desc_start), 0) >> 8) & 0xFF):
+        r.err = LZ4_HC
+        r.pos = pos
+        r.a = hc
+        return
+    pos += 1
+    while True:
+        if n - pos < 4:
+            r.err = LZ4_PREMATURE
+            r.pos = n
+            return
+        stored = kc_load_le32(p + pos)
+        raw = (stored & 0x80000000u) != 0
+        size = stored & 0x7FFFFFFFu
+        if size == 0:
+            pos += 4
+            if content_checksum:
+                # Read but, as in Kafka, never verified.
+                if n - pos < 4:
+                    r.err = LZ4_CONTENT_CHECKSUM_MISSING
+                    r.pos = n
+                    return
+                pos += 4
+            r.end = pos
+            return
+        if size > r.max_block:
+            r.err = LZ4_BLOCK_TOO_BIG
+            r.pos = pos
+            r.a = size
+            return
+        pos += 4
+        if n - pos < <Py_ssize_t>size + (4 if block_checksum else 0):
+            r.err = LZ4_PREMATURE
+            r.pos = n
+            return
+        if block_checksum and kc_xxh32(p + pos, size, 0) != kc_load_le32(p + pos + size):
+            r.err = LZ4_BLOCK_CHECKSUM
+            r.pos = pos + size
+            return
+        if _push(blocks, pos, size, 1 if raw else 0) < 0:
+            r.err = LZ4_NOMEM
+            return
+        pos += size + (4 if block_checksum else 0)
+
+
+def lz4_scan(data, bint check_hc=True) -> tuple:
+    """Walk a Kafka LZ4 frame: ``(max_block_size, [(offset, size, stored_raw)], end)``.
+
+    ``end`` is where the frame (end mark and optional content checksum) ends;
+    Kafka ignores whatever follows.  ``check_hc=False`` skips the descriptor
+    checksum, as Kafka does for magic 0 whose writers hashed the wrong bytes.
+    """
+    cdef Py_buffer view
+    cdef _Lz4Scan r
+    cdef _Blocks blocks
+    blocks.v = NULL
+    blocks.n = 0
+    blocks.cap = 0
+    _get(data, &view)
+    try:
+        with nogil:
+            _lz4_scan(<const uint8_t *>view.buf, view.len, check_hc, &r, &blocks)
+        if r.err == LZ4_OK:
+            return r.max_block, _to_list(&blocks), r.end
+    finally:
+        PyBuffer_Release(&view)
+        free(blocks.v)
+    if r.err == LZ4_NOMEM:
+        raise MemoryError()
+    msg = {
+        LZ4_PREMATURE: "Stream ended prematurely",
+        LZ4_BAD_MAGIC: "Stream unsupported (invalid magic bytes)",
+        LZ4_RESERVED: "Reserved bits must be 0",
+        LZ4_DEPENDENT: "Dependent block stream is unsupported",
+        LZ4_VERSION: f"Version {r.a} is unsupported",
+        LZ4_RESERVED2: "Reserved2 field must be 0",
+        LZ4_BLOCK_SIZE_ID: "Block size value must be between 4 and 7",
+        LZ4_RESERVED3: "Reserved3 field must be 0",
+        LZ4_HC: "Stream frame descriptor corrupted",
+        LZ4_BLOCK_TOO_BIG: f"Block size {r.a} exceeded max: {r.max_block}",
+        LZ4_BLOCK_CHECKSUM: "Block checksum mismatch",
+        LZ4_CONTENT_CHECKSUM_MISSING: "Stream ended prematurely (content checksum missing)",
+    }[r.err]
+    raise _corrupt("lz4", msg, r.pos)
+
+
+# --------------------------------------------------------------------------
+# snappy: snappy-java's stream, or one raw block (spec 8.4).
+
+cdef enum:
+    SN_OK = 0
+    SN_EMPTY = 1
+    SN_CONCAT_HEADER = 2
+    SN_NEGATIVE = 3
+    SN_TOO_BIG = 4
+    SN_TRUNCATED = 5
+    SN_ZERO = 6
+    SN_PREAMBLE = 7
+    SN_LIMIT = 8
+    SN_NOMEM = 9
+
+cdef const uint8_t *_SNAPPY_MAGIC = b"\x82SNAPPY\x00"
+cdef int64_t _SNAPPY_MAX_CHUNK = 512 * 1024 * 1024
+
+
+cdef struct _SnScan:
+    int err
+    Py_ssize_t pos
+    int64_t a
+    int64_t total
+    bint framed
+
+
+cdef inline int _snappy_preamble(const uint8_t *p, Py_ssize_t n, int64_t *out) noexcept nogil:
+    # The uncompressed length: a little-endian base-128 varint of at most
+    # five bytes that must fit 32 bits, as libsnappy parses it.
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(5):
+        if i >= n:
+            return -1
+        v |= (<uint64_t>(p[i] & 0x7F)) << (7 * i)
+        if not (p[i] & 0x80):
+            if v > 0xFFFFFFFFu:
+                return -1
+            out[0] = <int64_t>v
+            return 0
+    return -1
+
+
+cdef inline bint _is_magic(const uint8_t *p) noexcept nogil:
+    cdef int i
+    for i in range(8):
+        if p[i] != _SNAPPY_MAGIC[i]:
+            return False
+    return True
+
+
+cdef void _snappy_scan(const uint8_t *p, Py_ssize_t n, int64_t max_size, _SnScan *r, _Blocks *blocks) noexcept nogil:
+    cdef Py_ssize_t pos
+    cdef int64_t ulen
+    cdef uint32_t word
+    cdef int64_t length
+    r.err = SN_OK
+    r.total = 0
+    r.framed = False
+    if n == 0:
+        r.err = SN_EMPTY
+        r.pos = 0
+        return
+    if n < 16 or not _is_magic(p):
+        # Not snappy-java's stream: the whole payload is one raw block.
+        if _snappy_preamble(p, n, &ulen) < 0:
+            r.err = SN_PREAMBLE
+            r.pos = 0
+            return
+        if ulen > max_size:
+            r.err = SN_LIMIT
+            r.a = ulen
+            r.pos = 0
+            return
+        r.total = ulen
+        if _push(blocks, 0, n, ulen) < 0:
+            r.err = SN_NOMEM
+        return
+    r.framed = True
+    # The version fields are not checked (Redpanda writes another one).
+    pos = 16
+    while n - pos >= 4:
+        word = kc_load_be32(p + pos)
+        if word == 0x82534E41u:
+            # A second snappy-java stream appended to the first.
+            if n - pos - 4 < 12:
+                r.err = SN_CONCAT_HEADER
+                r.pos = pos
+                return
+            if not _is_magic(p + pos) or <int>kc_load_be32(p + pos + 8) < 1:
+                break
+            pos += 16
+            continue
+        length = <int>word
+        if length < 0:
+            r.err = SN_NEGATIVE
+            r.a = length
+            r.pos = pos
+            return
+        if length > _SNAPPY_MAX_CHUNK:
+            r.err = SN_TOO_BIG
+            r.a = length
+            r.pos = pos
+            return
+        if length == 0:
+            r.err = SN_ZERO
+            r.pos = pos
+            return
+        pos += 4
+        if n - pos < length:
+            r.err = SN_TRUNCATED
+            r.pos = pos
+            r.a = length
+            return
+        if _snappy_preamble(p + pos, length, &ulen) < 0:
+            r.err = SN_PREAMBLE
+            r.pos = pos
+            return
+        if r.total + ulen > max_size:
+            r.err = SN_LIMIT
+            r.a = r.total + ulen
+            r.pos = pos
+            return
+        r.total += ulen
+        if _push(blocks, pos, length, ulen) < 0:
+            r.err = SN_NOMEM
+            return
+        pos += length
+
+
+def snappy_scan(data, int64_t max_size) -> tuple:
+    """Walk a snappy payload: ``(framed, [(offset, size, uncompressed_size)], total)``.
+
+    Raises LimitExceededError as soon as the uncompressed sizes the blocks
+    declare add up to more than ``max_size``, before anything is allocated.
+    """
+    cdef Py_buffer view
+    cdef _SnScan r
+    cdef _Blocks blocks
+    blocks.v = NULL
+    blocks.n = 0
+    blocks.cap = 0
+    _get(data, &view)
+    try:
+        if view.len >= _GIL_THRESHOLD:
+            with nogil:
+                _snappy_scan(<const uint8_t *>view.buf, view.len, max_size, &r, &blocks)
+        else:
+            _snappy_scan(<const uint8_t *>view.buf, view.len, max_size, &r, &blocks)
+        if r.err == SN_OK:
+            return bool(r.framed), _to_list(&blocks), r.total
+    finally:
+        PyBuffer_Release(&view)
+        free(blocks.v)
+    if r.err == SN_NOMEM:
+        raise MemoryError()
+    if r.err == SN_LIMIT:
+        raise LimitExceededError(
+            f"snappy: the blocks declare at least {r.a} uncompressed bytes, "
+            f"more than the limit of {max_size}", position=r.pos)
+    msg = {
+        SN_EMPTY: "[EMPTY_INPUT] Cannot decompress empty stream",
+        SN_CONCAT_HEADER: "Insufficient header size in a concatenated block",
+        SN_NEGATIVE: f"[INVALID_CHUNK_SIZE] chunkSize is too big or negative : {r.a}",
+        SN_TOO_BIG: f"[INVALID_CHUNK_SIZE] chunkSize is too big or negative : {r.a}",
+        SN_TRUNCATED: f"failed to read chunk (needs {r.a} bytes)",
+        SN_ZERO: "[PARSING_ERROR] zero-length chunk",
+        SN_PREAMBLE: "[PARSING_ERROR] invalid uncompressed length in the block header",
+    }[r.err]
+    raise _corrupt("snappy", msg, r.pos)
+
+
+# --------------------------------------------------------------------------
+# zstd: frame boundaries, window sizes and truncation (spec 8.6).
+
+cdef enum:
+    ZS_OK = 0
+    ZS_TRUNCATED = 1
+    ZS_UNKNOWN = 2
+    ZS_WINDOW = 3
+    ZS_RESERVED = 4
+    ZS_BLOCK = 5
+
+
+cdef struct _ZsScan:
+    int err
+    Py_ssize_t pos
+    int frames
+    int64_t content_size
+    int64_t bound
+    uint64_t window
+
+
+cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan *r) noexcept nogil:
+    cdef Py_ssize_t pos = 0, fstart
+    cdef uint32_t magic, bh, bsize
+    cdef uint8_t fhd, wd
+    cdef int fcs_flag, did_flag, fcs_len, btype
+    cdef bint single, checksum, last
+    cdef uint64_t fcs, window, block_max
+    cdef int i
+    r.err = ZS_OK
+    r.frames = 0
+    r.content_size = 0
+    r.bound = 0
+    while pos < n:
+        fstart = pos
+        if n - pos < 4:
+            r.err = ZS_TRUNCATED
+            r.pos = pos
+            return
+        magic = kc_load_le32(p + pos)
+        if (magic & 0xFFFFFFF0u) == 0x184D2A50u:
+            if n - pos < 8 or <uint64_t>(n - pos - 8) < kc_load_le32(p + pos + 4):
+                r.err = ZS_TRUNCATED
+                r.pos = pos
+                return
+            pos += 8 + <Py_ssize_t>kc_load_le32(p + pos + 4)
+            continue
+        if magic != 0xFD2FB528u:
+            r.err = ZS_UNKNOWN
+            r.pos = pos
+            return
+        pos += 4
+        if pos >= n:
+            r.err = ZS_TRUNCATED
+            r.pos = fstart
+            return
+        fhd = p[pos]
+        pos += 1
+        if fhd & 0x08:
+            r.err = ZS_RESERVED
+            r.pos = pos - 1
+            return
+        fcs_flag = fhd >> 6
+        single = (fhd & 0x20) != 0
+        checksum = (fhd & 0x04) != 0
+        did_flag = fhd & 0x03
+        window = 0
+        if not single:
+            if pos >= n:
+                r.err = ZS_TRUNCATED
+                r.pos = fstart
+                return
+            wd = p[pos]
+            pos += 1
+            window = (<uint64_t>1) << (10 + (wd >> 3))
+            window += (window >> 3) * (wd & 7)
+        if did_flag:
+            pos += 4 if did_flag == 3 else did_flag
+        fcs_len = 8 if fcs_flag == 3 else (4 if fcs_flag == 2 else (2 if fcs_flag == 1 else (1 if single else 0)))
+        if pos + fcs_len > n:
+            r.err = ZS_TRUNCATED
+            r.pos = fstart
+            return
+        fcs = 0
+        for i in range(fcs_len):
+            fcs |= (<uint64_t>p[pos + i]) << (8 * i)
+        if fcs_len == 2:
+            fcs += 256
+        pos += fcs_len
+        if single:
+            window = fcs
+        if window > ((<uint64_t>1) << window_log_max):
+            r.err = ZS_WINDOW
+            r.pos = fstart
+            r.window = window
+            return
+        if fcs_len == 0 or r.content_size < 0:
+            r.content_size = -1
+        else:
+            r.content_size += <int64_t>fcs
+            if r.content_size < 0 or fcs > (<uint64_t>1 << 62):
+                r.content_size = (<int64_t>1) << 62
+        block_max = window if window < 131072 else 131072
+        if block_max == 0:
+            block_max = 131072
+        while True:
+            if n - pos < 3:
+                r.err = ZS_TRUNCATED
+                r.pos = fstart
+                return
+            bh = p[pos] | (<uint32_t>p[pos + 1] << 8) | (<uint32_t>p[pos + 2] << 16)
+            pos += 3
+            last = bh & 1
+            btype = (bh >> 1) & 3
+            bsize = bh >> 3
+            if btype == 3 or bsize > 131072:
+                r.err = ZS_BLOCK
+                r.pos = pos - 3
+                return
+            # Regenerated size: exact for raw and RLE blocks, at most the
+            # block maximum for compressed ones.
+            r.bound += <int64_t>(block_max if btype == 2 else bsize)
+            if btype == 1:
+                bsize = 1
+            if n - pos < <Py_ssize_t>bsize:
+                r.err = ZS_TRUNCATED
+                r.pos = fstart
+                return
+            pos += bsize
+            if last:
+                break
+        if checksum:
+            if n - pos < 4:
+                r.err = ZS_TRUNCATED
+                r.pos = fstart
+                return
+            pos += 4
+        r.frames += 1
+
+
+def zstd_scan(data, int window_log_max=27) -> tuple:
+    """Walk zstd frames: ``(frames, total_content_size or -1, output_bound)``.
+
+    Checks what a streaming decoder would only notice late or never: a frame
+    cut short (``Truncated source``), bytes after the last frame that start
+    no frame (``Unknown frame descriptor``), and windows above
+    ``2**window_log_max`` (zstd-jni's limit: 27, 128 MiB).  Skippable frames
+    are stepped over.  The content size is -1 unless every frame declares one;
+    ``output_bound`` is the most the blocks can decompress to.
+    """
+    cdef Py_buffer view
+    cdef _ZsScan r
+    _get(data, &view)
+    try:
+        if view.len >= _GIL_THRESHOLD:
+            with nogil:
+                _zstd_scan(<const uint8_t *>view.buf, view.len, window_log_max, &r)
+        else:
+            _zstd_scan(<const uint8_t *>view.buf, view.len, window_log_max, &r)
+    finally:
+        PyBuffer_Release(&view)
+    if r.err == ZS_OK:
+        return r.frames, (r.content_size if r.frames else 0), r.bound
+    msg = {
+        ZS_TRUNCATED: "Truncated source",
+        ZS_UNKNOWN: "Unknown frame descriptor",
+        ZS_WINDOW: f"Frame requires too much memory for decoding "
+                   f"(window {r.window} bytes, limit {1 << window_log_max})",
+        ZS_RESERVED: "Unsupported frame parameter (reserved bit set)",
+        ZS_BLOCK: "Corrupted block detected",
+    }[r.err]
+    raise _corrupt("zstd", msg, r.pos)

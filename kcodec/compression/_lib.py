@@ -1,0 +1,51 @@
+"""Shared helpers of the built-in codecs: lazy library imports and buffer views."""
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+from typing import Any, Optional
+
+from kcodec.errors import CodecLibraryMissingError
+
+__all__ = ["import_library", "byte_view", "library_version"]
+
+
+def import_library(module: str, package: str, codec: str) -> ModuleType:
+    """Import ``module`` for ``codec``; CodecLibraryMissingError naming ``package`` if absent.
+
+    A module set to ``None`` in ``sys.modules`` counts as missing, which is
+    how tests (and users who want to forbid a library) block an import.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise CodecLibraryMissingError(
+            f"the {codec} codec needs the Python package {package!r} "
+            f"(module {module!r} cannot be imported: {exc}); "
+            f"install it with: pip install {package}") from exc
+
+
+def byte_view(data: Any) -> memoryview:
+    """A flat, read-only view of unsigned bytes over any buffer, without copying.
+
+    numpy arrays of any dtype and multi-dimensional C-contiguous buffers are
+    cast to bytes; a non-contiguous buffer is the one case that is copied.
+    """
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    if view.format == "B" and view.ndim == 1 and view.c_contiguous:
+        return view
+    if not view.c_contiguous:
+        view = memoryview(view.tobytes())
+    return view.cast("B")
+
+
+def library_version(module: Optional[ModuleType]) -> str:
+    """``name version`` of a loaded library module (zlib reports the C library's version)."""
+    if module is None:
+        return "not loaded"
+    top = module.__name__.split(".")[0]
+    version = getattr(module, "ZLIB_RUNTIME_VERSION", None) or getattr(module, "__version__", None)
+    if version is None:
+        version = getattr(sys.modules.get(top), "__version__", None)
+    return f"{top} {version}" if version else top

@@ -1,0 +1,151 @@
+"""Compression type 3: Kafka's LZ4 frame (``Lz4BlockOutputStream`` / ``Lz4BlockInputStream``, spec 8.5).
+
+Writing: magic ``04 22 4d 18``, FLG 0x60 (version 1, independent blocks, no
+checksums, no content size), BD 0x40 (64 KiB blocks), the header checksum
+byte, the blocks, and the end mark ``00 00 00 00``.  The header checksum is
+``(XXH32(FLG, BD) >> 8) & 0xFF`` = 0x82, except for magic 0, where Kafka keeps
+the pre-KIP-57 value computed over the magic bytes too (0x1A) because old
+readers expect it.  Each 64 KiB of input is one block; a block that does not
+shrink is stored raw with bit 31 of its size set.
+
+Levels are Kafka's 1-17, default 9.  Level 9 selects lz4-java's *fast*
+compressor (plain LZ4, not LZ4HC, whatever the number suggests); every other
+level selects LZ4HC at that level, which liblz4 caps at 12.
+
+Reading applies Kafka's checks with Kafka's messages: reserved bits,
+dependent (linked) blocks refused, version 1, block size id 4-7 (64 KiB to
+4 MiB), content size skipped, header checksum verified except for magic 0,
+block checksums verified, the content checksum read but not verified, and
+anything after the end mark ignored.
+"""
+from __future__ import annotations
+
+import struct
+from types import ModuleType
+from typing import Any, List, Optional
+
+from kcodec._native.codecs import lz4_scan, xxh32
+from kcodec.compression._lib import byte_view, import_library, library_version
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
+from kcodec.errors import CorruptCompressedDataError, LimitExceededError
+
+__all__ = ["Lz4Codec", "LZ4_FRAME_HEADER", "LZ4_FRAME_HEADER_V0", "LZ4_BLOCK_SIZE", "LZ4_HC_MAX_LEVEL"]
+
+_MAGIC = b"\x04\x22\x4d\x18"
+_FLG, _BD = 0x60, 0x40
+#: Frame header for magic 1 and 2: the checksum covers FLG and BD (LZ4 frame spec).
+LZ4_FRAME_HEADER = _MAGIC + bytes((_FLG, _BD, (xxh32(bytes((_FLG, _BD))) >> 8) & 0xFF))
+#: Frame header for magic 0: the checksum Kafka wrote before KIP-57, over magic+FLG+BD.
+LZ4_FRAME_HEADER_V0 = _MAGIC + bytes((_FLG, _BD, (xxh32(_MAGIC + bytes((_FLG, _BD))) >> 8) & 0xFF))
+#: Input bytes per block (BD 0x40).
+LZ4_BLOCK_SIZE = 65536
+#: liblz4's highest HC level; lz4-java passes higher ones through and liblz4 clamps them.
+LZ4_HC_MAX_LEVEL = 12
+#: The level Kafka maps to lz4-java's fast (non-HC) compressor.
+FAST_LEVEL = 9
+
+_END_MARK = b"\x00\x00\x00\x00"
+_LE32 = struct.Struct("<I")
+_RAW = 0x80000000
+
+
+class Lz4Codec(Codec):
+    """LZ4 in Kafka's frame; levels 1-17 (9 = fast compressor, others LZ4HC)."""
+
+    id = 3
+    name = "lz4"
+    min_level = 1
+    max_level = 17
+    default_level = 9
+    requires = "lz4"
+
+    def __init__(self) -> None:
+        self._lz4: Optional[ModuleType] = None
+        self._block: Any = None
+
+    def load(self) -> None:
+        if self._lz4 is None:
+            self._lz4 = import_library("lz4", self.requires, self.name)
+            self._block = import_library("lz4.block", self.requires, self.name)
+
+    @property
+    def backend(self) -> str:
+        """``lz4 <python-lz4 version> (liblz4 <version>)``."""
+        self.load()
+        lib = self._lz4.library_version_string()  # type: ignore[union-attr]
+        return f"{library_version(self._lz4)} (liblz4 {lib})"
+
+    def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
+        self.check_magic(magic)
+        level = self.resolve_level(level)
+        self.load()
+        compress_block = self._block.compress
+        if level == FAST_LEVEL:
+            options = {"mode": "default"}
+        else:
+            options = {"mode": "high_compression", "compression": min(level, LZ4_HC_MAX_LEVEL)}
+        view = byte_view(data)
+        pieces: List[Any] = [LZ4_FRAME_HEADER_V0 if magic == 0 else LZ4_FRAME_HEADER]
+        for start in range(0, len(view), LZ4_BLOCK_SIZE):
+            chunk = view[start:start + LZ4_BLOCK_SIZE]
+            block = compress_block(chunk, store_size=False, **options)
+            if len(block) >= len(chunk):
+                pieces.append(_LE32.pack(len(chunk) | _RAW))
+                pieces.append(chunk)
+            else:
+                pieces.append(_LE32.pack(len(block)))
+                pieces.append(block)
+        pieces.append(_END_MARK)
+        return b"".join(pieces)
+
+    def decompress(self, data: Buffer, magic: int = 2,
+                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+        self.check_magic(magic)
+        self.load()
+        view = byte_view(data)
+        max_block, blocks, _end = lz4_scan(view, magic != 0)
+        decompress_block = self._block.decompress
+        block_error = self._block.LZ4BlockError
+        pieces: List[Any] = []
+        total = 0
+        for offset, size, raw in blocks:
+            src = view[offset:offset + size]
+            budget = max_size - total
+            if raw:
+                if size > budget:
+                    raise self._limit(max_size, offset)
+                pieces.append(src)
+                total += size
+                continue
+            # The output buffer is the block maximum or the remaining budget
+            # plus one byte, whichever is smaller: a bomb cannot make it grow.
+            cap = min(max_block, budget + 1)
+            try:
+                out = decompress_block(src, uncompressed_size=cap)
+            except block_error:
+                if cap < max_block and self._fits(decompress_block, block_error, src, max_block):
+                    raise self._limit(max_size, offset) from None
+                raise CorruptCompressedDataError(
+                    "lz4: corrupt block (LZ4 decompression failed)", position=offset) from None
+            if len(out) > budget:
+                raise self._limit(max_size, offset)
+            pieces.append(out)
+            total += len(out)
+        if len(pieces) == 1 and isinstance(pieces[0], bytes):
+            return pieces[0]
+        return b"".join(pieces)
+
+    @staticmethod
+    def _fits(decompress_block: Any, block_error: Any, src: memoryview, max_block: int) -> bool:
+        # Tells "valid but over the limit" from "corrupt"; the buffer is one
+        # block (4 MiB at most), never the whole expansion.
+        try:
+            decompress_block(src, uncompressed_size=max_block)
+        except block_error:
+            return False
+        return True
+
+    @staticmethod
+    def _limit(max_size: int, offset: int) -> LimitExceededError:
+        return LimitExceededError(f"lz4: decompressed data exceeds the limit of {max_size} bytes",
+                                  position=offset)

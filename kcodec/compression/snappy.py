@@ -1,0 +1,122 @@
+"""Compression type 2: snappy in snappy-java's stream format (spec 8.4).
+
+Writing produces exactly what ``SnappyOutputStream`` writes: the 16-byte
+header ``82 53 4e 41 50 50 59 00 | BE32 1 | BE32 1`` and then, for every
+32768 input bytes or fewer, ``BE32 compressed length`` + one raw snappy block.
+
+Reading accepts what ``SnappyInputStream`` accepts: the stream above
+(detected by its 8-byte magic only; the version fields are not checked),
+several such streams concatenated, up to three trailing bytes, and any other
+payload as one raw (unframed) snappy block, which is what librdkafka writes.
+Each block's declared uncompressed length is read before anything is
+decompressed; their sum is checked against ``max_size`` and the output is
+allocated once, at its exact size, and filled in place.
+
+Backend: ``cramjam`` (a dependency of python-snappy 0.7+, and the engine
+python-snappy itself calls); a python-snappy older than 0.7, which carries
+its own C extension, is used when cramjam is absent.
+"""
+from __future__ import annotations
+
+import struct
+from types import ModuleType
+from typing import Any, Callable, List, Optional
+
+from kcodec._native.codecs import alloc_bytes, snappy_scan
+from kcodec.compression._lib import byte_view, import_library, library_version
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
+from kcodec.errors import CodecLibraryMissingError, CorruptCompressedDataError
+
+__all__ = ["SnappyCodec", "SNAPPY_JAVA_HEADER", "SNAPPY_JAVA_BLOCK_SIZE"]
+
+#: snappy-java's stream header: magic, version 1, compatible version 1.
+SNAPPY_JAVA_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+#: ``SnappyOutputStream``'s default block size: input is cut every 32 KiB.
+SNAPPY_JAVA_BLOCK_SIZE = 32768
+
+_BE32 = struct.Struct(">I")
+
+
+class SnappyCodec(Codec):
+    """snappy framed as snappy-java (Kafka's Java client) frames it; no levels."""
+
+    id = 2
+    name = "snappy"
+    requires = "python-snappy"
+
+    def __init__(self) -> None:
+        self._module: Optional[ModuleType] = None
+        self._compress_block: Optional[Callable[[Any], Any]] = None
+        self._decompress_into: Optional[Callable[[memoryview, memoryview], int]] = None
+        self._errors: tuple = ()
+
+    def load(self) -> None:
+        if self._module is not None:
+            return
+        try:
+            cj = import_library("cramjam", self.requires, self.name)
+        except CodecLibraryMissingError:
+            legacy = import_library("snappy", self.requires, self.name)
+            self._use_legacy(legacy)
+            return
+        self._module = cj
+        self._compress_block = cj.snappy.compress_raw
+        self._decompress_into = cj.snappy.decompress_raw_into
+        self._errors = (cj.DecompressionError,)
+
+    def _use_legacy(self, snappy: ModuleType) -> None:
+        def decompress_into(src: memoryview, dst: memoryview) -> int:
+            out = snappy.uncompress(src)
+            if len(out) != len(dst):
+                raise ValueError(f"block decompressed to {len(out)} bytes, its header says {len(dst)}")
+            dst[:] = out
+            return len(out)
+
+        self._module = snappy
+        self._compress_block = snappy.compress
+        self._decompress_into = decompress_into
+        self._errors = (Exception,)
+
+    @property
+    def backend(self) -> str:
+        """``cramjam <version>`` or ``snappy <version>`` (python-snappy before 0.7)."""
+        self.load()
+        return library_version(self._module)
+
+    def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
+        self.check_magic(magic)
+        self.resolve_level(level)
+        self.load()
+        view = byte_view(data)
+        compress_block = self._compress_block
+        pieces: List[Any] = [SNAPPY_JAVA_HEADER]
+        for start in range(0, len(view), SNAPPY_JAVA_BLOCK_SIZE):
+            block = compress_block(view[start:start + SNAPPY_JAVA_BLOCK_SIZE])
+            pieces.append(_BE32.pack(len(block)))
+            pieces.append(block)
+        return b"".join(pieces)
+
+    def decompress(self, data: Buffer, magic: int = 2,
+                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+        self.check_magic(magic)
+        self.load()
+        view = byte_view(data)
+        _framed, blocks, total = snappy_scan(view, max_size)
+        out, dst = alloc_bytes(total)
+        decompress_into = self._decompress_into
+        pos = 0
+        try:
+            for offset, size, usize in blocks:
+                try:
+                    written = decompress_into(view[offset:offset + size], dst[pos:pos + usize])
+                except self._errors as exc:
+                    raise CorruptCompressedDataError(
+                        f"snappy: [FAILED_TO_UNCOMPRESS] corrupt block: {exc}", position=offset) from None
+                if written != usize:
+                    raise CorruptCompressedDataError(
+                        f"snappy: block decompressed to {written} bytes, its header says {usize}",
+                        position=offset)
+                pos += usize
+        finally:
+            dst.release()
+        return out

@@ -1,0 +1,141 @@
+"""Compression type 4: zstd as zstd-jni's streams write and read it (spec 8.6).  Magic 2 only.
+
+Writing produces one frame the way Kafka's ``ZstdOutputStream`` does: no
+content size (the size is never pledged), no checksum, a window descriptor,
+the data flushed as a block and then the frame ended -- Java's stream is
+flushed before it is closed, which leaves an empty last block.  Levels are
+-131072..22; 0 is libzstd's default (3).
+
+Reading accepts frames with or without a content size, several concatenated
+frames, skippable frames and checksums (verified), and refuses what zstd-jni
+refuses: a frame cut short (``Truncated source``), bytes after the last
+frame (``Unknown frame descriptor``) and windows above 128 MiB
+(``Frame requires too much memory for decoding``).  The frames are walked
+first; the output is then read in bounded pieces so that a bomb stops at
+``max_size``.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from types import ModuleType
+from typing import Any, List, Optional
+
+from kcodec._native.codecs import zstd_scan
+from kcodec.compression._lib import byte_view, import_library, library_version
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
+from kcodec.errors import CorruptCompressedDataError, LimitExceededError
+
+__all__ = ["ZstdCodec", "ZSTD_WINDOW_LOG_MAX"]
+
+#: zstd-jni decodes with libzstd's default ``ZSTD_d_windowLogMax``: windows up to 128 MiB.
+ZSTD_WINDOW_LOG_MAX = 27
+_MAX_PIECE = 64 * 1024 * 1024
+_CACHED_LEVELS = 4
+
+
+class ZstdCodec(Codec):
+    """zstd in one streaming frame, as Kafka's Java client writes it; levels -131072..22."""
+
+    id = 4
+    name = "zstd"
+    min_level = -131072
+    max_level = 22
+    default_level = 3
+    magics = frozenset({2})
+    requires = "zstandard"
+
+    def __init__(self) -> None:
+        self._zstd: Optional[ModuleType] = None
+        # Compression and decompression contexts are costly to create and
+        # not safe to share between threads: one set per thread.
+        self._local = threading.local()
+
+    def load(self) -> None:
+        if self._zstd is None:
+            self._zstd = import_library("zstandard", self.requires, self.name)
+
+    @property
+    def backend(self) -> str:
+        """``zstandard <version> (libzstd <version>, <c|cffi> backend)``."""
+        self.load()
+        z = self._zstd
+        lib = ".".join(map(str, z.ZSTD_VERSION))  # type: ignore[union-attr]
+        return f"{library_version(z)} (libzstd {lib}, {z.backend} backend)"  # type: ignore[union-attr]
+
+    def _compressor(self, level: int) -> Any:
+        cache = getattr(self._local, "compressors", None)
+        if cache is None:
+            cache = self._local.compressors = OrderedDict()
+        cctx = cache.get(level)
+        if cctx is None:
+            cctx = self._zstd.ZstdCompressor(  # type: ignore[union-attr]
+                level=level, write_content_size=False, write_checksum=False, write_dict_id=False)
+            cache[level] = cctx
+            if len(cache) > _CACHED_LEVELS:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(level)
+        return cctx
+
+    def _decompressor(self) -> Any:
+        dctx = getattr(self._local, "decompressor", None)
+        if dctx is None:
+            dctx = self._local.decompressor = self._zstd.ZstdDecompressor(  # type: ignore[union-attr]
+                max_window_size=1 << ZSTD_WINDOW_LOG_MAX)
+        return dctx
+
+    def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
+        self.check_magic(magic)
+        level = self.resolve_level(level)
+        self.load()
+        z = self._zstd
+        view = byte_view(data)
+        cobj = self._compressor(level).compressobj()
+        return b"".join((cobj.compress(view),
+                         cobj.flush(z.COMPRESSOBJ_FLUSH_BLOCK),  # type: ignore[union-attr]
+                         cobj.flush(z.COMPRESSOBJ_FLUSH_FINISH)))  # type: ignore[union-attr]
+
+    def decompress(self, data: Buffer, magic: int = 2,
+                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+        self.check_magic(magic)
+        self.load()
+        view = byte_view(data)
+        frames, content_size, bound = zstd_scan(view, ZSTD_WINDOW_LOG_MAX)
+        if frames == 0:
+            return b""
+        if content_size > max_size:
+            raise LimitExceededError(
+                f"zstd: the frames declare {content_size} bytes, more than the limit of {max_size}",
+                position=0)
+        reader = self._decompressor().stream_reader(view, read_across_frames=True)
+        error = self._zstd.ZstdError  # type: ignore[union-attr]
+        # First read: the declared size, else the blocks' upper bound, which
+        # is tight for zstd's 128 KiB blocks; never more than the budget + 1.
+        expected = content_size if content_size >= 0 else bound
+        want = expected
+        pieces: List[bytes] = []
+        total = 0
+        try:
+            with reader:
+                while True:
+                    requested = max(1, min(want, max_size - total + 1, _MAX_PIECE))
+                    piece = reader.read(requested)
+                    if not piece:
+                        break
+                    total += len(piece)
+                    if total > max_size:
+                        raise LimitExceededError(
+                            f"zstd: decompressed data exceeds the limit of {max_size} bytes")
+                    pieces.append(piece)
+                    if requested == 1:
+                        want = 65536  # more than the frames promised: keep reading in earnest
+                    elif len(piece) < requested or total >= expected:
+                        want = 1  # the input looks used up; one more byte confirms it
+                    else:
+                        want = requested * 2
+        except error as exc:
+            raise CorruptCompressedDataError(f"zstd: {exc}", position=0) from None
+        if len(pieces) == 1:
+            return pieces[0]
+        return b"".join(pieces)
