@@ -283,6 +283,8 @@ cdef enum:
     SN_PREAMBLE = 7
     SN_LIMIT = 8
     SN_NOMEM = 9
+    SN_VERSION = 10
+    SN_IMPOSSIBLE = 11
 
 cdef const uint8_t *_SNAPPY_MAGIC = b"\x82SNAPPY\x00"
 cdef int64_t _SNAPPY_MAX_CHUNK = 512 * 1024 * 1024
@@ -313,6 +315,13 @@ cdef inline int _snappy_preamble(const uint8_t *p, Py_ssize_t n, int64_t *out) n
     return -1
 
 
+cdef inline int64_t _snappy_max_expansion(int64_t size) noexcept nogil:
+    # No snappy element produces more than 64 bytes from 3 (a copy with a
+    # two-byte offset), so a block can never honestly declare more: such a
+    # length is refused before anything is allocated for it.
+    return size * 22 + 64
+
+
 cdef inline bint _is_magic(const uint8_t *p) noexcept nogil:
     cdef int i
     for i in range(8):
@@ -339,6 +348,11 @@ cdef void _snappy_scan(const uint8_t *p, Py_ssize_t n, int64_t max_size, _SnScan
             r.err = SN_PREAMBLE
             r.pos = 0
             return
+        if ulen > _snappy_max_expansion(n):
+            r.err = SN_IMPOSSIBLE
+            r.a = ulen
+            r.pos = 0
+            return
         if ulen > max_size:
             r.err = SN_LIMIT
             r.a = ulen
@@ -359,8 +373,13 @@ cdef void _snappy_scan(const uint8_t *p, Py_ssize_t n, int64_t max_size, _SnScan
                 r.err = SN_CONCAT_HEADER
                 r.pos = pos
                 return
-            if not _is_magic(p + pos) or <int>kc_load_be32(p + pos + 8) < 1:
-                break
+            if not _is_magic(p + pos):
+                break  # snappy-java ends the stream quietly here
+            if <int>kc_load_be32(p + pos + 8) < 1:
+                r.err = SN_VERSION
+                r.a = <int>kc_load_be32(p + pos + 8)
+                r.pos = pos + 8
+                return
             pos += 16
             continue
         length = <int>word
@@ -386,6 +405,11 @@ cdef void _snappy_scan(const uint8_t *p, Py_ssize_t n, int64_t max_size, _SnScan
             return
         if _snappy_preamble(p + pos, length, &ulen) < 0:
             r.err = SN_PREAMBLE
+            r.pos = pos
+            return
+        if ulen > _snappy_max_expansion(length):
+            r.err = SN_IMPOSSIBLE
+            r.a = ulen
             r.pos = pos
             return
         if r.total + ulen > max_size:
@@ -433,11 +457,15 @@ def snappy_scan(data, int64_t max_size) -> tuple:
     msg = {
         SN_EMPTY: "[EMPTY_INPUT] Cannot decompress empty stream",
         SN_CONCAT_HEADER: "Insufficient header size in a concatenated block",
+        SN_VERSION: f"[INCOMPATIBLE_VERSION] Compressed with an incompatible codec version {r.a}. "
+                    "At least version 1 is required",
         SN_NEGATIVE: f"[INVALID_CHUNK_SIZE] chunkSize is too big or negative : {r.a}",
         SN_TOO_BIG: f"[INVALID_CHUNK_SIZE] chunkSize is too big or negative : {r.a}",
         SN_TRUNCATED: f"failed to read chunk (needs {r.a} bytes)",
         SN_ZERO: "[PARSING_ERROR] zero-length chunk",
         SN_PREAMBLE: "[PARSING_ERROR] invalid uncompressed length in the block header",
+        SN_IMPOSSIBLE: f"[PARSING_ERROR] a block declares {r.a} uncompressed bytes, "
+                       "more than its size can encode",
     }[r.err]
     raise _corrupt("snappy", msg, r.pos)
 
