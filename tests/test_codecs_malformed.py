@@ -1,0 +1,409 @@
+"""Malformed and hostile compressed payloads (checklist 57-80, 98-100).
+
+Every failure must be a KcodecError with Kafka's message where Kafka has one;
+nothing may crash, hang, or allocate in proportion to what a payload claims.
+"""
+from __future__ import annotations
+
+import os
+import random
+import struct
+import time
+import tracemalloc
+import zlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kcodec import get_codec
+from kcodec._native.codecs import xxh32
+from kcodec.errors import CorruptCompressedDataError, KcodecError, LimitExceededError
+
+CODECS = ["gzip", "snappy", "lz4", "zstd"]
+RECORDS = b"".join(b'{"id":%d,"user":"user-%d","event":"click"}' % (i, i * 7 % 101) for i in range(40))
+
+
+def _payload(name: str, data: bytes = RECORDS, **kw) -> bytes:
+    return get_codec(name).compress(data, **kw)
+
+
+def _decode(name: str, payload, **kw):
+    """Decompress; a failure must be a KcodecError (anything else propagates and fails the test)."""
+    try:
+        return get_codec(name).decompress(payload, **kw)
+    except KcodecError as exc:
+        return exc
+
+
+# -- truncation and bit flips ----------------------------------------------------------
+@pytest.mark.parametrize("name", CODECS)
+def test_truncation_at_every_position(name):
+    full = _payload(name)
+    for cut in range(len(full)):
+        got = _decode(name, full[:cut])
+        if name == "snappy" and cut in range(16, 20):
+            assert got == b""  # the header alone, plus at most 3 ignored bytes: no chunks
+        elif name == "zstd" and cut == 0:
+            assert got == b""  # no frame at all: zstd-jni reads an empty stream
+        else:
+            assert isinstance(got, CorruptCompressedDataError), (name, cut, got)
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_truncated_multi_block_payloads(name):
+    data = os.urandom(40_000) + RECORDS * 500
+    full = _payload(name, data)
+    for cut in sorted({1, 10, 100, len(full) // 3, len(full) // 2, len(full) - 5, len(full) - 1}):
+        got = _decode(name, full[:cut])
+        if isinstance(got, bytes):
+            # Only snappy can stop cleanly, and only on a chunk boundary.
+            assert name == "snappy" and data.startswith(got)
+        else:
+            assert isinstance(got, CorruptCompressedDataError)
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_single_byte_flips(name):
+    full = _payload(name)
+    for pos in range(len(full)):
+        for mask in (0x01, 0x80, 0xFF):
+            damaged = bytearray(full)
+            damaged[pos] ^= mask
+            got = _decode(name, bytes(damaged))
+            assert isinstance(got, (bytes, KcodecError))
+
+
+@pytest.mark.parametrize("name", CODECS)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_mutations(name, data):
+    full = bytearray(_payload(name, RECORDS * 3))
+    for _ in range(data.draw(st.integers(1, 6))):
+        op = data.draw(st.sampled_from(["set", "insert", "delete"]))
+        pos = data.draw(st.integers(0, len(full) - 1))
+        if op == "set":
+            full[pos] = data.draw(st.integers(0, 255))
+        elif op == "insert":
+            full[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
+        elif len(full) > 1:
+            del full[pos]
+    got = _decode(name, bytes(full), max_size=1 << 20)
+    assert isinstance(got, (bytes, KcodecError))
+    if isinstance(got, bytes):
+        assert len(got) <= 1 << 20
+
+
+@pytest.mark.parametrize("name", CODECS)
+@settings(max_examples=100, deadline=None)
+@given(blob=st.binary(max_size=300))
+def test_random_bytes(name, blob):
+    got = _decode(name, blob, max_size=1 << 20)
+    assert isinstance(got, (bytes, KcodecError))
+
+
+# -- gzip -------------------------------------------------------------------------------
+def test_gzip_rejects_other_containers():
+    data = RECORDS
+    with pytest.raises(CorruptCompressedDataError, match="Not in GZIP format"):
+        get_codec("gzip").decompress(zlib.compress(data))
+    raw = zlib.compressobj(6, zlib.DEFLATED, -15)
+    with pytest.raises(CorruptCompressedDataError, match="Not in GZIP format"):
+        get_codec("gzip").decompress(raw.compress(data) + raw.flush())
+    with pytest.raises(CorruptCompressedDataError):
+        get_codec("gzip").decompress(b"")
+
+
+def test_gzip_trailer_and_header_checks():
+    gz = get_codec("gzip")
+    full = _payload("gzip")
+    bad_crc = full[:-8] + bytes([full[-8] ^ 1]) + full[-7:]
+    with pytest.raises(CorruptCompressedDataError, match="Corrupt GZIP trailer"):
+        gz.decompress(bad_crc)
+    bad_size = full[:-4] + struct.pack("<I", len(RECORDS) + 1)
+    with pytest.raises(CorruptCompressedDataError, match="Corrupt GZIP trailer"):
+        gz.decompress(bad_size)
+    with pytest.raises(CorruptCompressedDataError, match="Unexpected end of ZLIB input stream"):
+        gz.decompress(full[:-3])
+    header = b"\x1f\x8b\x08\x02" + b"\0" * 6
+    with pytest.raises(CorruptCompressedDataError, match="Corrupt GZIP header"):
+        gz.decompress(header + b"\x00\x00" + full[10:])
+    with pytest.raises(CorruptCompressedDataError, match="Unsupported compression method"):
+        gz.decompress(full[:2] + b"\x07" + full[3:])
+    second = gz.compress(b"more")
+    with pytest.raises(CorruptCompressedDataError):
+        gz.decompress(full + second[:-5])  # a second member that parses but is cut short
+
+
+# -- snappy -----------------------------------------------------------------------------
+def _framed(*chunks: bytes) -> bytes:
+    return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + b"".join(chunks)
+
+
+def test_snappy_chunk_lengths():
+    sn = get_codec("snappy")
+    with pytest.raises(CorruptCompressedDataError, match="Cannot decompress empty stream"):
+        sn.decompress(b"")
+    with pytest.raises(CorruptCompressedDataError, match="zero-length chunk"):
+        sn.decompress(_framed(struct.pack(">i", 0)))
+    with pytest.raises(CorruptCompressedDataError, match=r"chunkSize is too big or negative : -5"):
+        sn.decompress(_framed(struct.pack(">i", -5) + b"abcdefgh"))
+    with pytest.raises(CorruptCompressedDataError, match="chunkSize is too big or negative"):
+        sn.decompress(_framed(struct.pack(">i", 600 * 1024 * 1024) + b"abc"))
+    with pytest.raises(CorruptCompressedDataError, match="failed to read chunk"):
+        sn.decompress(_framed(struct.pack(">i", 100) + b"\x05abc"))
+    with pytest.raises(CorruptCompressedDataError, match="Insufficient header size"):
+        sn.decompress(_payload("snappy") + b"\x82SNAPPY\x00\x00")
+    version0 = b"\x82SNAPPY\x00" + struct.pack(">ii", 0, 1)
+    with pytest.raises(CorruptCompressedDataError, match="INCOMPATIBLE_VERSION"):
+        sn.decompress(_payload("snappy") + version0)
+
+
+def test_snappy_google_framing_rejected():
+    import cramjam
+    framed = bytes(cramjam.snappy.compress(RECORDS))
+    assert framed.startswith(b"\xff\x06\x00\x00sNaPpY")
+    with pytest.raises(CorruptCompressedDataError):
+        get_codec("snappy").decompress(framed)
+
+
+def test_snappy_corrupt_block_and_lying_preamble():
+    sn = get_codec("snappy")
+    import cramjam
+    block = bytearray(cramjam.snappy.compress_raw(RECORDS))
+    block[0] += 1  # claims one byte more than the block holds
+    with pytest.raises(CorruptCompressedDataError):
+        sn.decompress(_framed(struct.pack(">i", len(block)) + bytes(block)))
+    with pytest.raises(CorruptCompressedDataError):
+        sn.decompress(bytes(block))
+
+
+def test_snappy_preamble_claiming_4gib():
+    sn = get_codec("snappy")
+    claim = b"\xff\xff\xff\xff\x0f" + b"\x00" * 20
+    plausible = b"\x80\x80\x80\x01" + b"\x00" * 100_000  # 2 MiB, which 100 KB could encode
+    tracemalloc.start()
+    try:
+        for payload in (claim, _framed(struct.pack(">i", len(claim)) + claim)):
+            for limit in (1 << 20, 1 << 40):
+                # No 25-byte block can hold 4 GiB: refused as corrupt whatever the limit.
+                with pytest.raises(CorruptCompressedDataError, match="more than its size can encode"):
+                    sn.decompress(payload, max_size=limit)
+        with pytest.raises(LimitExceededError):
+            sn.decompress(plausible, max_size=1 << 20)
+        with pytest.raises(LimitExceededError):
+            sn.decompress(_framed(struct.pack(">i", len(plausible)) + plausible), max_size=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+# -- lz4 ---------------------------------------------------------------------------------
+def _lz4_header(flg: int, bd: int, broken: bool = False) -> bytes:
+    desc = bytes((flg, bd))
+    hashed = b"\x04\x22\x4d\x18" + desc if broken else desc
+    return b"\x04\x22\x4d\x18" + desc + bytes([(xxh32(hashed) >> 8) & 0xFF])
+
+
+@pytest.mark.parametrize("flg,bd,message", [
+    (0x61, 0x40, "Reserved bits must be 0"),
+    (0x40, 0x40, "Dependent block stream is unsupported"),
+    (0xA0, 0x40, "Version 2 is unsupported"),
+    (0x60, 0x41, "Reserved2 field must be 0"),
+    (0x60, 0x30, "Block size value must be between 4 and 7"),
+    (0x60, 0xC0, "Reserved3 field must be 0"),
+])
+def test_lz4_descriptor_checks(flg, bd, message):
+    with pytest.raises(CorruptCompressedDataError, match=message):
+        get_codec("lz4").decompress(_lz4_header(flg, bd) + b"\0\0\0\0")
+
+
+def test_lz4_linked_blocks_from_python_lz4():
+    import lz4.frame
+    data = os.urandom(1000) * 200
+    linked = lz4.frame.compress(data, block_linked=True, block_size=lz4.frame.BLOCKSIZE_MAX64KB)
+    with pytest.raises(CorruptCompressedDataError, match="Dependent block stream is unsupported"):
+        get_codec("lz4").decompress(linked)
+
+
+def test_lz4_header_checksum_by_magic():
+    l4 = get_codec("lz4")
+    v2 = _payload("lz4")
+    broken = _payload("lz4", magic=0)
+    for magic in (1, 2):
+        with pytest.raises(CorruptCompressedDataError, match="Stream frame descriptor corrupted"):
+            l4.decompress(broken, magic=magic)
+        with pytest.raises(CorruptCompressedDataError, match="Stream frame descriptor corrupted"):
+            l4.decompress(v2[:6] + b"\x00" + v2[7:], magic=magic)
+    assert l4.decompress(v2, magic=0) == RECORDS
+
+
+def test_lz4_block_errors():
+    l4 = get_codec("lz4")
+    header = _lz4_header(0x60, 0x40)
+    with pytest.raises(CorruptCompressedDataError, match=r"Block size 65537 exceeded max: 65536"):
+        l4.decompress(header + struct.pack("<I", 65537) + bytes(10))
+    with pytest.raises(CorruptCompressedDataError, match="Stream ended prematurely"):
+        l4.decompress(header + struct.pack("<I", 0x80000000 | 100) + bytes(10))
+    with pytest.raises(CorruptCompressedDataError, match="Stream ended prematurely"):
+        l4.decompress(_payload("lz4")[:-4])  # no end mark
+    with pytest.raises(CorruptCompressedDataError, match="Stream ended prematurely"):
+        l4.decompress(b"\x04\x22\x4d")
+    with pytest.raises(CorruptCompressedDataError, match="invalid magic bytes"):
+        l4.decompress(struct.pack("<II", 0x184D2A50, 0) + _payload("lz4"))
+    with pytest.raises(CorruptCompressedDataError, match="invalid magic bytes"):
+        l4.decompress(struct.pack("<I", 0x184C2102) + bytes(20))
+    with pytest.raises(CorruptCompressedDataError, match="corrupt block"):
+        l4.decompress(header + struct.pack("<I", 8) + b"\xff" * 8 + b"\0\0\0\0")
+
+
+def test_lz4_checksums():
+    l4 = get_codec("lz4")
+    block = b"raw block bytes"
+    good = struct.pack("<I", xxh32(block))
+    header = _lz4_header(0x70, 0x40)
+    frame = header + struct.pack("<I", 0x80000000 | len(block)) + block
+    assert l4.decompress(frame + good + b"\0\0\0\0") == block
+    with pytest.raises(CorruptCompressedDataError, match="Block checksum mismatch"):
+        l4.decompress(frame + bytes(4) + b"\0\0\0\0")
+    content = _lz4_header(0x64, 0x40) + struct.pack("<I", 0x80000000 | len(block)) + block + b"\0\0\0\0"
+    assert l4.decompress(content + good) == block
+    assert l4.decompress(content + b"bad!") == block  # read, never verified (as Kafka)
+    with pytest.raises(CorruptCompressedDataError, match="Stream ended prematurely"):
+        l4.decompress(content + b"ab")
+
+
+# -- zstd ---------------------------------------------------------------------------------
+def _zstd_frame_wl(window_log: int, data: bytes) -> bytes:
+    import zstandard
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=window_log)
+    cobj = zstandard.ZstdCompressor(compression_params=params).compressobj()  # size unknown: no content size
+    return cobj.compress(data) + cobj.flush()
+
+
+def test_zstd_window_log_28_refused():
+    zs = get_codec("zstd")
+    frame = _zstd_frame_wl(28, RECORDS)
+    assert frame[5] >> 3 == 18  # windowLog 28 in the window descriptor
+    with pytest.raises(CorruptCompressedDataError, match="Frame requires too much memory for decoding"):
+        zs.decompress(frame)
+    with pytest.raises(CorruptCompressedDataError, match="Frame requires too much memory for decoding"):
+        zs.decompress(_zstd_frame_wl(30, RECORDS))
+    assert zs.decompress(_zstd_frame_wl(27, RECORDS)) == RECORDS
+
+
+def test_zstd_trailing_garbage_and_truncation():
+    zs = get_codec("zstd")
+    full = _payload("zstd")
+    with pytest.raises(CorruptCompressedDataError, match="Unknown frame descriptor"):
+        zs.decompress(full + b"garbage!")
+    with pytest.raises(CorruptCompressedDataError):
+        zs.decompress(full + b"\x00")
+    with pytest.raises(CorruptCompressedDataError, match="Truncated source"):
+        zs.decompress(full[:-1])
+    with pytest.raises(CorruptCompressedDataError, match="Truncated source"):
+        zs.decompress(struct.pack("<II", 0x184D2A50, 100) + b"short")
+
+
+def test_zstd_checksum_verified():
+    import zstandard
+    frame = bytearray(zstandard.ZstdCompressor(write_checksum=True).compress(RECORDS))
+    frame[-1] ^= 0x55
+    with pytest.raises(CorruptCompressedDataError, match="doesn't match checksum"):
+        get_codec("zstd").decompress(bytes(frame))
+
+
+def test_zstd_corrupt_block():
+    frame = bytearray(_payload("zstd", os.urandom(100) + RECORDS))
+    frame[10:20] = b"\xff" * 10
+    got = _decode("zstd", bytes(frame))
+    assert isinstance(got, CorruptCompressedDataError)
+
+
+# -- bombs ---------------------------------------------------------------------------------
+def _zstd_rle_bomb(blocks: int) -> bytes:
+    """A frame of RLE blocks of 128 KiB each: 4 bytes in, 128 KiB out per block."""
+    out = bytearray(struct.pack("<I", 0xFD2FB528) + b"\x00" + bytes([(17 - 10) << 3]))
+    for i in range(blocks):
+        last = 1 if i == blocks - 1 else 0
+        out += (((128 * 1024) << 3) | (1 << 1) | last).to_bytes(3, "little") + b"\x00"
+    return bytes(out)
+
+
+def _lz4_bomb(blocks: int) -> bytes:
+    import lz4.block
+    block = lz4.block.compress(bytes(65536), store_size=False)
+    return _lz4_header(0x60, 0x40) + (struct.pack("<I", len(block)) + block) * blocks + b"\0\0\0\0"
+
+
+def _gzip_bomb(size: int) -> bytes:
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    chunk = bytes(1 << 20)
+    body = b"".join(c.compress(chunk) for _ in range(size >> 20)) + c.flush()
+    crc = 0
+    for _ in range(size >> 20):
+        crc = zlib.crc32(chunk, crc)
+    return b"\x1f\x8b\x08\0\0\0\0\0\0\xff" + body + struct.pack("<II", crc, size & 0xFFFFFFFF)
+
+
+def _snappy_bomb(chunks: int) -> bytes:
+    import cramjam
+    block = bytes(cramjam.snappy.compress_raw(bytes(32768)))
+    return _framed(*([struct.pack(">i", len(block)) + block] * chunks))
+
+
+BOMBS = {
+    "zstd": lambda: _zstd_rle_bomb(32768),  # 128 KiB in, 4 GiB out
+    "lz4": lambda: _lz4_bomb(4096),  # ~1 MiB in, 256 MiB out
+    "gzip": lambda: _gzip_bomb(256 << 20),  # ~256 KiB in, 256 MiB out
+    "snappy": lambda: _snappy_bomb(8192),  # ~13 MiB in, 256 MiB out
+}
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_bomb_stops_at_max_size_without_allocating(name):
+    bomb = BOMBS[name]()
+    limit = 1 << 20
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(LimitExceededError):
+            get_codec(name).decompress(bomb, max_size=limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - started < 5
+    assert peak < 4 * limit + 256 * 1024, f"{name} peaked at {peak} bytes"
+
+
+def test_zstd_bomb_with_default_limit():
+    with pytest.raises(LimitExceededError):
+        get_codec("zstd").decompress(_zstd_rle_bomb(32768))
+
+
+def test_zstd_declared_content_size_over_limit():
+    import zstandard
+    frame = zstandard.ZstdCompressor().compress(bytes(2 << 20))
+    with pytest.raises(LimitExceededError, match="declare"):
+        get_codec("zstd").decompress(frame, max_size=1 << 20)
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_exact_limit_is_allowed(name):
+    data = RECORDS * 100
+    payload = _payload(name, data)
+    assert get_codec(name).decompress(payload, max_size=len(data)) == data
+    with pytest.raises(LimitExceededError):
+        get_codec(name).decompress(payload, max_size=len(data) - 1)
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_limit_inside_a_later_block(name):
+    rnd = random.Random(3)
+    data = bytes(rnd.getrandbits(8) for _ in range(50_000)) + bytes(200_000)
+    payload = _payload(name, data)
+    with pytest.raises(LimitExceededError):
+        get_codec(name).decompress(payload, max_size=100_000)
+    with pytest.raises(LimitExceededError):
+        get_codec(name).decompress(payload, max_size=0)
