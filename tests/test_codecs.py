@@ -613,3 +613,48 @@ def test_public_api_exports():
         codec = get_codec(name)
         assert codec.available()
         assert codec.name == name
+
+
+# -- objects ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", CODECS)
+def test_codecs_pickle_after_use(name):
+    import pickle
+    codec = get_codec(name)
+    payload = codec.compress(b"pickled " * 100)
+    clone = pickle.loads(pickle.dumps(codec))
+    assert type(clone) is type(codec)
+    assert clone.decompress(payload) == b"pickled " * 100
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_threads_share_a_codec(name):
+    from concurrent.futures import ThreadPoolExecutor
+    codec = get_codec(name)
+    inputs = [os.urandom(1000) + bytes([i]) * 70_000 for i in range(16)]
+
+    def work(data: bytes) -> bool:
+        levels = LEVELS[name]
+        return all(codec.decompress(codec.compress(data, level=lv)) == data for lv in levels)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, inputs))
+
+
+def test_snappy_legacy_python_snappy_backend():
+    """python-snappy before 0.7 (its own C extension, no cramjam) is used the same way."""
+    import types
+
+    import cramjam
+    from kcodec.compression.snappy import SnappyCodec
+    legacy = types.ModuleType("snappy")
+    legacy.__version__ = "0.6.1"
+    legacy.compress = lambda d: bytes(cramjam.snappy.compress_raw(bytes(d)))
+    legacy.uncompress = lambda d: bytes(cramjam.snappy.decompress_raw(bytes(d)))
+    codec = SnappyCodec()
+    codec._use_legacy(legacy)
+    data = _samples()[5]
+    assert codec.backend == "snappy 0.6.1"
+    assert codec.compress(data) == get_codec("snappy").compress(data)
+    assert codec.decompress(get_codec("snappy").compress(data)) == data
+    with pytest.raises(kcodec.CorruptCompressedDataError):
+        codec.decompress(b"\x10" + b"\xff" * 8)

@@ -69,6 +69,10 @@ class GzipCodec(Codec):
     def __init__(self) -> None:
         self._engine: Optional[ModuleType] = None
 
+    def __reduce__(self):
+        # Library handles are not picklable; a fresh instance reloads them.
+        return (type(self), ())
+
     # -- engine hooks ---------------------------------------------------------
     def engine_level(self, level: int) -> int:
         """The engine's level for a Kafka level (1-9, or -1 for the default)."""

@@ -63,6 +63,10 @@ class Lz4Codec(Codec):
         self._lz4: Optional[ModuleType] = None
         self._block: Any = None
 
+    def __reduce__(self):
+        # Library handles are not picklable; a fresh instance reloads them.
+        return (type(self), ())
+
     def load(self) -> None:
         if self._lz4 is None:
             self._lz4 = import_library("lz4", self.requires, self.name)

@@ -50,6 +50,10 @@ class SnappyCodec(Codec):
         self._decompress_into: Optional[Callable[[memoryview, memoryview], int]] = None
         self._errors: tuple = ()
 
+    def __reduce__(self):
+        # Library handles are not picklable; a fresh instance reloads them.
+        return (type(self), ())
+
     def load(self) -> None:
         if self._module is not None:
             return

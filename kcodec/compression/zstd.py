@@ -51,6 +51,10 @@ class ZstdCodec(Codec):
         # not safe to share between threads: one set per thread.
         self._local = threading.local()
 
+    def __reduce__(self):
+        # Library handles and per-thread contexts are not picklable; a fresh instance reloads them.
+        return (type(self), ())
+
     def load(self) -> None:
         if self._zstd is None:
             self._zstd = import_library("zstandard", self.requires, self.name)
