@@ -134,6 +134,11 @@ cdef void _lz4_scan(const uint8_t *p, Py_ssize_t n, bint check_hc, _Lz4Scan *r, 
     cdef bint raw, block_checksum, content_checksum
     cdef int bsid
     r.err = LZ4_OK
+    r.pos = 0
+    r.a = 0
+    r.b = 0
+    r.max_block = 0
+    r.end = 0
     if n < 6:
         r.err = LZ4_PREMATURE
         r.pos = n
@@ -336,6 +341,8 @@ cdef void _snappy_scan(const uint8_t *p, Py_ssize_t n, int64_t max_size, _SnScan
     cdef uint32_t word
     cdef int64_t length
     r.err = SN_OK
+    r.pos = 0
+    r.a = 0
     r.total = 0
     r.framed = False
     if n == 0:
@@ -500,6 +507,8 @@ cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan
     cdef uint64_t fcs, window, block_max
     cdef int i
     r.err = ZS_OK
+    r.pos = 0
+    r.window = 0
     r.frames = 0
     r.content_size = 0
     r.bound = 0
