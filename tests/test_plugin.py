@@ -20,7 +20,7 @@ import kcodec
 from kcodec import codecs, get_codec, register_codec
 from kcodec.compression import registry
 from kcodec.compression.gzip import JAVA_GZIP_HEADER, GzipCodec
-from kcodec.errors import CodecLibraryMissingError, LimitExceededError, UnsupportedCodecError
+from kcodec.errors import LimitExceededError, UnsupportedCodecError
 from oracle_util import load_case, oracle_available, oracle_verify
 
 ROOT = Path(__file__).resolve().parents[1]
