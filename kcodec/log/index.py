@@ -1,0 +1,187 @@
+"""Kafka's ``.index`` (offset) and ``.timeindex`` (time) files.
+
+``.index``: 8-byte entries ``relativeOffset:int32, position:int32``;
+``.timeindex``: 12-byte entries ``timestamp:int64, relativeOffset:int32``;
+big-endian, offsets relative to the segment's base offset (spec section 13).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, NamedTuple, Tuple, Union
+
+import numpy as np
+
+from kcodec.errors import CorruptDataError
+
+__all__ = ["OffsetIndex", "TimeIndex", "IndexBuilder", "CorruptIndexError", "OffsetPosition", "TimestampOffset"]
+
+_OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+_TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+NO_TIMESTAMP = -1
+MAX_RELATIVE = 2 ** 31 - 1
+
+
+class CorruptIndexError(CorruptDataError):
+    """An index file fails Kafka's sanity check."""
+
+
+class OffsetPosition(NamedTuple):
+    offset: int
+    position: int
+
+
+class TimestampOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+def _load(path: Union[str, Path], dtype: np.dtype, what: str) -> np.ndarray:
+    data = Path(path).read_bytes()
+    if len(data) % dtype.itemsize:
+        raise CorruptIndexError(
+            f"{what} file size {len(data)} is not a multiple of {dtype.itemsize}", source=str(path))
+    return np.frombuffer(data, dtype=dtype)
+
+
+@dataclass
+class OffsetIndex:
+    """A loaded ``.index``: absolute offsets and byte positions of sparse entries."""
+
+    base_offset: int
+    entries: np.ndarray  # structured (relative_offset, position)
+    path: str = ""
+
+    @classmethod
+    def open(cls, path: Union[str, Path], base_offset: int) -> "OffsetIndex":
+        return cls(base_offset, _load(path, _OFFSET_DTYPE, "offset index"), str(path))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.entries["relative_offset"].astype(np.int64) + self.base_offset
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self.entries["position"].astype(np.int64)
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """The entry with the largest offset <= target, else ``(base_offset, 0)`` (Kafka's lookup)."""
+        offsets = self.offsets
+        i = int(np.searchsorted(offsets, target_offset, side="right")) - 1
+        if i < 0:
+            return OffsetPosition(self.base_offset, 0)
+        return OffsetPosition(int(offsets[i]), int(self.entries["position"][i]))
+
+    def sanity_check(self) -> None:
+        """Kafka's checks: last offset >= base offset; plus strictly increasing offsets and positions."""
+        if len(self.entries) == 0:
+            return
+        rel = self.entries["relative_offset"]
+        if int(rel[-1]) < 0:
+            raise CorruptIndexError(
+                f"Corrupt index found, index file ({self.path}) has non-zero size but the last offset "
+                f"is {self.base_offset + int(rel[-1])} which is less than the base offset {self.base_offset}.",
+                source=self.path)
+        if len(rel) > 1 and not np.all(np.diff(rel.astype(np.int64)) > 0):
+            i = int(np.argmin(np.diff(rel.astype(np.int64)) > 0)) + 1
+            raise CorruptIndexError(f"offset index entry {i} does not increase the offset", source=self.path)
+        pos = self.entries["position"].astype(np.int64)
+        if len(pos) > 1 and not np.all(np.diff(pos) > 0):
+            i = int(np.argmin(np.diff(pos) > 0)) + 1
+            raise CorruptIndexError(f"offset index entry {i} does not increase the position", source=self.path)
+
+
+@dataclass
+class TimeIndex:
+    """A loaded ``.timeindex``."""
+
+    base_offset: int
+    entries: np.ndarray  # structured (timestamp, relative_offset)
+    path: str = ""
+
+    @classmethod
+    def open(cls, path: Union[str, Path], base_offset: int) -> "TimeIndex":
+        return cls(base_offset, _load(path, _TIME_DTYPE, "time index"), str(path))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def lookup(self, timestamp: int) -> TimestampOffset:
+        """The entry with the largest timestamp <= ``timestamp``, else ``(-1, base_offset)``."""
+        ts = self.entries["timestamp"].astype(np.int64)
+        i = int(np.searchsorted(ts, timestamp, side="right")) - 1
+        if i < 0:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return TimestampOffset(int(ts[i]), self.base_offset + int(self.entries["relative_offset"][i]))
+
+    def sanity_check(self) -> None:
+        if len(self.entries) == 0:
+            return
+        ts = self.entries["timestamp"].astype(np.int64)
+        rel = self.entries["relative_offset"].astype(np.int64)
+        if rel[-1] < 0:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({self.path}) has non-zero size but the last "
+                f"offset is {self.base_offset + int(rel[-1])} which is less than the base offset "
+                f"{self.base_offset}.", source=self.path)
+        if len(ts) > 1 and not (np.all(np.diff(ts) > 0) and np.all(np.diff(rel) >= 0)):
+            raise CorruptIndexError("time index entries are not increasing", source=self.path)
+
+
+@dataclass
+class IndexBuilder:
+    """Builds both indexes while batches are appended, with the broker's rules (spec 13.5).
+
+    Call :meth:`append` once per appended message set (a produce request's
+    batches, or one batch): an offset entry ``(largest offset, position before
+    the append)`` is added when more than ``index_interval_bytes`` were
+    appended since the last entry; a time entry only when the max timestamp
+    so far grew.  :meth:`finish` adds the final time entry a broker writes
+    when the segment becomes inactive or closes.
+    """
+
+    base_offset: int
+    index_interval_bytes: int = 4096
+    offset_entries: List[Tuple[int, int]] = field(default_factory=list)
+    time_entries: List[Tuple[int, int]] = field(default_factory=list)
+    bytes_since_last_entry: int = 0
+    max_timestamp_so_far: int = NO_TIMESTAMP
+    shallow_offset_of_max: int = -1
+
+    def append(self, position: int, size: int, largest_offset: int, max_timestamp: int,
+               shallow_offset_of_max: int) -> None:
+        if largest_offset - self.base_offset > MAX_RELATIVE or largest_offset < self.base_offset:
+            raise CorruptDataError(
+                f"offset {largest_offset} cannot be stored relative to base offset {self.base_offset}")
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_timestamp
+            self.shallow_offset_of_max = shallow_offset_of_max
+        if self.bytes_since_last_entry > self.index_interval_bytes:
+            if not self.offset_entries or largest_offset > self.offset_entries[-1][0]:
+                self.offset_entries.append((largest_offset, position))
+            self._maybe_time_entry()
+            self.bytes_since_last_entry = 0
+        self.bytes_since_last_entry += size
+
+    def _maybe_time_entry(self) -> None:
+        last_ts = self.time_entries[-1][0] if self.time_entries else NO_TIMESTAMP
+        if self.max_timestamp_so_far > last_ts:
+            self.time_entries.append((self.max_timestamp_so_far, self.shallow_offset_of_max))
+
+    def finish(self) -> None:
+        self._maybe_time_entry()
+
+    def offset_index_bytes(self) -> bytes:
+        arr = np.empty(len(self.offset_entries), dtype=_OFFSET_DTYPE)
+        for i, (off, pos) in enumerate(self.offset_entries):
+            arr[i] = (off - self.base_offset, pos)
+        return arr.tobytes()
+
+    def time_index_bytes(self) -> bytes:
+        arr = np.empty(len(self.time_entries), dtype=_TIME_DTYPE)
+        for i, (ts, off) in enumerate(self.time_entries):
+            arr[i] = (ts, off - self.base_offset)
+        return arr.tobytes()
