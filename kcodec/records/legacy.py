@@ -1,0 +1,689 @@
+"""Message format v0 and v1 ("legacy" message sets): reading and writing.
+
+A v0/v1 log entry is one *message*: ``offset:int64, size:int32`` followed by
+
+==========  ======  ======  ==========================================
+field       v0 at   v1 at   notes
+==========  ======  ======  ==========================================
+crc         0       0       uint32 CRC-32 (IEEE) of [magic, end)
+magic       4       4       0 or 1
+attributes  5       5       bits 0-2 codec, bit 3 LogAppendTime (v1)
+timestamp   --      6       int64
+keyLength   6       14      int32, negative = null
+key
+valueLength                 int32, negative = null
+value
+==========  ======  ======  ==========================================
+
+An uncompressed entry holds exactly one record.  A compressed entry is a
+*wrapper*: null key, codec in the attributes, and a value that decompresses
+to a sequence of complete inner entries (uncompressed messages).  Kafka's
+Java client calls each top-level entry a "batch"; :class:`LegacyRecordBatch`
+follows it so v0/v1 data and v2 record batches share one interface.
+
+Offsets inside a v1 wrapper are relative (0..n-1) and the wrapper carries
+the absolute offset of the last inner message; v0 inner offsets are
+absolute.  Both rules, and Kafka's accommodations for librdkafka (wrapper
+offset 0) and for LogAppendTime wrappers, are reproduced exactly
+(``AbstractLegacyRecordBatch.DeepRecordsIterator`` in Kafka).
+"""
+from __future__ import annotations
+
+import struct
+import time
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from kcodec._native.primitives import crc32
+from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
+from kcodec.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KcodecError,
+    RecordBuilderError,
+    UnsupportedCodecError,
+)
+from kcodec.records.framing import LOG_OVERHEAD
+
+__all__ = [
+    "LegacyRecordBatch",
+    "LegacyRecordBatchBuilder",
+    "legacy_record_size",
+    "RECORD_OVERHEAD_V0",
+    "RECORD_OVERHEAD_V1",
+    "HEADER_SIZE_V0",
+    "HEADER_SIZE_V1",
+    "NO_TIMESTAMP",
+]
+
+NO_TIMESTAMP = -1
+HEADER_SIZE_V0 = 6  # crc, magic, attributes
+HEADER_SIZE_V1 = 14  # + timestamp
+RECORD_OVERHEAD_V0 = 14  # header + key and value length fields
+RECORD_OVERHEAD_V1 = 22
+_CODEC_MASK = 0x07
+_TIMESTAMP_TYPE_MASK = 0x08
+
+_OFFSET_SIZE = struct.Struct(">qi")
+_CRC = struct.Struct(">I")
+_TIMESTAMP = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+# offset, size, crc, magic, attributes[, timestamp]: a whole message header.
+_HEAD_V0 = struct.Struct(">qiIbb")
+_HEAD_V1 = struct.Struct(">qiIbbq")
+
+_TS_TYPES = (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
+_COMPRESSION_TYPES = tuple(CompressionType)
+
+_Record = None
+
+
+def _record_class():
+    # The Record type lives with the v2 reader; importing it lazily keeps
+    # ``kcodec.records.legacy`` importable on its own (the v2 modules import it).
+    global _Record
+    if _Record is None:
+        from kcodec.records.record import Record
+        _Record = Record
+    return _Record
+
+
+def _as_bytes_view(buf) -> memoryview:
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
+        mv = mv.cast("B")
+    elif mv.format != "B":
+        mv = mv.cast("B")
+    return mv
+
+
+def _compression_of(codec_id: int) -> Union[CompressionType, int]:
+    return _COMPRESSION_TYPES[codec_id] if codec_id < len(_COMPRESSION_TYPES) else codec_id
+
+
+def legacy_record_size(magic: int, key: Optional[bytes], value: Optional[bytes]) -> int:
+    """Size of one message after the 12-byte log overhead (``LegacyRecord.recordSize``)."""
+    return ((RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1)
+            + (0 if key is None else len(key)) + (0 if value is None else len(value)))
+
+
+class _Message:
+    """The fields of one v0/v1 message inside ``data[start:end]`` (after offset and size).
+
+    Key and value bounds are checked here: Kafka's Java client throws raw
+    runtime exceptions for lengths that run past the message; kcodec raises
+    InvalidRecordError with the position of the bad length field.
+    """
+
+    __slots__ = ("crc", "magic", "attributes", "timestamp", "key", "value")
+
+    def __init__(self, data, start: int, end: int, *, copy: bool = True) -> None:
+        size = end - start
+        if size < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(
+                "Record is corrupt (crc could not be retrieved as the record is too small, "
+                f"size = {size})", position=start)
+        self.crc = _CRC.unpack_from(data, start)[0]
+        magic = data[start + 4]
+        self.magic = magic - 256 if magic > 127 else magic
+        attributes = data[start + 5]
+        self.attributes = attributes - 256 if attributes > 127 else attributes
+        # Kafka reads every magic other than 0 with the v1 layout.
+        if self.magic == 0:
+            self.timestamp = NO_TIMESTAMP
+            pos = start + HEADER_SIZE_V0
+        else:
+            self.timestamp = _TIMESTAMP.unpack_from(data, start + 6)[0]
+            pos = start + HEADER_SIZE_V1
+        self.key, pos = self._sized(data, pos, end, "key", copy)
+        self.value, _ = self._sized(data, pos, end, "value", copy)
+
+    @staticmethod
+    def _sized(data, pos: int, end: int, what: str, copy: bool):
+        if end - pos < 4:
+            raise InvalidRecordError(
+                f"Found invalid record structure: the {what} length field at byte {pos} "
+                f"runs past the end of the message", position=pos)
+        length = _INT32.unpack_from(data, pos)[0]
+        pos += 4
+        if length < 0:
+            return None, pos
+        if length > end - pos:
+            raise InvalidRecordError(
+                f"Found invalid record structure: {what} length {length} exceeds the "
+                f"{end - pos} bytes left in the message", position=pos - 4)
+        chunk = data[pos:pos + length]
+        return (bytes(chunk) if copy else chunk), pos + length
+
+
+def _check_crc(data, start: int, end: int, position: Optional[int] = None) -> None:
+    """Kafka's ``LegacyRecord.ensureValid`` for the message in ``data[start:end]``."""
+    size = end - start
+    where = start if position is None else position
+    if size < RECORD_OVERHEAD_V0:
+        raise CorruptRecordError(
+            "Record is corrupt (crc could not be retrieved as the record is too small, "
+            f"size = {size})", position=where)
+    stored = _CRC.unpack_from(data, start)[0]
+    computed = crc32(data[start + 4:end])
+    if stored != computed:
+        raise CorruptRecordError(
+            f"Record is corrupt (stored crc = {stored}, computed crc = {computed})", position=where)
+
+
+class _Inner:
+    """One inner message of a decompressed wrapper: absolute offset and bounds."""
+
+    __slots__ = ("offset", "start", "end", "magic", "attributes")
+
+    def __init__(self, offset: int, start: int, end: int, magic: int, attributes: int) -> None:
+        self.offset = offset
+        self.start = start
+        self.end = end
+        self.magic = magic
+        self.attributes = attributes
+
+
+class LegacyRecordBatch:
+    """One top-level v0/v1 entry: an uncompressed message or a compressed wrapper.
+
+    ``buf`` is any buffer; the batch is a view of ``buf[position:position+size]``
+    and copies nothing until records are read.  ``size`` is the whole entry
+    including the 12-byte log overhead; when omitted it is read from the
+    entry's size field.
+
+    The interface is the one :class:`kcodec.records.RecordBatch` offers, with
+    the values Kafka's ``AbstractLegacyRecordBatch`` reports: no producer
+    state, no headers, ``base_timestamp`` None, v0 timestamps -1 with
+    ``NO_TIMESTAMP_TYPE``.  ``base_offset`` and ``record_count`` of a
+    compressed wrapper decompress it (once: the inner entries are cached so
+    the batch can be iterated many times).
+
+    Validation: :meth:`ensure_valid` checks the CRC-32 of the entry itself,
+    as Kafka's ``batch.ensureValid()`` does.  ``ensure_valid(deep=True)``
+    also checks every inner message of a compressed wrapper, which is what
+    Kafka's consumer (``check.crcs``) and broker do record by record.
+    """
+
+    __slots__ = ("_mv", "position", "size_in_bytes", "_max_size", "_pool", "_offset",
+                 "_magic", "_attributes", "_timestamp", "_crc", "_inner", "_data")
+
+    def __init__(self, buf, position: int = 0, size: Optional[int] = None, *,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                 pool=None) -> None:
+        mv = _as_bytes_view(buf)
+        n = len(mv)
+        if position < 0 or n - position < LOG_OVERHEAD:
+            raise CorruptRecordError(
+                f"A legacy entry needs at least {LOG_OVERHEAD} bytes at position {position}, "
+                f"the buffer has {max(0, n - position)}", position=position)
+        offset, size_field = _OFFSET_SIZE.unpack_from(mv, position)
+        if size is None:
+            size = size_field + LOG_OVERHEAD
+        if size < LOG_OVERHEAD or size > n - position:
+            raise CorruptRecordError(
+                f"Legacy entry of {size} bytes does not fit in the {n - position} bytes left",
+                position=position)
+        self._mv = mv
+        self.position = position
+        self.size_in_bytes = size
+        self._max_size = max_decompressed_size
+        self._pool = pool
+        self._offset = offset
+        msg_size = size - LOG_OVERHEAD
+        start = position + LOG_OVERHEAD
+        # Fields up to the timestamp; a message too short for them is reported
+        # by ensure_valid() with Kafka's text, and here read as zero.
+        self._crc = _CRC.unpack_from(mv, start)[0] if msg_size >= 4 else 0
+        magic = mv[start + 4] if msg_size >= 5 else 0
+        self._magic = magic - 256 if magic > 127 else magic
+        self._attributes = mv[start + 5] if msg_size >= 6 else 0
+        if self._magic != 0 and msg_size >= HEADER_SIZE_V1:
+            self._timestamp = _TIMESTAMP.unpack_from(mv, start + 6)[0]
+        else:
+            self._timestamp = NO_TIMESTAMP
+        self._inner: Optional[List[_Inner]] = None
+        self._data = None
+
+    # -- the common batch interface ----------------------------------------
+    @property
+    def magic(self) -> int:
+        return self._magic
+
+    @property
+    def attributes(self) -> int:
+        """The attribute byte of the (wrapper) message."""
+        return self._attributes
+
+    @property
+    def offset(self) -> int:
+        """The offset field of the (wrapper) message (= :attr:`last_offset`)."""
+        return self._offset
+
+    @property
+    def compression(self) -> Union[CompressionType, int]:
+        """Codec of the entry (an int for plugin ids 5-7)."""
+        return _compression_of(self._attributes & _CODEC_MASK)
+
+    @property
+    def is_compressed(self) -> bool:
+        return (self._attributes & _CODEC_MASK) != 0
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self._magic == 0:
+            return TimestampType.NO_TIMESTAMP_TYPE
+        return _TS_TYPES[(self._attributes & _TIMESTAMP_TYPE_MASK) >> 3]
+
+    @property
+    def max_timestamp(self) -> int:
+        """v1: the message timestamp (a wrapper's is the max or the LogAppendTime); v0: -1."""
+        return self._timestamp
+
+    @property
+    def base_timestamp(self) -> None:
+        return None
+
+    @property
+    def delete_horizon_ms(self) -> None:
+        return None
+
+    @property
+    def base_offset(self) -> int:
+        """Offset of the first record (decompresses a wrapper)."""
+        if not self.is_compressed:
+            return self._offset
+        return self._inner_entries()[0].offset
+
+    @property
+    def last_offset(self) -> int:
+        """The entry's offset field: for a wrapper, Kafka's last offset of the set."""
+        return self._offset
+
+    @property
+    def next_offset(self) -> int:
+        return self._offset + 1
+
+    producer_id = property(lambda self: -1, doc="Always -1: v0/v1 carry no producer state.")
+    producer_epoch = property(lambda self: -1, doc="Always -1.")
+    base_sequence = property(lambda self: -1, doc="Always -1.")
+    last_sequence = property(lambda self: -1, doc="Always -1.")
+    is_transactional = property(lambda self: False, doc="Always False.")
+    is_control = property(lambda self: False, doc="Always False.")
+    partition_leader_epoch = property(lambda self: -1, doc="Always -1.")
+
+    @property
+    def crc(self) -> int:
+        """The stored CRC-32 of the (wrapper) message, unsigned."""
+        return self._crc
+
+    @property
+    def record_count(self) -> int:
+        """Number of records: 1, or the number of inner messages (decompresses)."""
+        if not self.is_compressed:
+            return 1
+        return len(self._inner_entries())
+
+    @property
+    def raw(self) -> memoryview:
+        """The entry's bytes, a view into the source buffer."""
+        return self._mv[self.position:self.position + self.size_in_bytes]
+
+    def __len__(self) -> int:
+        return self.record_count
+
+    def __repr__(self) -> str:
+        return (f"LegacyRecordBatch(magic={self._magic}, offset={self._offset}, "
+                f"compression={getattr(self.compression, 'kafka_name', self.compression)}, "
+                f"position={self.position}, size={self.size_in_bytes})")
+
+    # -- validation ----------------------------------------------------------
+    def is_valid(self, deep: bool = False) -> bool:
+        try:
+            self.ensure_valid(deep=deep)
+        except KcodecError:
+            return False
+        return True
+
+    def ensure_valid(self, deep: bool = False) -> None:
+        """Check the CRC-32 of the entry (Kafka's ``LegacyRecord.ensureValid``).
+
+        With ``deep=True`` a compressed wrapper is also decompressed and every
+        inner message's size and CRC is checked, as Kafka's broker does for
+        compressed v0/v1 (``LogValidator``) and its consumer does record by
+        record.  Errors carry the entry's position and offset.
+        """
+        start = self.position + LOG_OVERHEAD
+        try:
+            _check_crc(self._mv, start, self.position + self.size_in_bytes)
+        except KcodecError as e:
+            raise e.with_context(batch_offset=self._offset)
+        if deep and self.is_compressed:
+            inner = self._inner_entries()
+            for entry in inner:
+                try:
+                    _check_crc(self._data, entry.start, entry.end, position=self.position)
+                except KcodecError as e:
+                    raise e.with_context(batch_offset=self._offset)
+
+    # -- records ---------------------------------------------------------------
+    def __iter__(self) -> Iterator:
+        Record = _record_class()
+        mv = self._mv
+        if not self.is_compressed:
+            start = self.position + LOG_OVERHEAD
+            try:
+                msg = _Message(mv, start, self.position + self.size_in_bytes)
+            except KcodecError as e:
+                raise e.with_context(batch_offset=self._offset)
+            yield Record(self._offset, msg.timestamp, self.timestamp_type, msg.key, msg.value)
+            return
+        inner = self._inner_entries()
+        data = self._data
+        wrapper_lat = (self._magic == 1
+                       and (self._attributes & _TIMESTAMP_TYPE_MASK) != 0)
+        wrapper_type = self.timestamp_type
+        for entry in inner:
+            if entry.attributes & _CODEC_MASK:
+                raise InvalidRecordError("Inner messages must not be compressed",
+                                         position=self.position, batch_offset=self._offset)
+            try:
+                msg = _Message(data, entry.start, entry.end)
+            except KcodecError as e:
+                raise e.with_context(position=self.position, batch_offset=self._offset) from None
+            if msg.magic == 0:
+                ts, ts_type = NO_TIMESTAMP, TimestampType.NO_TIMESTAMP_TYPE
+            elif msg.magic == 1:
+                # Inner v1 messages take the wrapper's timestamp type, and its
+                # timestamp when the wrapper says LogAppendTime.
+                ts = self._timestamp if wrapper_lat else msg.timestamp
+                ts_type = wrapper_type
+            else:
+                ts = msg.timestamp
+                ts_type = _TS_TYPES[(msg.attributes & _TIMESTAMP_TYPE_MASK) >> 3]
+            yield Record(entry.offset, ts, ts_type, msg.key, msg.value)
+
+    def records(self) -> list:
+        return list(self)
+
+    def message_key(self) -> Optional[bytes]:
+        """Key of the (wrapper) message itself."""
+        return self._outer().key
+
+    def message_value(self) -> Optional[memoryview]:
+        """Value of the (wrapper) message itself: a view; for a wrapper, the compressed set."""
+        return self._outer(copy=False).value
+
+    def _outer(self, copy: bool = True) -> _Message:
+        try:
+            return _Message(self._mv, self.position + LOG_OVERHEAD,
+                            self.position + self.size_in_bytes, copy=copy)
+        except KcodecError as e:
+            raise e.with_context(batch_offset=self._offset)
+
+    def _inner_entries(self) -> List[_Inner]:
+        if self._inner is None:
+            try:
+                self._inner = self._read_inner()
+            except KcodecError as e:
+                raise e.with_context(position=self.position, batch_offset=self._offset) from None
+        return self._inner
+
+    def _read_inner(self) -> List[_Inner]:
+        magic = self._magic
+        if magic not in (0, 1):
+            raise InvalidRecordError(f"Invalid wrapper magic found in legacy deep record iterator {magic}")
+        codec_id = self._attributes & _CODEC_MASK
+        if codec_id == CompressionType.ZSTD:
+            # Kafka's message prints the magic, not the codec.
+            raise InvalidRecordError(
+                f"Invalid wrapper compressionType found in legacy deep record iterator {magic}")
+        wrapper = self._outer(copy=False)
+        if wrapper.value is None:
+            raise InvalidRecordError(
+                f"Found invalid compressed record set with null value (magic = {magic})")
+        data = get_codec(codec_id).decompress(wrapper.value, magic=magic, max_size=self._max_size)
+        if not isinstance(data, (bytes, bytearray)):
+            data = _as_bytes_view(data)
+        entries: List[_Inner] = []
+        n = len(data)
+        pos = 0
+        unpack = _OFFSET_SIZE.unpack_from
+        while n - pos >= LOG_OVERHEAD:
+            offset, size = unpack(data, pos)
+            if size < RECORD_OVERHEAD_V0:
+                raise CorruptRecordError(
+                    f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})")
+            start = pos + LOG_OVERHEAD
+            end = start + size
+            if end > n:
+                break  # a truncated last inner message is dropped, as Kafka does
+            m = data[start + 4]
+            entries.append(_Inner(offset, start, end, m - 256 if m > 127 else m, data[start + 5]))
+            pos = end
+        if not entries:
+            raise InvalidRecordError("Found invalid compressed record set with no inner records")
+        if magic == 1:
+            wrapper_offset = self._offset
+            if wrapper_offset == 0:
+                base = 0  # librdkafka writes wrapper offset 0: inner offsets are used as they are
+            else:
+                last_inner = entries[-1].offset
+                if wrapper_offset < last_inner:
+                    raise InvalidRecordError(
+                        "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
+                        f"'{wrapper_offset}' is less than the last inner message offset "
+                        f"'{last_inner}' and it is not zero.")
+                base = wrapper_offset - last_inner
+            if base:
+                for e in entries:
+                    e.offset += base
+        self._data = data
+        return entries
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LegacyRecordBatchBuilder:
+    """Write a v0/v1 message set exactly as Kafka's ``MemoryRecordsBuilder`` does.
+
+    Uncompressed: one message per record, each with its absolute offset.
+    Compressed: one wrapper message whose offset is the last absolute offset,
+    key null, value the compressed inner messages (v1: offsets relative to
+    ``base_offset``; v0: absolute), timestamp the maximum inner timestamp or
+    ``log_append_time``.  With LogAppendTime every message is written with
+    ``log_append_time`` and attribute bit 3 set (v1).  LZ4 with magic 0 gets
+    the header checksum Kafka wrote before KIP-57 (the codec handles it).
+
+    Like Kafka's builder, :meth:`append` does not enforce ``write_limit``;
+    callers ask :meth:`has_room_for` first (the first record always fits).
+    """
+
+    def __init__(self, magic: int = 1, compression: Union[CompressionType, int, str] = CompressionType.NONE,
+                 level: Optional[int] = None, base_offset: int = 0,
+                 timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+                 log_append_time: Optional[int] = None, write_limit: Optional[int] = None,
+                 pool=None) -> None:
+        if magic not in (0, 1):
+            raise RecordBuilderError(f"LegacyRecordBatchBuilder writes magic 0 or 1, not {magic!r}")
+        if isinstance(compression, (CompressionType, str)) or (
+                isinstance(compression, int) and 0 <= compression <= 4):
+            ctype = CompressionType.of(compression)
+            codec_id = int(ctype)
+        else:
+            codec_id = get_codec(compression).id
+            ctype = None
+        if codec_id == CompressionType.ZSTD:
+            raise UnsupportedCodecError(
+                f"Compression type zstd is not supported for magic {magic}: zstd needs magic v2")
+        self._codec = get_codec(codec_id)
+        self._level = ctype.validate_level(level) if ctype is not None else self._codec.resolve_level(level)
+        if ctype is not None and level is None:
+            self._level = None  # the codec's own default == Kafka's
+        timestamp_type = TimestampType(timestamp_type)
+        if magic > 0 and timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+            raise RecordBuilderError("TimestampType must be set for magic >= 0")
+        if timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time is None:
+            log_append_time = _now_ms()
+        self.magic = magic
+        self.compression = _compression_of(codec_id)
+        self.base_offset = base_offset
+        self.timestamp_type = timestamp_type
+        self.log_append_time = log_append_time
+        self.write_limit = write_limit
+        self._pool = pool
+        self._codec_id = codec_id
+        self._lat = timestamp_type == TimestampType.LOG_APPEND_TIME
+        self._attributes = _TIMESTAMP_TYPE_MASK if (self._lat and magic > 0) else 0
+        self._buf = bytearray()
+        self._count = 0
+        self._last_offset: Optional[int] = None
+        self._max_timestamp = NO_TIMESTAMP
+        self._built: Optional[bytes] = None
+        self._head = _HEAD_V0 if magic == 0 else _HEAD_V1
+        self._overhead = RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1
+
+    # -- appending -------------------------------------------------------------
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def last_offset(self) -> Optional[int]:
+        return self._last_offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset if self._last_offset is None else self._last_offset + 1
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._max_timestamp
+
+    @property
+    def uncompressed_size(self) -> int:
+        """Bytes of messages appended so far (before compression)."""
+        return len(self._buf)
+
+    @property
+    def estimated_size(self) -> int:
+        """Kafka's ``estimatedBytesWritten``: compressed sets assume a ratio of 1.05."""
+        if self._codec_id == 0:
+            return len(self._buf)
+        return int(LOG_OVERHEAD + self._overhead + len(self._buf) * 1.05)
+
+    def is_full(self) -> bool:
+        return self._built is not None or (
+            self.write_limit is not None and self._count > 0 and self.write_limit <= self.estimated_size)
+
+    def has_room_for(self, key: Optional[bytes], value: Optional[bytes], headers: Sequence = (),
+                     timestamp: Optional[int] = None) -> bool:
+        """Whether one more record fits under ``write_limit`` (``MemoryRecordsBuilder.hasRoomFor``)."""
+        if self.is_full():
+            return False
+        if self._count == 0 or self.write_limit is None:
+            return True
+        size = LOG_OVERHEAD + legacy_record_size(self.magic, key, value)
+        return self.write_limit >= self.estimated_size + size
+
+    def append(self, key: Optional[bytes], value: Optional[bytes], timestamp: Optional[int] = None,
+               headers: Sequence = (), offset: Optional[int] = None) -> int:
+        """Append one record; returns its offset.
+
+        ``timestamp`` None means now (v1; v0 stores no timestamp).  ``offset``
+        None means the next offset; an explicit one must be larger than the
+        previous record's.  Headers cannot be written before magic 2.
+        """
+        if self._built is not None:
+            raise RecordBuilderError("Tried to append a record, but the builder was already built")
+        if headers:
+            raise RecordBuilderError(f"Magic v{self.magic} does not support record headers")
+        if timestamp is None:
+            timestamp = _now_ms() if self.magic > 0 else NO_TIMESTAMP
+        elif timestamp < 0 and timestamp != NO_TIMESTAMP:
+            raise RecordBuilderError(f"Invalid negative timestamp {timestamp}")
+        if offset is None:
+            offset = self.next_offset
+        elif self._last_offset is not None and offset <= self._last_offset:
+            raise RecordBuilderError(
+                f"Illegal offset {offset} following previous offset {self._last_offset} "
+                "(Offsets must increase monotonically).")
+        if self._lat:
+            timestamp = self.log_append_time
+        key = None if key is None else memoryview(key).cast("B")
+        value = None if value is None else memoryview(value).cast("B")
+        klen = -1 if key is None else len(key)
+        vlen = -1 if value is None else len(value)
+        size = self._overhead + max(klen, 0) + max(vlen, 0)
+        if size > 0x7FFFFFFF - LOG_OVERHEAD:
+            raise RecordBuilderError(f"Record of {size} bytes is too large for a message")
+        inner_offset = offset - self.base_offset if (self.magic > 0 and self._codec_id != 0) else offset
+        buf = self._buf
+        start = len(buf)
+        if self.magic == 0:
+            buf += self._head.pack(inner_offset, size, 0, 0, self._attributes)
+        else:
+            buf += self._head.pack(inner_offset, size, 0, 1, self._attributes, timestamp)
+        buf += _INT32.pack(klen)
+        if key is not None:
+            buf += key
+        buf += _INT32.pack(vlen)
+        if value is not None:
+            buf += value
+        crc_pos = start + LOG_OVERHEAD
+        _CRC.pack_into(buf, crc_pos, crc32(memoryview(buf)[crc_pos + 4:]))
+        self._count += 1
+        self._last_offset = offset
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        return offset
+
+    def append_record(self, record) -> int:
+        """Append a record object (offset, timestamp, key, value); headers are not carried."""
+        return self.append(record.key, record.value, record.timestamp, offset=record.offset)
+
+    # -- output ------------------------------------------------------------------
+    def build(self) -> bytes:
+        """The message set as ``bytes`` (empty when nothing was appended).
+
+        The result is owned by the caller; building twice returns the same object.
+        """
+        if self._built is not None:
+            return self._built
+        if self._count == 0:
+            out = b""
+        elif self._codec_id == 0:
+            out = bytes(self._buf)
+        else:
+            out = self._wrap()
+        self._built = out
+        self._buf = bytearray()
+        return out
+
+    def _wrap(self) -> bytes:
+        payload = self._codec.compress(self._buf, level=self._level, magic=self.magic)
+        attributes = self._attributes | self._codec_id
+        size = self._overhead + len(payload)
+        timestamp = self.log_append_time if self._lat else self._max_timestamp
+        if self.magic == 0:
+            head = _HEAD_V0.pack(self._last_offset, size, 0, 0, attributes)
+        else:
+            head = _HEAD_V1.pack(self._last_offset, size, 0, 1, attributes, timestamp)
+        out = bytearray(head)
+        out += b"\xff\xff\xff\xff"  # null key
+        out += _INT32.pack(len(payload))
+        out += payload
+        _CRC.pack_into(out, LOG_OVERHEAD, crc32(memoryview(out)[LOG_OVERHEAD + 4:]))
+        return bytes(out)
+
+
+def iter_legacy_batches(buf, start: int = 0, end: Optional[int] = None, *,
+                        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+                        ) -> Iterator[LegacyRecordBatch]:
+    """The v0/v1 entries of ``buf`` (Kafka's framing rules); raises on a v2 entry."""
+    from kcodec.records.framing import iter_entries
+    for e in iter_entries(buf, start, end):
+        if e.magic > 1:
+            raise InvalidRecordError(f"Expected a v0/v1 message, found magic {e.magic}", position=e.position)
+        yield LegacyRecordBatch(buf, e.position, e.size, max_decompressed_size=max_decompressed_size)
