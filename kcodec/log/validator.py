@@ -1,0 +1,940 @@
+"""The broker's append-path validation: Kafka's ``LogValidator`` and the checks around it.
+
+:func:`validate_and_assign_offsets` takes the record batches of one produce
+request for one partition and returns what a Kafka leader would store:
+offsets assigned from the log end, timestamps and partition leader epoch set,
+and -- depending on the topic's ``compression.type`` and message format --
+the batches either patched in place or rebuilt (spec section 10):
+
+====  =====================================================  =====================
+path  when                                                   what happens
+====  =====================================================  =====================
+A1    source and target uncompressed, every magic == target  in place
+A2    source and target uncompressed, some magic differs     one rebuilt batch
+B-in  same codec type, magic == target != 0, inner offsets   in place, the
+      consecutive; or an uncompressed control batch          compressed payload kept
+B-re  any other compressed case                              one rebuilt batch
+====  =====================================================  =====================
+
+An in-place rewrite changes only baseOffset (or the legacy entry offset),
+partitionLeaderEpoch, maxTimestamp, the timestamp-type attribute bit and the
+CRC, as Kafka's ``setLastOffset`` / ``setPartitionLeaderEpoch`` /
+``setMaxTimestamp`` do.
+
+Errors are raised as :class:`RecordValidationError` carrying Kafka's error
+code and name (``INVALID_RECORD``, ``CORRUPT_MESSAGE``, ``INVALID_TIMESTAMP``,
+...) and, for per-record failures, Kafka's ``RecordError`` list (KIP-467).
+
+The module also holds the batch-level helpers the other broker-side
+operations share: header patching (:func:`v2_set_last_offset_delta`,
+:func:`v2_empty_header`) and :func:`rebuild_batch`, the builder call that
+both the validator's rebuild path and recompression go through.
+"""
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+from kcodec.compression import CompressionType, TimestampType
+from kcodec.errors import (
+    CorruptCompressedDataError,
+    CorruptRecordError,
+    InvalidRecordError,
+    KcodecError,
+    LimitExceededError,
+    RecordBuilderError,
+    UnsupportedCodecError,
+)
+from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_entries
+
+__all__ = [
+    "ValidatorConfig",
+    "ValidationResult",
+    "RecordError",
+    "RecordValidationError",
+    "ERRORS",
+    "validate_and_assign_offsets",
+    "target_compression",
+    "magic_for_message_format_version",
+    "rebuild_batch",
+    "v2_empty_header",
+    "v2_set_last_offset_delta",
+]
+
+INT64_MAX = (1 << 63) - 1
+NO_TIMESTAMP = -1
+DEFAULT_MAX_MESSAGE_BYTES = 1048588  # LogConfig.DEFAULT_MAX_MESSAGE_BYTES: 1 MiB + LOG_OVERHEAD
+DEFAULT_SEGMENT_BYTES = 1 << 30
+
+#: Kafka's ``Errors`` codes for the conditions this module reports.
+ERRORS = {
+    "UNKNOWN_SERVER_ERROR": -1,
+    "CORRUPT_MESSAGE": 2,
+    "MESSAGE_TOO_LARGE": 10,
+    "RECORD_LIST_TOO_LARGE": 18,
+    "INVALID_TIMESTAMP": 32,
+    "UNSUPPORTED_FOR_MESSAGE_FORMAT": 43,
+    "UNSUPPORTED_COMPRESSION_TYPE": 76,
+    "INVALID_RECORD": 87,
+}
+_ERROR_NAMES = {v: k for k, v in ERRORS.items()}
+
+# v2 header field positions (spec section 3)
+_BASE_OFFSET = 0
+_LENGTH = 8
+_PLE = 12
+_MAGIC = 16
+_CRC = 17
+_ATTRIBUTES = 21
+_LAST_OFFSET_DELTA = 23
+_BASE_TIMESTAMP = 27
+_MAX_TIMESTAMP = 35
+_CRC_START = 21
+
+# legacy message field positions, counted from the start of the entry
+_LEGACY_CRC = 12
+_LEGACY_MAGIC = 16
+_LEGACY_ATTRIBUTES = 17
+_LEGACY_TIMESTAMP = 18
+
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+_EMPTY_HEADER = struct.Struct(">qiibIhiqqqhii")
+
+
+def _wrap64(v: int) -> int:
+    """Java ``long`` overflow: wrap an int into the signed 64-bit range."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _crc32c(data) -> int:
+    from kcodec._native.primitives import crc32c
+    return crc32c(data)
+
+
+def _crc32(data) -> int:
+    from kcodec._native.primitives import crc32
+    return crc32(data)
+
+
+# --------------------------------------------------------------------------------------------
+# errors
+
+class RecordError(NamedTuple):
+    """One rejected record: its index inside its batch and Kafka's message (``RecordError``)."""
+
+    batch_index: int
+    message: Optional[str]
+
+    def __str__(self) -> str:
+        msg = "null" if self.message is None else f"'{self.message}'"
+        return f"RecordError(batchIndex={self.batch_index}, message={msg})"
+
+
+class RecordValidationError(KcodecError):
+    """The broker would reject the append; ``code``/``error_name`` are Kafka's ``Errors``.
+
+    ``record_errors`` lists the offending records (empty when a whole batch
+    or the request is at fault), as Kafka's ``RecordValidationException``.
+    """
+
+    def __init__(self, code: Union[int, str], message: str,
+                 record_errors: Sequence[RecordError] = (), **context: Any) -> None:
+        if isinstance(code, str):
+            code = ERRORS[code]
+        super().__init__(message, **context)
+        self.code = int(code)
+        self.error_name = _ERROR_NAMES.get(self.code, "UNKNOWN_SERVER_ERROR")
+        self.record_errors = list(record_errors)
+
+    def __str__(self) -> str:
+        return f"{self.error_name} ({self.code}): {super().__str__()}"
+
+    def __reduce__(self):
+        return (_rebuild_error, (self.code, self.message, self.record_errors, self.position,
+                                 self.batch_offset, self.source))
+
+
+def _rebuild_error(code, message, record_errors, position, batch_offset, source):
+    return RecordValidationError(code, message, record_errors, position=position,
+                                 batch_offset=batch_offset, source=source)
+
+
+def _invalid(message: str, **ctx) -> RecordValidationError:
+    return RecordValidationError("INVALID_RECORD", message, **ctx)
+
+
+def _from_reader_error(exc: Exception, tp: str, **ctx) -> RecordValidationError:
+    """Map an error raised while reading a batch to the code Kafka's broker answers with."""
+    if isinstance(exc, RecordValidationError):
+        return exc
+    msg = getattr(exc, "message", None) or str(exc)
+    if isinstance(exc, CorruptRecordError):
+        return RecordValidationError("CORRUPT_MESSAGE", msg, **ctx)
+    if isinstance(exc, InvalidRecordError):
+        return RecordValidationError("INVALID_RECORD", msg, **ctx)
+    if isinstance(exc, UnsupportedCodecError):
+        # Java throws IllegalArgumentException("Unknown compression type id") here; kcodec
+        # answers with the code a client can act on.
+        return RecordValidationError("UNSUPPORTED_COMPRESSION_TYPE", msg, **ctx)
+    # A codec failure is a KafkaException("Failed to decompress record stream") in Java,
+    # which the broker reports as UNKNOWN_SERVER_ERROR; builder refusals are
+    # IllegalArgumentExceptions and end the same way.
+    if isinstance(exc, (CorruptCompressedDataError, LimitExceededError, RecordBuilderError, KcodecError)):
+        return RecordValidationError("UNKNOWN_SERVER_ERROR", msg, **ctx)
+    return RecordValidationError("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}", **ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# configuration
+
+def magic_for_message_format_version(version: Union[str, int]) -> int:
+    """Magic written for a ``message.format.version`` (``"0.9.0"`` -> 0, ``"0.10.2"`` -> 1, ``"0.11.0"``+ -> 2)."""
+    if isinstance(version, int):
+        if version not in (0, 1, 2):
+            raise ValueError(f"magic must be 0, 1 or 2, got {version}")
+        return version
+    parts = [int(p) for p in str(version).split("-")[0].split(".")[:2] if p.isdigit()]
+    if not parts:
+        raise ValueError(f"invalid message.format.version {version!r}")
+    major = parts[0]
+    minor = parts[1] if len(parts) > 1 else 0
+    if major == 0 and minor < 10:
+        return 0
+    if major == 0 and minor == 10:
+        return 1
+    return 2
+
+
+@dataclass(frozen=True)
+class ValidatorConfig:
+    """The topic and broker settings the append path reads.
+
+    ``compression_type`` / ``compression_level`` are the topic-level
+    ``compression.type`` and ``compression.<codec>.level``; ``None`` falls back
+    to the broker-level values (``broker_compression_type``,
+    ``broker_compression_level``), exactly as a topic config overrides the
+    broker default.  Types are Kafka's names: ``producer``, ``uncompressed``,
+    ``gzip``, ``snappy``, ``lz4``, ``zstd``.
+
+    ``to_magic`` is the message format written (``message.format.version``;
+    any Kafka 3.0+ broker forces 2).
+    """
+
+    compression_type: Optional[str] = None
+    compression_level: Optional[int] = None
+    broker_compression_type: str = "producer"
+    broker_compression_level: Optional[int] = None
+    to_magic: int = 2
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME
+    timestamp_before_max_ms: int = INT64_MAX
+    timestamp_after_max_ms: int = INT64_MAX
+    compacted: bool = False
+    partition_leader_epoch: int = -1
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    topic_partition: str = "topic-0"
+
+    @classmethod
+    def from_kafka(cls, topic: Optional[Mapping[str, Any]] = None,
+                   broker: Optional[Mapping[str, Any]] = None, **overrides: Any) -> "ValidatorConfig":
+        """Build a config from Kafka property names (topic-level ``compression.type``,
+        ``message.timestamp.type``, ``cleanup.policy``, ...; broker-level ``compression.type``)."""
+        topic = dict(topic or {})
+        broker = dict(broker or {})
+        kw: dict = {}
+        ctype = topic.get("compression.type")
+        if ctype is not None:
+            kw["compression_type"] = str(ctype)
+            level = topic.get(f"compression.{ctype}.level")
+            if level is not None:
+                kw["compression_level"] = int(level)
+        btype = broker.get("compression.type")
+        if btype is not None:
+            kw["broker_compression_type"] = str(btype)
+        eff = kw.get("compression_type", kw.get("broker_compression_type", "producer"))
+        for src, key in ((broker, "broker_compression_level"),):
+            for name in ("gzip", "lz4", "zstd"):
+                if eff == name and src.get(f"compression.{name}.level") is not None:
+                    kw[key] = int(src[f"compression.{name}.level"])
+        if "message.format.version" in topic:
+            kw["to_magic"] = magic_for_message_format_version(topic["message.format.version"])
+        if "message.timestamp.type" in topic:
+            tt = str(topic["message.timestamp.type"])
+            kw["timestamp_type"] = TimestampType.LOG_APPEND_TIME if tt == "LogAppendTime" else TimestampType.CREATE_TIME
+        diff = topic.get("message.timestamp.difference.max.ms")
+        before = topic.get("message.timestamp.before.max.ms")
+        after = topic.get("message.timestamp.after.max.ms")
+        # KIP-937: the new settings fall back to the deprecated one while left at their default.
+        if before is None or int(before) == INT64_MAX:
+            before = diff
+        if after is None or int(after) == INT64_MAX:
+            after = diff
+        if before is not None:
+            kw["timestamp_before_max_ms"] = int(before)
+        if after is not None:
+            kw["timestamp_after_max_ms"] = int(after)
+        if "cleanup.policy" in topic:
+            kw["compacted"] = "compact" in str(topic["cleanup.policy"])
+        if "max.message.bytes" in topic:
+            kw["max_message_bytes"] = int(topic["max.message.bytes"])
+        if "segment.bytes" in topic:
+            kw["segment_bytes"] = int(topic["segment.bytes"])
+        kw.update(overrides)
+        return cls(**kw)
+
+
+def target_compression(config: ValidatorConfig, source: CompressionType) -> Tuple[CompressionType, Optional[int]]:
+    """``BrokerCompressionType.targetCompression``: the codec and level the log stores.
+
+    ``producer`` keeps the source codec but at its *default* level (the
+    producer's level is not known to the broker); ``uncompressed`` is NONE.
+    """
+    name = (config.compression_type if config.compression_type is not None
+            else config.broker_compression_type).lower()
+    level = config.compression_level if config.compression_type is not None else config.broker_compression_level
+    if name == "producer":
+        return source, source.default_level
+    if name == "uncompressed":
+        return CompressionType.NONE, None
+    ctype = CompressionType.of(name)
+    if ctype is CompressionType.NONE:
+        return ctype, None
+    return ctype, ctype.validate_level(level)
+
+
+# --------------------------------------------------------------------------------------------
+# result
+
+@dataclass
+class ValidationResult:
+    """What the leader appends, and Kafka's ``ValidationResult`` / ``LogAppendInfo`` numbers."""
+
+    batches: List[bytes]
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int
+    log_append_time_ms: int
+    message_size_maybe_changed: bool
+    records_converted: int
+    temporary_memory_bytes: int
+    conversion_time_ns: int
+    path: str
+    source_compression: CompressionType
+    target_compression: CompressionType
+    target_level: Optional[int]
+    record_count: int
+    valid_bytes: int
+    trimmed_bytes: int = 0
+    stored_bytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stored_bytes = sum(len(b) for b in self.batches)
+
+    @property
+    def records(self) -> bytes:
+        """The stored record set: every batch, concatenated."""
+        return b"".join(self.batches)
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+# --------------------------------------------------------------------------------------------
+# header helpers (shared with the filter, the cleaner and recompression)
+
+def _v2_crc(buf: bytearray, pos: int, size: int) -> None:
+    crc = _crc32c(memoryview(buf)[pos + _CRC_START:pos + size])
+    _U32.pack_into(buf, pos + _CRC, crc)
+
+
+def _v2_attributes(compression: int, timestamp_type: int, transactional: bool, control: bool,
+                   delete_horizon: bool) -> int:
+    attrs = int(compression) & 0x07
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attrs |= 0x08
+    if transactional:
+        attrs |= 0x10
+    if control:
+        attrs |= 0x20
+    if delete_horizon:
+        attrs |= 0x40
+    return attrs
+
+
+def v2_set_last_offset_delta(buf: bytearray, pos: int, size: int, last_offset_delta: int) -> None:
+    """``overrideLastOffset``: store lastOffsetDelta in a built v2 batch and recompute its CRC."""
+    _I32.pack_into(buf, pos + _LAST_OFFSET_DELTA, last_offset_delta)
+    _v2_crc(buf, pos, size)
+
+
+def _v2_set_last_offset(buf: bytearray, pos: int, last_offset: int) -> None:
+    """``DefaultRecordBatch.setLastOffset``: baseOffset = last - lastOffsetDelta (outside the CRC)."""
+    delta = _I32.unpack_from(buf, pos + _LAST_OFFSET_DELTA)[0]
+    _I64.pack_into(buf, pos + _BASE_OFFSET, last_offset - delta)
+
+
+def _v2_set_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
+    _I32.pack_into(buf, pos + _PLE, epoch)
+
+
+def _v2_set_max_timestamp(buf: bytearray, pos: int, size: int, batch, timestamp_type: int, max_ts: int) -> None:
+    """``DefaultRecordBatch.setMaxTimestamp``: a no-op when nothing changes, else attributes
+    are recomputed from the decoded flags (clearing unknown bits) and the CRC is redone."""
+    if int(batch.timestamp_type) == int(timestamp_type) and batch.max_timestamp == max_ts:
+        return
+    attrs = _v2_attributes(batch.compression, timestamp_type, batch.is_transactional, batch.is_control,
+                           batch.delete_horizon_ms is not None)
+    _I16.pack_into(buf, pos + _ATTRIBUTES, attrs)
+    _I64.pack_into(buf, pos + _MAX_TIMESTAMP, max_ts)
+    _v2_crc(buf, pos, size)
+
+
+def _legacy_set_last_offset(buf: bytearray, pos: int, last_offset: int) -> None:
+    """``AbstractLegacyRecordBatch.setLastOffset``: the entry (wrapper) offset."""
+    _I64.pack_into(buf, pos, last_offset)
+
+
+def _legacy_set_max_timestamp(buf: bytearray, pos: int, size: int, batch, timestamp_type: int, ts: int) -> None:
+    """``ByteBufferLegacyRecordBatch.setMaxTimestamp`` for v1: timestamp, attributes, CRC-32."""
+    if batch.magic == 0:
+        return
+    current_type = (buf[pos + _LEGACY_ATTRIBUTES] >> 3) & 1
+    current_ts = _I64.unpack_from(buf, pos + _LEGACY_TIMESTAMP)[0]
+    if current_type == int(timestamp_type) and current_ts == ts:
+        return
+    attrs = int(batch.compression) & 0x07
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attrs |= 0x08
+    buf[pos + _LEGACY_ATTRIBUTES] = attrs
+    _I64.pack_into(buf, pos + _LEGACY_TIMESTAMP, ts)
+    _U32.pack_into(buf, pos + _LEGACY_CRC, _crc32(memoryview(buf)[pos + _LEGACY_MAGIC:pos + size]))
+
+
+def v2_empty_header(batch) -> bytes:
+    """``DefaultRecordBatch.writeEmptyHeader``: the 61-byte batch the cleaner keeps for producer state.
+
+    Original baseOffset, lastOffsetDelta, producer fields, leader epoch,
+    timestamp type, transactional and control bits and maxTimestamp;
+    compression NONE, baseTimestamp -1, no delete horizon, zero records.
+    """
+    attrs = _v2_attributes(0, batch.timestamp_type, batch.is_transactional, batch.is_control, False)
+    buf = bytearray(RECORD_BATCH_OVERHEAD)
+    _EMPTY_HEADER.pack_into(
+        buf, 0, batch.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD, batch.partition_leader_epoch, 2, 0,
+        attrs, batch.last_offset - batch.base_offset, NO_TIMESTAMP, batch.max_timestamp,
+        batch.producer_id, batch.producer_epoch, batch.base_sequence, 0)
+    _v2_crc(buf, 0, RECORD_BATCH_OVERHEAD)
+    return bytes(buf)
+
+
+def _builder_cls():
+    from kcodec.records import RecordBatchBuilder
+    return RecordBatchBuilder
+
+
+def rebuild_batch(records: Iterable, *, magic: int, compression: Union[CompressionType, int, str],
+                  level: Optional[int], base_offset: int, timestamp_type: TimestampType,
+                  log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
+                  base_sequence: int = -1, is_transactional: bool = False, is_control: bool = False,
+                  partition_leader_epoch: int = -1, delete_horizon_ms: Optional[int] = None,
+                  offsets: Optional[Iterable[int]] = None, last_offset: Optional[int] = None) -> bytes:
+    """Write ``records`` (kcodec ``Record`` objects) as one batch with ``RecordBatchBuilder``.
+
+    ``offsets`` gives each record's offset (default: ``base_offset``,
+    ``base_offset + 1``, ...).  ``last_offset`` is Kafka's
+    ``overrideLastOffset``: a v2 batch keeps that lastOffsetDelta even when its
+    trailing records are gone, so the producer's last sequence survives.
+    Control records are re-appended as control records of a control batch.
+    """
+    ctype = CompressionType.of(compression)
+    kwargs = dict(magic=magic, compression=ctype, level=level, base_offset=base_offset,
+                  timestamp_type=timestamp_type, producer_id=producer_id, producer_epoch=producer_epoch,
+                  base_sequence=base_sequence, is_transactional=is_transactional, is_control=is_control,
+                  partition_leader_epoch=partition_leader_epoch)
+    if timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time is not None:
+        kwargs["log_append_time"] = log_append_time
+    if delete_horizon_ms is not None and delete_horizon_ms != NO_TIMESTAMP:
+        kwargs["delete_horizon_ms"] = delete_horizon_ms
+    if magic < 2:
+        for k in ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
+                  "partition_leader_epoch", "delete_horizon_ms"):
+            kwargs.pop(k, None)
+    builder = _builder_cls()(**kwargs)
+    offs = iter(offsets) if offsets is not None else None
+    nxt = base_offset
+    for rec in records:
+        off = next(offs) if offs is not None else nxt
+        nxt = off + 1
+        ts = rec.timestamp
+        if is_control:
+            builder.append_control(key=rec.key, value=rec.value, timestamp=ts, offset=off)
+        else:
+            builder.append(rec.key, rec.value, timestamp=ts, headers=tuple(rec.headers or ()), offset=off)
+    out = builder.build()
+    if magic >= 2 and last_offset is not None:
+        buf = bytearray(out)
+        delta = last_offset - base_offset
+        if _I32.unpack_from(buf, _LAST_OFFSET_DELTA)[0] != delta:
+            v2_set_last_offset_delta(buf, 0, len(buf), delta)
+        return bytes(buf)
+    return bytes(out)
+
+
+def _split_entries(buf: bytes) -> List[bytes]:
+    return [bytes(buf[e.position:e.position + e.size]) for e in iter_entries(buf)]
+
+
+# --------------------------------------------------------------------------------------------
+# record-level checks (LogValidator.validateRecord and friends)
+
+def _record_repr(batch, rec) -> str:
+    key = 0 if rec.key is None else len(rec.key)
+    value = 0 if rec.value is None else len(rec.value)
+    if batch.magic >= 2:
+        return f"DefaultRecord(offset={rec.offset}, timestamp={rec.timestamp}, key={key} bytes, value={value} bytes)"
+    ts_name = "NoTimestampType" if batch.magic == 0 else (
+        "LogAppendTime" if batch.timestamp_type == TimestampType.LOG_APPEND_TIME else "CreateTime")
+    return (f"LegacyRecordBatch(offset={rec.offset}, Record(magic={getattr(rec, 'magic', batch.magic)}, "
+            f"attributes={getattr(rec, 'attributes', 0)}, compression=NONE, crc={getattr(rec, 'crc', 0)}, "
+            f"{ts_name}={rec.timestamp}, key={key} bytes, value={value} bytes))")
+
+
+def _validate_record(cfg: ValidatorConfig, batch, rec, index: int, now: int,
+                     source_compression: CompressionType) -> Optional[Tuple[int, RecordError]]:
+    tp = cfg.topic_partition
+    if source_compression != CompressionType.NONE and getattr(rec, "is_compressed", False):
+        return ERRORS["INVALID_RECORD"], RecordError(
+            index, "Compressed outer record should not have an inner record with a compression "
+                   f"attribute set: {_record_repr(batch, rec)}")
+    rec_magic = getattr(rec, "magic", batch.magic)
+    if rec_magic is not None and rec_magic != batch.magic:
+        return ERRORS["INVALID_RECORD"], RecordError(
+            index, f"Record {_record_repr(batch, rec)}'s magic does not match outer magic {batch.magic} "
+                   f"in topic partition {tp}.")
+    if batch.magic <= 1 and batch.compression != CompressionType.NONE:
+        check = getattr(rec, "is_valid", None)
+        if check is not None and not check():
+            ensure = getattr(rec, "ensure_valid", None)
+            msg = "Record is corrupt"
+            if ensure is not None:
+                try:
+                    ensure()
+                except KcodecError as exc:
+                    msg = exc.message
+            raise RecordValidationError("CORRUPT_MESSAGE", f"{msg} in topic partition {tp}.",
+                                        batch_offset=batch.base_offset)
+    if cfg.compacted and rec.key is None:
+        return ERRORS["INVALID_RECORD"], RecordError(
+            index, f"Compacted topic cannot accept message without key in topic partition {tp}.")
+    ts = rec.timestamp
+    if cfg.timestamp_type == TimestampType.CREATE_TIME and ts != NO_TIMESTAMP:
+        diff = _wrap64(now - ts)
+        if diff > cfg.timestamp_before_max_ms or _wrap64(-diff) > cfg.timestamp_after_max_ms:
+            lo = _wrap64(now - cfg.timestamp_before_max_ms)
+            hi = _wrap64(now + cfg.timestamp_after_max_ms)
+            return ERRORS["INVALID_TIMESTAMP"], RecordError(
+                index, f"Timestamp {ts} of message with offset {rec.offset} is out of range. "
+                       f"The timestamp should be within [{lo}, {hi}]")
+    elif batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
+        return ERRORS["INVALID_TIMESTAMP"], RecordError(
+            index, f"Invalid timestamp type in message {_record_repr(batch, rec)}. "
+                   "Producer should not set timestamp type to LogAppendTime.")
+    return None
+
+
+def _raise_record_errors(errors: List[Tuple[int, RecordError]], batch) -> None:
+    if not errors:
+        return
+    recs = [e for _, e in errors]
+    if any(code == ERRORS["INVALID_TIMESTAMP"] for code, _ in errors):
+        raise RecordValidationError("INVALID_TIMESTAMP",
+                                    "One or more records have been rejected due to invalid timestamp",
+                                    recs, batch_offset=batch.base_offset)
+    shown = ", ".join(str(e) for e in recs[:3])
+    raise RecordValidationError(
+        "INVALID_RECORD",
+        f"One or more records have been rejected due to {len(recs)} record errors in total, and only "
+        f"showing the first three errors at most: [{shown}]", recs, batch_offset=batch.base_offset)
+
+
+def _validate_batch(cfg: ValidatorConfig, first, batch, origin: str, to_magic: int) -> None:
+    tp = cfg.topic_partition
+    if first.magic != batch.magic:
+        raise _invalid(f"Batch magic {batch.magic} is not the same as the first batch's magic byte "
+                       f"{first.magic} in topic partition {tp}", batch_offset=batch.base_offset)
+    if origin == "client":
+        if batch.magic >= 2:
+            count_from_offsets = batch.last_offset - batch.base_offset + 1
+            if count_from_offsets <= 0:
+                raise _invalid(f"Batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}] "
+                               f"in topic partition {tp}.", batch_offset=batch.base_offset)
+            count = batch.record_count
+            if count <= 0:
+                raise _invalid(f"Invalid reported count for record batch: {count} in topic partition {tp}.",
+                               batch_offset=batch.base_offset)
+            if count_from_offsets != count:
+                raise _invalid(f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] "
+                               f"and count of records {count} in topic partition {tp}.",
+                               batch_offset=batch.base_offset)
+        if batch.is_control:
+            raise _invalid(f"Clients are not allowed to write control records in topic partition {tp}.",
+                           batch_offset=batch.base_offset)
+        if batch.producer_id > -1 and batch.base_sequence < 0:
+            raise _invalid(f"Invalid sequence number {batch.base_sequence} in record batch with producerId "
+                           f"{batch.producer_id} in topic partition {tp}.", batch_offset=batch.base_offset)
+    if batch.is_transactional and to_magic < 2:
+        raise RecordValidationError("UNSUPPORTED_FOR_MESSAGE_FORMAT",
+                                    f"Transactional records cannot be used with magic version {to_magic}",
+                                    batch_offset=batch.base_offset)
+    if batch.producer_id > -1 and to_magic < 2:
+        raise RecordValidationError("UNSUPPORTED_FOR_MESSAGE_FORMAT",
+                                    f"Idempotent records cannot be used with magic version {to_magic}",
+                                    batch_offset=batch.base_offset)
+
+
+def _varint_size(v: int) -> int:
+    v = (v << 1) ^ (v >> 63)
+    v &= (1 << 64) - 1
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+def _record_size(batch, rec, offset_delta: int, base_ts: int) -> int:
+    """Bytes the record occupies uncompressed (``Record.sizeInBytes``), for the memory statistic."""
+    klen = -1 if rec.key is None else len(rec.key)
+    vlen = -1 if rec.value is None else len(rec.value)
+    if batch.magic < 2:
+        return LOG_OVERHEAD + (14 if batch.magic == 0 else 22) + max(klen, 0) + max(vlen, 0)
+    body = 1 + _varint_size(rec.timestamp - base_ts if rec.timestamp >= 0 and base_ts >= 0 else 0)
+    body += _varint_size(offset_delta) + _varint_size(klen) + max(klen, 0) + _varint_size(vlen) + max(vlen, 0)
+    headers = rec.headers or ()
+    body += _varint_size(len(headers))
+    for hk, hv in headers:
+        hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
+        body += _varint_size(len(hkb)) + len(hkb)
+        body += _varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
+    return _varint_size(body) + body
+
+
+def _batch_header_size(magic: int, compression: CompressionType) -> int:
+    """``AbstractRecords.recordBatchHeaderSizeInBytes``."""
+    if magic >= 2:
+        return RECORD_BATCH_OVERHEAD
+    if compression != CompressionType.NONE:
+        return LOG_OVERHEAD + (14 if magic == 0 else 22)
+    return 0
+
+
+def _records_info(magic: int, compression: CompressionType, timestamp_type: TimestampType,
+                  log_append_time: int, base_offset: int, last_offset: int,
+                  max_ts: int, offset_of_max_ts: int) -> Tuple[int, int]:
+    """``MemoryRecordsBuilder.info()``: (maxTimestamp, shallowOffsetOfMaxTimestamp) of a built set."""
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        if compression != CompressionType.NONE or magic >= 2:
+            return log_append_time, last_offset
+        return log_append_time, base_offset
+    if max_ts == NO_TIMESTAMP:
+        return NO_TIMESTAMP, -1
+    if compression != CompressionType.NONE or magic >= 2:
+        return max_ts, last_offset
+    return max_ts, offset_of_max_ts
+
+
+# --------------------------------------------------------------------------------------------
+# the entry point
+
+def _read(buf, tp: str):
+    from kcodec.records import read_batches
+    try:
+        return list(read_batches(buf, validate=False))
+    except Exception as exc:  # framing errors: size < 14, bad magic
+        raise _from_reader_error(exc, tp) from exc
+
+
+def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryview, Sequence[Any]],
+                                config: Optional[ValidatorConfig] = None, *, next_offset: int,
+                                now_ms: Optional[int] = None, origin: str = "client") -> ValidationResult:
+    """Validate one partition's produce payload and assign offsets from ``next_offset``.
+
+    ``batches_bytes`` is the record set (bytes-like) or a sequence of batch
+    buffers.  ``origin`` is Kafka's ``AppendOrigin``: ``client``,
+    ``coordinator`` (transaction markers, group metadata: control batches
+    and non-zero base offsets allowed) or ``raft_leader`` (the batch epoch
+    must equal ``config.partition_leader_epoch``).
+
+    Bytes after the last complete batch are trimmed, as the broker does.  A
+    payload without a complete batch is rejected with INVALID_RECORD
+    ("Record batch has no batches at all"), Kafka's validator message; the
+    broker itself silently appends nothing in that case.
+    """
+    cfg = config or ValidatorConfig()
+    if origin not in ("client", "coordinator", "raft_leader"):
+        raise ValueError(f"origin must be 'client', 'coordinator' or 'raft_leader', got {origin!r}")
+    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    tp = cfg.topic_partition
+    to_magic = cfg.to_magic
+    if isinstance(batches_bytes, (list, tuple)):
+        raw = b"".join(bytes(b) for b in batches_bytes)
+    else:
+        raw = bytes(batches_bytes)
+
+    # UnifiedLog.analyzeAndValidateRecords -------------------------------------------------
+    try:
+        entries = list(iter_entries(raw))
+    except Exception as exc:
+        raise _from_reader_error(exc, tp) from exc
+    valid_bytes = sum(e.size for e in entries)
+    trimmed = len(raw) - valid_bytes
+    buf = bytearray(raw[:valid_bytes])
+    batches = _read(buf, tp)
+    if not batches:
+        raise _invalid("Record batch has no batches at all")
+
+    source = CompressionType.NONE
+    for b in batches:
+        if origin == "raft_leader" and b.partition_leader_epoch != cfg.partition_leader_epoch:
+            raise _invalid("Append from Raft leader did not set the batch epoch correctly",
+                           batch_offset=b.base_offset)
+        if b.magic >= 2 and origin == "client" and b.base_offset != 0:
+            raise _invalid(f"The baseOffset of the record batch in the append to {tp} should be 0, "
+                           f"but it is {b.base_offset}", batch_offset=b.base_offset)
+        if b.size_in_bytes > cfg.max_message_bytes:
+            raise RecordValidationError(
+                "MESSAGE_TOO_LARGE",
+                f"The record batch size in the append to {tp} is {b.size_in_bytes} bytes which exceeds "
+                f"the maximum configured value of {cfg.max_message_bytes}.", batch_offset=b.base_offset)
+        try:
+            ok = b.is_valid()
+        except Exception as exc:
+            raise _from_reader_error(exc, tp, batch_offset=b.base_offset) from exc
+        if not ok:
+            raise RecordValidationError("CORRUPT_MESSAGE",
+                                        f"Record is corrupt (stored crc = {b.crc}) in topic partition {tp}.",
+                                        batch_offset=b.base_offset, position=b.position)
+        try:
+            comp = CompressionType.of(b.compression)
+        except Exception as exc:
+            raise _from_reader_error(exc, tp, batch_offset=b.base_offset) from exc
+        if comp != CompressionType.NONE:
+            source = comp
+
+    target, target_level = target_compression(cfg, source)
+    if target != CompressionType.NONE and not target.supports_magic(to_magic):
+        raise RecordValidationError("UNSUPPORTED_COMPRESSION_TYPE",
+                                    f"{target.kafka_name} compression requires message format v2, "
+                                    f"the topic writes v{to_magic}")
+
+    first = batches[0]
+    if first.magic >= 2 or source != CompressionType.NONE:
+        if len(batches) > 1:
+            raise _invalid("Compressed outer record has more than one batch")
+
+    try:
+        if source == CompressionType.NONE and target == CompressionType.NONE:
+            if all(b.magic == to_magic for b in batches):
+                result = _assign_in_place_uncompressed(cfg, buf, batches, next_offset, now, origin, to_magic)
+            else:
+                result = _convert_uncompressed(cfg, batches, next_offset, now, origin, to_magic)
+        else:
+            result = _compressed(cfg, buf, batches, next_offset, now, origin, to_magic, source, target,
+                                 target_level)
+    except RecordValidationError:
+        raise
+    except KcodecError as exc:
+        raise _from_reader_error(exc, tp) from exc
+
+    result.valid_bytes = valid_bytes
+    result.trimmed_bytes = trimmed
+    if result.message_size_maybe_changed:
+        for b in result.batches:
+            if len(b) > cfg.max_message_bytes:
+                raise RecordValidationError(
+                    "MESSAGE_TOO_LARGE",
+                    f"Message batch size is {len(b)} bytes in append to partition {tp} which exceeds the "
+                    f"maximum configured size of {cfg.max_message_bytes}.")
+    if result.stored_bytes > cfg.segment_bytes:
+        raise RecordValidationError(
+            "RECORD_LIST_TOO_LARGE",
+            f"Message batch size is {result.stored_bytes} bytes in append to partition {tp}, which exceeds "
+            f"the maximum configured segment size of {cfg.segment_bytes}.")
+    return result
+
+
+def _iter_records(batch):
+    try:
+        yield from batch
+    except RecordValidationError:
+        raise
+    except KcodecError as exc:
+        raise exc.with_context(batch_offset=batch.base_offset)
+
+
+def _assign_in_place_uncompressed(cfg, buf, batches, next_offset, now, origin, to_magic) -> ValidationResult:
+    """A1 (``assignOffsetsNonCompressed``)."""
+    counter = next_offset
+    max_ts = NO_TIMESTAMP
+    shallow = -1
+    first = batches[0]
+    count = 0
+    for batch in batches:
+        _validate_batch(cfg, first, batch, origin, to_magic)
+        batch_max = NO_TIMESTAMP
+        errors: List[Tuple[int, RecordError]] = []
+        for index, rec in enumerate(_iter_records(batch)):
+            err = _validate_record(cfg, batch, rec, index, now, CompressionType.NONE)
+            if err is not None:
+                errors.append(err)
+            counter += 1
+            count += 1
+            if batch.magic > 0 and rec.timestamp > batch_max:
+                batch_max = rec.timestamp
+        _raise_record_errors(errors, batch)
+        pos, size = batch.position, batch.size_in_bytes
+        if batch.magic > 0 and batch_max > max_ts:
+            max_ts = batch_max
+            shallow = counter - 1
+        if batch.magic >= 2:
+            _v2_set_last_offset(buf, pos, counter - 1)
+            _v2_set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
+        else:
+            _legacy_set_last_offset(buf, pos, counter - 1)
+        if batch.magic > 0:
+            ts = now if cfg.timestamp_type == TimestampType.LOG_APPEND_TIME else batch_max
+            if batch.magic >= 2:
+                _v2_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, ts)
+            else:
+                _legacy_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, ts)
+    if cfg.timestamp_type == TimestampType.LOG_APPEND_TIME:
+        max_ts = now
+        shallow = counter - 1 if to_magic >= 2 else next_offset
+    out = [bytes(buf[b.position:b.position + b.size_in_bytes]) for b in batches]
+    return ValidationResult(
+        batches=out, first_offset=next_offset, last_offset=counter - 1, max_timestamp=max_ts,
+        shallow_offset_of_max_timestamp=shallow, log_append_time_ms=now, message_size_maybe_changed=False,
+        records_converted=0, temporary_memory_bytes=0, conversion_time_ns=0, path="A1",
+        source_compression=CompressionType.NONE, target_compression=CompressionType.NONE, target_level=None,
+        record_count=count, valid_bytes=len(buf))
+
+
+def _rebuild_result(cfg, first, records, next_offset, now, to_magic, target, level, path, source,
+                    temp_bytes: Optional[int], start_ns: int) -> ValidationResult:
+    """Write the validated records as one new batch from ``next_offset`` (A2 and B-re)."""
+    n = len(records)
+    ts_type = cfg.timestamp_type
+    out = rebuild_batch(
+        records, magic=to_magic, compression=target, level=level, base_offset=next_offset,
+        timestamp_type=ts_type, log_append_time=now, producer_id=first.producer_id,
+        producer_epoch=first.producer_epoch, base_sequence=first.base_sequence,
+        is_transactional=first.is_transactional, is_control=False,
+        partition_leader_epoch=cfg.partition_leader_epoch)
+    max_ts = NO_TIMESTAMP
+    off_of_max = -1
+    if to_magic > 0:
+        for i, rec in enumerate(records):
+            ts = now if ts_type == TimestampType.LOG_APPEND_TIME else rec.timestamp
+            if ts > max_ts:
+                max_ts, off_of_max = ts, next_offset + i
+    last = next_offset + n - 1
+    info = _records_info(to_magic, target, ts_type, now, next_offset, last, max_ts, off_of_max)
+    if temp_bytes is None:
+        # A2 reports MemoryRecordsBuilder.uncompressedBytesWritten(): header plus records.
+        temp_bytes = len(out)
+    return ValidationResult(
+        batches=_split_entries(out), first_offset=next_offset, last_offset=last, max_timestamp=info[0],
+        shallow_offset_of_max_timestamp=info[1], log_append_time_ms=now, message_size_maybe_changed=True,
+        records_converted=n, temporary_memory_bytes=temp_bytes,
+        conversion_time_ns=time.perf_counter_ns() - start_ns, path=path, source_compression=source,
+        target_compression=target, target_level=level, record_count=n, valid_bytes=0)
+
+
+def _convert_uncompressed(cfg, batches, next_offset, now, origin, to_magic) -> ValidationResult:
+    """A2 (``convertAndAssignOffsetsNonCompressed``)."""
+    start = time.perf_counter_ns()
+    first = batches[0]
+    records = []
+    for batch in batches:
+        _validate_batch(cfg, first, batch, origin, to_magic)
+        errors: List[Tuple[int, RecordError]] = []
+        for index, rec in enumerate(_iter_records(batch)):
+            err = _validate_record(cfg, batch, rec, index, now, CompressionType.NONE)
+            if err is not None:
+                errors.append(err)
+            elif not errors:
+                records.append(rec)
+        _raise_record_errors(errors, batch)
+    return _rebuild_result(cfg, first, records, next_offset, now, to_magic, CompressionType.NONE, None,
+                           "A2", CompressionType.NONE, None, start)
+
+
+def _compressed(cfg, buf, batches, next_offset, now, origin, to_magic, source, target, level) -> ValidationResult:
+    """B (``validateMessagesAndAssignOffsetsCompressed``): in place when allowed, else rebuilt."""
+    start = time.perf_counter_ns()
+    in_place = source == target
+    first = batches[0]
+    if first.magic != to_magic or to_magic == 0:
+        in_place = False
+    if source == CompressionType.NONE and first.is_control:
+        in_place = True
+    max_ts = NO_TIMESTAMP
+    expected = 0
+    records = []
+    temp = 0
+    for batch in batches:
+        _validate_batch(cfg, first, batch, origin, to_magic)
+        temp += _batch_header_size(to_magic, batch.compression)
+        base_ts = batch.base_timestamp if batch.base_timestamp is not None else NO_TIMESTAMP
+        errors: List[Tuple[int, RecordError]] = []
+        for index, rec in enumerate(_iter_records(batch)):
+            exp = expected
+            expected += 1
+            err = _validate_record(cfg, batch, rec, index, now, source)
+            if err is None and batch.magic > 0 and to_magic > 0:
+                if rec.timestamp > max_ts:
+                    max_ts = rec.timestamp
+                # Old clients wrote wrong inner offsets; Kafka rewrites rather than rejects them.
+                if rec.offset != exp:
+                    in_place = False
+            if err is not None:
+                errors.append(err)
+            else:
+                temp += _record_size(batch, rec, rec.offset - batch.base_offset, base_ts)
+                records.append(rec)
+        _raise_record_errors(errors, batch)
+
+    if not in_place:
+        return _rebuild_result(cfg, first, records, next_offset, now, to_magic, target, level, "B-re",
+                               source, temp, start)
+
+    batch = batches[0]
+    pos, size = batch.position, batch.size_in_bytes
+    last = next_offset + len(records) - 1
+    if batch.magic >= 2:
+        _v2_set_last_offset(buf, pos, last)
+    else:
+        _legacy_set_last_offset(buf, pos, last)
+    if cfg.timestamp_type == TimestampType.LOG_APPEND_TIME:
+        max_ts = now
+    if to_magic >= 1:
+        if batch.magic >= 2:
+            _v2_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, max_ts)
+        else:
+            _legacy_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, max_ts)
+    if to_magic >= 2:
+        _v2_set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
+    return ValidationResult(
+        batches=[bytes(buf[pos:pos + size])], first_offset=next_offset, last_offset=last, max_timestamp=max_ts,
+        shallow_offset_of_max_timestamp=last, log_append_time_ms=now, message_size_maybe_changed=False,
+        records_converted=0, temporary_memory_bytes=temp, conversion_time_ns=0, path="B-in",
+        source_compression=source, target_compression=target, target_level=level, record_count=len(records),
+        valid_bytes=len(buf))
