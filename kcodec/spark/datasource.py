@@ -1,0 +1,237 @@
+"""The ``kafka-log`` Spark data source: Kafka segment files in and out.
+
+Reading::
+
+    kcodec.spark.register(spark)
+    df = spark.read.format("kafka-log").load("/var/lib/kafka/data")          # every partition
+    df = spark.read.format("kafka-log").option("startingOffset", 1000).load("/data/orders-0")
+
+Each input partition is one segment file, or a byte range of a large one
+cut at batch boundaries found through the offset index (``splitBytes``,
+default 64 MiB).  Options: ``startingOffset``/``endingOffset`` (inclusive /
+exclusive), ``startingTimestamp``/``endingTimestamp`` (ms; inclusive /
+exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``.
+
+Writing (rows with Spark's Kafka schema; ``topic`` and ``partition`` columns)::
+
+    df.repartition("partition").write.format("kafka-log") \
+        .option("compression", "zstd").option("level", 3).save("/tmp/out")
+
+Each task writes its Kafka partitions into a staging folder; the driver
+renames them into place when the job commits, so readers never see a half
+written partition.  Every Kafka partition must be written by one task.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, List, Optional, Tuple
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from kcodec.spark.transforms import KAFKA_DDL
+
+__all__ = ["KafkaLogDataSource", "register"]
+
+_STAGING = ".kcodec-staging-"
+
+
+def register(spark) -> None:
+    """Make ``format("kafka-log")`` available in ``spark``."""
+    spark.dataSource.register(KafkaLogDataSource)
+
+
+class SegmentRange(InputPartition):
+    def __init__(self, path: str, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__((path, start, end))
+        self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
+
+
+def _int_option(options, name: str) -> Optional[int]:
+    value = options.get(name)
+    return None if value in (None, "") else int(value)
+
+
+def _bool_option(options, name: str, default: bool) -> bool:
+    value = options.get(name)
+    return default if value is None else str(value).lower() in ("1", "true", "yes")
+
+
+class KafkaLogDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log"
+
+    def schema(self) -> str:
+        return KAFKA_DDL
+
+    def reader(self, schema) -> "KafkaLogReader":
+        return KafkaLogReader(self.options)
+
+    def writer(self, schema, overwrite: bool) -> "KafkaLogWriter":
+        return KafkaLogWriter(self.options, overwrite)
+
+
+class KafkaLogReader(DataSourceReader):
+    def __init__(self, options) -> None:
+        self.path = options.get("path")
+        if not self.path:
+            raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
+        self.options = dict(options)
+
+    def partitions(self) -> List[InputPartition]:
+        from kcodec.log import open_log_dir
+
+        split = _int_option(self.options, "splitBytes") or 64 * 1024 * 1024
+        start = _int_option(self.options, "startingOffset")
+        end = _int_option(self.options, "endingOffset")
+        only_topic = self.options.get("topic")
+        out: List[InputPartition] = []
+        for (topic, partition), part in open_log_dir(self.path).items():
+            if only_topic and topic != only_topic:
+                continue
+            segs = part.segments
+            for i, seg in enumerate(segs):
+                nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+                if start is not None and nxt is not None and nxt <= start:
+                    continue
+                if end is not None and seg.base_offset >= end:
+                    continue
+                ranges = seg.byte_ranges(split)
+                seg.close()
+                out.extend(SegmentRange(str(seg.path), topic, partition, a, b) for a, b in ranges)
+        return out or [SegmentRange("", "", 0, 0, 0)]
+
+    def read(self, partition: SegmentRange) -> Iterator:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        import kcodec
+        from kcodec.errors import KcodecError
+        from kcodec.log import LogSegment
+
+        if not partition.path:
+            return
+        start = _int_option(self.options, "startingOffset")
+        end = _int_option(self.options, "endingOffset")
+        ts_start = _int_option(self.options, "startingTimestamp")
+        ts_end = _int_option(self.options, "endingTimestamp")
+        include_control = _bool_option(self.options, "includeControl", False)
+        validate = _bool_option(self.options, "validate", True)
+        schema = kcodec.kafka_schema()
+        with LogSegment(partition.path) as seg:
+            view = memoryview(seg.data)[partition.start:partition.end]
+            try:
+                table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
+                                        include_control=include_control, validate=validate)
+            except KcodecError as exc:
+                raise exc.with_context(position=partition.start, source=partition.path) from None
+            del view
+        mask = None
+        if start is not None:
+            mask = pc.greater_equal(table["offset"], start)
+        if end is not None:
+            m = pc.less(table["offset"], end)
+            mask = m if mask is None else pc.and_(mask, m)
+        if ts_start is not None:
+            m = pc.greater_equal(table["timestamp"], pa.scalar(ts_start * 1000, pa.timestamp("us", tz="UTC")))
+            mask = m if mask is None else pc.and_(mask, m)
+        if ts_end is not None:
+            m = pc.less(table["timestamp"], pa.scalar(ts_end * 1000, pa.timestamp("us", tz="UTC")))
+            mask = m if mask is None else pc.and_(mask, m)
+        if mask is not None:
+            table = table.filter(mask)
+        yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
+
+
+@dataclass
+class _Written(WriterCommitMessage):
+    staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder)
+
+
+class KafkaLogWriter(DataSourceArrowWriter):
+    def __init__(self, options, overwrite: bool) -> None:
+        self.path = options.get("path")
+        if not self.path:
+            raise ValueError("kafka-log: give a path: df.write.format('kafka-log').save(PATH)")
+        self.options = dict(options)
+        self.overwrite = overwrite
+        self.job_id = uuid.uuid4().hex
+
+    def write(self, iterator) -> _Written:
+        import numpy as np
+        import pyarrow as pa
+
+        import kcodec
+        from kcodec.log import LogWriter
+
+        compression = self.options.get("compression", "none")
+        level = _int_option(self.options, "level")
+        batch_bytes = _int_option(self.options, "batchBytes") or 16384
+        segment_bytes = _int_option(self.options, "segmentBytes") or 1024 ** 3
+        default_topic = self.options.get("topic")
+        tables = [pa.Table.from_batches([b]) for b in iterator if b.num_rows]
+        if not tables:
+            return _Written([])
+        table = pa.concat_tables(tables)
+        if "partition" not in table.column_names:
+            raise ValueError("kafka-log writer: the rows need a 'partition' column")
+        topics = (table.column("topic").to_pylist() if "topic" in table.column_names
+                  else [default_topic] * table.num_rows)
+        if any(t is None for t in topics):
+            raise ValueError("kafka-log writer: every row needs a topic (a 'topic' column or option)")
+        parts = table.column("partition").to_pylist()
+        keep = [c for c in ("key", "value", "timestamp", "headers", "offset") if c in table.column_names]
+        groups: dict = {}
+        for i, tp in enumerate(zip(topics, parts)):
+            groups.setdefault(tp, []).append(i)
+        staging_root = Path(self.path) / f"{_STAGING}{self.job_id}" / uuid.uuid4().hex
+        staged = []
+        for (topic, partition), rows in sorted(groups.items()):
+            sub = table.select(keep).take(pa.array(np.asarray(rows)))
+            if "offset" in sub.column_names:
+                sub = sub.sort_by("offset")
+            name = f"{topic}-{partition}"
+            with LogWriter(staging_root / name, segment_bytes=segment_bytes) as w:
+                for batch in kcodec.from_arrow(sub, compression=compression, level=level,
+                                               max_batch_bytes=batch_bytes):
+                    w.append(batch)
+            staged.append((str(staging_root / name), str(Path(self.path) / name)))
+        return _Written(staged)
+
+    def commit(self, messages) -> None:
+        finals = [final for m in messages if m for _, final in m.staged]
+        dupes = {f for f in finals if finals.count(f) > 1}
+        if dupes:
+            self.abort(messages)
+            raise ValueError(
+                "kafka-log writer: these Kafka partitions were written by several tasks: "
+                f"{sorted(dupes)}; repartition by the partition column first "
+                "(kcodec.spark.write_log does this)")
+        for m in messages:
+            if not m:
+                continue
+            for staging, final in m.staged:
+                if os.path.exists(final):
+                    if not self.overwrite:
+                        self.abort(messages)
+                        raise FileExistsError(f"kafka-log writer: {final} exists (use mode('overwrite'))")
+                    old = f"{final}.{self.job_id}-delete"
+                    os.replace(final, old)
+                    os.replace(staging, final)
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    os.replace(staging, final)
+        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)
+
+    def abort(self, messages) -> None:
+        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)

@@ -1,0 +1,175 @@
+"""``DataFrame.mapInArrow`` transforms between raw Kafka batches and Kafka-source rows.
+
+Inside the workers everything is columnar: a batch's records become Arrow
+arrays through :func:`kcodec.to_arrow` and go back through
+:func:`kcodec.from_arrow`; no Python object is made per record.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, Optional
+
+__all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table"]
+
+#: Spark's Kafka source schema (with headers), which kcodec.to_arrow produces.
+KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
+             "timestamp timestamp, timestampType int, headers array<struct<key:string,value:binary>>")
+#: One row per encoded batch.
+BATCH_DDL = ("topic string, partition int, base_offset long, last_offset long, record_count int, "
+             "batch_size int, batch binary")
+_PARTITION_COL = "__kcodec_partition"
+
+
+def decode(df, column: str = "value", *, topic: Optional[str] = None, partition: Optional[int] = None,
+           topic_column: Optional[str] = None, partition_column: Optional[str] = None,
+           include_control: bool = False):
+    """Rows holding raw batch bytes in ``column`` -> one row per record (Spark's Kafka schema).
+
+    ``topic``/``partition`` (or per-row ``topic_column``/``partition_column``)
+    fill those columns; a cell may hold several concatenated batches.
+    """
+    def fn(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        import kcodec
+        for rb in batches:
+            data = rb.column(column)
+            topics = rb.column(topic_column).to_pylist() if topic_column else None
+            parts = rb.column(partition_column).to_pylist() if partition_column else None
+            for i in range(rb.num_rows):
+                cell = data[i]
+                if not cell.is_valid:
+                    continue
+                buf = cell.as_buffer()
+                t = topics[i] if topics is not None else topic
+                p = parts[i] if parts is not None else partition
+                table = kcodec.to_arrow(buf, topic=t, partition=p, include_control=include_control)
+                yield from table.to_batches()
+
+    return df.mapInArrow(fn, KAFKA_DDL)
+
+
+def batch_table(batches, topic: Optional[str], partition: int):
+    """Arrow table of :data:`BATCH_DDL` rows describing ``batches`` (bytes of single v2 batches)."""
+    import pyarrow as pa
+
+    base, last, count, size = [], [], [], []
+    for b in batches:
+        off, = struct.unpack_from(">q", b, 0)
+        delta, = struct.unpack_from(">i", b, 23)
+        n, = struct.unpack_from(">i", b, 57)
+        base.append(off)
+        last.append(off + delta)
+        count.append(n)
+        size.append(len(b))
+    k = len(base)
+    return pa.table({
+        "topic": pa.array([topic] * k, pa.string()),
+        "partition": pa.array([partition] * k, pa.int32()),
+        "base_offset": pa.array(base, pa.int64()),
+        "last_offset": pa.array(last, pa.int64()),
+        "record_count": pa.array(count, pa.int32()),
+        "batch_size": pa.array(size, pa.int32()),
+        "batch": pa.array(batches, pa.binary()),
+    })
+
+
+def _with_partition(df, partitions: Optional[int], partition_column: Optional[str]):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType
+
+    if partition_column is not None:
+        return df.withColumn(_PARTITION_COL, F.col(partition_column).cast("int"))
+    if not partitions or partitions < 1:
+        raise ValueError("give partitions=N (murmur2 key partitioning) or partition_column=")
+    schema = df.schema.add(_PARTITION_COL, IntegerType(), nullable=False)
+    n = int(partitions)
+
+    def fn(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        import kcodec
+        for rb in batches:
+            if "key" in rb.schema.names:
+                parts = kcodec.partition_for_keys(rb.column("key"), n)
+            else:
+                parts = np.full(rb.num_rows, -1, dtype=np.int32)
+            # null keys: Kafka's sticky partitioner spreads them; round-robin is the stateless equivalent
+            nulls = parts < 0
+            if nulls.any():
+                parts = parts.copy()
+                parts[nulls] = np.arange(int(nulls.sum()), dtype=np.int32) % n
+            yield pa.RecordBatch.from_arrays(list(rb.columns) + [pa.array(parts, pa.int32())],
+                                             schema=rb.schema.append(pa.field(_PARTITION_COL, pa.int32(), False)))
+
+    return df.mapInArrow(fn, schema)
+
+
+def encode(df, *, topic: Optional[str] = None, compression="none", level: Optional[int] = None,
+           batch_bytes: int = 16384, partitions: Optional[int] = None,
+           partition_column: Optional[str] = None, num_tasks: Optional[int] = None):
+    """Kafka-source rows -> one row per Kafka batch (:data:`BATCH_DDL`).
+
+    Records are placed by Kafka's default partitioner (murmur2 of the key,
+    modulo ``partitions``) unless ``partition_column`` is given, then packed
+    into batches of at most ``batch_bytes`` uncompressed bytes (Kafka's
+    batch.size: a larger record still gets a batch of its own) and
+    compressed.  Offsets start at 0 in each partition.  Each Kafka partition
+    is encoded by one Spark task, which holds that partition's rows in memory.
+    """
+    from pyspark.sql import functions as F
+
+    staged = _with_partition(df, partitions, partition_column)
+    n_tasks = num_tasks or partitions or staged.sparkSession.sparkContext.defaultParallelism
+    staged = staged.repartition(int(n_tasks), F.col(_PARTITION_COL)).sortWithinPartitions(_PARTITION_COL)
+    topic_col = "topic" if topic is None and "topic" in df.columns else None
+    if topic is None and topic_col is None:
+        raise ValueError("give topic= or a topic column")
+
+    def fn(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        import kcodec
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        table = pa.concat_tables(tables)
+        parts = table.column(_PARTITION_COL).to_numpy()
+        topics = table.column(topic_col).to_pylist() if topic_col else None
+        keep = [c for c in ("key", "value", "timestamp", "headers") if c in table.column_names]
+        order = np.argsort(parts, kind="stable")
+        bounds = np.flatnonzero(np.diff(parts[order])) + 1
+        for group in np.split(order, bounds):
+            if len(group) == 0:
+                continue
+            sub = table.select(keep).take(pa.array(group))
+            p = int(parts[group[0]])
+            t = topics[group[0]] if topics is not None else topic
+            out = kcodec.from_arrow(sub, compression=compression, level=level,
+                                    max_batch_bytes=batch_bytes, base_offset=0)
+            yield from batch_table(out, t, p).to_batches()
+
+    return staged.mapInArrow(fn, BATCH_DDL)
+
+
+def write_log(df, path: str, *, mode: str = "errorifexists", **options) -> None:
+    """Write Kafka-source rows as segment folders with the ``kafka-log`` data source.
+
+    Rows are first grouped so that each Kafka partition is written by one
+    task (the data source requires it).
+    """
+    from pyspark.sql import functions as F
+
+    part_col = options.pop("partition_column", "partition" if "partition" in df.columns else None)
+    partitions = options.pop("partitions", None)
+    staged = _with_partition(df, partitions, part_col)
+    if "partition" in staged.columns:
+        staged = staged.drop("partition")
+    staged = staged.withColumnRenamed(_PARTITION_COL, "partition")
+    staged = staged.repartition(F.col("partition"))
+    writer = staged.write.format("kafka-log").mode(mode)
+    for k, v in options.items():
+        writer = writer.option(k, str(v))
+    writer.save(path)
