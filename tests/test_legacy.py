@@ -1,0 +1,583 @@
+"""Message format v0/v1: Kafka's reading rules on hand-built bytes, the builder, malformed input."""
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kcodec import CompressionType, TimestampType, get_codec
+from kcodec.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KcodecError,
+    LimitExceededError,
+    RecordBuilderError,
+    UnsupportedCodecError,
+)
+from kcodec.records.legacy import (
+    LegacyRecordBatch,
+    LegacyRecordBatchBuilder,
+    iter_legacy_batches,
+    legacy_record_size,
+)
+
+T0 = 1_700_000_000_000
+LAT = 0x08
+CODECS = ["none", "gzip", "snappy", "lz4"]
+
+
+# -- hand-built messages ------------------------------------------------------------
+def _sized(b):
+    if b is None:
+        return struct.pack(">i", -1)
+    if isinstance(b, int):  # a raw length field
+        return struct.pack(">i", b)
+    return struct.pack(">i", len(b)) + b
+
+
+def message(offset, key, value, *, magic=1, attrs=0, ts=T0, crc=None, tail=b"", size=None):
+    """One log entry: offset, size, crc, magic, attributes, [timestamp], key, value."""
+    body = bytes([magic & 0xFF, attrs & 0xFF])
+    if magic != 0:
+        body += struct.pack(">q", ts)
+    body += _sized(key) + _sized(value) + tail
+    stored = zlib.crc32(body) if crc is None else crc
+    msg = struct.pack(">I", stored) + body
+    return struct.pack(">qi", offset, len(msg) if size is None else size) + msg
+
+
+def wrapper(offset, inner: bytes, *, codec=1, magic=1, ts=T0, attrs=0, value=b"compress"):
+    payload = get_codec(codec).compress(inner, magic=magic) if value == b"compress" else value
+    return message(offset, None, payload, magic=magic, attrs=codec | attrs, ts=ts)
+
+
+def batches(data):
+    return list(iter_legacy_batches(data))
+
+
+def one(data) -> LegacyRecordBatch:
+    (b,) = batches(data)
+    return b
+
+
+def triples(batch):
+    return [(r.offset, r.timestamp, r.key, r.value) for r in batch]
+
+
+# -- checklist 43-54 -------------------------------------------------------------------
+def test_43_uncompressed_v0_and_v1():
+    data = message(5, b"k0", b"v0", magic=0) + message(6, b"k1", b"v1", ts=-5)
+    b0, b1 = batches(data)
+    for b in (b0, b1):
+        b.ensure_valid()
+    assert (b0.magic, b0.timestamp_type, b0.max_timestamp) == (0, TimestampType.NO_TIMESTAMP_TYPE, -1)
+    assert triples(b0) == [(5, -1, b"k0", b"v0")]
+    r = b0.records()[0]
+    assert r.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE and tuple(r.headers) == ()
+    assert (b1.magic, b1.timestamp_type, b1.max_timestamp) == (1, TimestampType.CREATE_TIME, -5)
+    assert triples(b1) == [(6, -5, b"k1", b"v1")]
+    for b, off in ((b0, 5), (b1, 6)):
+        assert (b.base_offset, b.last_offset, b.next_offset, b.record_count) == (off, off, off + 1, 1)
+        assert (b.producer_id, b.producer_epoch, b.base_sequence, b.last_sequence) == (-1, -1, -1, -1)
+        assert (b.is_transactional, b.is_control, b.partition_leader_epoch) == (False, False, -1)
+        assert b.base_timestamp is None and b.delete_horizon_ms is None
+        assert b.compression is CompressionType.NONE
+    assert bytes(b1.raw) == data[b1.position:]
+
+
+def test_43_v0_ignores_the_timestamp_type_bit():
+    b = one(message(0, b"k", b"v", magic=0, attrs=LAT))
+    assert b.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE
+    assert triples(b) == [(0, -1, b"k", b"v")]
+
+
+def test_43_v1_log_append_time_message():
+    b = one(message(3, b"k", b"v", attrs=LAT, ts=T0 + 9))
+    assert b.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert triples(b) == [(3, T0 + 9, b"k", b"v")]
+    assert b.records()[0].timestamp_type == TimestampType.LOG_APPEND_TIME
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_44_crc_error(magic):
+    data = message(0, b"k", b"v", magic=magic, crc=1)
+    computed = zlib.crc32(data[16:])
+    b = one(data)
+    assert b.crc == 1 and not b.is_valid()
+    with pytest.raises(CorruptRecordError) as e:
+        b.ensure_valid()
+    assert e.value.message == f"Record is corrupt (stored crc = 1, computed crc = {computed})"
+    assert e.value.position == 12 and e.value.batch_offset == 0
+
+
+def test_44_message_too_small_for_a_crc():
+    data = struct.pack(">qi", 0, 3) + b"\0\0\0"
+    b = LegacyRecordBatch(data, 0, len(data))
+    with pytest.raises(CorruptRecordError, match=r"too small, size = 3\)"):
+        b.ensure_valid()
+
+
+def test_45_negative_lengths_are_null():
+    b = one(message(0, -2, -7))
+    b.ensure_valid()
+    assert triples(b) == [(0, T0, None, None)]
+    assert triples(one(message(0, b"", b""))) == [(0, T0, b"", b"")]
+
+
+def test_45_bytes_after_the_value_are_ignored():
+    b = one(message(0, b"k", b"v", tail=b"extra bytes"))
+    b.ensure_valid()
+    assert triples(b) == [(0, T0, b"k", b"v")]
+
+
+@pytest.mark.parametrize("key,value", [(100, b"v"), (b"k", 2**31 - 1), (b"k", 2)])
+def test_45_lengths_past_the_end(key, value):
+    b = one(message(0, key, value))
+    b.ensure_valid()  # the CRC covers the bad length, so only reading fails
+    with pytest.raises(InvalidRecordError, match="Found invalid record structure") as e:
+        b.records()
+    assert e.value.batch_offset == 0 and e.value.position is not None
+
+
+@pytest.mark.parametrize("size", range(14, 22))
+def test_45_v1_message_shorter_than_its_header(size):
+    body = bytes([1, 0]) + struct.pack(">q", T0) + b"\xff" * 8
+    body = body[:size - 4]
+    data = struct.pack(">qiI", 0, size, zlib.crc32(body)) + body
+    b = one(data)
+    b.ensure_valid()
+    with pytest.raises(InvalidRecordError):
+        b.records()
+
+
+def inner_set(offsets, *, magic=1, ts=None, attrs=0):
+    return b"".join(message(o, b"k%d" % o, b"v%d" % o, magic=magic, ts=T0 + i if ts is None else ts, attrs=attrs)
+                    for i, o in enumerate(offsets))
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3])
+def test_46_relative_inner_offsets(codec):
+    b = one(wrapper(102, inner_set([0, 1, 2]), codec=codec))
+    b.ensure_valid(deep=True)
+    assert [r.offset for r in b] == [100, 101, 102]
+    assert (b.base_offset, b.last_offset, b.next_offset, b.record_count) == (100, 102, 103, 3)
+    assert b.compression == CompressionType(codec)
+
+
+def test_47_wrapper_offset_zero_is_librdkafka():
+    b = one(wrapper(0, inner_set([0, 1, 2])))
+    assert [r.offset for r in b] == [0, 1, 2]
+    assert (b.base_offset, b.last_offset) == (0, 0)
+
+
+def test_47_wrapper_offset_below_last_inner():
+    b = one(wrapper(1, inner_set([0, 1, 2])))
+    b.ensure_valid()
+    with pytest.raises(InvalidRecordError) as e:
+        b.records()
+    assert e.value.message == (
+        "Found invalid wrapper offset in compressed v1 message set, wrapper offset '1' is less "
+        "than the last inner message offset '2' and it is not zero.")
+    assert e.value.position == 0 and e.value.batch_offset == 1
+
+
+def test_48_inner_offset_gaps():
+    b = one(wrapper(105, inner_set([0, 5])))
+    assert [r.offset for r in b] == [100, 105]
+
+
+def test_49_log_append_time_wrapper_overrides_inner_timestamps():
+    b = one(wrapper(2, inner_set([0, 1, 2]), ts=T0 + 999, attrs=LAT))
+    assert b.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert [r.timestamp for r in b] == [T0 + 999] * 3
+    assert {r.timestamp_type for r in b} == {TimestampType.LOG_APPEND_TIME}
+    c = one(wrapper(2, inner_set([0, 1, 2]), ts=T0 + 999))
+    assert [r.timestamp for r in c] == [T0, T0 + 1, T0 + 2]
+    assert c.max_timestamp == T0 + 999
+
+
+def test_50_v0_inner_offsets_are_absolute():
+    b = one(wrapper(7, inner_set([50, 51], magic=0), magic=0))
+    b.ensure_valid(deep=True)
+    assert [r.offset for r in b] == [50, 51]
+    assert [r.timestamp for r in b] == [-1, -1]
+    assert (b.base_offset, b.last_offset, b.timestamp_type) == (50, 7, TimestampType.NO_TIMESTAMP_TYPE)
+
+
+def test_51_inner_magic_may_differ():
+    v1_in_v0 = one(wrapper(9, inner_set([3, 4], magic=1), magic=0))
+    assert triples(v1_in_v0) == [(3, T0, b"k3", b"v3"), (4, T0 + 1, b"k4", b"v4")]
+    assert {r.timestamp_type for r in v1_in_v0} == {TimestampType.NO_TIMESTAMP_TYPE}
+    v0_in_v1 = one(wrapper(11, inner_set([0, 1], magic=0), magic=1, attrs=LAT))
+    assert triples(v0_in_v1) == [(10, -1, b"k0", b"v0"), (11, -1, b"k1", b"v1")]
+
+
+def test_52_empty_set_null_value_and_zstd():
+    with pytest.raises(InvalidRecordError, match="^Found invalid compressed record set with no inner records"):
+        one(wrapper(0, b"")).records()
+    with pytest.raises(InvalidRecordError) as e:
+        one(wrapper(0, b"", value=None)).records()
+    assert e.value.message == "Found invalid compressed record set with null value (magic = 1)"
+    with pytest.raises(InvalidRecordError) as e:
+        one(wrapper(0, b"", value=None, magic=0)).base_offset
+    assert e.value.message == "Found invalid compressed record set with null value (magic = 0)"
+    z = one(wrapper(0, inner_set([0]), codec=4, value=get_codec(4).compress(inner_set([0]))))
+    assert z.compression is CompressionType.ZSTD
+    with pytest.raises(InvalidRecordError) as e:
+        z.records()
+    assert e.value.message == "Invalid wrapper compressionType found in legacy deep record iterator 1"
+
+
+def test_52_fewer_than_12_bytes_is_no_records():
+    with pytest.raises(InvalidRecordError, match="no inner records"):
+        one(wrapper(0, b"\0" * 11)).records()
+
+
+def test_53_nested_compression_is_reported_when_reached():
+    nested = inner_set([0]) + wrapper(1, inner_set([0]))
+    b = one(wrapper(1, nested))
+    it = iter(b)
+    assert next(it).offset == 0
+    with pytest.raises(InvalidRecordError, match="^Inner messages must not be compressed"):
+        next(it)
+
+
+def test_53_inner_size_below_overhead():
+    bad = inner_set([0]) + struct.pack(">qi", 1, 13) + b"\0" * 13
+    with pytest.raises(CorruptRecordError) as e:
+        one(wrapper(1, bad)).records()
+    assert e.value.message == "Record size is less than the minimum record overhead (14)"
+
+
+def test_53_truncated_last_inner_is_dropped():
+    full = inner_set([0, 1, 2])
+    for cut in range(1, len(message(2, b"k2", b"v2"))):
+        b = one(wrapper(2, full[:-cut]))
+        assert [r.key for r in b] == [b"k0", b"k1"]
+        # relative offsets: the wrapper's 2 is matched against the last *kept* inner (1)
+        assert [r.offset for r in b] == [1, 2]
+
+
+def test_54_inner_crc_checked_by_deep_validation():
+    inner = bytearray(inner_set([0, 1]))
+    inner[-1] ^= 0xFF
+    b = one(wrapper(1, bytes(inner)))
+    b.ensure_valid()
+    assert b.is_valid() and not b.is_valid(deep=True)
+    with pytest.raises(CorruptRecordError, match=r"^Record is corrupt \(stored crc = \d+, computed crc = \d+\)") as e:
+        b.ensure_valid(deep=True)
+    assert e.value.batch_offset == 1 and e.value.position == 0
+    assert len(b.records()) == 2  # iteration itself does not check inner CRCs, like Kafka's
+
+
+# -- other reader behaviour ---------------------------------------------------------------
+def test_batch_iterates_many_times_and_positions():
+    data = message(0, b"a", b"b") + wrapper(3, inner_set([0, 1, 2])) + message(4, None, b"c", magic=0)
+    bs = batches(data)
+    assert [b.position for b in bs] == [0, 36, 36 + bs[1].size_in_bytes]
+    assert triples(bs[1]) == triples(bs[1])
+    assert [r.offset for b in bs for r in b] == [0, 1, 2, 3, 4]
+
+
+def test_any_buffer_type():
+    import mmap
+    import numpy as np
+    data = wrapper(1, inner_set([0, 1]), codec=3)
+    expected = triples(one(data))
+    for buf in (bytearray(data), memoryview(data), np.frombuffer(data, dtype=np.uint8)):
+        assert triples(LegacyRecordBatch(buf, 0)) == expected
+    m = mmap.mmap(-1, len(data))
+    m.write(data)
+    assert triples(LegacyRecordBatch(m, 0, len(data))) == expected
+    assert triples(LegacyRecordBatch(b"xx" + data, 2)) == expected
+
+
+def test_decompression_limit():
+    data = wrapper(0, inner_set(range(100)))
+    with pytest.raises(LimitExceededError):
+        LegacyRecordBatch(data, 0, max_decompressed_size=1000).records()
+
+
+def test_unknown_codec_id():
+    b = one(message(0, None, b"payload", attrs=6))
+    with pytest.raises(UnsupportedCodecError):
+        b.records()
+
+
+def test_constructor_refuses_entries_outside_the_buffer():
+    data = message(0, b"k", b"v")
+    with pytest.raises(CorruptRecordError):
+        LegacyRecordBatch(data, 0, len(data) + 1)
+    with pytest.raises(CorruptRecordError):
+        LegacyRecordBatch(data[:10], 0)
+    with pytest.raises(CorruptRecordError):
+        LegacyRecordBatch(data, -1)
+
+
+def test_wrapper_message_accessors():
+    inner = inner_set([0])
+    b = one(wrapper(0, inner, codec=1))
+    assert b.message_key() is None
+    assert get_codec(1).decompress(b.message_value()) == inner
+
+
+# -- builder ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("lat", [False, True])
+def test_builder_round_trip(codec, magic, lat):
+    kw = dict(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0 + 5000) if lat else {}
+    b = LegacyRecordBatchBuilder(magic, codec, base_offset=1000, **kw)
+    recs = [(b"key-%d" % i if i % 3 else None, b"value-%d" % i * i if i % 5 else None, T0 + (i * 7919) % 100)
+            for i in range(50)]
+    for i, (k, v, ts) in enumerate(recs):
+        assert b.append(k, v, ts) == 1000 + i
+    data = b.build()
+    assert b.build() is data
+    got = batches(data)
+    assert len(got) == (1 if codec != "none" else 50)
+    for batch in got:
+        batch.ensure_valid(deep=True)
+        assert batch.magic == magic and batch.compression == CompressionType.of(codec)
+    out = [r for batch in got for r in batch]
+    if magic == 0:
+        want_ts = [-1] * 50
+    elif lat:
+        want_ts = [T0 + 5000] * 50
+    else:
+        want_ts = [ts for _k, _v, ts in recs]
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in out] == [
+        (1000 + i, want_ts[i], k, v) for i, (k, v, _ts) in enumerate(recs)]
+    if codec != "none":
+        w = got[0]
+        assert (w.base_offset, w.last_offset) == (1000, 1049)
+        assert w.max_timestamp == (-1 if magic == 0 else T0 + 5000 if lat else max(t for *_x, t in recs))
+        assert w.timestamp_type == (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else
+                                    TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME)
+
+
+def test_builder_inner_offsets_v1_relative_v0_absolute():
+    for magic, first in ((1, 0), (0, 500)):
+        b = LegacyRecordBatchBuilder(magic, "gzip", base_offset=500)
+        b.append(b"a", b"b", T0)
+        b.append(b"c", b"d", T0, offset=503)
+        data = b.build()
+        w = one(data)
+        inner = get_codec(1).decompress(w.message_value())
+        assert struct.unpack_from(">q", inner, 0)[0] == first
+        assert [r.offset for r in w] == [500, 503]
+        assert w.last_offset == 503
+
+
+def test_builder_lat_inner_messages_carry_the_bit_and_time():
+    b = LegacyRecordBatchBuilder(1, "gzip", timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0)
+    b.append(b"k", b"v", 5)
+    w = one(b.build())
+    inner = get_codec(1).decompress(w.message_value())
+    assert inner[17] == LAT and struct.unpack_from(">q", inner, 18)[0] == T0
+    assert w.attributes == LAT | 1
+
+
+def test_builder_uncompressed_lat_stamps_every_message():
+    b = LegacyRecordBatchBuilder(1, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0)
+    b.append(b"k", b"v", 5)
+    m = one(b.build())
+    assert m.attributes == LAT and m.max_timestamp == T0
+
+
+def test_builder_refusals():
+    with pytest.raises(UnsupportedCodecError):
+        LegacyRecordBatchBuilder(1, "zstd")
+    with pytest.raises(RecordBuilderError):
+        LegacyRecordBatchBuilder(2)
+    with pytest.raises(RecordBuilderError, match="TimestampType must be set"):
+        LegacyRecordBatchBuilder(1, timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
+    with pytest.raises(UnsupportedCodecError):
+        LegacyRecordBatchBuilder(1, "gzip", level=10)
+    for magic in (0, 1):
+        b = LegacyRecordBatchBuilder(magic)
+        with pytest.raises(RecordBuilderError, match=f"^Magic v{magic} does not support record headers"):
+            b.append(b"k", b"v", T0, headers=[("h", b"x")])
+        with pytest.raises(RecordBuilderError, match="^Invalid negative timestamp -2"):
+            b.append(b"k", b"v", -2)
+        b.append(b"k", b"v", -1, offset=10)
+        with pytest.raises(RecordBuilderError, match=r"^Illegal offset 10 following previous offset 10"):
+            b.append(b"k", b"v", T0, offset=10)
+        b.build()
+        with pytest.raises(RecordBuilderError):
+            b.append(b"k", b"v", T0)
+
+
+def test_builder_empty_and_default_timestamp():
+    assert LegacyRecordBatchBuilder(1, "gzip").build() == b""
+    b = LegacyRecordBatchBuilder(1)
+    b.append(b"k", b"v")
+    (r,) = one(b.build()).records()
+    assert r.timestamp > T0
+    b = LegacyRecordBatchBuilder(0)
+    b.append(b"k", b"v")
+    assert one(b.build()).records()[0].timestamp == -1
+
+
+def test_builder_accepts_any_buffer_for_key_and_value():
+    import numpy as np
+    b = LegacyRecordBatchBuilder(1, "lz4")
+    b.append(memoryview(b"key"), np.frombuffer(b"value", dtype=np.uint8), T0)
+    b.append(bytearray(b"k2"), b"", T0)
+    assert triples(one(b.build())) == [(0, T0, b"key", b"value"), (1, T0, b"k2", b"")]
+
+
+def test_builder_write_limit():
+    for codec, expect in (("none", 5), ("gzip", 4)):
+        b = LegacyRecordBatchBuilder(1, codec, write_limit=300)
+        n = 0
+        while b.has_room_for(b"k" * 10, b"v" * 10):
+            b.append(b"k" * 10, b"v" * 10, T0)
+            n += 1
+        record = 12 + legacy_record_size(1, b"k" * 10, b"v" * 10)
+        assert record == 54 and n == expect
+        assert b.is_full() or not b.has_room_for(b"k" * 10, b"v" * 10)
+    b = LegacyRecordBatchBuilder(1, write_limit=10)
+    assert b.has_room_for(b"x" * 100, None)  # the first record always fits
+    b.append(b"x" * 100, None, T0)
+    assert not b.has_room_for(b"", b"")
+    assert b.estimated_size == 12 + 22 + 100
+
+
+# -- malformed input gives kcodec errors only ------------------------------------------------
+def _read_all(data):
+    n = 0
+    for b in iter_legacy_batches(data):
+        b.ensure_valid(deep=True)
+        b.base_offset, b.record_count  # noqa: B018 -- the properties decompress
+        n += len(b.records())
+    return n
+
+
+def _fix(entry: bytearray) -> bytes:
+    """Make the size field and CRC agree with a mutated entry, so the parser sees the damage."""
+    struct.pack_into(">i", entry, 8, len(entry) - 12)
+    if len(entry) >= 16:
+        struct.pack_into(">I", entry, 12, zlib.crc32(entry[16:]))
+    return bytes(entry)
+
+
+SAMPLES = {
+    "v0": message(1, b"key", b"value", magic=0),
+    "v1": message(1, b"key", b"value"),
+    "v1-gzip": wrapper(2, inner_set([0, 1, 2])),
+    "v0-lz4": wrapper(2, inner_set([0, 1, 2], magic=0), codec=3, magic=0),
+    "v1-snappy": wrapper(2, inner_set([0, 1, 2]), codec=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_truncated_at_every_byte(name):
+    data = SAMPLES[name]
+    for cut in range(len(data)):
+        assert _read_all(data[:cut]) == 0  # a partial trailing entry is ignored
+        if cut >= 12:
+            try:
+                _read_all(_fix(bytearray(data[:cut])))
+            except KcodecError:
+                pass
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_byte_flips(name):
+    data = SAMPLES[name]
+    for i in range(len(data)):
+        for flip in (0x01, 0x80, 0xFF):
+            mutated = bytearray(data)
+            mutated[i] ^= flip
+            for candidate in (bytes(mutated), _fix(mutated)):
+                try:
+                    _read_all(candidate)
+                except KcodecError:
+                    pass
+    # flips in the CRC-covered part without fixing the CRC are all caught
+    for i in range(16, len(data)):
+        mutated = bytearray(data)
+        mutated[i] ^= 0x10
+        with pytest.raises(CorruptRecordError):
+            _read_all(bytes(mutated))
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3])
+def test_inner_set_truncated_and_flipped(codec):
+    inner = inner_set([0, 1, 2])
+    for cut in range(len(inner)):
+        try:
+            _read_all(wrapper(2, inner[:cut], codec=codec))
+        except (InvalidRecordError, CorruptRecordError):
+            pass
+    for i in range(len(inner)):
+        mutated = bytearray(inner)
+        mutated[i] ^= 0xA5
+        try:
+            _read_all(wrapper(2, bytes(mutated), codec=codec))
+        except KcodecError:
+            pass
+
+
+@pytest.mark.parametrize("value", [2**31 - 1, 2**31 - 20, -(2**31)])
+def test_absurd_lengths(value):
+    for fields in ((value, b"v"), (b"k", value)):
+        try:
+            _read_all(message(0, *fields))
+        except InvalidRecordError:
+            pass
+    absurd_inner = struct.pack(">qi", 0, value) + b"\0" * 30
+    try:
+        _read_all(wrapper(0, absurd_inner))
+    except (InvalidRecordError, CorruptRecordError):
+        pass
+    size_field = struct.pack(">qi", 0, value) + b"\0" * 40
+    try:
+        _read_all(size_field)
+    except CorruptRecordError:
+        pass
+
+
+def test_random_bytes_give_only_kcodec_errors():
+    import random
+    rng = random.Random(7)
+    for _ in range(2000):
+        junk = bytes(rng.getrandbits(8) for _ in range(rng.randrange(12, 80)))
+        body = bytearray(struct.pack(">qi", 0, len(junk)) + junk)
+        body[16] = rng.choice((0, 1))
+        body[17] = rng.choice((0, 1, 2, 3, 4, 8, 9, 0x7F, 0xFF)) if rng.random() < 0.7 else body[17]
+        for candidate in (bytes(body), _fix(body)):
+            try:
+                _read_all(candidate)
+            except KcodecError:
+                pass
+
+
+# -- property tests ----------------------------------------------------------------------------
+blobs = st.one_of(st.none(), st.binary(max_size=300))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(magic=st.sampled_from([0, 1]), codec=st.sampled_from(CODECS),
+       records=st.lists(st.tuples(blobs, blobs, st.one_of(st.just(-1), st.integers(0, 2**62)),
+                                  st.integers(1, 1000)), min_size=1, max_size=30),
+       base=st.integers(0, 2**40), lat=st.booleans())
+def test_property_round_trip(magic, codec, records, base, lat):
+    kw = dict(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0) if lat else {}
+    b = LegacyRecordBatchBuilder(magic, codec, base_offset=base, **kw)
+    offset = base
+    expected = []
+    for key, value, ts, gap in records:
+        b.append(key, value, ts, offset=offset)
+        expected.append((offset, -1 if magic == 0 else (T0 if lat else ts), key, value))
+        offset += gap
+    data = b.build()
+    got = []
+    for batch in iter_legacy_batches(data):
+        batch.ensure_valid(deep=True)
+        got += triples(batch)
+    assert got == expected
