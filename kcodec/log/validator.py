@@ -464,10 +464,13 @@ def rebuild_batch(records: Iterable, *, magic: int, compression: Union[Compressi
     if delete_horizon_ms is not None and delete_horizon_ms != NO_TIMESTAMP:
         kwargs["delete_horizon_ms"] = delete_horizon_ms
     if magic < 2:
+        from kcodec.records.legacy import LegacyRecordBatchBuilder
         for k in ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
                   "partition_leader_epoch", "delete_horizon_ms"):
             kwargs.pop(k, None)
-    builder = _builder_cls()(**kwargs)
+        builder = LegacyRecordBatchBuilder(**kwargs)
+    else:
+        builder = _builder_cls()(**kwargs)
     offs = iter(offsets) if offsets is not None else None
     nxt = base_offset
     for rec in records:
@@ -519,18 +522,6 @@ def _validate_record(cfg: ValidatorConfig, batch, rec, index: int, now: int,
         return ERRORS["INVALID_RECORD"], RecordError(
             index, f"Record {_record_repr(batch, rec)}'s magic does not match outer magic {batch.magic} "
                    f"in topic partition {tp}.")
-    if batch.magic <= 1 and batch.compression != CompressionType.NONE:
-        check = getattr(rec, "is_valid", None)
-        if check is not None and not check():
-            ensure = getattr(rec, "ensure_valid", None)
-            msg = "Record is corrupt"
-            if ensure is not None:
-                try:
-                    ensure()
-                except KcodecError as exc:
-                    msg = exc.message
-            raise RecordValidationError("CORRUPT_MESSAGE", f"{msg} in topic partition {tp}.",
-                                        batch_offset=batch.base_offset)
     if cfg.compacted and rec.key is None:
         return ERRORS["INVALID_RECORD"], RecordError(
             index, f"Compacted topic cannot accept message without key in topic partition {tp}.")
@@ -771,6 +762,16 @@ def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryvie
     return result
 
 
+def _check_inner_crcs(cfg: ValidatorConfig, batch) -> None:
+    """Compressed v0/v1: every inner message's CRC-32 (``record.ensureValid()``)."""
+    if batch.magic <= 1 and batch.compression != CompressionType.NONE:
+        try:
+            batch.ensure_valid(deep=True)
+        except CorruptRecordError as exc:
+            raise RecordValidationError("CORRUPT_MESSAGE", f"{exc.message} in topic partition "
+                                        f"{cfg.topic_partition}.", batch_offset=batch.base_offset) from exc
+
+
 def _iter_records(batch):
     try:
         yield from batch
@@ -892,6 +893,7 @@ def _compressed(cfg, buf, batches, next_offset, now, origin, to_magic, source, t
     temp = 0
     for batch in batches:
         _validate_batch(cfg, first, batch, origin, to_magic)
+        _check_inner_crcs(cfg, batch)
         temp += _batch_header_size(to_magic, batch.compression)
         base_ts = batch.base_timestamp if batch.base_timestamp is not None else NO_TIMESTAMP
         errors: List[Tuple[int, RecordError]] = []

@@ -1,0 +1,428 @@
+"""Log compaction of a partition directory: the cleaner rules of spec section 12."""
+import os
+import struct
+
+import pytest
+
+import kcodec
+from kcodec.compression import CompressionType
+from kcodec.log.cleaner import (
+    CleanerConfig,
+    FileOps,
+    build_indexes,
+    compact,
+    group_segments_by_size,
+    list_segments,
+    read_cleaner_checkpoint,
+    read_txn_index,
+    recover_log_dir,
+    segment_file_name,
+)
+from kcodec.records.legacy import LegacyRecordBatchBuilder
+from oracle_util import oracle_available, oracle_verify
+
+T0 = 1_700_000_000_000
+DAY = 86_400_000
+PID, PID2 = 7001, 7002
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared with the other log-operation tests
+
+def batch(offset, kvs, ts=T0, codec="none", **kw) -> bytes:
+    """One v2 batch at ``offset`` holding ``kvs`` [(key, value)] with timestamps ts, ts+1, ..."""
+    b = kcodec.RecordBatchBuilder(magic=2, compression=codec, base_offset=offset, **kw)
+    for i, (k, v) in enumerate(kvs):
+        b.append(k, v, timestamp=ts + i)
+    return bytes(b.build())
+
+
+def legacy_batch(offset, kvs, magic=1, ts=T0, codec="none") -> bytes:
+    b = LegacyRecordBatchBuilder(magic=magic, compression=codec, base_offset=offset)
+    for i, (k, v) in enumerate(kvs):
+        b.append(k, v, timestamp=ts + i)
+    return bytes(b.build())
+
+
+def marker(offset, pid, epoch, commit=True, ts=T0, coordinator_epoch=0) -> bytes:
+    b = kcodec.RecordBatchBuilder(magic=2, base_offset=offset, producer_id=pid, producer_epoch=epoch,
+                                  is_transactional=True, is_control=True)
+    ctype = kcodec.ControlRecordType.COMMIT if commit else kcodec.ControlRecordType.ABORT
+    b.append_control(kcodec.EndTransactionMarker(ctype, coordinator_epoch), timestamp=ts)
+    return bytes(b.build())
+
+
+def make_log(path, segments, mtime=None) -> str:
+    """Write segments (lists of batch bytes) into ``path``; each is named by its first batch's offset
+    (or given as ``(base_offset, [batches])``)."""
+    os.makedirs(path, exist_ok=True)
+    for seg in segments:
+        if isinstance(seg, tuple):
+            base, seg = seg
+        else:
+            base = next(iter(kcodec.read_batches(seg[0]))).base_offset
+        data = b"".join(seg)
+        p = os.path.join(path, segment_file_name(base))
+        with open(p, "wb") as f:
+            f.write(data)
+        index, tindex = build_indexes(data, base)
+        with open(os.path.join(path, segment_file_name(base, ".index")), "wb") as f:
+            f.write(index)
+        with open(os.path.join(path, segment_file_name(base, ".timeindex")), "wb") as f:
+            f.write(tindex)
+        if mtime is not None:
+            os.utime(p, (mtime, mtime))
+    return str(path)
+
+
+def dir_batches(path):
+    out = []
+    for seg in list_segments(path):
+        with open(seg.path(), "rb") as f:
+            data = f.read()
+        out.extend(kcodec.read_batches(data))
+    return out
+
+
+def dir_records(path):
+    """(offset, key, value) of every record of the directory, in file order."""
+    return [(r.offset, r.key, r.value) for b in dir_batches(path) for r in b]
+
+
+def check_dir_with_java(path):
+    if not oracle_available():
+        return
+    for seg in list_segments(path):
+        with open(seg.path(), "rb") as f:
+            data = f.read()
+        if data:
+            rc, doc = oracle_verify(data, strict=True)
+            assert rc == 0, (seg.path(), doc)
+
+
+def check_indexes(path):
+    """Every segment's .index/.timeindex equals a rebuild from its .log, and offsets increase."""
+    last = -1
+    for seg in list_segments(path):
+        with open(seg.path(), "rb") as f:
+            data = f.read()
+        index, tindex = build_indexes(data, seg.base_offset)
+        assert open(seg.path(".index"), "rb").read() == index
+        assert open(seg.path(".timeindex"), "rb").read() == tindex
+        for b in kcodec.read_batches(data):
+            assert b.base_offset >= seg.base_offset
+            assert b.last_offset > last
+            last = b.last_offset
+
+
+def kv(key, value=b"v"):
+    return (key.encode() if isinstance(key, str) else key,
+            value.encode() if isinstance(value, str) else value)
+
+
+def base_log(tmp_path, name="topic-0"):
+    """Three segments plus an active one: keys overwritten across segments."""
+    return make_log(tmp_path / name, [
+        [batch(0, [kv("a", "a0"), kv("b", "b0"), kv("c", "c0")]), batch(3, [kv("a", "a1"), kv("d", "d0")])],
+        [batch(5, [kv("b", "b1"), kv("e", "e0")]), batch(7, [kv("c", "c1"), kv("f", "f0"), kv("a", "a2")])],
+        [batch(10, [kv("g", "g0"), kv("b", "b2")])],
+        [batch(12, [kv("a", "a3"), kv("z", "z0")])],  # active
+    ])
+
+
+def run(path, now=T0 + 1000, **cfg):
+    config = CleanerConfig(**cfg)
+    return compact(str(path), config=config, now_ms=now, force=True)
+
+
+# --------------------------------------------------------------------------------------------
+# record retention
+
+def test_latest_record_per_key_kept_offsets_unchanged(tmp_path):
+    d = base_log(tmp_path)
+    active_before = open(os.path.join(d, segment_file_name(12)), "rb").read()
+    r = run(d)
+    assert r.cleaned and r.first_uncleanable_offset == 12
+    got = dir_records(d)
+    assert got == [
+        (4, b"d", b"d0"), (6, b"e", b"e0"), (7, b"c", b"c1"), (8, b"f", b"f0"), (9, b"a", b"a2"),
+        (10, b"g", b"g0"), (11, b"b", b"b2"), (12, b"a", b"a3"), (13, b"z", b"z0")]
+    # the active segment is untouched, byte for byte
+    assert open(os.path.join(d, segment_file_name(12)), "rb").read() == active_before
+    check_indexes(d)
+    check_dir_with_java(d)
+
+
+def test_batch_keeps_base_and_last_offset(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a"), kv("b"), kv("c")], codec="gzip")],
+        [batch(3, [kv("c", "new")])],
+        [batch(4, [kv("x")])],
+    ])
+    run(d)
+    b = dir_batches(d)[0]
+    assert (b.base_offset, b.last_offset, b.record_count) == (0, 2, 2)  # record 2 gone, lastOffsetDelta kept
+    assert CompressionType.of(b.compression) == CompressionType.GZIP  # same codec (default level)
+    assert [(r.offset, r.key) for r in b] == [(0, b"a"), (1, b"b")]
+    check_dir_with_java(d)
+
+
+def test_untouched_batches_are_copied_verbatim(tmp_path):
+    first = batch(0, [kv("a"), kv("b")], codec="lz4")
+    d = make_log(tmp_path / "t-0", [[first], [batch(2, [kv("c")])], [batch(3, [kv("x")])]])
+    run(d)
+    data = open(os.path.join(d, segment_file_name(0)), "rb").read()
+    assert data.startswith(first)
+
+
+def test_null_keys_dropped_from_legacy_data(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [legacy_batch(0, [kv("a")]), legacy_batch(1, [(None, b"nokey")]), legacy_batch(2, [kv("b")])],
+        [batch(3, [kv("x")])],
+    ])
+    r = run(d)
+    assert r.invalid_records == 1
+    assert dir_records(d) == [(0, b"a", b"v"), (2, b"b", b"v"), (3, b"x", b"v")]
+    check_dir_with_java(d)
+
+
+def test_keys_only_in_clean_section_are_kept(tmp_path):
+    d = base_log(tmp_path)
+    r = compact(d, config=CleanerConfig(), now_ms=T0, first_dirty_offset=5, force=True)
+    got = dict((o, (k, v)) for o, k, v in dir_records(d))
+    # d (offset 4) and a@3 sit below the dirty range; only "a" is superseded there
+    assert 4 in got and 3 not in got and 0 not in got
+    assert r.first_dirty_offset == 5
+
+
+# --------------------------------------------------------------------------------------------
+# tombstones and the delete horizon (KIP-534)
+
+def _horizon_of(path, offset):
+    for b in dir_batches(path):
+        if b.base_offset <= offset <= b.last_offset:
+            return b.delete_horizon_ms, [r.offset for r in b]
+    return None, []
+
+
+def test_tombstone_kept_until_horizon_then_removed(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a"), kv("b")])],
+        [batch(2, [kv("a", None), kv("c")])],
+        [batch(4, [kv("x")])],
+    ])
+    now1 = T0 + 1000
+    run(d, now=now1, delete_retention_ms=DAY)
+    horizon, offs = _horizon_of(d, 2)
+    assert horizon == now1 + DAY and 2 in offs  # first clean: kept, horizon stamped
+    b = [b for b in dir_batches(d) if b.base_offset == 2][0]
+    assert b.base_timestamp == now1 + DAY
+    check_dir_with_java(d)
+    run(d, now=now1 + DAY - 1, delete_retention_ms=DAY)
+    assert 2 in [o for o, *_ in dir_records(d)]  # before the horizon: still there
+    run(d, now=now1 + DAY + 1, delete_retention_ms=DAY)
+    assert 2 not in [o for o, *_ in dir_records(d)]  # after it: gone
+    assert [o for o, *_ in dir_records(d)] == [1, 3, 4]
+    check_dir_with_java(d)
+
+
+def test_tombstones_on_both_sides_of_the_horizon(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a"), kv("b")])],
+        [batch(2, [kv("a", None)])],
+        [batch(3, [kv("x")])],
+    ])
+    now1 = T0 + 1000
+    run(d, now=now1, delete_retention_ms=DAY)
+    # a later segment brings a second tombstone; the old active segment becomes cleanable
+    make_log(d, [[batch(4, [kv("b", None), kv("y")])], [batch(6, [kv("z")])]])
+    now2 = now1 + DAY + 5
+    run(d, now=now2, delete_retention_ms=DAY)
+    offsets = [o for o, *_ in dir_records(d)]
+    assert 2 not in offsets  # horizon now1 + DAY has passed: removed
+    assert 4 in offsets  # first seen in this clean: kept, stamped now2 + DAY
+    assert _horizon_of(d, 4)[0] == now2 + DAY
+    assert offsets == [3, 4, 5, 6]
+    check_dir_with_java(d)
+
+
+def test_legacy_tombstones_follow_last_modified(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [legacy_batch(0, [kv("a")]), legacy_batch(1, [(b"a", None)])],
+        [batch(2, [kv("x")])],
+    ], mtime=(T0 - 10 * DAY) / 1000)
+    run(d, delete_retention_ms=DAY)
+    assert (1, b"a", None) in dir_records(d)  # no clean section yet: legacy deletes retained
+
+
+# --------------------------------------------------------------------------------------------
+# producers and transactions
+
+def test_last_batch_of_active_producer_kept_empty(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "1")], producer_id=PID, producer_epoch=0, base_sequence=0)],
+        [batch(1, [kv("a", "2")])],
+        [batch(2, [kv("x")])],
+    ])
+    run(d, producer_id_expiration_ms=10 * DAY)
+    b = dir_batches(d)[0]
+    assert (b.base_offset, b.record_count, b.size_in_bytes, b.producer_id, b.base_sequence) == (0, 0, 61, PID, 0)
+    check_dir_with_java(d)
+    # once the producer has expired the empty batch goes too
+    run(d, now=T0 + 11 * DAY, producer_id_expiration_ms=10 * DAY)
+    assert [b.base_offset for b in dir_batches(d)] == [1, 2]
+
+
+def test_last_batch_of_round_kept_empty(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "1")]), batch(1, [(None, b"no key")])],
+        [batch(2, [kv("x")])],
+    ])
+    run(d)
+    first = dir_batches(d)[:2]
+    # the null-key record goes, but the round's last batch stays as an empty header
+    assert [(b.base_offset, b.last_offset, b.record_count, b.size_in_bytes) for b in first] == \
+        [(0, 0, 1, first[0].size_in_bytes), (1, 1, 0, 61)]
+    check_dir_with_java(d)
+
+
+def test_aborted_transaction_removed_and_marker_lifecycle(tmp_path):
+    cfg = dict(producer_id_expiration_ms=1, delete_retention_ms=DAY)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "ok")]),
+         batch(1, [kv("a", "aborted"), kv("q", "aborted")], producer_id=PID, producer_epoch=0, base_sequence=0,
+               is_transactional=True),
+         batch(3, [kv("c", "committed")], producer_id=PID2, producer_epoch=0, base_sequence=0,
+               is_transactional=True)],
+        [marker(4, PID, 0, commit=False), marker(5, PID2, 0, commit=True)],
+        [batch(6, [kv("x")])],
+    ])
+    now = T0 + 1000
+    run(d, now=now, **cfg)
+    recs = dir_records(d)
+    offsets = [o for o, *_ in recs]
+    assert 1 not in offsets and 2 not in offsets  # aborted data removed regardless of keys
+    assert (0, b"a", b"ok") in recs and (3, b"c", b"committed") in recs
+    markers = {b.base_offset: b for b in dir_batches(d) if b.is_control}
+    assert set(markers) == {4, 5}  # data seen in this pass: markers kept, no horizon yet
+    assert all(m.delete_horizon_ms is None for m in markers.values())
+    seg = list_segments(d)[0]
+    txn = read_txn_index(open(seg.path(".txnindex"), "rb").read())
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in txn] == [(PID, 1, 4)]
+    check_dir_with_java(d)
+
+    run(d, now=now + 10, **cfg)  # the aborted data is gone: its ABORT marker gets a horizon
+    markers = {b.base_offset: b for b in dir_batches(d) if b.is_control}
+    assert markers[4].delete_horizon_ms == now + 10 + DAY
+    assert markers[5].delete_horizon_ms is None  # its committed data (offset 3) is still there
+    check_dir_with_java(d)
+
+    run(d, now=now + 20 + DAY, **cfg)  # past the horizon: the ABORT marker is removed
+    assert 4 not in [b.base_offset for b in dir_batches(d)]
+    assert (3, b"c", b"committed") in dir_records(d)
+
+
+def test_commit_marker_removable_once_its_data_is_gone(tmp_path):
+    cfg = dict(producer_id_expiration_ms=1, delete_retention_ms=DAY)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("k", "txn")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True),
+         marker(1, PID, 0, commit=True)],
+        [batch(2, [kv("k", "newer")])],
+        [batch(3, [kv("x")])],
+    ])
+    run(d, now=T0, **cfg)  # data superseded and removed; the marker saw it in this pass
+    assert [b.base_offset for b in dir_batches(d) if b.is_control] == [1]
+    run(d, now=T0 + 1, **cfg)
+    m = [b for b in dir_batches(d) if b.is_control][0]
+    assert m.delete_horizon_ms == T0 + 1 + DAY
+    run(d, now=T0 + 2 + DAY, **cfg)
+    assert not [b for b in dir_batches(d) if b.is_control]
+
+
+def test_open_transaction_bounds_the_dirty_range(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "1")])],
+        [batch(1, [kv("a", "2")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True)],
+        [batch(2, [kv("a", "3")])],
+        [batch(3, [kv("x")])],
+    ])
+    r = run(d)
+    assert r.first_uncleanable_offset == 1  # the last stable offset is the open txn's first offset
+    assert [o for o, *_ in dir_records(d)] == [0, 1, 2, 3]
+
+
+# --------------------------------------------------------------------------------------------
+# ranges, ratio, grouping
+
+def test_ratio_threshold_and_dry_run(tmp_path):
+    d = base_log(tmp_path)
+    before = dir_records(d)
+    r = compact(d, config=CleanerConfig(min_cleanable_dirty_ratio=0.5), now_ms=T0, first_dirty_offset=10)
+    assert not r.cleaned and "ratio" in r.reason
+    assert 0 < r.cleanable_ratio < 0.5
+    dry = compact(d, now_ms=T0, force=True, dry_run=True)
+    assert not dry.cleaned and dry.cleanable_ratio == 1.0
+    assert dir_records(d) == before
+
+
+def test_min_compaction_lag(tmp_path):
+    d = base_log(tmp_path)
+    r = run(d, now=T0 + 100, min_compaction_lag_ms=50)
+    # every segment's largest timestamp is within the lag of now: nothing is cleanable
+    assert not r.cleaned and r.first_uncleanable_offset == 0
+
+
+def test_groups_merge_small_segments_and_reindex(tmp_path):
+    segs = [[batch(i * 10, [kv("k%d" % (j % 7), "x" * 300) for j in range(10)])] for i in range(8)]
+    d = make_log(tmp_path / "t-0", segs)
+    r = run(d, segment_bytes=7000, index_interval_bytes=512)
+    assert r.segments_before == 8 and r.segments_after < 8
+    assert [g[0] for g in r.groups] == [s.base_offset for s in list_segments(d)[:-1]]
+    # each group's cleaned segment is named by its first member
+    keys = {}
+    for o, k, v in dir_records(d):
+        keys[k] = o
+    assert sorted(keys.values()) == [o for o, *_ in dir_records(d)]  # one record per key
+    # rebuilt with a 512-byte interval: re-check against that interval
+    for seg in list_segments(d):
+        data = open(seg.path(), "rb").read()
+        assert open(seg.path(".index"), "rb").read() == build_indexes(data, seg.base_offset, 512)[0]
+    check_dir_with_java(d)
+
+
+def test_group_segments_by_size_rules(tmp_path):
+    d = base_log(tmp_path)
+    segs = list_segments(d)[:-1]
+    sizes = [s.size for s in segs]
+    assert [len(g) for g in group_segments_by_size(segs, sum(sizes), 10 << 20, 12)] == [3]
+    assert [len(g) for g in group_segments_by_size(segs, sizes[0], 10 << 20, 12)] == [1, 1, 1]
+
+
+def test_checkpoint_round_trip(tmp_path):
+    d = base_log(tmp_path, "orders-3")
+    compact(d, now_ms=T0, force=True, use_checkpoint=True)
+    assert read_cleaner_checkpoint(d) == 12
+    text = open(tmp_path / "cleaner-offset-checkpoint").read().split("\n")
+    assert text[:3] == ["0", "1", "orders 3 12"]
+
+
+def test_leftover_files_recovered(tmp_path):
+    d = base_log(tmp_path)
+    open(os.path.join(d, segment_file_name(0, ".log") + ".cleaned"), "wb").write(b"junk")
+    open(os.path.join(d, segment_file_name(5, ".index") + ".deleted"), "wb").write(b"junk")
+    open(os.path.join(d, segment_file_name(99, ".index")), "wb").write(b"")
+    stats = recover_log_dir(d)
+    assert stats["cleaned_removed"] == 1 and stats["deleted_removed"] == 1 and stats["orphans_removed"] == 1
+    assert sorted(os.listdir(d)) == sorted(
+        segment_file_name(b, s) for b in (0, 5, 10, 12) for s in (".log", ".index", ".timeindex"))
+
+
+def test_file_ops_hook_sees_every_step(tmp_path):
+    d = base_log(tmp_path)
+    seen = []
+    compact(d, now_ms=T0, force=True, ops=FileOps(hook=lambda op, p: seen.append((op, os.path.basename(p)))))
+    ops = [op for op, _ in seen]
+    assert {"write", "rename", "delete"} <= set(ops)
+    log_swap = [i for i, (op, p) in enumerate(seen) if op == "rename" and p.endswith(".log.swap")]
+    idx_swaps = [i for i, (op, p) in enumerate(seen) if op == "rename" and p.endswith("index.swap")]
+    assert log_swap and max(idx_swaps) < log_swap[0]  # the .log.swap rename commits the swap

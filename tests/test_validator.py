@@ -1,0 +1,414 @@
+"""The broker append path: every row of the LogValidator decision table and every error."""
+import struct
+
+import pytest
+
+import kcodec
+from kcodec.compression import CompressionType, TimestampType
+from kcodec.log.validator import (
+    ERRORS,
+    RecordValidationError,
+    ValidatorConfig,
+    magic_for_message_format_version,
+    target_compression,
+    v2_empty_header,
+    validate_and_assign_offsets,
+)
+from kcodec.records.legacy import LegacyRecordBatchBuilder
+from oracle_util import oracle_available, oracle_verify
+
+T0 = 1_700_000_000_000
+NOW = T0 + 10_000
+PID = 4242
+
+
+def v2(n=3, codec="none", level=None, base_offset=0, timestamps=None, keys=None, values=None, headers=None,
+       offsets=None, **kw) -> bytes:
+    b = kcodec.RecordBatchBuilder(magic=2, compression=codec, level=level, base_offset=base_offset, **kw)
+    for i in range(n):
+        ts = T0 + i if timestamps is None else timestamps[i]
+        key = b"key-%d" % i if keys is None else keys[i]
+        value = b"value-%d " % i * 8 if values is None else values[i]
+        hdrs = () if headers is None else headers[i]
+        b.append(key, value, timestamp=ts, headers=hdrs,
+                 offset=None if offsets is None else offsets[i])
+    return bytes(b.build())
+
+
+def legacy(magic, n=3, codec="none", level=None, offsets=None, timestamp_type=TimestampType.CREATE_TIME,
+           log_append_time=None, base_offset=0) -> bytes:
+    b = LegacyRecordBatchBuilder(magic=magic, compression=codec, level=level, base_offset=base_offset,
+                                 timestamp_type=timestamp_type, log_append_time=log_append_time)
+    for i in range(n):
+        b.append(b"key-%d" % i, b"value-%d" % i, timestamp=T0 + i,
+                 offset=None if offsets is None else offsets[i])
+    return bytes(b.build())
+
+
+def run(data, next_offset=100, origin="client", **cfg):
+    return validate_and_assign_offsets(data, ValidatorConfig(**cfg), next_offset=next_offset, now_ms=NOW,
+                                       origin=origin)
+
+
+def batches(data):
+    return list(kcodec.read_batches(data))
+
+
+def recs(data):
+    return [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for b in batches(data) for r in b]
+
+
+def check_java(data):
+    if oracle_available():
+        rc, doc = oracle_verify(data)
+        assert rc == 0, doc
+
+
+def expect(code, fn, match=None):
+    with pytest.raises(RecordValidationError) as info:
+        fn()
+    assert info.value.code == ERRORS[code], str(info.value)
+    assert info.value.error_name == code
+    if match:
+        assert match in info.value.message, info.value.message
+    return info.value
+
+
+# --------------------------------------------------------------------------------------------
+# configuration
+
+def test_topic_compression_overrides_broker():
+    cfg = ValidatorConfig(compression_type="zstd", compression_level=7, broker_compression_type="gzip",
+                          broker_compression_level=9)
+    assert target_compression(cfg, CompressionType.LZ4) == (CompressionType.ZSTD, 7)
+    cfg = ValidatorConfig(broker_compression_type="gzip", broker_compression_level=9)
+    assert target_compression(cfg, CompressionType.LZ4) == (CompressionType.GZIP, 9)
+    assert target_compression(ValidatorConfig(), CompressionType.LZ4) == (CompressionType.LZ4, 9)
+    assert target_compression(ValidatorConfig(compression_type="uncompressed"), CompressionType.GZIP) == \
+        (CompressionType.NONE, None)
+
+
+def test_from_kafka_properties():
+    cfg = ValidatorConfig.from_kafka({"compression.type": "zstd", "compression.zstd.level": "5",
+                                      "message.timestamp.type": "LogAppendTime", "cleanup.policy": "compact",
+                                      "message.timestamp.difference.max.ms": "1000",
+                                      "message.format.version": "0.10.2"},
+                                     {"compression.type": "gzip"})
+    assert (cfg.compression_type, cfg.compression_level, cfg.broker_compression_type) == ("zstd", 5, "gzip")
+    assert cfg.timestamp_type == TimestampType.LOG_APPEND_TIME and cfg.compacted
+    assert cfg.timestamp_before_max_ms == cfg.timestamp_after_max_ms == 1000
+    assert cfg.to_magic == 1
+    assert [magic_for_message_format_version(v) for v in ("0.9.0", "0.10.1-IV0", "0.11.0", "3.0")] == [0, 1, 2, 2]
+
+
+# --------------------------------------------------------------------------------------------
+# decision table
+
+def test_a1_in_place_v2_changes_only_offset_and_epoch():
+    src = v2(4)
+    r = run(src, partition_leader_epoch=9)
+    assert r.path == "A1"
+    out = r.records
+    assert len(out) == len(src)
+    assert out[8:12] == src[8:12] and out[16:] == src[16:]  # maxTimestamp unchanged: no CRC change
+    assert struct.unpack_from(">qii", out) == (100, len(src) - 12, 9)
+    assert [o for o, *_ in recs(out)] == [100, 101, 102, 103]
+    assert (r.first_offset, r.last_offset, r.max_timestamp, r.shallow_offset_of_max_timestamp) == (100, 103, T0 + 3, 103)
+    assert not r.message_size_maybe_changed and r.records_converted == 0
+    check_java(out)
+
+
+def test_a1_log_append_time_rewrites_timestamp_and_crc_only():
+    src = v2(3)
+    r = run(src, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    out = r.records
+    b = batches(out)[0]
+    assert b.timestamp_type == TimestampType.LOG_APPEND_TIME and b.max_timestamp == NOW
+    assert [x[1] for x in recs(out)] == [NOW] * 3
+    assert out[23:35] == src[23:35] and out[43:] == src[43:]
+    assert struct.unpack_from(">h", out, 21)[0] == 0x08
+    assert b.is_valid()
+    assert (r.max_timestamp, r.shallow_offset_of_max_timestamp) == (NOW, 102)
+    check_java(out)
+
+
+def test_a1_legacy_v1_in_place():
+    src = legacy(1, 3)
+    r = run(src, to_magic=1)
+    assert r.path == "A1" and len(r.batches) == 3
+    assert [x[0] for x in recs(r.records)] == [100, 101, 102]
+    for o, n in zip(r.batches, batches(src)):
+        assert o[8:] == bytes(n.raw)[8:]
+    # v1 uncompressed: the shallow offset of the max timestamp is that message's offset
+    assert (r.max_timestamp, r.shallow_offset_of_max_timestamp) == (T0 + 2, 102)
+    lat = run(src, to_magic=1, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    assert [x[1] for x in recs(lat.records)] == [NOW] * 3
+    assert (lat.max_timestamp, lat.shallow_offset_of_max_timestamp) == (NOW, 100)
+    check_java(lat.records)
+
+
+def test_a1_v0_has_no_timestamps():
+    r = run(legacy(0, 2), to_magic=0)
+    assert r.path == "A1" and (r.max_timestamp, r.shallow_offset_of_max_timestamp) == (-1, -1)
+
+
+def test_a2_conversion_uncompressed():
+    src = legacy(1, 3)
+    r = run(src)
+    assert r.path == "A2" and len(r.batches) == 1
+    b = batches(r.records)[0]
+    assert (b.magic, b.base_offset, b.last_offset, b.record_count) == (2, 100, 102, 3)
+    assert [(x[0], x[1], x[2]) for x in recs(r.records)] == [(100 + i, T0 + i, b"key-%d" % i) for i in range(3)]
+    assert r.records_converted == 3 and r.temporary_memory_bytes == len(r.records)
+    assert r.message_size_maybe_changed
+    check_java(r.records)
+
+
+def test_b_in_place_keeps_compressed_payload():
+    src = v2(5, codec="gzip", level=1)
+    r = run(src, partition_leader_epoch=3)
+    assert r.path == "B-in"
+    out = r.records
+    assert out[61:] == src[61:] and out[16:] == src[16:]
+    assert struct.unpack_from(">qi", out, 0)[0] == 100 and struct.unpack_from(">i", out, 12)[0] == 3
+    assert (r.max_timestamp, r.shallow_offset_of_max_timestamp) == (T0 + 4, 104)
+    assert r.records_converted == 0 and r.temporary_memory_bytes > 61
+    check_java(out)
+
+
+def test_b_in_place_same_type_other_level():
+    # only the codec type is compared: zstd level 1 on a zstd-level-19 topic stays as it is
+    src = v2(5, codec="zstd", level=1)
+    r = run(src, compression_type="zstd", compression_level=19)
+    assert r.path == "B-in" and r.records[61:] == src[61:]
+
+
+def test_b_rebuild_on_codec_change_keeps_producer_state():
+    src = v2(4, codec="gzip", producer_id=PID, producer_epoch=3, base_sequence=17, is_transactional=True,
+             headers=[(("h", b"1"),), (), (("h", None),), ()])
+    r = run(src, compression_type="zstd", partition_leader_epoch=5)
+    assert r.path == "B-re"
+    b = batches(r.records)[0]
+    assert CompressionType.of(b.compression) == CompressionType.ZSTD
+    assert (b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional) == (PID, 3, 17, True)
+    assert (b.base_offset, b.last_offset, b.partition_leader_epoch) == (100, 103, 5)
+    assert [x[2:] for x in recs(r.records)] == [x[2:] for x in recs(src)]
+    assert r.records_converted == 4 and r.message_size_maybe_changed
+    check_java(r.records)
+
+
+def test_b_rebuild_uncompressed_to_compressed_topic():
+    r = run(v2(3), compression_type="lz4")
+    assert r.path == "B-re" and CompressionType.of(batches(r.records)[0].compression) == CompressionType.LZ4
+
+
+def test_producer_topic_rebuild_uses_default_level():
+    # v1 gzip level 1 on a v2 topic: converted, and recompressed at gzip's default level
+    src = legacy(1, 20, codec="gzip", level=1)
+    r = run(src)
+    assert r.path == "B-re"
+    want = kcodec.RecordBatchBuilder(magic=2, compression="gzip", base_offset=100)
+    for off, ts, k, v, _h in recs(src):
+        want.append(k, v, timestamp=ts)
+    assert r.records == bytes(want.build())
+
+
+def test_b_a_to_magic_zero_always_rebuilds():
+    src = legacy(0, 3, codec="gzip")
+    r = run(src, to_magic=0)
+    assert r.path == "B-re"
+    assert [x[0] for x in recs(r.records)] == [100, 101, 102]
+    check_java(r.records)
+
+
+def test_b_b_uncompressed_control_batch_not_compressed():
+    b = kcodec.RecordBatchBuilder(magic=2, compression="none", base_offset=0, producer_id=PID, producer_epoch=1,
+                                  is_transactional=True, is_control=True)
+    b.append_control(kcodec.EndTransactionMarker(kcodec.ControlRecordType.COMMIT, 4), timestamp=T0)
+    src = bytes(b.build())
+    r = run(src, origin="coordinator", compression_type="gzip")
+    assert r.path == "B-in"
+    out = batches(r.records)[0]
+    assert out.is_control and CompressionType.of(out.compression) == CompressionType.NONE
+    assert r.records[61:] == src[61:]
+    check_java(r.records)
+
+
+def test_b_c_wrong_inner_offsets_rebuilt():
+    src = legacy(1, 3, codec="gzip", offsets=[0, 2, 3])
+    r = run(src, to_magic=1)
+    assert r.path == "B-re"
+    assert [x[0] for x in recs(r.records)] == [100, 101, 102]
+    consecutive = run(legacy(1, 3, codec="gzip"), to_magic=1)
+    assert consecutive.path == "B-in"
+    assert [x[0] for x in recs(consecutive.records)] == [100, 101, 102]
+
+
+def test_b_c_v2_offset_gaps_rebuilt_for_coordinator():
+    src = v2(2, codec="gzip", offsets=[0, 5])
+    r = run(src, origin="coordinator")
+    assert r.path == "B-re" and [x[0] for x in recs(r.records)] == [100, 101]
+
+
+def test_legacy_uncompressed_set_to_compressed_topic_is_one_wrapper():
+    r = run(legacy(1, 4), to_magic=1, compression_type="snappy")
+    assert r.path == "B-re" and len(r.batches) == 1
+    assert [x[0] for x in recs(r.records)] == [100, 101, 102, 103]
+    check_java(r.records)
+
+
+# --------------------------------------------------------------------------------------------
+# errors
+
+def test_client_base_offset_must_be_zero():
+    expect("INVALID_RECORD", lambda: run(v2(2, base_offset=5)), "should be 0, but it is 5")
+    assert run(v2(2, base_offset=5), origin="coordinator").first_offset == 100
+
+
+def test_client_control_batch_rejected():
+    b = kcodec.RecordBatchBuilder(magic=2, producer_id=PID, producer_epoch=1, is_transactional=True, is_control=True)
+    b.append_control(kcodec.EndTransactionMarker(kcodec.ControlRecordType.ABORT, 1), timestamp=T0)
+    expect("INVALID_RECORD", lambda: run(bytes(b.build())), "Clients are not allowed to write control records")
+
+
+def test_idempotent_without_sequence():
+    expect("INVALID_RECORD", lambda: run(v2(2, producer_id=PID, producer_epoch=0, base_sequence=-1)),
+           "Invalid sequence number -1 in record batch with producerId 4242")
+
+
+def test_compacted_topic_needs_keys():
+    e = expect("INVALID_RECORD", lambda: run(v2(3, keys=[b"a", None, b"c"]), compacted=True),
+               "1 record errors in total")
+    assert [x.batch_index for x in e.record_errors] == [1]
+    assert "Compacted topic cannot accept message without key" in e.record_errors[0].message
+    assert run(v2(2, keys=[b"", b"x"]), compacted=True).path == "A1"
+
+
+def test_timestamp_range():
+    e = expect("INVALID_TIMESTAMP",
+               lambda: run(v2(3, timestamps=[NOW - 5000, NOW, NOW + 5000]), timestamp_before_max_ms=1000,
+                           timestamp_after_max_ms=1000),
+               "One or more records have been rejected due to invalid timestamp")
+    assert [x.batch_index for x in e.record_errors] == [0, 2]
+    assert e.record_errors[0].message == (f"Timestamp {NOW - 5000} of message with offset 0 is out of range. "
+                                          f"The timestamp should be within [{NOW - 1000}, {NOW + 1000}]")
+    assert run(v2(2, timestamps=[-1, -1]), timestamp_before_max_ms=1000, timestamp_after_max_ms=1000).path == "A1"
+
+
+def test_log_append_time_batch_from_producer():
+    lat = v2(2, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW)
+    expect("INVALID_TIMESTAMP", lambda: run(lat, timestamp_type=TimestampType.LOG_APPEND_TIME))
+    # on a CreateTime topic a LAT-flagged batch passes while its maxTimestamp is in range
+    assert run(lat).path == "A1"
+
+
+def test_record_errors_show_first_three():
+    e = expect("INVALID_RECORD", lambda: run(v2(5, keys=[None] * 5), compacted=True),
+               "5 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex=0")
+    assert len(e.record_errors) == 5 and "batchIndex=3" not in e.message
+
+
+def test_more_than_one_v2_batch():
+    expect("INVALID_RECORD", lambda: run(v2(1) + v2(1)), "Compressed outer record has more than one batch")
+    expect("INVALID_RECORD", lambda: run(legacy(1, 1, codec="gzip") + legacy(1, 1, codec="gzip"), to_magic=1),
+           "Compressed outer record has more than one batch")
+
+
+def test_offset_range_and_count():
+    src = bytearray(v2(3))
+    struct.pack_into(">i", src, 23, 5)  # lastOffsetDelta 5 with 3 records
+    from kcodec.log.validator import _v2_crc
+    _v2_crc(src, 0, len(src))
+    expect("INVALID_RECORD", lambda: run(bytes(src)), "Inconsistent batch offset range [0, 5] and count of records 3")
+    struct.pack_into(">i", src, 23, -3)
+    _v2_crc(src, 0, len(src))
+    expect("INVALID_RECORD", lambda: run(bytes(src)), "Batch has an invalid offset range: [0, -3]")
+    empty = v2_empty_header(batches(v2(1))[0])
+    expect("INVALID_RECORD", lambda: run(empty), "Invalid reported count for record batch: 0")
+
+
+def test_magic_mismatch_between_batches():
+    expect("INVALID_RECORD", lambda: run(legacy(0, 1) + legacy(1, 1)),
+           "Batch magic 1 is not the same as the first batch's magic byte 0")
+
+
+def test_transactional_and_idempotent_need_v2():
+    expect("UNSUPPORTED_FOR_MESSAGE_FORMAT",
+           lambda: run(v2(1, producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True), to_magic=1),
+           "Transactional records cannot be used with magic version 1")
+    expect("UNSUPPORTED_FOR_MESSAGE_FORMAT",
+           lambda: run(v2(1, producer_id=PID, producer_epoch=0, base_sequence=0), to_magic=1),
+           "Idempotent records cannot be used with magic version 1")
+
+
+def test_corrupt_crc():
+    src = bytearray(v2(2))
+    src[-1] ^= 0xFF
+    expect("CORRUPT_MESSAGE", lambda: run(bytes(src)), "Record is corrupt (stored crc = ")
+
+
+def test_corrupt_inner_crc_of_compressed_legacy():
+    src = legacy(1, 2)
+    bad = bytearray(src)
+    bad[12 + 4 + 2 + 8 + 4 + 2] ^= 0x01  # a key byte of the first message: its CRC no longer matches
+    wrapper = LegacyRecordBatchBuilder(magic=1, compression="gzip")
+    # write the corrupt messages as the payload of a wrapper by hand
+    payload = kcodec.get_codec("gzip").compress(bytes(bad), magic=1)
+    head = struct.pack(">qiIbbq", 1, 22 + len(payload), 0, 1, 1, T0 + 1) + struct.pack(">i", -1) + \
+        struct.pack(">i", len(payload)) + payload
+    msg = bytearray(head)
+    from kcodec._native.primitives import crc32
+    struct.pack_into(">I", msg, 12, crc32(bytes(msg[16:])))
+    assert wrapper  # the builder refuses to write corrupt data; this one is made by hand
+    expect("CORRUPT_MESSAGE", lambda: run(bytes(msg), to_magic=1), "in topic partition topic-0.")
+
+
+def test_message_too_large():
+    expect("MESSAGE_TOO_LARGE", lambda: run(v2(3), max_message_bytes=100), "exceeds the maximum configured value of 100")
+    # rebuilt output is checked again
+    big = legacy(1, 50)
+    expect("MESSAGE_TOO_LARGE", lambda: run(big, max_message_bytes=1200), "Message batch size is")
+
+
+def test_record_list_too_large():
+    expect("RECORD_LIST_TOO_LARGE", lambda: run(v2(3), segment_bytes=100), "maximum configured segment size of 100")
+
+
+def test_raft_leader_epoch():
+    expect("INVALID_RECORD", lambda: run(v2(1, partition_leader_epoch=3), origin="raft_leader",
+                                         partition_leader_epoch=4),
+           "Append from Raft leader did not set the batch epoch correctly")
+    assert run(v2(1, partition_leader_epoch=4), origin="raft_leader", partition_leader_epoch=4).path == "A1"
+
+
+def test_no_batches():
+    expect("INVALID_RECORD", lambda: run(b""), "Record batch has no batches at all")
+    expect("INVALID_RECORD", lambda: run(v2(1)[:40]), "Record batch has no batches at all")
+
+
+def test_trailing_bytes_trimmed():
+    src = v2(2) + b"\x00" * 5
+    r = run(src)
+    assert r.trimmed_bytes == 5 and r.valid_bytes == len(src) - 5
+
+
+def test_framing_errors_are_corrupt_message():
+    expect("CORRUPT_MESSAGE", lambda: run(b"\x00" * 12), "less than the minimum record overhead")
+
+
+def test_zstd_needs_v2():
+    expect("UNSUPPORTED_COMPRESSION_TYPE", lambda: run(legacy(1, 1), to_magic=1, compression_type="zstd"))
+
+
+def test_v1_headers_cannot_be_down_converted():
+    e = expect("UNKNOWN_SERVER_ERROR", lambda: run(v2(1, headers=[(("a", b"b"),)]), to_magic=1,
+                                                   compression_type="gzip"))
+    assert "header" in e.message
+
+
+def test_error_is_a_kcodec_error_and_pickles():
+    import pickle
+    e = expect("INVALID_RECORD", lambda: run(v2(2, keys=[None, None]), compacted=True))
+    assert isinstance(e, kcodec.KcodecError)
+    again = pickle.loads(pickle.dumps(e))
+    assert (again.code, again.error_name, again.record_errors) == (e.code, e.error_name, e.record_errors)
