@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterator, List, Optional, Sequence, Union
 
+from kcodec._native.legacy import check_crc, parse_message, scan_inner, value_span
 from kcodec._native.primitives import crc32
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (
@@ -106,81 +107,12 @@ def legacy_record_size(magic: int, key: Optional[bytes], value: Optional[bytes])
             + (0 if key is None else len(key)) + (0 if value is None else len(value)))
 
 
-class _Message:
-    """The fields of one v0/v1 message inside ``data[start:end]`` (after offset and size).
-
-    Key and value bounds are checked here: Kafka's Java client throws raw
-    runtime exceptions for lengths that run past the message; kcodec raises
-    InvalidRecordError with the position of the bad length field.
-    """
-
-    __slots__ = ("crc", "magic", "attributes", "timestamp", "key", "value")
-
-    def __init__(self, data, start: int, end: int, *, copy: bool = True) -> None:
-        size = end - start
-        if size < RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(
-                "Record is corrupt (crc could not be retrieved as the record is too small, "
-                f"size = {size})", position=start)
-        self.crc = _CRC.unpack_from(data, start)[0]
-        magic = data[start + 4]
-        self.magic = magic - 256 if magic > 127 else magic
-        attributes = data[start + 5]
-        self.attributes = attributes - 256 if attributes > 127 else attributes
-        # Kafka reads every magic other than 0 with the v1 layout.
-        if self.magic == 0:
-            self.timestamp = NO_TIMESTAMP
-            pos = start + HEADER_SIZE_V0
-        else:
-            self.timestamp = _TIMESTAMP.unpack_from(data, start + 6)[0]
-            pos = start + HEADER_SIZE_V1
-        self.key, pos = self._sized(data, pos, end, "key", copy)
-        self.value, _ = self._sized(data, pos, end, "value", copy)
-
-    @staticmethod
-    def _sized(data, pos: int, end: int, what: str, copy: bool):
-        if end - pos < 4:
-            raise InvalidRecordError(
-                f"Found invalid record structure: the {what} length field at byte {pos} "
-                f"runs past the end of the message", position=pos)
-        length = _INT32.unpack_from(data, pos)[0]
-        pos += 4
-        if length < 0:
-            return None, pos
-        if length > end - pos:
-            raise InvalidRecordError(
-                f"Found invalid record structure: {what} length {length} exceeds the "
-                f"{end - pos} bytes left in the message", position=pos - 4)
-        chunk = data[pos:pos + length]
-        return (bytes(chunk) if copy else chunk), pos + length
-
-
-def _check_crc(data, start: int, end: int, position: Optional[int] = None) -> None:
+def _ensure_crc(data, start: int, end: int, position: int) -> None:
     """Kafka's ``LegacyRecord.ensureValid`` for the message in ``data[start:end]``."""
-    size = end - start
-    where = start if position is None else position
-    if size < RECORD_OVERHEAD_V0:
+    bad = check_crc(data, start, end)
+    if bad is not None:
         raise CorruptRecordError(
-            "Record is corrupt (crc could not be retrieved as the record is too small, "
-            f"size = {size})", position=where)
-    stored = _CRC.unpack_from(data, start)[0]
-    computed = crc32(data[start + 4:end])
-    if stored != computed:
-        raise CorruptRecordError(
-            f"Record is corrupt (stored crc = {stored}, computed crc = {computed})", position=where)
-
-
-class _Inner:
-    """One inner message of a decompressed wrapper: absolute offset and bounds."""
-
-    __slots__ = ("offset", "start", "end", "magic", "attributes")
-
-    def __init__(self, offset: int, start: int, end: int, magic: int, attributes: int) -> None:
-        self.offset = offset
-        self.start = start
-        self.end = end
-        self.magic = magic
-        self.attributes = attributes
+            f"Record is corrupt (stored crc = {bad[0]}, computed crc = {bad[1]})", position=position)
 
 
 class LegacyRecordBatch:
@@ -205,7 +137,7 @@ class LegacyRecordBatch:
     """
 
     __slots__ = ("_mv", "position", "size_in_bytes", "_max_size", "_pool", "_offset",
-                 "_magic", "_attributes", "_timestamp", "_crc", "_inner", "_data")
+                 "_magic", "_attributes", "_timestamp", "_crc", "_inner", "_base", "_data")
 
     def __init__(self, buf, position: int = 0, size: Optional[int] = None, *,
                  max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -241,7 +173,10 @@ class LegacyRecordBatch:
             self._timestamp = _TIMESTAMP.unpack_from(mv, start + 6)[0]
         else:
             self._timestamp = NO_TIMESTAMP
-        self._inner: Optional[List[_Inner]] = None
+        # Inner framing of a wrapper, (offset, start, end, magic, attributes) per
+        # message in the decompressed ``_data``, and what to add to its offsets.
+        self._inner: Optional[List[tuple]] = None
+        self._base = 0
         self._data = None
 
     # -- the common batch interface ----------------------------------------
@@ -292,7 +227,7 @@ class LegacyRecordBatch:
         """Offset of the first record (decompresses a wrapper)."""
         if not self.is_compressed:
             return self._offset
-        return self._inner_entries()[0].offset
+        return self._inner_entries()[0][0] + self._base
 
     @property
     def last_offset(self) -> int:
@@ -354,81 +289,81 @@ class LegacyRecordBatch:
         """
         start = self.position + LOG_OVERHEAD
         try:
-            _check_crc(self._mv, start, self.position + self.size_in_bytes)
+            _ensure_crc(self._mv, start, self.position + self.size_in_bytes, start)
         except KcodecError as e:
             raise e.with_context(batch_offset=self._offset)
         if deep and self.is_compressed:
             inner = self._inner_entries()
-            for entry in inner:
+            data = self._data
+            for _offset, begin, end, _magic, _attributes in inner:
                 try:
-                    _check_crc(self._data, entry.start, entry.end, position=self.position)
+                    _ensure_crc(data, begin, end, self.position)
                 except KcodecError as e:
                     raise e.with_context(batch_offset=self._offset)
 
     # -- records ---------------------------------------------------------------
     def __iter__(self) -> Iterator:
         Record = _record_class()
-        mv = self._mv
         if not self.is_compressed:
             start = self.position + LOG_OVERHEAD
             try:
-                msg = _Message(mv, start, self.position + self.size_in_bytes)
+                _crc, _magic, _attrs, ts, key, value = parse_message(
+                    self._mv, start, self.position + self.size_in_bytes)
             except KcodecError as e:
                 raise e.with_context(batch_offset=self._offset)
-            yield Record(self._offset, msg.timestamp, self.timestamp_type, msg.key, msg.value)
+            yield Record(self._offset, ts, self.timestamp_type, key, value)
             return
         inner = self._inner_entries()
         data = self._data
-        wrapper_lat = (self._magic == 1
-                       and (self._attributes & _TIMESTAMP_TYPE_MASK) != 0)
+        base = self._base
+        wrapper_ts = self._timestamp
+        wrapper_lat = self._magic == 1 and (self._attributes & _TIMESTAMP_TYPE_MASK) != 0
         wrapper_type = self.timestamp_type
-        for entry in inner:
-            if entry.attributes & _CODEC_MASK:
+        no_type = TimestampType.NO_TIMESTAMP_TYPE
+        for offset, start, end, magic, attributes in inner:
+            if attributes & _CODEC_MASK:
                 raise InvalidRecordError("Inner messages must not be compressed",
                                          position=self.position, batch_offset=self._offset)
             try:
-                msg = _Message(data, entry.start, entry.end)
+                _crc, _magic, _attrs, ts, key, value = parse_message(data, start, end)
             except KcodecError as e:
                 raise e.with_context(position=self.position, batch_offset=self._offset) from None
-            if msg.magic == 0:
-                ts, ts_type = NO_TIMESTAMP, TimestampType.NO_TIMESTAMP_TYPE
-            elif msg.magic == 1:
+            if magic == 1:
                 # Inner v1 messages take the wrapper's timestamp type, and its
                 # timestamp when the wrapper says LogAppendTime.
-                ts = self._timestamp if wrapper_lat else msg.timestamp
-                ts_type = wrapper_type
+                yield Record(offset + base, wrapper_ts if wrapper_lat else ts, wrapper_type, key, value)
+            elif magic == 0:
+                yield Record(offset + base, NO_TIMESTAMP, no_type, key, value)
             else:
-                ts = msg.timestamp
-                ts_type = _TS_TYPES[(msg.attributes & _TIMESTAMP_TYPE_MASK) >> 3]
-            yield Record(entry.offset, ts, ts_type, msg.key, msg.value)
+                yield Record(offset + base, ts, _TS_TYPES[(attributes & _TIMESTAMP_TYPE_MASK) >> 3], key, value)
 
     def records(self) -> list:
         return list(self)
 
     def message_key(self) -> Optional[bytes]:
         """Key of the (wrapper) message itself."""
-        return self._outer().key
-
-    def message_value(self) -> Optional[memoryview]:
-        """Value of the (wrapper) message itself: a view; for a wrapper, the compressed set."""
-        return self._outer(copy=False).value
-
-    def _outer(self, copy: bool = True) -> _Message:
         try:
-            return _Message(self._mv, self.position + LOG_OVERHEAD,
-                            self.position + self.size_in_bytes, copy=copy)
+            return parse_message(self._mv, self.position + LOG_OVERHEAD, self.position + self.size_in_bytes)[4]
         except KcodecError as e:
             raise e.with_context(batch_offset=self._offset)
 
-    def _inner_entries(self) -> List[_Inner]:
+    def message_value(self) -> Optional[memoryview]:
+        """Value of the (wrapper) message itself, a view: for a wrapper, the compressed set."""
+        try:
+            pos, length = value_span(self._mv, self.position + LOG_OVERHEAD, self.position + self.size_in_bytes)
+        except KcodecError as e:
+            raise e.with_context(batch_offset=self._offset)
+        return None if length < 0 else self._mv[pos:pos + length]
+
+    def _inner_entries(self) -> List[tuple]:
         if self._inner is None:
             try:
-                self._inner = self._read_inner()
+                self._read_inner()
             except KcodecError as e:
                 raise e.with_context(position=self.position, batch_offset=self._offset) from None
         return self._inner
 
-    def _read_inner(self) -> List[_Inner]:
+    def _read_inner(self) -> None:
         magic = self._magic
         if magic not in (0, 1):
             raise InvalidRecordError(f"Invalid wrapper magic found in legacy deep record iterator {magic}")
@@ -437,48 +372,31 @@ class LegacyRecordBatch:
             # Kafka's message prints the magic, not the codec.
             raise InvalidRecordError(
                 f"Invalid wrapper compressionType found in legacy deep record iterator {magic}")
-        wrapper = self._outer(copy=False)
-        if wrapper.value is None:
+        value = self.message_value()
+        if value is None:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {magic})")
-        data = get_codec(codec_id).decompress(wrapper.value, magic=magic, max_size=self._max_size)
+        data = get_codec(codec_id).decompress(value, magic=magic, max_size=self._max_size)
         if not isinstance(data, (bytes, bytearray)):
             data = _as_bytes_view(data)
-        entries: List[_Inner] = []
-        n = len(data)
-        pos = 0
-        unpack = _OFFSET_SIZE.unpack_from
-        while n - pos >= LOG_OVERHEAD:
-            offset, size = unpack(data, pos)
-            if size < RECORD_OVERHEAD_V0:
-                raise CorruptRecordError(
-                    f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})")
-            start = pos + LOG_OVERHEAD
-            end = start + size
-            if end > n:
-                break  # a truncated last inner message is dropped, as Kafka does
-            m = data[start + 4]
-            entries.append(_Inner(offset, start, end, m - 256 if m > 127 else m, data[start + 5]))
-            pos = end
+        entries = scan_inner(data)
         if not entries:
             raise InvalidRecordError("Found invalid compressed record set with no inner records")
+        base = 0
         if magic == 1:
             wrapper_offset = self._offset
-            if wrapper_offset == 0:
-                base = 0  # librdkafka writes wrapper offset 0: inner offsets are used as they are
-            else:
-                last_inner = entries[-1].offset
+            # librdkafka writes wrapper offset 0: inner offsets are then used as they are.
+            if wrapper_offset != 0:
+                last_inner = entries[-1][0]
                 if wrapper_offset < last_inner:
                     raise InvalidRecordError(
                         "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
                         f"'{wrapper_offset}' is less than the last inner message offset "
                         f"'{last_inner}' and it is not zero.")
                 base = wrapper_offset - last_inner
-            if base:
-                for e in entries:
-                    e.offset += base
         self._data = data
-        return entries
+        self._base = base
+        self._inner = entries
 
 
 def _now_ms() -> int:

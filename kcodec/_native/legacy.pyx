@@ -1,0 +1,139 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Hot loops of the v0/v1 message format: framing of a decompressed wrapper set,
+one message's fields, and CRC-32 checks.  The rules (and error texts) are
+Kafka's; kcodec/records/legacy.py documents them."""
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
+
+from kcodec._native.primitives cimport kc_crc32, kc_load_be32, kc_load_be64
+
+from kcodec.errors import CorruptRecordError, InvalidRecordError
+
+cdef enum:
+    LOG_OVERHEAD = 12
+    RECORD_OVERHEAD_V0 = 14
+    HEADER_SIZE_V0 = 6
+    HEADER_SIZE_V1 = 14
+
+
+cdef inline int8_t _i8(uint8_t b) noexcept nogil:
+    return <int8_t>b
+
+
+def scan_inner(const uint8_t[::1] data):
+    """Framing of a decompressed wrapper value: ``[(offset, start, end, magic, attributes), ...]``.
+
+    Stops silently at fewer than 12 bytes or a truncated last message (Kafka
+    drops it); an inner size below 14 raises CorruptRecordError.
+    """
+    cdef Py_ssize_t n = data.shape[0], pos = 0, start, end
+    cdef int64_t offset
+    cdef int32_t size
+    cdef list out = []
+    cdef const uint8_t *p = &data[0] if n > 0 else NULL
+    while n - pos >= LOG_OVERHEAD:
+        offset = <int64_t>kc_load_be64(p + pos)
+        size = <int32_t>kc_load_be32(p + pos + 8)
+        if size < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError("Record size is less than the minimum record overhead (14)")
+        start = pos + LOG_OVERHEAD
+        if size > n - start:
+            break
+        end = start + size
+        out.append((offset, start, end, _i8(p[start + 4]), _i8(p[start + 5])))
+        pos = end
+    return out
+
+
+cdef int32_t _span(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, str what) except -2:
+    """Length of the ``what`` field whose length is at ``pos`` (-1 = null), checked against ``end``."""
+    cdef int32_t length
+    if end - pos < 4:
+        raise InvalidRecordError(
+            f"Found invalid record structure: the {what} length field at byte {pos} "
+            f"runs past the end of the message", position=pos)
+    length = <int32_t>kc_load_be32(p + pos)
+    if length < 0:
+        return -1
+    if length > end - pos - 4:
+        raise InvalidRecordError(
+            f"Found invalid record structure: {what} length {length} exceeds the "
+            f"{end - pos - 4} bytes left in the message", position=pos)
+    return length
+
+
+cdef object _sized(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, str what, Py_ssize_t *after):
+    cdef int32_t length = _span(p, pos, end, what)
+    pos += 4
+    if length < 0:
+        after[0] = pos
+        return None
+    after[0] = pos + length
+    return (<const char *>(p + pos))[:length]
+
+
+def parse_message(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
+    """``(crc, magic, attributes, timestamp, key, value)`` of the message in ``data[start:end]``.
+
+    Key and value are copied into ``bytes`` (None when the length is negative).
+    Kafka reads every magic other than 0 with the v1 layout; v0 reports
+    timestamp -1.  Lengths that run past the message raise InvalidRecordError.
+    """
+    cdef Py_ssize_t size = end - start, pos
+    cdef const uint8_t *p
+    cdef int8_t magic
+    cdef int64_t timestamp
+    if start < 0 or end > data.shape[0] or size < RECORD_OVERHEAD_V0:
+        raise CorruptRecordError(
+            "Record is corrupt (crc could not be retrieved as the record is too small, "
+            f"size = {size})", position=start)
+    p = &data[0]
+    magic = _i8(p[start + 4])
+    if magic == 0:
+        timestamp = -1
+        pos = start + HEADER_SIZE_V0
+    else:
+        timestamp = <int64_t>kc_load_be64(p + start + 6)
+        pos = start + HEADER_SIZE_V1
+    key = _sized(p, pos, end, "key", &pos)
+    value = _sized(p, pos, end, "value", &pos)
+    return kc_load_be32(p + start), magic, _i8(p[start + 5]), timestamp, key, value
+
+
+def check_crc(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
+    """``None`` if the message in ``data[start:end]`` has a valid CRC-32, else ``(stored, computed)``.
+
+    Messages shorter than 14 bytes raise CorruptRecordError (Kafka's text).
+    """
+    cdef Py_ssize_t size = end - start
+    cdef uint32_t stored, computed
+    if start < 0 or end > data.shape[0] or size < RECORD_OVERHEAD_V0:
+        raise CorruptRecordError(
+            "Record is corrupt (crc could not be retrieved as the record is too small, "
+            f"size = {size})", position=start)
+    with nogil:
+        stored = kc_load_be32(&data[start])
+        computed = kc_crc32(0, &data[start + 4], <size_t>(size - 4))
+    if stored == computed:
+        return None
+    return stored, computed
+
+
+def value_span(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
+    """``(position, length)`` of the value of the message in ``data[start:end]``; length -1 = null.
+
+    Lets a wrapper's compressed value be decompressed straight from the source
+    buffer, without copying it first.
+    """
+    cdef Py_ssize_t size = end - start, pos
+    cdef const uint8_t *p
+    cdef int32_t length
+    if start < 0 or end > data.shape[0] or size < RECORD_OVERHEAD_V0:
+        raise CorruptRecordError(
+            "Record is corrupt (crc could not be retrieved as the record is too small, "
+            f"size = {size})", position=start)
+    p = &data[0]
+    pos = start + (HEADER_SIZE_V0 if p[start + 4] == 0 else HEADER_SIZE_V1)
+    length = _span(p, pos, end, "key")
+    pos += 4 + (length if length > 0 else 0)
+    length = _span(p, pos, end, "value")
+    return pos + 4, length
