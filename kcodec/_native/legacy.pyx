@@ -2,9 +2,16 @@
 """Hot loops of the v0/v1 message format: framing of a decompressed wrapper set,
 one message's fields, and CRC-32 checks.  The rules (and error texts) are
 Kafka's; kcodec/records/legacy.py documents them."""
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from kcodec._native.primitives cimport kc_crc32, kc_load_be32, kc_load_be64
+from libc.string cimport memcpy
+
+from kcodec._native.primitives cimport kc_crc32, kc_load_be32, kc_load_be64, kc_store_be32, kc_store_be64
+
+cdef extern from "Python.h":
+    int PyByteArray_Resize(object bytearray, Py_ssize_t len) except -1
+    char *PyByteArray_AS_STRING(object bytearray)
+    Py_ssize_t PyByteArray_GET_SIZE(object bytearray)
 
 from kcodec.errors import CorruptRecordError, InvalidRecordError
 
@@ -137,3 +144,50 @@ def value_span(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     pos += 4 + (length if length > 0 else 0)
     length = _span(p, pos, end, "value")
     return pos + 4, length
+
+
+def append_message(bytearray buf, int64_t offset, int magic, int attributes, int64_t timestamp,
+                   key, value):
+    """Append one message (``offset, size, crc, magic, attributes, [timestamp], key, value``) to ``buf``.
+
+    ``key``/``value`` are None or any contiguous buffer.  Returns the message
+    size (after the 12-byte log overhead).  The CRC-32 covers magic to end, as
+    ``LegacyRecord.write`` computes it.
+    """
+    cdef const uint8_t[::1] k
+    cdef const uint8_t[::1] v
+    cdef Py_ssize_t klen = -1, vlen = -1, size, old, pos
+    cdef uint8_t *p
+    if key is not None:
+        k = memoryview(key).cast("B") if not isinstance(key, bytes) else key
+        klen = k.shape[0]
+    if value is not None:
+        v = memoryview(value).cast("B") if not isinstance(value, bytes) else value
+        vlen = v.shape[0]
+    size = (HEADER_SIZE_V0 if magic == 0 else HEADER_SIZE_V1) + 8 + \
+        (klen if klen > 0 else 0) + (vlen if vlen > 0 else 0)
+    if size > 0x7FFFFFFF - LOG_OVERHEAD:
+        raise OverflowError(f"a message of {size} bytes does not fit a 32-bit size field")
+    old = PyByteArray_GET_SIZE(buf)
+    PyByteArray_Resize(buf, old + LOG_OVERHEAD + size)
+    p = <uint8_t *>PyByteArray_AS_STRING(buf) + old
+    with nogil:
+        kc_store_be64(p, <uint64_t>offset)
+        kc_store_be32(p + 8, <uint32_t>size)
+        p[16] = <uint8_t>magic
+        p[17] = <uint8_t>attributes
+        pos = 18
+        if magic != 0:
+            kc_store_be64(p + 18, <uint64_t>timestamp)
+            pos = 26
+        kc_store_be32(p + pos, <uint32_t><int32_t>klen)
+        pos += 4
+        if klen > 0:
+            memcpy(p + pos, &k[0], klen)
+            pos += klen
+        kc_store_be32(p + pos, <uint32_t><int32_t>vlen)
+        pos += 4
+        if vlen > 0:
+            memcpy(p + pos, &v[0], vlen)
+        kc_store_be32(p + 12, kc_crc32(0, p + 16, <size_t>(size - 4)))
+    return size

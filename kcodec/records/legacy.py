@@ -33,7 +33,7 @@ import struct
 import time
 from typing import Iterator, List, Optional, Sequence, Union
 
-from kcodec._native.legacy import check_crc, parse_message, scan_inner, value_span
+from kcodec._native.legacy import append_message, check_crc, parse_message, scan_inner, value_span
 from kcodec._native.primitives import crc32
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (
@@ -459,7 +459,6 @@ class LegacyRecordBatchBuilder:
         self._last_offset: Optional[int] = None
         self._max_timestamp = NO_TIMESTAMP
         self._built: Optional[bytes] = None
-        self._head = _HEAD_V0 if magic == 0 else _HEAD_V1
         self._overhead = RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1
 
     # -- appending -------------------------------------------------------------
@@ -529,28 +528,11 @@ class LegacyRecordBatchBuilder:
                 "(Offsets must increase monotonically).")
         if self._lat:
             timestamp = self.log_append_time
-        key = None if key is None else memoryview(key).cast("B")
-        value = None if value is None else memoryview(value).cast("B")
-        klen = -1 if key is None else len(key)
-        vlen = -1 if value is None else len(value)
-        size = self._overhead + max(klen, 0) + max(vlen, 0)
-        if size > 0x7FFFFFFF - LOG_OVERHEAD:
-            raise RecordBuilderError(f"Record of {size} bytes is too large for a message")
         inner_offset = offset - self.base_offset if (self.magic > 0 and self._codec_id != 0) else offset
-        buf = self._buf
-        start = len(buf)
-        if self.magic == 0:
-            buf += self._head.pack(inner_offset, size, 0, 0, self._attributes)
-        else:
-            buf += self._head.pack(inner_offset, size, 0, 1, self._attributes, timestamp)
-        buf += _INT32.pack(klen)
-        if key is not None:
-            buf += key
-        buf += _INT32.pack(vlen)
-        if value is not None:
-            buf += value
-        crc_pos = start + LOG_OVERHEAD
-        _CRC.pack_into(buf, crc_pos, crc32(memoryview(buf)[crc_pos + 4:]))
+        try:
+            append_message(self._buf, inner_offset, self.magic, self._attributes, timestamp, key, value)
+        except OverflowError as e:
+            raise RecordBuilderError(f"Record too large for a v{self.magic} message: {e}") from None
         self._count += 1
         self._last_offset = offset
         if timestamp > self._max_timestamp:
