@@ -130,6 +130,10 @@ class LegacyRecordBatch:
     compressed wrapper decompress it (once: the inner entries are cached so
     the batch can be iterated many times).
 
+    ``pool`` is accepted for symmetry with :class:`kcodec.records.RecordBatch`;
+    a wrapper's inner set is decompressed once by its codec and kept with the
+    batch, so no pooled buffer is borrowed.
+
     Validation: :meth:`ensure_valid` checks the CRC-32 of the entry itself,
     as Kafka's ``batch.ensureValid()`` does.  ``ensure_valid(deep=True)``
     also checks every inner message of a compressed wrapper, which is what
@@ -413,6 +417,9 @@ class LegacyRecordBatchBuilder:
     ``log_append_time``.  With LogAppendTime every message is written with
     ``log_append_time`` and attribute bit 3 set (v1).  LZ4 with magic 0 gets
     the header checksum Kafka wrote before KIP-57 (the codec handles it).
+
+    ``pool`` is accepted for symmetry with the v2 builder; messages are
+    written into a private ``bytearray`` and :meth:`build` returns ``bytes``.
 
     Like Kafka's builder, :meth:`append` does not enforce ``write_limit``;
     callers ask :meth:`has_room_for` first (the first record always fits).
