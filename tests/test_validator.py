@@ -367,7 +367,7 @@ def test_message_too_large():
     expect("MESSAGE_TOO_LARGE", lambda: run(v2(3), max_message_bytes=100), "exceeds the maximum configured value of 100")
     # rebuilt output is checked again
     big = legacy(1, 50)
-    expect("MESSAGE_TOO_LARGE", lambda: run(big, max_message_bytes=1200), "Message batch size is")
+    expect("MESSAGE_TOO_LARGE", lambda: run(big, max_message_bytes=300), "Message batch size is")
 
 
 def test_record_list_too_large():
