@@ -1,0 +1,40 @@
+"""Kafka record batches: builders, readers, control records and buffer pooling."""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from kcodec.records.batch import RecordBatch
+from kcodec.records.builder import RecordBatchBuilder
+from kcodec.records.control import ControlRecordType, EndTransactionMarker
+from kcodec.records.pool import BufferPool, PooledBuffer
+from kcodec.records.reader import read_batches
+from kcodec.records.record import Header, Record
+
+__all__ = [
+    "BufferPool",
+    "ControlRecordType",
+    "EndTransactionMarker",
+    "Header",
+    "LegacyRecordBatch",
+    "LegacyRecordBatchBuilder",
+    "PooledBuffer",
+    "Record",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "convert_magic",
+    "read_batches",
+]
+
+_LAZY = {
+    "LegacyRecordBatch": "kcodec.records.legacy",
+    "LegacyRecordBatchBuilder": "kcodec.records.legacy",
+    "convert_magic": "kcodec.records.convert",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kcodec.records' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

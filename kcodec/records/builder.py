@@ -1,0 +1,307 @@
+"""``RecordBatchBuilder``: writes magic v2 batches as Kafka's MemoryRecordsBuilder does."""
+from __future__ import annotations
+
+import time
+from typing import Iterable, Optional, Sequence, Union
+
+from kcodec._native.primitives import crc32c
+from kcodec._native.records import RecordsWriter, record_size
+from kcodec.compression import CompressionType, TimestampType, get_codec
+from kcodec.errors import RecordBuilderError, UnsupportedCodecError
+from kcodec.records.batch import (
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    HEADER,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
+from kcodec.records.control import ControlRecordType, EndTransactionMarker, control_key
+from kcodec.records.framing import RECORD_BATCH_OVERHEAD
+
+__all__ = ["RecordBatchBuilder", "COMPRESSION_RATE_ESTIMATION_FACTOR"]
+
+#: Kafka over-estimates compressed sizes by 5% when deciding whether a record fits.
+COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
+_INT32_MAX = 2147483647
+_NO_TIMESTAMP = -1
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RecordBatchBuilder:
+    """Build one record batch.
+
+    ``RecordBatchBuilder(magic=0|1, ...)`` returns a
+    :class:`~kcodec.records.legacy.LegacyRecordBatchBuilder` instead, for the
+    old message formats.
+
+    ``write_limit`` has the meaning of the producer's ``batch.size``: the
+    first record always fits; after it, :meth:`has_room_for` says whether a
+    record would keep the estimated batch size within the limit.  For
+    compressed batches the estimate is ``61 + uncompressed bytes x
+    estimated_compression_ratio x 1.05``, Kafka's rule; pass the ratio you
+    observed on earlier batches (:attr:`compression_ratio` after
+    :meth:`build`) as Kafka's CompressionRatioEstimator does.
+
+    Memory: records are encoded into a growable native buffer owned by the
+    builder.  Without a ``pool``, :meth:`build` returns ``bytes`` owned by
+    the caller.  With a :class:`~kcodec.records.BufferPool`, it returns a
+    :class:`~kcodec.records.PooledBuffer` whose bytes stay valid until its
+    ``release()`` (or the end of a ``with`` block); after that any use raises
+    BufferReleasedError and the memory serves the next batch.
+    """
+
+    def __new__(cls, magic: int = 2, *args, **kwargs):
+        if cls is RecordBatchBuilder and magic in (0, 1):
+            return _legacy_builder(magic, **kwargs)
+        if magic != 2:
+            raise RecordBuilderError(f"unsupported magic {magic}: use 0, 1 or 2")
+        return super().__new__(cls)
+
+    def __init__(self, magic: int = 2, compression: Union[CompressionType, int, str] = CompressionType.NONE,
+                 level: Optional[int] = None, base_offset: int = 0,
+                 timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+                 log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
+                 base_sequence: int = -1, is_transactional: bool = False, is_control: bool = False,
+                 partition_leader_epoch: int = -1, delete_horizon_ms: Optional[int] = None,
+                 write_limit: Optional[int] = None, pool=None,
+                 estimated_compression_ratio: float = 1.0) -> None:
+        codec = get_codec(compression)
+        self.codec = codec
+        self.compression_id = codec.id
+        if codec.id <= 4:
+            self.level = CompressionType(codec.id).validate_level(level)
+        else:
+            self.level = codec.resolve_level(level)
+        codec.check_magic(2)
+        self.timestamp_type = TimestampType(timestamp_type)
+        if self.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+            raise RecordBuilderError("magic v2 batches need CREATE_TIME or LOG_APPEND_TIME")
+        if self.timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time is None:
+            raise RecordBuilderError("a LOG_APPEND_TIME batch needs log_append_time")
+        self.log_append_time = log_append_time
+        self.base_offset = base_offset
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.partition_leader_epoch = partition_leader_epoch
+        if delete_horizon_ms is not None and delete_horizon_ms < 0:
+            delete_horizon_ms = None
+        self.delete_horizon_ms = delete_horizon_ms
+        self.write_limit = write_limit
+        self.pool = pool
+        self.estimated_compression_ratio = estimated_compression_ratio
+        self._writer = RecordsWriter(4096)
+        self._last_offset: Optional[int] = None
+        self._first_timestamp: Optional[int] = None
+        self._max_timestamp = _NO_TIMESTAMP
+        self._last_offset_override: Optional[int] = None
+        self._built = False
+        self.compression_ratio: Optional[float] = None  #: compressed/uncompressed records, after build()
+
+    # -- state --------------------------------------------------------------
+    @property
+    def record_count(self) -> int:
+        return self._writer.count
+
+    @property
+    def uncompressed_size(self) -> int:
+        """Bytes of the batch if written uncompressed."""
+        return RECORD_BATCH_OVERHEAD + self._writer.size
+
+    @property
+    def estimated_size(self) -> int:
+        """Kafka's estimatedBytesWritten()."""
+        if self.compression_id == 0:
+            return RECORD_BATCH_OVERHEAD + self._writer.size
+        return RECORD_BATCH_OVERHEAD + int(
+            self._writer.size * self.estimated_compression_ratio * COMPRESSION_RATE_ESTIMATION_FACTOR)
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset if self._last_offset is None else self._last_offset + 1
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._max_timestamp
+
+    def is_full(self) -> bool:
+        return self._built or (self.write_limit is not None and self._writer.count > 0
+                               and self.write_limit <= self.estimated_size)
+
+    def has_room_for(self, key: Optional[bytes], value: Optional[bytes], headers: Sequence = (),
+                     timestamp: Optional[int] = None) -> bool:
+        """Whether appending this record keeps within ``write_limit`` (the first record always fits)."""
+        if self.is_full():
+            return False
+        if self._writer.count == 0 or self.write_limit is None:
+            return True
+        ts = _now_ms() if timestamp is None else timestamp
+        base = self._base_timestamp_for(ts)
+        size = record_size(self.next_offset - self.base_offset, ts - base, key, value, headers)
+        if self.compression_id != 0:
+            size = int(size * self.estimated_compression_ratio * COMPRESSION_RATE_ESTIMATION_FACTOR)
+        return self.write_limit >= self.estimated_size + size
+
+    def _base_timestamp_for(self, ts: int) -> int:
+        if self.delete_horizon_ms is not None:
+            return self.delete_horizon_ms
+        return ts if self._first_timestamp is None else self._first_timestamp
+
+    # -- appending ------------------------------------------------------------
+    def append(self, key: Optional[bytes], value: Optional[bytes], timestamp: Optional[int] = None,
+               headers: Sequence = (), offset: Optional[int] = None) -> int:
+        """Append a record; returns its offset.  ``None`` key/value is null, ``b""`` is empty."""
+        if self.is_control:
+            raise RecordBuilderError("Control records can only be appended to control batches; "
+                                     "use append_control() on this control batch")
+        return self._append(key, value, timestamp, headers, offset)
+
+    def _append(self, key, value, timestamp, headers, offset) -> int:
+        if self._built:
+            raise RecordBuilderError("this builder has already built its batch")
+        if offset is None:
+            offset = self.next_offset
+        elif self._last_offset is not None and offset <= self._last_offset:
+            raise RecordBuilderError(
+                f"Illegal offset {offset} following previous offset {self._last_offset} "
+                "(Offsets must increase monotonically).")
+        delta = offset - self.base_offset
+        if delta > _INT32_MAX or delta < -2147483648:
+            raise RecordBuilderError(
+                f"offset {offset} is too far from base offset {self.base_offset} for one batch")
+        if self._writer.count == _INT32_MAX - 1:
+            raise RecordBuilderError("Maximum number of records per batch exceeded")
+        if timestamp is None:
+            timestamp = self.log_append_time if self.timestamp_type == TimestampType.LOG_APPEND_TIME else _now_ms()
+        if timestamp < 0 and timestamp != _NO_TIMESTAMP:
+            raise RecordBuilderError(f"Invalid negative timestamp {timestamp}")
+        if self._first_timestamp is None:
+            self._first_timestamp = timestamp
+        base = self.delete_horizon_ms if self.delete_horizon_ms is not None else self._first_timestamp
+        self._writer.append(delta, timestamp - base, key, value, headers)
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        self._last_offset = offset
+        return offset
+
+    def append_many(self, keys: Iterable, values: Iterable, timestamps: Optional[Iterable] = None,
+                    headers: Optional[Iterable] = None) -> int:
+        """Append records from parallel sequences (lists, numpy object arrays); returns the count."""
+        n = 0
+        ts_iter = iter(timestamps) if timestamps is not None else None
+        h_iter = iter(headers) if headers is not None else None
+        for key, value in zip(keys, values):
+            ts = next(ts_iter) if ts_iter is not None else None
+            hs = next(h_iter) if h_iter is not None else ()
+            self.append(key, value, None if ts is None else int(ts), hs or ())
+            n += 1
+        return n
+
+    def append_control(self, control_type: ControlRecordType, value: Optional[bytes] = None,
+                       timestamp: Optional[int] = None, offset: Optional[int] = None) -> int:
+        """Append a control record (key = version 0 + type) to this control batch."""
+        if not self.is_control:
+            raise RecordBuilderError("Control records can only be appended to control batches")
+        ctype = ControlRecordType(control_type)
+        if ctype == ControlRecordType.UNKNOWN:
+            raise RecordBuilderError("Cannot append record with unknown control record type")
+        return self._append(control_key(ctype), value, timestamp, (), offset)
+
+    def append_end_txn_marker(self, control_type: ControlRecordType, coordinator_epoch: int,
+                              timestamp: Optional[int] = None, offset: Optional[int] = None) -> int:
+        """Append a COMMIT or ABORT marker (Java's 78-byte marker batch when alone)."""
+        ctype = ControlRecordType(control_type)
+        if ctype not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+            raise RecordBuilderError(f"{ctype.name} is not an end transaction marker type")
+        if self.producer_id == -1:
+            raise RecordBuilderError("End transaction marker requires a valid producerId")
+        if not self.is_transactional:
+            raise RecordBuilderError("End transaction marker depends on batch transactional flag being enabled")
+        marker = EndTransactionMarker(ctype, coordinator_epoch)
+        return self.append_control(ctype, marker.value(), timestamp, offset)
+
+    def override_last_offset(self, offset: int) -> None:
+        """Write ``offset`` as the batch's last offset (Kafka's overrideLastOffset).
+
+        Compaction keeps a batch's original last offset (and so its last
+        sequence) even when its last records were removed.
+        """
+        if self._last_offset is not None and offset < self._last_offset:
+            raise RecordBuilderError(
+                f"last offset {offset} is below the last appended offset {self._last_offset}")
+        self._last_offset_override = offset
+
+    # -- building -------------------------------------------------------------
+    def build(self):
+        """Write header, CRC-32C and (compressed) records; see the class doc for who owns the result."""
+        if self._built:
+            raise RecordBuilderError("build() was already called")
+        if self._writer.count == 0:
+            raise RecordBuilderError("cannot build a batch without records (Kafka writes nothing)")
+        self._built = True
+        records = self._writer
+        if self.compression_id == 0:
+            payload = records
+        else:
+            payload = self.codec.compress(records, self.level, magic=2)
+        n_payload = len(memoryview(payload))
+        self.compression_ratio = n_payload / max(records.size, 1)
+        attributes = self.compression_id
+        if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            attributes |= TIMESTAMP_TYPE_MASK
+            max_ts = self.log_append_time
+        else:
+            max_ts = self._max_timestamp
+        if self.is_transactional:
+            attributes |= TRANSACTIONAL_MASK
+        if self.is_control:
+            attributes |= CONTROL_MASK
+        if self.delete_horizon_ms is not None:
+            attributes |= DELETE_HORIZON_MASK
+            base_ts = self.delete_horizon_ms
+        else:
+            base_ts = self._first_timestamp
+        if base_ts < 0 and base_ts != _NO_TIMESTAMP:
+            raise RecordBuilderError(f"Invalid message timestamp {base_ts}")
+        total = RECORD_BATCH_OVERHEAD + n_payload
+        header = bytearray(HEADER.pack(
+            self.base_offset, total - 12, self.partition_leader_epoch, 2, 0, attributes,
+            (self._last_offset if self._last_offset_override is None else self._last_offset_override)
+            - self.base_offset, base_ts, max_ts, self.producer_id,
+            self.producer_epoch, self.base_sequence, records.count))
+        crc = crc32c(payload, crc32c(memoryview(header)[21:]))
+        header[17:21] = crc.to_bytes(4, "big")
+        if self.pool is None:
+            out = bytes(header) + bytes(memoryview(payload)) if self.compression_id == 0 else bytes(header) + payload
+            self._writer = None
+            return out
+        buf = self.pool.get(total)
+        buf[:RECORD_BATCH_OVERHEAD] = header
+        buf[RECORD_BATCH_OVERHEAD:total] = memoryview(payload)
+        self._writer = None
+        return self.pool.wrap(buf, total)
+
+
+def _legacy_builder(magic: int, **kwargs):
+    from kcodec.records.legacy import LegacyRecordBatchBuilder
+
+    v2_only = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "is_transactional": False,
+               "is_control": False, "partition_leader_epoch": -1, "delete_horizon_ms": None,
+               "estimated_compression_ratio": 1.0}
+    for name, default in v2_only.items():
+        value = kwargs.pop(name, default)
+        if value != default and not (name == "delete_horizon_ms" and value is not None and value < 0):
+            if name in ("is_transactional",):
+                raise RecordBuilderError(f"Transactional records cannot be used with magic version {magic}")
+            if name in ("producer_id", "producer_epoch", "base_sequence"):
+                raise RecordBuilderError(f"Idempotent records cannot be used with magic version {magic}")
+            if name == "is_control":
+                raise RecordBuilderError(f"Control records cannot be used with magic version {magic}")
+            if name == "delete_horizon_ms":
+                raise RecordBuilderError(f"Delete horizon is only supported with magic version 2, not {magic}")
+    return LegacyRecordBatchBuilder(magic=magic, **kwargs)

@@ -1,0 +1,67 @@
+"""``BufferPool``: reusable buffers for builders (Kafka's BufferSupplier).
+
+Buffers are kept by size class (powers of two from 4 KiB), so a steady
+stream of similar batches reuses the same few bytearrays.  ``get()`` hands
+out a bytearray; ``wrap()`` turns a filled one into a
+:class:`PooledBuffer` that the caller reads and then releases.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Dict, List
+
+from kcodec._native.records import PooledBuffer
+
+__all__ = ["BufferPool", "PooledBuffer"]
+
+_MIN_CLASS = 4096
+
+
+def _size_class(n: int) -> int:
+    c = _MIN_CLASS
+    while c < n:
+        c <<= 1
+    return c
+
+
+class BufferPool:
+    """Thread-safe pool of bytearrays by size class.
+
+    ``max_cached_per_class`` bounds what the pool keeps; buffers returned
+    beyond it are dropped for the garbage collector.
+    """
+
+    def __init__(self, max_cached_per_class: int = 8) -> None:
+        self._free: Dict[int, List[bytearray]] = {}
+        self._lock = threading.Lock()
+        self.max_cached_per_class = max_cached_per_class
+        self.allocations = 0  #: bytearrays created (for tests and tuning)
+
+    def get(self, size: int) -> bytearray:
+        """A bytearray of at least ``size`` bytes (contents undefined)."""
+        cls = _size_class(size)
+        with self._lock:
+            free = self._free.get(cls)
+            if free:
+                return free.pop()
+        self.allocations += 1
+        return bytearray(cls)
+
+    def _give_back(self, buf: bytearray) -> None:
+        cls = len(buf)
+        with self._lock:
+            free = self._free.setdefault(cls, [])
+            if len(free) < self.max_cached_per_class and all(b is not buf for b in free):
+                free.append(buf)
+
+    def put(self, buf: bytearray) -> None:
+        """Return a bytearray obtained from :meth:`get`."""
+        self._give_back(buf)
+
+    def wrap(self, buf: bytearray, length: int) -> PooledBuffer:
+        """Lend the first ``length`` bytes of a pooled bytearray to a caller until it releases them."""
+        return PooledBuffer(buf, length, self)
+
+    def cached_bytes(self) -> int:
+        with self._lock:
+            return sum(cls * len(v) for cls, v in self._free.items())

@@ -1,0 +1,48 @@
+"""``read_batches``: iterate the batches of any buffer, whatever their magic."""
+from __future__ import annotations
+
+from typing import Iterator, Union
+
+from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from kcodec.records.batch import RecordBatch
+from kcodec.records.framing import iter_entries
+
+__all__ = ["read_batches"]
+
+
+def _byte_view(buf) -> memoryview:
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def read_batches(buf, *, validate: bool = True, strict: bool = False, pool=None,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator:
+    """Yield the batches in ``buf`` lazily, without copying: RecordBatch (v2) or LegacyRecordBatch (v0/v1).
+
+    ``buf`` is anything with the buffer protocol: bytes, bytearray,
+    memoryview, mmap, numpy.  Batches of different magics may follow each
+    other (as after a message format upgrade).
+
+    ``validate`` checks each batch's size and checksum before yielding it
+    (CRC-32C for v2, the outer CRC-32 for v0/v1), as a consumer with
+    ``check.crcs=true`` does.  A partial batch at the end of the buffer is
+    ignored, as Kafka does (fetch responses end this way); ``strict=True``
+    raises CorruptRecordError for it instead.  ``max_decompressed_size``
+    bounds the decompressed size of one batch.
+    """
+    mv = _byte_view(buf)
+    legacy_cls = None
+    for entry in iter_entries(mv, strict=strict):
+        if entry.magic >= 2:
+            batch = RecordBatch(mv, entry.position, entry.size,
+                                max_decompressed_size=max_decompressed_size, pool=pool)
+        else:
+            if legacy_cls is None:
+                from kcodec.records.legacy import LegacyRecordBatch as legacy_cls
+            batch = legacy_cls(mv, entry.position, entry.size,
+                               max_decompressed_size=max_decompressed_size, pool=pool)
+        if validate:
+            batch.ensure_valid()
+        yield batch
