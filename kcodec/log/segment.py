@@ -111,7 +111,11 @@ class LogSegment:
 
     def close(self) -> None:
         if self._mmap is not None:
-            self._mmap.close()
+            try:
+                self._mmap.close()
+            except BufferError:
+                # Batches handed out still view the map; it unmaps when the last one goes.
+                pass
             self._mmap = None
         if self._file is not None:
             self._file.close()
@@ -366,7 +370,7 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
     from kcodec.records import read_batches
 
     seg = LogSegment(log_path)
-    data = seg.data
+    data = seg.path.read_bytes()
     idx = IndexBuilder(seg.base_offset, index_interval_bytes)
     valid = 0
     try:
@@ -377,8 +381,7 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
             valid += batch.size_in_bytes
     except KcodecError:
         pass
-    size = seg.size
-    seg.close()
+    size = len(data)
     if truncate and valid < size:
         with open(log_path, "r+b") as f:
             f.truncate(valid)

@@ -202,11 +202,24 @@ class RecordBatchBuilder:
             n += 1
         return n
 
-    def append_control(self, control_type: ControlRecordType, value: Optional[bytes] = None,
-                       timestamp: Optional[int] = None, offset: Optional[int] = None) -> int:
-        """Append a control record (key = version 0 + type) to this control batch."""
+    def append_control(self, control_type: Union[ControlRecordType, EndTransactionMarker, None] = None,
+                       value: Optional[bytes] = None, timestamp: Optional[int] = None,
+                       offset: Optional[int] = None, *, key: Optional[bytes] = None) -> int:
+        """Append a control record to this control batch.
+
+        Either ``control_type`` (the key becomes version 0 + type), an
+        :class:`EndTransactionMarker` (which also supplies the value), or a raw
+        ``key`` copied from an existing control record (rewriting batches).
+        """
+        if isinstance(control_type, EndTransactionMarker):
+            return self.append_end_txn_marker(control_type.control_type, control_type.coordinator_epoch,
+                                              timestamp, offset)
         if not self.is_control:
             raise RecordBuilderError("Control records can only be appended to control batches")
+        if key is not None:
+            return self._append(key, value, timestamp, (), offset)
+        if control_type is None:
+            raise RecordBuilderError("append_control needs a control_type or a key")
         ctype = ControlRecordType(control_type)
         if ctype == ControlRecordType.UNKNOWN:
             raise RecordBuilderError("Cannot append record with unknown control record type")
