@@ -1,0 +1,281 @@
+"""RecordBatchBuilder and RecordBatch behaviour (spec sections 3-5)."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import kcodec
+from kcodec import (
+    CompressionType,
+    RecordBatchBuilder,
+    RecordBuilderError,
+    TimestampType,
+    UnsupportedCodecError,
+    read_batches,
+)
+from kcodec.errors import CorruptRecordError, InvalidRecordError
+from kcodec.records import BufferPool, ControlRecordType, LegacyRecordBatchBuilder
+from oracle_util import load_case
+
+T0 = 1_700_000_000_000
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+def one(data):
+    (batch,) = list(read_batches(data))
+    return batch
+
+
+def test_null_and_empty_stay_distinct():
+    b = RecordBatchBuilder()
+    b.append(None, None, T0)
+    b.append(b"", b"", T0)
+    b.append(b"k", None, T0, headers=[("h", None), ("e", b""), ("h", b"x")])
+    recs = one(b.build()).records()
+    assert [(r.key, r.value) for r in recs] == [(None, None), (b"", b""), (b"k", None)]
+    assert recs[2].headers == (("h", None), ("e", b""), ("h", b"x"))
+
+
+def test_offsets_with_gaps_and_must_increase():
+    b = RecordBatchBuilder(base_offset=100)
+    b.append(b"a", b"1", T0)
+    b.append(b"b", b"2", T0, offset=105)
+    with pytest.raises(RecordBuilderError, match="Offsets must increase"):
+        b.append(b"c", b"3", T0, offset=105)
+    batch = one(b.build())
+    assert [r.offset for r in batch] == [100, 105]
+    assert batch.last_offset == 105 and batch.record_count == 2
+
+
+def test_timestamps_and_log_append_time():
+    b = RecordBatchBuilder()
+    b.append(b"a", b"1", T0 + 5)
+    b.append(b"b", b"2", T0 - 1000)
+    batch = one(b.build())
+    assert batch.base_timestamp == T0 + 5 and batch.max_timestamp == T0 + 5
+    assert [r.timestamp for r in batch] == [T0 + 5, T0 - 1000]
+    b = RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0 + 999)
+    b.append(b"a", b"1", T0)
+    b.append(b"b", b"2", T0 + 1)
+    batch = one(b.build())
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert [r.timestamp for r in batch] == [T0 + 999, T0 + 999]
+    with pytest.raises(RecordBuilderError):
+        RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME)
+    with pytest.raises(RecordBuilderError, match="Invalid negative timestamp"):
+        RecordBatchBuilder().append(b"a", b"1", -5)
+    b = RecordBatchBuilder()
+    b.append(b"a", b"1", -1)
+    assert one(b.build()).records()[0].timestamp == -1
+
+
+def test_delete_horizon():
+    b = RecordBatchBuilder(delete_horizon_ms=T0 + 86_400_000)
+    b.append(b"a", None, T0)
+    batch = one(b.build())
+    assert batch.delete_horizon_ms == T0 + 86_400_000 == batch.base_timestamp
+    assert batch.records()[0].timestamp == T0
+    assert batch.max_timestamp == T0
+
+
+def test_producer_fields_and_sequence_wrap():
+    b = RecordBatchBuilder(producer_id=77, producer_epoch=3, base_sequence=2147483646,
+                           is_transactional=True, partition_leader_epoch=9)
+    for i in range(3):
+        b.append(b"k", b"v", T0)
+    batch = one(b.build())
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (77, 3, 2147483646)
+    assert batch.is_transactional and not batch.is_control and batch.partition_leader_epoch == 9
+    assert [r.sequence for r in batch] == [2147483646, 2147483647, 0]
+    assert batch.last_sequence == 0
+
+
+def test_end_txn_marker_is_javas_78_bytes():
+    data, doc, _ = load_case("v2_none_control_commit")
+    b = RecordBatchBuilder(base_offset=210, producer_id=1234567890123, producer_epoch=7, is_transactional=True,
+                           is_control=True, partition_leader_epoch=3)
+    b.append_end_txn_marker(ControlRecordType.COMMIT, 5, timestamp=1700000005000)
+    built = b.build()
+    assert len(built) == 78 and built == data
+    rec = one(built).records()[0]
+    assert rec.is_control and rec.control_type == ControlRecordType.COMMIT and rec.coordinator_epoch == 5
+
+
+def test_control_rules():
+    with pytest.raises(RecordBuilderError, match="control batches"):
+        RecordBatchBuilder().append_control(ControlRecordType.COMMIT, b"\0\0\0\0\0\0")
+    with pytest.raises(RecordBuilderError, match="Control records can only be appended"):
+        RecordBatchBuilder(is_control=True).append(b"k", b"v")
+    with pytest.raises(RecordBuilderError, match="producerId"):
+        RecordBatchBuilder(is_control=True, is_transactional=True).append_end_txn_marker(ControlRecordType.ABORT, 1)
+    with pytest.raises(RecordBuilderError, match="transactional"):
+        RecordBatchBuilder(is_control=True, producer_id=5).append_end_txn_marker(ControlRecordType.ABORT, 1)
+
+
+def test_write_limit_semantics():
+    b = RecordBatchBuilder(write_limit=200)
+    assert b.has_room_for(b"k", b"x" * 1000)  # the first record always fits
+    b.append(b"k", b"x" * 1000, T0)
+    assert b.is_full() and not b.has_room_for(b"k", b"v")
+    b = RecordBatchBuilder(write_limit=200)
+    n = 0
+    while b.has_room_for(b"key", b"value-123", timestamp=T0):
+        b.append(b"key", b"value-123", T0)
+        n += 1
+    data = b.build()
+    assert len(data) <= 200 and n > 3
+    b2 = RecordBatchBuilder(compression="zstd", write_limit=200, estimated_compression_ratio=0.5)
+    m = 0
+    while b2.has_room_for(b"key", b"value-123", timestamp=T0):
+        b2.append(b"key", b"value-123", T0)
+        m += 1
+    assert m > n
+    b2.build()
+    assert 0 < b2.compression_ratio < 1
+
+
+def test_codec_checks():
+    with pytest.raises(UnsupportedCodecError):
+        RecordBatchBuilder(compression="gzip", level=0)
+    with pytest.raises(UnsupportedCodecError):
+        RecordBatchBuilder(compression="brotli")
+    with pytest.raises(UnsupportedCodecError):
+        RecordBatchBuilder(magic=1, compression="zstd")
+    with pytest.raises(RecordBuilderError, match="headers"):
+        RecordBatchBuilder(magic=1).append(b"k", b"v", T0, headers=[("a", b"b")])
+    assert isinstance(RecordBatchBuilder(magic=0), LegacyRecordBatchBuilder)
+    with pytest.raises(RecordBuilderError, match="Idempotent"):
+        RecordBatchBuilder(magic=1, producer_id=4)
+    with pytest.raises(RecordBuilderError):
+        RecordBatchBuilder().build()
+
+
+def test_append_many_and_numpy_inputs():
+    keys = np.array([b"a", None, b"c"], dtype=object)
+    b = RecordBatchBuilder()
+    assert b.append_many(keys, [b"1", b"2", b"3"], timestamps=np.array([T0, T0 + 1, T0 + 2]),
+                         headers=[None, [("h", b"v")], None]) == 3
+    recs = one(b.build()).records()
+    assert [(r.key, r.value, r.timestamp) for r in recs] == [(b"a", b"1", T0), (None, b"2", T0 + 1),
+                                                             (b"c", b"3", T0 + 2)]
+    b = RecordBatchBuilder()
+    b.append(np.frombuffer(b"key", np.uint8), memoryview(b"value"), T0)
+    assert one(b.build()).records()[0].key == b"key"
+
+
+def test_batch_properties_and_reiteration():
+    data, doc, _ = load_case("v2_zstd_json100")
+    batch = one(data)
+    assert batch.compression == CompressionType.ZSTD and batch.magic == 2
+    first = batch.records()
+    assert first == batch.records() == list(batch)
+    assert bytes(batch.raw) == data and batch.is_valid()
+
+
+def test_mixed_magic_buffer_and_readers_of_any_buffer(tmp_path):
+    v0 = load_case("v0_gzip_json100")[0]
+    v2 = load_case("v2_lz4_json100")[0]
+    v1 = load_case("v1_snappy_json100")[0]
+    data = v0 + v2 + v1
+    for buf in (data, bytearray(data), memoryview(data), np.frombuffer(data, np.uint8)):
+        assert [b.magic for b in read_batches(buf)] == [0, 2, 1]
+    f = tmp_path / "x.log"
+    f.write_bytes(data)
+    import mmap
+    with open(f, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert sum(len(b.records()) for b in read_batches(m)) == 300
+
+
+def test_partial_trailing_batch():
+    data = load_case("v2_none_json100")[0]
+    cut = data + data[:50]
+    assert len(list(read_batches(cut))) == 1
+    with pytest.raises(CorruptRecordError) as info:
+        list(read_batches(cut, strict=True))
+    assert info.value.position == len(data)
+
+
+def test_count_rules():
+    data = bytearray(load_case("v2_none_single")[0])
+
+    def with_count(n):
+        buf = bytearray(data)
+        struct.pack_into(">i", buf, 57, n)
+        return bytes(buf)
+
+    assert next(read_batches(with_count(0), validate=False)).records() == []  # payload never looked at
+    with pytest.raises(InvalidRecordError, match="Found invalid record count -1 in magic v2 batch"):
+        read_batches(with_count(-1), validate=False).__next__().records()
+    with pytest.raises(InvalidRecordError, match="premature EOF"):
+        next(read_batches(with_count(2), validate=False)).records()
+    two = RecordBatchBuilder()
+    two.append(b"a", b"1", T0)
+    two.append(b"b", b"2", T0)
+    buf = bytearray(two.build())
+    struct.pack_into(">i", buf, 57, 1)
+    with pytest.raises(InvalidRecordError, match="records still remaining"):
+        next(read_batches(bytes(buf), validate=False)).records()
+
+
+def test_unknown_codec_id():
+    buf = bytearray(load_case("v2_none_single")[0])
+    buf[22] = (buf[22] & 0xF8) | 6
+    batch = next(read_batches(bytes(buf), validate=False))
+    with pytest.raises(UnsupportedCodecError, match="unknown compression type id: 6"):
+        batch.compression
+    with pytest.raises(UnsupportedCodecError):
+        batch.records()
+
+
+def test_attribute_high_bits_ignored():
+    buf = bytearray(load_case("v2_none_single")[0])
+    buf[21] = 0xFF  # bits 8-15
+    batch = next(read_batches(bytes(buf), validate=False))
+    assert batch.compression == CompressionType.NONE and len(batch.records()) == 1
+
+
+def test_pool_reuse_and_misuse():
+    pool = BufferPool()
+    outs = []
+    for i in range(20):
+        b = RecordBatchBuilder(pool=pool)
+        b.append(b"k", b"v" * 100, T0)
+        out = b.build()
+        assert bytes(out) == bytes(one(bytes(out)).raw)
+        outs.append(bytes(out))
+        out.release()
+    assert pool.allocations == 1  # steady state: the same buffer every time
+    b = RecordBatchBuilder(pool=pool)
+    b.append(b"k", b"v", T0)
+    out = b.build()
+    view = memoryview(out)
+    with pytest.raises(BufferError):
+        out.release()  # a live view would see the next batch
+    view.release()
+    out.release()
+    with pytest.raises(kcodec.BufferReleasedError):
+        memoryview(out)
+    with pytest.raises(kcodec.BufferReleasedError):
+        len(out)
+
+
+headers_st = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=20))), max_size=3)
+record_st = st.tuples(st.one_of(st.none(), st.binary(max_size=40)), st.one_of(st.none(), st.binary(max_size=300)),
+                      st.one_of(st.just(-1), st.integers(0, 2 ** 45)), headers_st, st.integers(1, 1000))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(record_st, min_size=1, max_size=30), st.sampled_from(CODECS), st.integers(0, 2 ** 50))
+def test_property_roundtrip(records, codec, base):
+    b = RecordBatchBuilder(compression=codec, base_offset=base)
+    offset = base
+    expected = []
+    for key, value, ts, headers, gap in records:
+        b.append(key, value, ts, headers, offset=offset)
+        expected.append((offset, ts, key, value, tuple((k, v) for k, v in headers)))
+        offset += gap
+    batch = one(b.build())
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in batch] == expected
