@@ -1,0 +1,164 @@
+"""Hostile and damaged v2 input: only kcodec errors (or Kafka's leniency), never a crash or a hang."""
+from __future__ import annotations
+
+import struct
+import tracemalloc
+
+import pytest
+
+from kcodec import KcodecError, RecordBatchBuilder, read_batches
+from kcodec._native.primitives import crc32c, encode_varint, encode_varlong
+from kcodec.errors import CorruptRecordError, InvalidRecordError
+
+T0 = 1_700_000_000_000
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+def small_batch(codec="none") -> bytes:
+    b = RecordBatchBuilder(compression=codec, base_offset=10, producer_id=3, producer_epoch=1, base_sequence=0)
+    b.append(b"key-1", b"value-1", T0, headers=[("h", b"x")])
+    b.append(None, b"", T0 + 1)
+    return b.build()
+
+
+def decode_all(data, validate=True):
+    out = []
+    for batch in read_batches(data, validate=validate):
+        out.extend(batch.records())
+    return out
+
+
+def fix_crc(buf: bytearray) -> bytes:
+    struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[21:]))
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_truncation_at_every_byte(codec):
+    data = small_batch(codec)
+    for cut in range(len(data)):
+        assert decode_all(data[:cut]) == []  # a partial batch is ignored, as Kafka does
+        if cut:
+            with pytest.raises(CorruptRecordError):
+                list(read_batches(data[:cut], strict=True))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_every_single_byte_flip(codec):
+    data = small_batch(codec)
+    expected = decode_all(data)
+    for pos in range(len(data)):
+        for mask in (0x01, 0x80, 0xFF):
+            buf = bytearray(data)
+            buf[pos] ^= mask
+            bad = bytes(buf)
+            if pos >= 21:
+                with pytest.raises(CorruptRecordError, match="Record is corrupt"):
+                    decode_all(bad)
+            try:
+                got = decode_all(bad)
+            except KcodecError:
+                continue
+            if 0 <= pos < 8 or 12 <= pos < 16:
+                # baseOffset and partitionLeaderEpoch are outside the CRC (Kafka accepts these)
+                assert [(r.key, r.value) for r in got] == [(r.key, r.value) for r in expected]
+            # Past the CRC check: decoding without validation must still only raise kcodec errors
+            try:
+                decode_all(bad, validate=False)
+            except KcodecError:
+                pass
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_flips_with_recomputed_crc_decode_or_fail_cleanly(codec):
+    data = small_batch(codec)
+    for pos in range(21, len(data)):
+        for mask in (0x01, 0x40, 0xFF):
+            buf = bytearray(data)
+            buf[pos] ^= mask
+            try:
+                decode_all(fix_crc(buf))
+            except KcodecError:
+                pass
+
+
+def _record(body: bytes) -> bytes:
+    return encode_varint(len(body)) + body
+
+
+def _batch_with(records: bytes, count: int) -> bytes:
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", T0)
+    buf = bytearray(b.build()[:61] + records)
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    struct.pack_into(">i", buf, 57, count)
+    return fix_crc(buf)
+
+
+def test_record_level_errors_with_kafkas_messages():
+    base = b"\x00" + encode_varlong(0) + encode_varint(0)
+    good = _record(base + encode_varint(1) + b"k" + encode_varint(1) + b"v" + encode_varint(0))
+    assert len(decode_all(_batch_with(good, 1))) == 1
+    cases = [
+        (_record(base + encode_varint(-2) + encode_varint(-1) + encode_varint(0)), None),  # key -2 = null
+        (_record(base + encode_varint(-1) + encode_varint(-1) + encode_varint(-3)),
+         "Found invalid number of record headers -3"),
+        (_record(base + encode_varint(-1) + encode_varint(-1) + encode_varint(50)),
+         "Found invalid number of record headers. 50 is larger"),
+        (_record(base + encode_varint(-1) + encode_varint(-1) + encode_varint(1) + encode_varint(-1)),
+         "Invalid negative header key size -1"),
+        (encode_varint(200) + base, "Invalid record size: expected 200 bytes"),
+        (encode_varint(4) + base + encode_varint(-1) + encode_varint(-1) + encode_varint(0),
+         "expected to read 4 bytes in record payload, but instead read 6"),
+        (encode_varint(7) + base[:1] + bytes([0x80] * 10), "Found invalid record structure"),  # varlong too long
+        (_record(base + bytes([0x81, 0x80, 0x80, 0x80, 0x80, 0x01]) + encode_varint(-1) + encode_varint(0)),
+         "Found invalid record structure"),  # 6-byte varint
+        (_record(base + encode_varint(100) + b"kk"), "Found invalid record structure"),
+    ]
+    for records, message in cases:
+        data = _batch_with(records, 1)
+        if message is None:
+            assert decode_all(data)[0].key is None
+            continue
+        with pytest.raises(InvalidRecordError, match=message.replace("(", r"\(").replace(".", r"\.")) as info:
+            decode_all(data)
+        assert info.value.position is not None and info.value.position >= 61
+        assert info.value.batch_offset == 0
+
+
+def test_overlong_but_legal_varints_accepted():
+    body = b"\x00" + b"\x80\x00" + b"\x80\x00" + encode_varint(-1) + encode_varint(-1) + encode_varint(0)
+    assert decode_all(_batch_with(_record(body), 1))[0].offset == 0
+
+
+def test_absurd_counts_and_lengths_stay_bounded():
+    tracemalloc.start()
+    for count in (2 ** 31 - 1, 10 ** 9):
+        with pytest.raises(InvalidRecordError):
+            decode_all(_batch_with(b"", count))
+    with pytest.raises(InvalidRecordError):
+        decode_all(_batch_with(encode_varint(2 ** 31 - 1), 1))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024
+
+
+def test_compressed_payload_that_lies_about_its_size():
+    from kcodec import get_codec, LimitExceededError
+    bomb = get_codec("zstd").compress(b"\0" * (64 * 1024 * 1024))
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", T0)
+    buf = bytearray(b.build()[:61] + bomb)
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    buf[22] = (buf[22] & 0xF8) | 4
+    data = fix_crc(buf)
+    with pytest.raises(LimitExceededError):
+        for batch in read_batches(data, max_decompressed_size=1024 * 1024):
+            batch.records()
+
+
+def test_wrong_magic():
+    buf = bytearray(small_batch())
+    buf[16] = 3
+    with pytest.raises(CorruptRecordError, match="Invalid magic found in record: 3"):
+        decode_all(bytes(buf))
