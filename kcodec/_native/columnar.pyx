@@ -1,0 +1,269 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Columnar record paths: gather record fields into Arrow buffers, and encode
+records straight from Arrow buffers.  Python touches only per-batch objects;
+every per-record step is a C loop without the GIL.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from libc.stdint cimport uint8_t, int32_t, int64_t
+from libc.string cimport memcpy
+
+import numpy as np
+cimport numpy as cnp
+
+from kcodec.errors import RecordBuilderError
+
+cnp.import_array()
+
+cdef extern from "kc_record.h" nogil:
+    int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_len,
+                                int32_t value_len, int32_t header_count, int64_t headers_size)
+    int64_t kc_header_size(int32_t key_len, int32_t value_len)
+    int64_t kc_write_record_sized(uint8_t *p, int64_t body_size, int64_t timestamp_delta, int32_t offset_delta,
+                                  const uint8_t *key, int32_t key_len, const uint8_t *value, int32_t value_len,
+                                  int32_t header_count)
+    int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t key_len, const uint8_t *value,
+                            int32_t value_len)
+
+cdef extern from "kc_varint.h" nogil:
+    int kc_varint_size(int32_t v)
+
+def gather_binary(list datas, list positions, list lengths, Py_ssize_t total_rows):
+    """Concatenate variable-length fields of many records into Arrow binary buffers.
+
+    ``datas[i]`` is a buffer, ``positions[i]``/``lengths[i]`` int64/int32
+    arrays into it (length -1 = null).  Returns ``(offsets int32[n+1],
+    data uint8[], validity bitmap uint8[] or None, null_count)``.
+    """
+    cdef Py_ssize_t nb = len(datas), b, i, row = 0, total = 0, nulls = 0
+    cdef cnp.ndarray[int32_t] offsets = np.empty(total_rows + 1, np.int32)
+    cdef int32_t *offs = <int32_t *>offsets.data
+    cdef const int64_t[::1] pos
+    cdef const int32_t[::1] ln
+    cdef Py_ssize_t n
+    for b in range(nb):
+        ln = lengths[b]
+        for i in range(ln.shape[0]):
+            if ln[i] > 0:
+                total += ln[i]
+            elif ln[i] < 0:
+                nulls += 1
+    if total > 2147483647:
+        raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
+    cdef cnp.ndarray[uint8_t] out = np.empty(total, np.uint8)
+    cdef uint8_t *o = <uint8_t *>out.data
+    cdef cnp.ndarray[uint8_t] valid
+    cdef uint8_t *v = NULL
+    if nulls:
+        valid = np.zeros((total_rows + 7) // 8, np.uint8)
+        v = <uint8_t *>valid.data
+    cdef Py_buffer view
+    cdef const uint8_t *src
+    cdef int32_t cur = 0
+    for b in range(nb):
+        pos = positions[b]
+        ln = lengths[b]
+        n = ln.shape[0]
+        PyObject_GetBuffer(datas[b], &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            src = <const uint8_t *>view.buf
+            with nogil:
+                for i in range(n):
+                    offs[row] = cur
+                    if ln[i] >= 0:
+                        memcpy(o + cur, src + pos[i], ln[i])
+                        cur += ln[i]
+                        if v != NULL:
+                            v[row >> 3] |= <uint8_t>(1 << (row & 7))
+                    row += 1
+        finally:
+            PyBuffer_Release(&view)
+    offs[row] = cur
+    return offsets, out, (valid if nulls else None), nulls
+
+
+cdef inline bint _is_valid(const uint8_t *bitmap, int64_t offset, Py_ssize_t i) nogil:
+    if bitmap == NULL:
+        return True
+    i += offset
+    return (bitmap[i >> 3] >> (i & 7)) & 1
+
+
+cdef struct _Col:
+    const uint8_t *valid
+    int64_t voff
+    const int64_t *offs
+    const uint8_t *data
+
+
+cdef int _col_from(tuple spec, _Col *c, list keep) except -1:
+    # spec = (validity buffer or None, validity offset, int64 offsets ndarray, data buffer or None)
+    cdef Py_buffer view
+    valid, voff, offs, data = spec
+    c.voff = voff
+    c.valid = NULL
+    c.data = NULL
+    if valid is not None:
+        arr = np.frombuffer(valid, np.uint8)
+        keep.append(arr)
+        c.valid = <const uint8_t *>cnp.PyArray_DATA(arr)
+    keep.append(offs)
+    c.offs = <const int64_t *>cnp.PyArray_DATA(offs)
+    if data is not None:
+        arr = np.frombuffer(data, np.uint8)
+        keep.append(arr)
+        c.data = <const uint8_t *>cnp.PyArray_DATA(arr) if arr.shape[0] else <const uint8_t *>""
+    else:
+        c.data = <const uint8_t *>""
+    return 0
+
+
+cdef inline int32_t _len_of(_Col *c, Py_ssize_t i) nogil:
+    if not _is_valid(c.valid, c.voff, i):
+        return -1
+    return <int32_t>(c.offs[i + 1] - c.offs[i])
+
+
+def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, offsets,
+                    int64_t base_offset, int64_t write_limit, double size_factor):
+    """Encode ``n`` records into v2 records regions, cut into batches by Kafka's batch.size rule.
+
+    Columns are ``(validity, validity_offset, int64 offsets, data)`` tuples
+    (``key``/``hkey``/``hval`` may be None; ``hdr_list`` is the list column's
+    ``(validity, offset, int64 list offsets, None)``).  ``timestamps`` is
+    int64 ms per row; ``offsets`` int64 per row or None (then
+    ``base_offset + row``).  Returns ``(records_buffer, batch row starts,
+    batch byte starts, first/max timestamps, first/last offsets)`` as numpy arrays.
+    """
+    cdef list keep = []
+    cdef _Col ck, cv, chl, chk, chv
+    cdef bint has_key = key is not None, has_h = hdr_list is not None
+    if has_key:
+        _col_from(key, &ck, keep)
+    _col_from(value, &cv, keep)
+    if has_h:
+        _col_from(hdr_list, &chl, keep)
+        _col_from(hkey, &chk, keep)
+        _col_from(hval, &chv, keep)
+    cdef const int64_t[::1] ts = timestamps
+    cdef const int64_t[::1] offs_in
+    cdef bint has_offsets = offsets is not None
+    if has_offsets:
+        offs_in = offsets
+    # Sizes first, so the output is allocated once.
+    cdef cnp.ndarray[int64_t] rec_bytes = np.empty(n, np.int64)
+    cdef int64_t *rb = <int64_t *>rec_bytes.data
+    cdef Py_ssize_t i, j, h0, h1
+    cdef int32_t kl, vl, hkl, hvl, hc
+    cdef int64_t hs, body, total = 0
+    cdef int64_t first_ts = 0, first_off = 0, off
+    # batch bookkeeping (at most n batches)
+    cdef cnp.ndarray[int64_t] b_row = np.empty(n + 1, np.int64)
+    cdef cnp.ndarray[int64_t] b_pos = np.empty(n + 1, np.int64)
+    cdef cnp.ndarray[int64_t] b_first_ts = np.empty(n, np.int64)
+    cdef cnp.ndarray[int64_t] b_max_ts = np.empty(n, np.int64)
+    cdef cnp.ndarray[int64_t] b_first_off = np.empty(n, np.int64)
+    cdef cnp.ndarray[int64_t] b_last_off = np.empty(n, np.int64)
+    cdef int64_t *brow = <int64_t *>b_row.data
+    cdef int64_t *bpos = <int64_t *>b_pos.data
+    cdef int64_t *bft = <int64_t *>b_first_ts.data
+    cdef int64_t *bmt = <int64_t *>b_max_ts.data
+    cdef int64_t *bfo = <int64_t *>b_first_off.data
+    cdef int64_t *blo = <int64_t *>b_last_off.data
+    cdef Py_ssize_t nbatch = 0
+    cdef int64_t in_batch = 0, batch_records = 0, est
+    cdef int err = 0
+    cdef Py_ssize_t err_row = -1
+    with nogil:
+        for i in range(n):
+            off = offs_in[i] if has_offsets else base_offset + i
+            if batch_records == 0:
+                first_ts = ts[i]
+                first_off = off
+            kl = _len_of(&ck, i) if has_key else -1
+            vl = _len_of(&cv, i)
+            hs = 0
+            hc = 0
+            if has_h and _is_valid(chl.valid, chl.voff, i):
+                h0 = chl.offs[i]
+                h1 = chl.offs[i + 1]
+                hc = <int32_t>(h1 - h0)
+                for j in range(h0, h1):
+                    hkl = _len_of(&chk, j)
+                    if hkl < 0:
+                        err = 1
+                        err_row = i
+                        break
+                    hs += kc_header_size(hkl, _len_of(&chv, j))
+            if err:
+                break
+            if off - first_off > 2147483647 or off - first_off < -2147483648:
+                err = 2
+                err_row = i
+                break
+            body = kc_record_body_size(ts[i] - first_ts, <int32_t>(off - first_off), kl, vl, hc, hs)
+            rb[i] = kc_varint_size(<int32_t>body) + body
+            # Kafka's hasRoomFor: the first record always fits, then
+            # limit >= 61 + written * ratio * 1.05 (compressed) + record size.
+            if batch_records > 0:
+                est = 61 + <int64_t>(in_batch * size_factor)
+                if write_limit < est + rb[i]:
+                    nbatch += 1
+                    batch_records = 0
+                    in_batch = 0
+                    first_ts = ts[i]
+                    first_off = off
+                    body = kc_record_body_size(0, 0, kl, vl, hc, hs)
+                    rb[i] = kc_varint_size(<int32_t>body) + body
+            if batch_records == 0:
+                brow[nbatch] = i
+                bpos[nbatch] = total
+                bft[nbatch] = first_ts
+                bfo[nbatch] = first_off
+                bmt[nbatch] = -1
+            if ts[i] > bmt[nbatch]:
+                bmt[nbatch] = ts[i]
+            blo[nbatch] = off
+            in_batch += rb[i]
+            total += rb[i]
+            batch_records += 1
+    if err == 1:
+        raise RecordBuilderError(f"row {err_row}: header keys must not be null")
+    if err == 2:
+        raise RecordBuilderError(f"row {err_row}: offset too far from the first offset of its batch")
+    if n:
+        nbatch += 1
+    brow[nbatch] = n
+    bpos[nbatch] = total
+    cdef cnp.ndarray[uint8_t] out = np.empty(total, np.uint8)
+    cdef uint8_t *o = <uint8_t *>out.data
+    cdef Py_ssize_t bi = 0
+    cdef int64_t w = 0
+    cdef const uint8_t *kp
+    cdef const uint8_t *vp
+    with nogil:
+        for bi in range(nbatch):
+            for i in range(brow[bi], brow[bi + 1]):
+                off = offs_in[i] if has_offsets else base_offset + i
+                kl = _len_of(&ck, i) if has_key else -1
+                vl = _len_of(&cv, i)
+                kp = (ck.data + ck.offs[i]) if kl >= 0 else NULL
+                vp = cv.data + cv.offs[i] if vl >= 0 else NULL
+                hc = 0
+                hs = 0
+                if has_h and _is_valid(chl.valid, chl.voff, i):
+                    h0 = chl.offs[i]
+                    h1 = chl.offs[i + 1]
+                    hc = <int32_t>(h1 - h0)
+                    for j in range(h0, h1):
+                        hs += kc_header_size(_len_of(&chk, j), _len_of(&chv, j))
+                body = kc_record_body_size(ts[i] - bft[bi], <int32_t>(off - bfo[bi]), kl, vl, hc, hs)
+                w += kc_write_record_sized(o + w, body, ts[i] - bft[bi], <int32_t>(off - bfo[bi]),
+                                     kp, kl, vp, vl, hc)
+                if hc:
+                    for j in range(h0, h1):
+                        hkl = _len_of(&chk, j)
+                        hvl = _len_of(&chv, j)
+                        w += kc_write_header(o + w, chk.data + chk.offs[j], hkl,
+                                             (chv.data + chv.offs[j]) if hvl >= 0 else NULL, hvl)
+    return (out, b_row[:nbatch + 1], b_pos[:nbatch + 1], b_first_ts[:nbatch], b_max_ts[:nbatch],
+            b_first_off[:nbatch], b_last_off[:nbatch])

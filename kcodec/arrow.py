@@ -1,0 +1,396 @@
+"""Kafka batches to Arrow tables and back, without a Python object per record.
+
+:func:`to_arrow` returns the columns of Spark's Kafka source; a native scan
+of each batch fills offset/length arrays, and keys, values and headers are
+gathered into contiguous Arrow buffers.  :func:`from_arrow` encodes records
+straight from a table's Arrow buffers into batches.
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+
+from kcodec._native.primitives import crc32c
+from kcodec._native.columnar import encode_columnar, gather_binary
+from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
+from kcodec.errors import RecordBuilderError
+from kcodec.records.batch import (
+    CONTROL_MASK,
+    HEADER,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    RecordBatch,
+)
+from kcodec.records.reader import read_batches
+
+__all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "BATCH_FIELDS"]
+
+#: Optional per-record batch columns for to_arrow(batch_fields=...).
+BATCH_FIELDS = ("base_offset", "last_offset", "producer_id", "producer_epoch", "base_sequence",
+                "is_transactional", "partition_leader_epoch", "compression", "magic", "batch_position")
+
+
+def _pa():
+    import pyarrow as pa
+    return pa
+
+
+def _batch_field_types():
+    pa = _pa()
+    return {"base_offset": pa.int64(), "last_offset": pa.int64(), "producer_id": pa.int64(),
+            "producer_epoch": pa.int16(), "base_sequence": pa.int32(), "is_transactional": pa.bool_(),
+            "partition_leader_epoch": pa.int32(), "compression": pa.int8(), "magic": pa.int8(),
+            "batch_position": pa.int64()}
+
+
+def _headers_type():
+    pa = _pa()
+    return pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+
+
+def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = ()):
+    """Spark's Kafka source schema (plus the requested batch fields)."""
+    pa = _pa()
+    fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+              pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
+              pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32())]
+    if headers:
+        fields.append(pa.field("headers", _headers_type()))
+    types = _batch_field_types()
+    for name in batch_fields:
+        if name not in types:
+            raise ValueError(f"unknown batch field {name!r}; choose from {', '.join(BATCH_FIELDS)}")
+        fields.append(pa.field(name, types[name]))
+    return pa.schema(fields)
+
+
+def _binary_array(datas, positions, lengths, n, type_):
+    pa = _pa()
+    offsets, data, valid, nulls = gather_binary(datas, positions, lengths, n)
+    buffers = [None if valid is None else pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(type_, n, buffers, null_count=nulls)
+
+
+class _Parts:
+    """Per-batch pieces collected before the columns are assembled."""
+
+    def __init__(self) -> None:
+        self.datas: List = []
+        self.key_pos: List = []
+        self.key_len: List = []
+        self.val_pos: List = []
+        self.val_len: List = []
+        self.hk_pos: List = []
+        self.hk_len: List = []
+        self.hv_pos: List = []
+        self.hv_len: List = []
+        self.hdr_counts: List = []
+        self.offsets: List = []
+        self.timestamps: List = []
+        self.ts_types: List = []
+        self.batch_values = {name: [] for name in BATCH_FIELDS}
+        self.n = 0
+        self.nh = 0
+
+    def add(self, data, n, offsets, timestamps_ms, ts_type, key, value, hdr_counts, hk, hv, batch) -> None:
+        self.datas.append(data)
+        self.key_pos.append(key[0])
+        self.key_len.append(key[1])
+        self.val_pos.append(value[0])
+        self.val_len.append(value[1])
+        self.hk_pos.append(hk[0])
+        self.hk_len.append(hk[1])
+        self.hv_pos.append(hv[0])
+        self.hv_len.append(hv[1])
+        self.hdr_counts.append(hdr_counts)
+        self.offsets.append(offsets)
+        self.timestamps.append(timestamps_ms)
+        self.ts_types.append(np.full(n, int(ts_type), np.int32))
+        for name in BATCH_FIELDS:
+            self.batch_values[name].append(np.full(n, _batch_value(batch, name)))
+        self.n += n
+        self.nh += len(hk[1])
+
+
+def _batch_value(batch, name):
+    if name == "batch_position":
+        return batch.position
+    if name == "compression":
+        return int(batch.compression_id if hasattr(batch, "compression_id") else batch.compression)
+    if name == "is_transactional":
+        return bool(batch.is_transactional)
+    return getattr(batch, name)
+
+
+def _add_v2(parts: _Parts, batch: RecordBatch, include_control: bool) -> None:
+    if batch.is_control and not include_control:
+        return
+    idx, data = batch.scan()
+    n = len(idx.offset_delta)
+    if n == 0:
+        return
+    offsets = batch.base_offset + idx.offset_delta.astype(np.int64)
+    if batch.attributes & TIMESTAMP_TYPE_MASK:
+        ts = np.full(n, batch.max_timestamp, np.int64)
+    else:
+        ts = batch.base_timestamp + idx.timestamp_delta
+    counts = np.diff(idx.header_start)
+    parts.add(data, n, offsets, ts, batch.timestamp_type, (idx.key_pos, idx.key_len),
+              (idx.value_pos, idx.value_len), counts, (idx.hkey_pos, idx.hkey_len),
+              (idx.hval_pos, idx.hval_len), batch)
+
+
+def _add_records(parts: _Parts, batch, include_control: bool) -> None:
+    # Legacy v0/v1 batches are rare (pre-0.11 data); their records go through
+    # Record objects and are laid out as one small buffer.
+    if batch.is_control and not include_control:
+        return
+    records = batch.records()
+    n = len(records)
+    if n == 0:
+        return
+    chunks, pos = [], 0
+    kp, kl, vp, vl = (np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(n, np.int64), np.zeros(n, np.int32))
+    hks, hvs = [], []
+    counts = np.zeros(n, np.int64)
+    for i, r in enumerate(records):
+        for arr_p, arr_l, field in ((kp, kl, r.key), (vp, vl, r.value)):
+            if field is None:
+                arr_l[i] = -1
+            else:
+                arr_p[i], arr_l[i] = pos, len(field)
+                chunks.append(field)
+                pos += len(field)
+        counts[i] = len(r.headers)
+        for hk, hv in r.headers:
+            kb = hk.encode("utf-8")
+            hks.append((pos, len(kb)))
+            chunks.append(kb)
+            pos += len(kb)
+            if hv is None:
+                hvs.append((0, -1))
+            else:
+                hvs.append((pos, len(hv)))
+                chunks.append(hv)
+                pos += len(hv)
+    data = b"".join(chunks)
+    hk = (np.array([p for p, _ in hks], np.int64), np.array([l for _, l in hks], np.int32))
+    hv = (np.array([p for p, _ in hvs], np.int64), np.array([l for _, l in hvs], np.int32))
+    parts.add(data, n, np.array([r.offset for r in records], np.int64),
+              np.array([r.timestamp for r in records], np.int64), batch.timestamp_type,
+              (kp, kl), (vp, vl), counts, hk, hv, batch)
+
+
+def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
+             batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
+             headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE):
+    """The records of every batch in ``buffer`` as a ``pyarrow.Table`` (Spark's Kafka schema).
+
+    ``buffer`` is any buffer of concatenated batches (any magic), or an
+    iterable of batches from :func:`kcodec.read_batches`.  Timestamps are
+    UTC microseconds (Kafka's milliseconds x 1000; LogAppendTime batches give
+    every record the batch time); ``headers`` is null for a record without
+    headers.  Control records (transaction markers) are left out unless
+    ``include_control``.  ``batch_fields`` appends per-record copies of batch
+    header fields (see :data:`BATCH_FIELDS`).
+    """
+    pa = _pa()
+    schema = kafka_schema(headers, batch_fields)
+    parts = _Parts()
+    try:
+        memoryview(buffer)
+        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
+    except TypeError:
+        batches = buffer
+    for batch in batches:
+        if batch.magic >= 2:
+            _add_v2(parts, batch, include_control)
+        else:
+            _add_records(parts, batch, include_control)
+    n = parts.n
+    key = _binary_array(parts.datas, parts.key_pos, parts.key_len, n, pa.binary())
+    value = _binary_array(parts.datas, parts.val_pos, parts.val_len, n, pa.binary())
+    cat = np.concatenate
+    offsets = cat(parts.offsets) if n else np.zeros(0, np.int64)
+    ts_ms = cat(parts.timestamps) if n else np.zeros(0, np.int64)
+    columns = [key, value,
+               pa.array(np.full(n, topic, dtype=object) if topic is not None else None, pa.string())
+               if topic is not None else pa.nulls(n, pa.string()),
+               pa.array(np.full(n, partition, np.int32)) if partition is not None else pa.nulls(n, pa.int32()),
+               pa.array(offsets, pa.int64()),
+               pa.array(ts_ms * 1000, pa.timestamp("us", tz="UTC")),
+               pa.array(cat(parts.ts_types) if n else np.zeros(0, np.int32), pa.int32())]
+    if headers:
+        columns.append(_headers_column(parts, n))
+    for name in batch_fields:
+        vals = cat(parts.batch_values[name]) if n else np.zeros(0)
+        columns.append(pa.array(vals, schema.field(name).type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _headers_column(parts: _Parts, n: int):
+    pa = _pa()
+    nh = parts.nh
+    hkey = _binary_array(parts.datas, parts.hk_pos, parts.hk_len, nh, pa.string())
+    hval = _binary_array(parts.datas, parts.hv_pos, parts.hv_len, nh, pa.binary())
+    counts = np.concatenate(parts.hdr_counts) if n else np.zeros(0, np.int64)
+    list_offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=list_offsets[1:])
+    has = counts > 0
+    null_count = int(n - has.sum())
+    validity = pa.py_buffer(np.packbits(has, bitorder="little")) if null_count else None
+    struct = pa.StructArray.from_arrays([hkey, hval], fields=list(_headers_type().value_type))
+    return pa.Array.from_buffers(_headers_type(), n, [validity, pa.py_buffer(list_offsets)],
+                                 null_count=null_count, children=[struct])
+
+
+# ---------------------------------------------------------------------------
+# from_arrow
+
+def _column(table, name):
+    if name not in table.column_names:
+        return None
+    col = table.column(name)
+    return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+
+
+def _as_large(arr, string: bool = False):
+    pa = _pa()
+    target = pa.large_string() if string else pa.large_binary()
+    if arr.type != target:
+        arr = arr.cast(target)
+    return arr
+
+
+def _spec(arr):
+    """(validity, offset, int64 offsets rebased to the data buffer, data) of a large binary/string array."""
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    return (bufs[0] if arr.null_count else None, arr.offset, np.ascontiguousarray(offsets),
+            bufs[2] if bufs[2] is not None else b"")
+
+
+def _timestamps_ms(arr, n: int) -> np.ndarray:
+    pa = _pa()
+    if arr is None:
+        return np.full(n, int(time.time() * 1000), np.int64)
+    if pa.types.is_timestamp(arr.type):
+        unit = arr.type.unit
+        arr = arr.cast(pa.timestamp(unit)).cast(pa.int64())
+        div = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
+        vals = arr.fill_null(int(time.time() * 1000) * (div or 1)).to_numpy()
+        return vals * 1000 if div is None else vals // div
+    return arr.cast(pa.int64()).fill_null(int(time.time() * 1000)).to_numpy().astype(np.int64)
+
+
+def from_arrow_iter(table, *, compression: Union[CompressionType, int, str] = "none",
+                    level: Optional[int] = None, max_batch_bytes: int = 1_048_576, base_offset: int = 0,
+                    magic: int = 2, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+                    log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
+                    base_sequence: int = -1, is_transactional: bool = False,
+                    partition_leader_epoch: int = -1, estimated_compression_ratio: float = 1.0
+                    ) -> Iterator[bytes]:
+    """Encode a table's records into Kafka batches, yielding each batch's bytes.
+
+    The table needs ``value``; ``key``, ``headers``, ``timestamp`` (timestamp
+    type or int64 ms) and ``offset`` are optional (binary, large binary or
+    string columns).  Without ``offset`` records get ``base_offset + row``.
+    Batches are cut like a producer's ``batch.size`` (``max_batch_bytes``):
+    the first record always fits, after it the estimated size must stay
+    within the limit; the result equals what :class:`RecordBatchBuilder`
+    writes for the same records and write limit.
+    """
+    pa = _pa()
+    if magic != 2:
+        yield from _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset,
+                                      timestamp_type, log_append_time)
+        return
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    codec = get_codec(compression)
+    lvl = CompressionType(codec.id).validate_level(level) if codec.id <= 4 else codec.resolve_level(level)
+    ts_type = TimestampType(timestamp_type)
+    if ts_type == TimestampType.LOG_APPEND_TIME and log_append_time is None:
+        raise RecordBuilderError("a LOG_APPEND_TIME batch needs log_append_time")
+    value = _column(table, "value")
+    if value is None:
+        raise RecordBuilderError("from_arrow needs a 'value' column")
+    n = len(value)
+    if n == 0:
+        return
+    key = _column(table, "key")
+    hdrs = _column(table, "headers")
+    hdr_spec = hk_spec = hv_spec = None
+    if hdrs is not None and pa.types.is_list(hdrs.type) or (hdrs is not None and pa.types.is_large_list(hdrs.type)):
+        if pa.types.is_list(hdrs.type):
+            hdrs = hdrs.cast(pa.large_list(hdrs.type.value_type))
+        bufs = hdrs.buffers()
+        loffs = np.ascontiguousarray(np.frombuffer(bufs[1], np.int64)[hdrs.offset:hdrs.offset + n + 1])
+        structs = hdrs.values
+        hkey = _as_large(structs.field(0), string=True)
+        hval = _as_large(structs.field(1))
+        hdr_spec = (bufs[0] if hdrs.null_count else None, hdrs.offset, loffs, None)
+        hk_spec, hv_spec = _spec(hkey), _spec(hval)
+    offs_col = _column(table, "offset")
+    offsets = None
+    if offs_col is not None and offs_col.null_count == 0:
+        offsets = np.ascontiguousarray(offs_col.cast(pa.int64()).to_numpy())
+        if n > 1 and not np.all(np.diff(offsets) > 0):
+            raise RecordBuilderError("the offset column must increase strictly")
+    ts = np.ascontiguousarray(_timestamps_ms(_column(table, "timestamp"), n), dtype=np.int64)
+    if np.any((ts < 0) & (ts != -1)):
+        raise RecordBuilderError(f"Invalid negative timestamp {int(ts[(ts < 0) & (ts != -1)][0])}")
+    factor = 1.0 if codec.id == 0 else estimated_compression_ratio * 1.05
+    out, rows, pos, first_ts, max_ts, first_off, last_off = encode_columnar(
+        n, _spec(_as_large(key)) if key is not None else None, _spec(_as_large(value)),
+        hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, factor)
+    attributes = codec.id
+    if ts_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    mv = memoryview(out)
+    for b in range(len(first_ts)):
+        region = mv[pos[b]:pos[b + 1]]
+        payload = region if codec.id == 0 else codec.compress(region, lvl, magic=2)
+        count = int(rows[b + 1] - rows[b])
+        seq = base_sequence if base_sequence < 0 else (base_sequence + int(rows[b])) % 2147483648
+        header = bytearray(HEADER.pack(
+            int(first_off[b]), 49 + len(payload), partition_leader_epoch, 2, 0, attributes,
+            int(last_off[b] - first_off[b]), int(first_ts[b]),
+            log_append_time if ts_type == TimestampType.LOG_APPEND_TIME else int(max_ts[b]),
+            producer_id, producer_epoch, seq, count))
+        crc = crc32c(payload, crc32c(memoryview(header)[21:]))
+        header[17:21] = crc.to_bytes(4, "big")
+        yield bytes(header) + bytes(payload)
+
+
+def from_arrow(table, **options) -> List[bytes]:
+    """:func:`from_arrow_iter` as a list of batch bytes."""
+    return list(from_arrow_iter(table, **options))
+
+
+def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset, timestamp_type,
+                       log_append_time) -> Iterator[bytes]:
+    # Old message formats exist for conversions only; records go through the builder.
+    from kcodec.records import RecordBatchBuilder
+
+    rows = table.to_pylist()
+    builder = None
+    for i, row in enumerate(rows):
+        ts = row.get("timestamp")
+        if ts is not None and not isinstance(ts, int):
+            ts = int(ts.timestamp() * 1000)
+        off = row.get("offset", base_offset + i)
+        if builder is not None and not builder.has_room_for(row.get("key"), row["value"]):
+            yield bytes(builder.build())
+            builder = None
+        if builder is None:
+            builder = RecordBatchBuilder(magic=magic, compression=compression, level=level, base_offset=off,
+                                         timestamp_type=timestamp_type, log_append_time=log_append_time,
+                                         write_limit=max_batch_bytes)
+        builder.append(row.get("key"), row["value"], ts, offset=off)
+    if builder is not None:
+        yield bytes(builder.build())
