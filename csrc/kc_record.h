@@ -1,8 +1,14 @@
 /* Magic v2 records (DefaultRecord.java): size, write and bounds-checked parse.
  * Static inline so the Cython modules that share it inline it in their loops.
- * Parsing follows Kafka's ByteBuffer reader: key, value and header lengths are
- * bounded by the end of the batch region, and the declared record length is
- * compared with what was consumed afterwards. */
+ *
+ * Kafka reads records two ways and the error texts differ between them:
+ *  - uncompressed batches (readFrom(ByteBuffer)): key, value and header
+ *    lengths are bounded only by the end of the batch, and the declared
+ *    record length is compared with what was consumed afterwards;
+ *  - compressed batches (readFrom(InputStream)): the record's `length` bytes
+ *    are read first, so the fields are bounded by the record itself, and a
+ *    bad length prefix reads as "premature EOF".
+ * kc_parse_record does the first, kc_parse_record_stream the second. */
 #ifndef KC_RECORD_H
 #define KC_RECORD_H
 #include <stddef.h>
@@ -12,41 +18,67 @@
 
 #define KC_REC_OK 0
 #define KC_REC_STRUCTURE (-1)      /* "Found invalid record structure" */
-#define KC_REC_SHORT (-2)          /* length > remaining bytes */
+#define KC_REC_SHORT (-2)          /* length > remaining bytes of the batch */
 #define KC_REC_NEG_HEADERS (-3)    /* headersCount < 0 */
 #define KC_REC_MANY_HEADERS (-4)   /* headersCount > remaining */
 #define KC_REC_NEG_HKEY (-5)       /* header key length < 0 */
 #define KC_REC_SIZE_MISMATCH (-6)  /* consumed != declared length */
-#define KC_REC_EOF (-7)            /* no bytes left where a record should start */
+#define KC_REC_EOF (-7)            /* the batch ended where a record should start */
+#define KC_REC_STREAM_SHORT (-8)   /* compressed stream ended inside a record */
+#define KC_REC_ERROR_COUNT 9
+
+/* Kafka's InvalidRecordException texts; %d is kc_record_t.length for
+ * KC_REC_SHORT/KC_REC_SIZE_MISMATCH/KC_REC_STREAM_SHORT, then bad_value (or consumed). */
+static const char *const kc_record_error_formats[KC_REC_ERROR_COUNT] = {
+    "",
+    "Found invalid record structure",
+    "Invalid record size: expected %d bytes in record payload, but instead the buffer has only %d remaining bytes.",
+    "Found invalid number of record headers %d",
+    "Found invalid number of record headers. %d is larger than the remaining size of the buffer",
+    "Invalid negative header key size %d",
+    "Invalid record size: expected to read %d bytes in record payload, but instead read %d",
+    "Incorrect declared batch size, premature EOF reached",
+    "Invalid record size: expected %d bytes in record payload, but the record payload reached EOF.",
+};
+
+/* printf format of the message for an error code (see kc_record_error_formats). */
+static inline const char *kc_record_error_message(int code)
+{
+    if (code >= 0 || -code >= KC_REC_ERROR_COUNT) return kc_record_error_formats[1];
+    return kc_record_error_formats[-code];
+}
 
 typedef struct {
     int32_t length;          /* declared body length */
     int32_t consumed;        /* body bytes actually parsed */
     int32_t header_count;
     int32_t bad_value;       /* the offending value for error messages */
+    int8_t attributes;       /* unused by Kafka; kept for tools that show it */
     int64_t timestamp_delta;
     int32_t offset_delta;
-    int32_t key_len;         /* -1 = null */
+    int32_t key_len;         /* -1 = null (any negative length on the wire) */
     int32_t value_len;       /* -1 = null */
     const uint8_t *key;
     const uint8_t *value;
-    const uint8_t *headers;  /* first header byte */
+    const uint8_t *headers_start; /* first header byte; walk with kc_parse_header */
     const uint8_t *end;      /* one past the record */
 } kc_record_t;
 
 typedef struct {
     int32_t key_len;
     int32_t value_len;       /* -1 = null */
+    int32_t bad_value;
     const uint8_t *key;
     const uint8_t *value;
 } kc_header_t;
 
 static inline int kc_bytes_field_size(int32_t len)
 {
-    return len < 0 ? kc_varint_size(-1) : kc_varint_size(len) + len;
+    return len < 0 ? 1 : kc_varint_size(len) + len;
 }
 
-/* Body size of a record (everything after the length varint). */
+/* Body size of a record (everything after the length varint);
+ * headers_size is the sum of kc_header_size over its headers. */
 static inline int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offset_delta,
                                           int32_t key_len, int32_t value_len,
                                           int32_t header_count, int64_t headers_size)
@@ -56,64 +88,73 @@ static inline int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offse
         + kc_varint_size(header_count) + headers_size;
 }
 
+/* Whole record size including the length prefix (DefaultRecord.sizeInBytes). */
+static inline int64_t kc_record_size(int64_t body_size)
+{
+    return kc_varint_size((int32_t)body_size) + body_size;
+}
+
 static inline int64_t kc_header_size(int32_t key_len, int32_t value_len)
 {
     return kc_bytes_field_size(key_len) + kc_bytes_field_size(value_len);
 }
 
-/* Writes length, attributes, deltas, key, value and the header count; the
- * caller then writes header_count headers with kc_write_header.  Returns bytes written. */
-static inline int64_t kc_write_record(uint8_t *p, int32_t body_size, int64_t timestamp_delta,
-                                      int32_t offset_delta, const uint8_t *key, int32_t key_len,
-                                      const uint8_t *value, int32_t value_len, int32_t header_count)
+static inline uint8_t *kc_write_bytes_field(uint8_t *p, const uint8_t *data, int32_t len)
+{
+    if (len < 0) return p + kc_write_varint(p, -1);
+    p += kc_write_varint(p, len);
+    if (len) memcpy(p, data, (size_t)len);
+    return p + len;
+}
+
+/* Writes length, attributes, deltas, key, value and the header count with an
+ * explicit body size (from kc_record_body_size); the caller then writes the
+ * header_count headers with kc_write_header.  Returns bytes written. */
+static inline int64_t kc_write_record_sized(uint8_t *p, int64_t body_size, int64_t timestamp_delta,
+                                            int32_t offset_delta, const uint8_t *key, int32_t key_len,
+                                            const uint8_t *value, int32_t value_len, int32_t header_count)
 {
     uint8_t *start = p;
-    p += kc_write_varint(p, body_size);
+    p += kc_write_varint(p, (int32_t)body_size);
     *p++ = 0;
     p += kc_write_varlong(p, timestamp_delta);
     p += kc_write_varint(p, offset_delta);
-    if (key_len < 0) {
-        p += kc_write_varint(p, -1);
-    } else {
-        p += kc_write_varint(p, key_len);
-        if (key_len) memcpy(p, key, (size_t)key_len);
-        p += key_len;
-    }
-    if (value_len < 0) {
-        p += kc_write_varint(p, -1);
-    } else {
-        p += kc_write_varint(p, value_len);
-        if (value_len) memcpy(p, value, (size_t)value_len);
-        p += value_len;
-    }
+    p = kc_write_bytes_field(p, key, key_len);
+    p = kc_write_bytes_field(p, value, value_len);
     p += kc_write_varint(p, header_count);
     return p - start;
 }
 
+/* A record without headers (header_count 0), or the start of one whose
+ * headers_size is 0.  Records with headers use kc_write_record_sized because
+ * the length prefix counts the header bytes.  Returns bytes written. */
+static inline int64_t kc_write_record(uint8_t *p, int64_t timestamp_delta, int32_t offset_delta,
+                                      const uint8_t *key, int32_t key_len, const uint8_t *value,
+                                      int32_t value_len, int32_t header_count)
+{
+    int64_t body = kc_record_body_size(timestamp_delta, offset_delta, key_len, value_len, header_count, 0);
+    return kc_write_record_sized(p, body, timestamp_delta, offset_delta, key, key_len, value, value_len,
+                                 header_count);
+}
+
+/* Header key must be non-null (key_len >= 0); value_len -1 = null. */
 static inline int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t key_len,
                                       const uint8_t *value, int32_t value_len)
 {
     uint8_t *start = p;
-    p += kc_write_varint(p, key_len);
-    if (key_len) memcpy(p, key, (size_t)key_len);
-    p += key_len;
-    if (value_len < 0) {
-        p += kc_write_varint(p, -1);
-    } else {
-        p += kc_write_varint(p, value_len);
-        if (value_len) memcpy(p, value, (size_t)value_len);
-        p += value_len;
-    }
+    p = kc_write_bytes_field(p, key, key_len);
+    p = kc_write_bytes_field(p, value, value_len);
     return p - start;
 }
 
-static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h,
-                                  const uint8_t **next, int32_t *bad)
+/* Parse one header at p.  Returns bytes consumed or a negative KC_REC_*. */
+static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
 {
+    const uint8_t *start = p;
     int n = kc_read_varint(p, end, &h->key_len);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
-    if (h->key_len < 0) { *bad = h->key_len; return KC_REC_NEG_HKEY; }
+    if (h->key_len < 0) { h->bad_value = h->key_len; return KC_REC_NEG_HKEY; }
     if (end - p < h->key_len) return KC_REC_STRUCTURE;
     h->key = p;
     p += h->key_len;
@@ -128,24 +169,16 @@ static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_heade
         h->value = p;
         p += h->value_len;
     }
-    *next = p;
-    return KC_REC_OK;
+    return (int)(p - start);
 }
 
-/* Parse one record at p (batch region ends at end).  With walk_headers the
- * headers are validated and skipped; the caller may re-walk them from r->headers. */
-static inline int kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+/* The record body from `body` (attributes onwards), fields bounded by end. */
+static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, kc_record_t *r)
 {
-    const uint8_t *body;
+    const uint8_t *p = body;
     int n;
-    if (p >= end) return KC_REC_EOF;
-    n = kc_read_varint(p, end, &r->length);
-    if (n < 0) return KC_REC_STRUCTURE;
-    p += n;
-    if (r->length > end - p) { r->bad_value = (int32_t)(end - p); return KC_REC_SHORT; }
-    body = p;
     if (p >= end) return KC_REC_STRUCTURE;
-    p++; /* attributes: unused, ignored */
+    r->attributes = (int8_t)*p++;
     n = kc_read_varlong(p, end, &r->timestamp_delta);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
@@ -179,16 +212,50 @@ static inline int kc_parse_record(const uint8_t *p, const uint8_t *end, kc_recor
     p += n;
     if (r->header_count < 0) { r->bad_value = r->header_count; return KC_REC_NEG_HEADERS; }
     if (r->header_count > end - p) { r->bad_value = r->header_count; return KC_REC_MANY_HEADERS; }
-    r->headers = p;
+    r->headers_start = p;
     for (int32_t i = 0; i < r->header_count; i++) {
         kc_header_t h;
-        int rc = kc_parse_header(p, end, &h, &p, &r->bad_value);
-        if (rc < 0) return rc;
+        int rc = kc_parse_header(p, end, &h);
+        if (rc < 0) { r->bad_value = h.bad_value; return rc; }
+        p += rc;
     }
     r->consumed = (int32_t)(p - body);
     r->end = p;
-    if (r->consumed != r->length) return KC_REC_SIZE_MISMATCH;
+    if (r->consumed != r->length) { r->bad_value = r->consumed; return KC_REC_SIZE_MISMATCH; }
     return KC_REC_OK;
+}
+
+/* Parse one record of an uncompressed batch whose records region ends at end.
+ * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
+static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+{
+    int n, rc;
+    if (p >= end) return KC_REC_EOF;
+    n = kc_read_varint(p, end, &r->length);
+    /* Kafka: BufferUnderflowException on the length prefix is "premature EOF";
+     * an over-long prefix escapes Kafka as IllegalArgumentException, reported here as structure. */
+    if (n == KC_VARINT_TRUNCATED) return KC_REC_EOF;
+    if (n < 0) return KC_REC_STRUCTURE;
+    if (r->length > end - (p + n)) { r->bad_value = (int32_t)(end - (p + n)); return KC_REC_SHORT; }
+    rc = kc_parse_record_body(p + n, end, r);
+    if (rc < 0) return rc;
+    return r->end - p;
+}
+
+/* Parse one record of a decompressed stream (Kafka's readFrom(InputStream)).
+ * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
+static inline int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+{
+    int n, rc;
+    if (p >= end) return KC_REC_EOF;
+    n = kc_read_varint(p, end, &r->length);
+    /* EOF reads as 0xFF bytes in Kafka, so a cut prefix becomes "Varint is too long",
+     * and a negative length fails ByteBuffer.allocate: both are "premature EOF". */
+    if (n < 0 || r->length < 0) return KC_REC_EOF;
+    if (r->length > end - (p + n)) return KC_REC_STREAM_SHORT;
+    rc = kc_parse_record_body(p + n, p + n + r->length, r);
+    if (rc < 0) return rc;
+    return r->end - p;
 }
 
 #endif

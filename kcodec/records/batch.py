@@ -5,7 +5,7 @@ import struct
 from typing import Iterator, List, Optional, Union
 
 from kcodec._native.primitives import crc32c
-from kcodec._native.records import decode_records, scan_v2_records
+from kcodec._native.records import RecordIterator, decode_records, scan_v2_records
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError, UnsupportedCodecError
 from kcodec.records.control import ControlRecordType, EndTransactionMarker, parse_control_key
@@ -225,22 +225,38 @@ class RecordBatch:
         lat = bool(self.attributes & TIMESTAMP_TYPE_MASK)
         try:
             out = decode_records(data, count, h[0], h[7], self.timestamp_type, lat, h[8], h[11],
-                                 self.is_control)
+                                 self.is_control, compressed)
         except KcodecError as exc:
             if compressed:  # positions inside decompressed data do not map onto the buffer
                 exc.position = None
                 raise exc.with_context(position=self.position, batch_offset=self.base_offset)
             raise exc.with_context(position=self.position + RECORD_BATCH_OVERHEAD, batch_offset=self.base_offset)
         if self.is_control:
-            for rec in out:
-                ctype, _ = parse_control_key(rec.key)
-                rec.control_type = ctype
-                if ctype in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                    rec.coordinator_epoch = EndTransactionMarker.decode(ctype, rec.value).coordinator_epoch
+            try:
+                for rec in out:
+                    ctype, _ = parse_control_key(rec.key)
+                    epoch = None
+                    if ctype in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                        epoch = EndTransactionMarker.decode(ctype, rec.value).coordinator_epoch
+                    rec._set_control(ctype, epoch)
+            except KcodecError as exc:
+                raise exc.with_context(position=self.position, batch_offset=self.base_offset)
         return out
 
     def __iter__(self) -> Iterator:
-        return iter(self.records())
+        """Decode lazily, one record per step (control batches are decoded up front)."""
+        if self.is_control:
+            return iter(self.records())
+        count = self._count()
+        if count == 0:  # Kafka never looks at the payload of an empty batch
+            return iter(())
+        data = self.records_data()
+        compressed = (self.attributes & COMPRESSION_MASK) != 0
+        h = self._h
+        return RecordIterator(data, count, h[0], h[7], self.timestamp_type,
+                              bool(self.attributes & TIMESTAMP_TYPE_MASK), h[8], h[11], False, compressed,
+                              self.position if compressed else self.position + RECORD_BATCH_OVERHEAD,
+                              h[0], compressed)
 
     def scan(self):
         """``(RecordIndex, data)``: offsets and lengths of every record field, without Record objects."""
@@ -248,7 +264,7 @@ class RecordBatch:
         data = self.records_data() if count else b""
         compressed = (self.attributes & COMPRESSION_MASK) != 0
         try:
-            return scan_v2_records(data, count), data
+            return scan_v2_records(data, count, 0, compressed), data
         except KcodecError as exc:
             if compressed:
                 exc.position = None

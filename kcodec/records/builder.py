@@ -4,14 +4,12 @@ from __future__ import annotations
 import time
 from typing import Iterable, Optional, Sequence, Union
 
-from kcodec._native.primitives import crc32c
-from kcodec._native.records import RecordsWriter, record_size
+from kcodec._native.records import RecordsWriter, assemble_batch, record_size
 from kcodec.compression import CompressionType, TimestampType, get_codec
 from kcodec.errors import RecordBuilderError, UnsupportedCodecError
 from kcodec.records.batch import (
     CONTROL_MASK,
     DELETE_HORIZON_MASK,
-    HEADER,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
@@ -92,13 +90,18 @@ class RecordBatchBuilder:
         if delete_horizon_ms is not None and delete_horizon_ms < 0:
             delete_horizon_ms = None
         self.delete_horizon_ms = delete_horizon_ms
+        if write_limit is not None and write_limit < 0:
+            raise RecordBuilderError(f"write_limit must be non-negative, got {write_limit}")
         self.write_limit = write_limit
         self.pool = pool
         self.estimated_compression_ratio = estimated_compression_ratio
-        self._writer = RecordsWriter(4096)
-        self._last_offset: Optional[int] = None
-        self._first_timestamp: Optional[int] = None
-        self._max_timestamp = _NO_TIMESTAMP
+        self._writer = RecordsWriter(
+            4096, base_offset, delete_horizon_ms,
+            log_append_time if self.timestamp_type == TimestampType.LOG_APPEND_TIME else None, is_control)
+        # The per-record path runs natively: bind the writer's methods directly so an
+        # append costs one C call (the class methods below document the same API).
+        self.append = self._writer.append
+        self.append_many = self._writer.append_many
         self._last_offset_override: Optional[int] = None
         self._built = False
         self.compression_ratio: Optional[float] = None  #: compressed/uncompressed records, after build()
@@ -123,13 +126,18 @@ class RecordBatchBuilder:
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset if self._last_offset is None else self._last_offset + 1
+        return self._writer.next_offset
+
+    @property
+    def last_offset(self) -> Optional[int]:
+        return self._writer.last_offset if self._writer.has_records else None
 
     @property
     def max_timestamp(self) -> int:
-        return self._max_timestamp
+        return self._writer.max_timestamp
 
     def is_full(self) -> bool:
+        """Kafka's isFull(): built, or a write limit the batch has reached."""
         return self._built or (self.write_limit is not None and self._writer.count > 0
                                and self.write_limit <= self.estimated_size)
 
@@ -141,66 +149,32 @@ class RecordBatchBuilder:
         if self._writer.count == 0 or self.write_limit is None:
             return True
         ts = _now_ms() if timestamp is None else timestamp
-        base = self._base_timestamp_for(ts)
-        size = record_size(self.next_offset - self.base_offset, ts - base, key, value, headers)
+        base = self._writer.delta_base
+        size = record_size(self.next_offset - self.base_offset, ts - (ts if base is None else base),
+                           key, value, headers)
         if self.compression_id != 0:
             size = int(size * self.estimated_compression_ratio * COMPRESSION_RATE_ESTIMATION_FACTOR)
         return self.write_limit >= self.estimated_size + size
 
-    def _base_timestamp_for(self, ts: int) -> int:
-        if self.delete_horizon_ms is not None:
-            return self.delete_horizon_ms
-        return ts if self._first_timestamp is None else self._first_timestamp
-
     # -- appending ------------------------------------------------------------
     def append(self, key: Optional[bytes], value: Optional[bytes], timestamp: Optional[int] = None,
                headers: Sequence = (), offset: Optional[int] = None) -> int:
-        """Append a record; returns its offset.  ``None`` key/value is null, ``b""`` is empty."""
-        if self.is_control:
-            raise RecordBuilderError("Control records can only be appended to control batches; "
-                                     "use append_control() on this control batch")
-        return self._append(key, value, timestamp, headers, offset)
+        """Append a record; returns its offset.
+
+        ``None`` key/value is null, ``b""`` is empty (both round-trip).
+        ``timestamp`` defaults to now (CREATE_TIME) or the log append time;
+        ``offset`` defaults to the next offset and may leave gaps but must
+        increase.  ``headers`` are ``(str, bytes | None)`` pairs.
+        """
+        return self._writer.append(key, value, timestamp, headers, offset)
 
     def _append(self, key, value, timestamp, headers, offset) -> int:
-        if self._built:
-            raise RecordBuilderError("this builder has already built its batch")
-        if offset is None:
-            offset = self.next_offset
-        elif self._last_offset is not None and offset <= self._last_offset:
-            raise RecordBuilderError(
-                f"Illegal offset {offset} following previous offset {self._last_offset} "
-                "(Offsets must increase monotonically).")
-        delta = offset - self.base_offset
-        if delta > _INT32_MAX or delta < -2147483648:
-            raise RecordBuilderError(
-                f"offset {offset} is too far from base offset {self.base_offset} for one batch")
-        if self._writer.count == _INT32_MAX - 1:
-            raise RecordBuilderError("Maximum number of records per batch exceeded")
-        if timestamp is None:
-            timestamp = self.log_append_time if self.timestamp_type == TimestampType.LOG_APPEND_TIME else _now_ms()
-        if timestamp < 0 and timestamp != _NO_TIMESTAMP:
-            raise RecordBuilderError(f"Invalid negative timestamp {timestamp}")
-        if self._first_timestamp is None:
-            self._first_timestamp = timestamp
-        base = self.delete_horizon_ms if self.delete_horizon_ms is not None else self._first_timestamp
-        self._writer.append(delta, timestamp - base, key, value, headers)
-        if timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
-        self._last_offset = offset
-        return offset
+        return self._writer.append_raw(key, value, timestamp, headers, offset)
 
     def append_many(self, keys: Iterable, values: Iterable, timestamps: Optional[Iterable] = None,
                     headers: Optional[Iterable] = None) -> int:
         """Append records from parallel sequences (lists, numpy object arrays); returns the count."""
-        n = 0
-        ts_iter = iter(timestamps) if timestamps is not None else None
-        h_iter = iter(headers) if headers is not None else None
-        for key, value in zip(keys, values):
-            ts = next(ts_iter) if ts_iter is not None else None
-            hs = next(h_iter) if h_iter is not None else ()
-            self.append(key, value, None if ts is None else int(ts), hs or ())
-            n += 1
-        return n
+        return self._writer.append_many(keys, values, timestamps, headers)
 
     def append_control(self, control_type: Union[ControlRecordType, EndTransactionMarker, None] = None,
                        value: Optional[bytes] = None, timestamp: Optional[int] = None,
@@ -244,20 +218,25 @@ class RecordBatchBuilder:
         Compaction keeps a batch's original last offset (and so its last
         sequence) even when its last records were removed.
         """
-        if self._last_offset is not None and offset < self._last_offset:
-            raise RecordBuilderError(
-                f"last offset {offset} is below the last appended offset {self._last_offset}")
+        last = self.last_offset
+        if last is not None and offset < last:
+            raise RecordBuilderError(f"last offset {offset} is below the last appended offset {last}")
         self._last_offset_override = offset
 
     # -- building -------------------------------------------------------------
     def build(self):
-        """Write header, CRC-32C and (compressed) records; see the class doc for who owns the result."""
+        """Write header, CRC-32C and (compressed) records; see the class doc for who owns the result.
+
+        Without a pool the result is a new ``bytes``; with one it is a
+        :class:`~kcodec.records.PooledBuffer` to ``release()`` after use.
+        """
         if self._built:
             raise RecordBuilderError("build() was already called")
-        if self._writer.count == 0:
+        records = self._writer
+        if records.count == 0:
             raise RecordBuilderError("cannot build a batch without records (Kafka writes nothing)")
         self._built = True
-        records = self._writer
+        records.closed = True
         if self.compression_id == 0:
             payload = records
         else:
@@ -269,7 +248,7 @@ class RecordBatchBuilder:
             attributes |= TIMESTAMP_TYPE_MASK
             max_ts = self.log_append_time
         else:
-            max_ts = self._max_timestamp
+            max_ts = records.max_timestamp
         if self.is_transactional:
             attributes |= TRANSACTIONAL_MASK
         if self.is_control:
@@ -278,26 +257,24 @@ class RecordBatchBuilder:
             attributes |= DELETE_HORIZON_MASK
             base_ts = self.delete_horizon_ms
         else:
-            base_ts = self._first_timestamp
+            base_ts = records.first_timestamp
         if base_ts < 0 and base_ts != _NO_TIMESTAMP:
             raise RecordBuilderError(f"Invalid message timestamp {base_ts}")
-        total = RECORD_BATCH_OVERHEAD + n_payload
-        header = bytearray(HEADER.pack(
-            self.base_offset, total - 12, self.partition_leader_epoch, 2, 0, attributes,
-            (self._last_offset if self._last_offset_override is None else self._last_offset_override)
-            - self.base_offset, base_ts, max_ts, self.producer_id,
-            self.producer_epoch, self.base_sequence, records.count))
-        crc = crc32c(payload, crc32c(memoryview(header)[21:]))
-        header[17:21] = crc.to_bytes(4, "big")
+        last = records.last_offset if self._last_offset_override is None else self._last_offset_override
+        fields = (self.base_offset, self.partition_leader_epoch, attributes, last - self.base_offset, base_ts,
+                  max_ts, self.producer_id, self.producer_epoch, self.base_sequence, records.count)
         if self.pool is None:
-            out = bytes(header) + bytes(memoryview(payload)) if self.compression_id == 0 else bytes(header) + payload
-            self._writer = None
-            return out
-        buf = self.pool.get(total)
-        buf[:RECORD_BATCH_OVERHEAD] = header
-        buf[RECORD_BATCH_OVERHEAD:total] = memoryview(payload)
-        self._writer = None
-        return self.pool.wrap(buf, total)
+            out = assemble_batch(payload, *fields)
+        else:
+            total = RECORD_BATCH_OVERHEAD + n_payload
+            buf = self.pool.get(total)
+            assemble_batch(payload, *fields, out=buf)
+            out = self.pool.wrap(buf, total)
+        self.append = self.append_many = self._closed_append
+        return out
+
+    def _closed_append(self, *args, **kwargs):
+        raise RecordBuilderError("this builder has already built its batch")
 
 
 def _legacy_builder(magic: int, **kwargs):
