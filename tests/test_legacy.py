@@ -273,6 +273,31 @@ def test_54_inner_crc_checked_by_deep_validation():
     assert len(b.records()) == 2  # iteration itself does not check inner CRCs, like Kafka's
 
 
+def test_error_positions_point_into_the_buffer():
+    prefix = message(0, b"a", b"b")
+    start = len(prefix)
+    # A length field in a plain message: its absolute position (v1: key length at 14, value at 18+K).
+    data = prefix + message(1, b"k", 1000)
+    with pytest.raises(InvalidRecordError) as e:
+        _read_all(data)
+    assert e.value.position == start + 12 + 19 and e.value.batch_offset == 1
+    # Damage inside a decompressed set has no place in the buffer: the wrapper's position.
+    inner = inner_set([0]) + message(1, b"k", 1000)
+    with pytest.raises(InvalidRecordError) as e:
+        _read_all(prefix + wrapper(1, inner))
+    assert e.value.position == start
+    with pytest.raises(CorruptRecordError) as e:
+        _read_all(prefix + wrapper(1, struct.pack(">qi", 0, 13) + b"\0" * 13))
+    assert e.value.position == start
+    # A codec error counts from the compressed value (v1 wrapper, null key: value at 12 + 22).
+    good = wrapper(1, inner_set([0, 1, 2]))
+    body = bytearray(good)
+    body[12 + 22 + 12] ^= 0xFF  # inside the deflate stream, after gzip's 10-byte header
+    with pytest.raises(KcodecError) as e:
+        _read_all(prefix + _fix(body))
+    assert e.value.position is not None and e.value.position >= start + 12 + 22
+
+
 # -- other reader behaviour ---------------------------------------------------------------
 def test_batch_iterates_many_times_and_positions():
     data = message(0, b"a", b"b") + wrapper(3, inner_set([0, 1, 2])) + message(4, None, b"c", magic=0)

@@ -300,10 +300,11 @@ class LegacyRecordBatch:
             inner = self._inner_entries()
             data = self._data
             for _offset, begin, end, _magic, _attributes in inner:
-                try:
-                    _ensure_crc(data, begin, end, self.position)
-                except KcodecError as e:
-                    raise e.with_context(batch_offset=self._offset)
+                bad = check_crc(data, begin, end)
+                if bad is not None:
+                    raise CorruptRecordError(
+                        f"Record is corrupt (stored crc = {bad[0]}, computed crc = {bad[1]})",
+                        position=self.position, batch_offset=self._offset)
 
     # -- records ---------------------------------------------------------------
     def __iter__(self) -> Iterator:
@@ -331,6 +332,9 @@ class LegacyRecordBatch:
             try:
                 _crc, _magic, _attrs, ts, key, value = parse_message(data, start, end)
             except KcodecError as e:
+                # A position inside the decompressed set does not map onto the
+                # buffer; the wrapper's position does.
+                e.position = None
                 raise e.with_context(position=self.position, batch_offset=self._offset) from None
             if magic == 1:
                 # Inner v1 messages take the wrapper's timestamp type, and its
@@ -364,7 +368,11 @@ class LegacyRecordBatch:
             try:
                 self._read_inner()
             except KcodecError as e:
-                raise e.with_context(position=self.position, batch_offset=self._offset) from None
+                # _read_inner reports absolute positions where it knows one;
+                # errors about the set as a whole point at the wrapper.
+                if e.position is None:
+                    e.position = self.position
+                raise e.with_context(batch_offset=self._offset) from None
         return self._inner
 
     def _read_inner(self) -> None:
@@ -376,11 +384,19 @@ class LegacyRecordBatch:
             # Kafka's message prints the magic, not the codec.
             raise InvalidRecordError(
                 f"Invalid wrapper compressionType found in legacy deep record iterator {magic}")
-        value = self.message_value()
-        if value is None:
+        start = self.position + LOG_OVERHEAD
+        value_pos, length = value_span(self._mv, start, self.position + self.size_in_bytes)
+        if length < 0:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {magic})")
-        data = get_codec(codec_id).decompress(value, magic=magic, max_size=self._max_size)
+        try:
+            data = get_codec(codec_id).decompress(
+                self._mv[value_pos:value_pos + length], magic=magic, max_size=self._max_size)
+        except KcodecError as e:
+            # Codec positions count from the start of the compressed value.
+            if e.position is not None:
+                e.position += value_pos
+            raise
         if not isinstance(data, (bytes, bytearray)):
             data = _as_bytes_view(data)
         entries = scan_inner(data)
