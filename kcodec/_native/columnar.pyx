@@ -4,7 +4,7 @@ records straight from Arrow buffers.  Python touches only per-batch objects;
 every per-record step is a C loop without the GIL.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
-from libc.stdint cimport uint8_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -267,3 +267,63 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
                                              (chv.data + chv.offs[j]) if hvl >= 0 else NULL, hvl)
     return (out, b_row[:nbatch + 1], b_pos[:nbatch + 1], b_first_ts[:nbatch], b_max_ts[:nbatch],
             b_first_off[:nbatch], b_last_off[:nbatch])
+
+
+cdef inline int32_t _murmur2(const uint8_t *data, int64_t length) nogil:
+    # Kafka's Utils.murmur2: seed 0x9747b28c, little-endian 4-byte blocks, Java int arithmetic.
+    cdef uint32_t m = 0x5bd1e995
+    cdef int r = 24
+    cdef uint32_t seed = 0x9747b28c
+    cdef uint32_t h = seed ^ <uint32_t>length
+    cdef int64_t i, nblocks = length // 4
+    cdef uint32_t k
+    for i in range(nblocks):
+        k = (<uint32_t>data[4 * i]) | (<uint32_t>data[4 * i + 1] << 8) | \
+            (<uint32_t>data[4 * i + 2] << 16) | (<uint32_t>data[4 * i + 3] << 24)
+        k *= m
+        k ^= k >> r
+        k *= m
+        h *= m
+        h ^= k
+    cdef int64_t tail = nblocks * 4
+    cdef int rem = length % 4
+    if rem == 3:
+        h ^= (<uint32_t>data[tail + 2]) << 16
+    if rem >= 2:
+        h ^= (<uint32_t>data[tail + 1]) << 8
+    if rem >= 1:
+        h ^= data[tail]
+        h *= m
+    h ^= h >> 13
+    h *= m
+    h ^= h >> 15
+    return <int32_t>h
+
+
+def murmur2_bytes(data) -> int:
+    """Kafka's murmur2 hash of a buffer (signed 32-bit)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        return _murmur2(<const uint8_t *>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def partition_column(valid, Py_ssize_t voff, offsets, data, Py_ssize_t n, int32_t num_partitions):
+    """``toPositive(murmur2(key)) % num_partitions`` per row of an Arrow large-binary column; null -> -1."""
+    cdef _Col c
+    cdef list keep = []
+    _col_from((valid, voff, offsets, data), &c, keep)
+    cdef cnp.ndarray[int32_t] out = np.empty(n, np.int32)
+    cdef int32_t *o = <int32_t *>out.data
+    cdef Py_ssize_t i
+    cdef int32_t ln
+    with nogil:
+        for i in range(n):
+            ln = _len_of(&c, i)
+            if ln < 0:
+                o[i] = -1
+            else:
+                o[i] = (_murmur2(c.data + c.offs[i], ln) & 0x7fffffff) % num_partitions
+    return out
