@@ -358,7 +358,7 @@ def scan_v2_records(data, int32_t count, Py_ssize_t base_pos=0, bint stream=Fals
             _fill_headers(start, end, count, stream, hk_pos, hk_len, hv_pos, hv_len)
     finally:
         PyBuffer_Release(&view)
-    idx = RecordIndex.__new__(RecordIndex)
+    cdef RecordIndex idx = RecordIndex.__new__(RecordIndex)
     idx.offset_delta = off_d
     idx.timestamp_delta = ts_d
     idx.key_pos = k_pos

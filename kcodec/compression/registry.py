@@ -161,7 +161,7 @@ def get_codec(key: Union[int, str, "object"]) -> Codec:
                 codec = _builtin_cache[codec_id] = _instantiate(_import(BUILTIN_CODECS[codec_id][1]))
             return codec
     raise UnsupportedCodecError(
-        f"unknown compression type id: {codec_id}; valid ids are "
+        f"Unknown compression type id: {codec_id}; valid ids are "
         + ", ".join(f"{i.id} ({i.name})" for i in codecs() if i.active))
 
 
@@ -184,7 +184,7 @@ def _resolve_id(key) -> int:
     if isinstance(key, bool) or not isinstance(key, int):
         raise UnsupportedCodecError(f"not a compression type: {key!r}")
     if not 0 <= int(key) <= 7:
-        raise UnsupportedCodecError(f"unknown compression type id: {int(key)}; ids are 0..7")
+        raise UnsupportedCodecError(f"Unknown compression type id: {int(key)}; ids are 0..7")
     return int(key)
 
 

@@ -78,7 +78,7 @@ class CompressionType(enum.IntEnum):
             return cls(type_id)
         except ValueError:
             raise UnsupportedCodecError(
-                f"unknown compression type id: {type_id!r}; valid ids are "
+                f"Unknown compression type id: {type_id!r}; valid ids are "
                 + ", ".join(f"{c.value} ({c.kafka_name})" for c in cls)) from None
 
     @classmethod
