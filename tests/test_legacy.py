@@ -436,6 +436,51 @@ def test_builder_refusals():
             b.append(b"k", b"v", T0)
 
 
+def _zlib_codec(magics):
+    import kcodec
+
+    class ZlibCodec(kcodec.Codec):
+        """A registered codec on a free id, as a third party would add one."""
+
+        id = 6
+        name = "zlib-test"
+        min_level, max_level, default_level = 1, 9, 6
+
+        def compress(self, data, level=None, magic=2):
+            self.check_magic(magic)
+            return zlib.compress(bytes(data), self.resolve_level(level))
+
+        def decompress(self, data, magic=2, max_size=kcodec.DEFAULT_MAX_DECOMPRESSED_SIZE):
+            self.check_magic(magic)
+            out = zlib.decompressobj().decompress(bytes(data), max_size + 1)
+            self.check_limit(len(out), max_size)
+            return out
+
+    ZlibCodec.magics = frozenset(magics)
+    return ZlibCodec
+
+
+def test_builder_with_a_registered_codec():
+    from kcodec import register_codec, unregister_codec
+    register_codec(_zlib_codec({0, 1, 2}))
+    try:
+        b = LegacyRecordBatchBuilder(1, 6, level=1, base_offset=10)
+        for i in range(3):
+            b.append(b"k%d" % i, b"v" * i, T0 + i)
+        w = one(b.build())
+        w.ensure_valid(deep=True)
+        assert (w.compression, w.attributes & 7) == (6, 6)
+        assert triples(w) == [(10 + i, T0 + i, b"k%d" % i, b"v" * i) for i in range(3)]
+    finally:
+        unregister_codec(6)
+    register_codec(_zlib_codec({2}))
+    try:
+        with pytest.raises(UnsupportedCodecError, match="not supported for magic 1"):
+            LegacyRecordBatchBuilder(1, 6)
+    finally:
+        unregister_codec(6)
+
+
 def test_builder_empty_and_default_timestamp():
     assert LegacyRecordBatchBuilder(1, "gzip").build() == b""
     b = LegacyRecordBatchBuilder(1)

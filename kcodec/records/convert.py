@@ -30,11 +30,11 @@ per produce request).  v2 batches are copied unchanged.
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Union
+from typing import Any, Iterable, List, Optional, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import RecordBuilderError, UnsupportedCodecError
-from kcodec.records.legacy import LegacyRecordBatch, LegacyRecordBatchBuilder
+from kcodec.records.legacy import BufferLike, LegacyRecordBatch, LegacyRecordBatchBuilder
 
 __all__ = ["convert_magic", "UP_CONVERSION_BATCH_BYTES"]
 
@@ -52,7 +52,7 @@ def _batches(batches_or_buffer) -> Iterable:
     return read_batches(batches_or_buffer)
 
 
-def convert_magic(batches_or_buffer, to_magic: int, *,
+def convert_magic(batches_or_buffer: Union[BufferLike, Iterable[Any]], to_magic: int, *,
                   compression: Union[CompressionType, int, str, None] = None,
                   level: Optional[int] = None, fetch_offset: Optional[int] = None,
                   log_append_time: Optional[int] = None) -> bytes:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Union
 
 from kcodec._native.legacy import append_message, check_crc, parse_message, scan_inner, value_span
 from kcodec._native.primitives import crc32
@@ -44,6 +44,13 @@ from kcodec.errors import (
     UnsupportedCodecError,
 )
 from kcodec.records.framing import LOG_OVERHEAD
+
+if TYPE_CHECKING:
+    from kcodec.records.pool import BufferPool
+    from kcodec.records.record import Record
+
+#: Anything with the buffer protocol: bytes, bytearray, memoryview, mmap, numpy arrays.
+BufferLike = Any
 
 __all__ = [
     "LegacyRecordBatch",
@@ -143,9 +150,9 @@ class LegacyRecordBatch:
     __slots__ = ("_mv", "position", "size_in_bytes", "_max_size", "_pool", "_offset",
                  "_magic", "_attributes", "_timestamp", "_crc", "_inner", "_base", "_data")
 
-    def __init__(self, buf, position: int = 0, size: Optional[int] = None, *,
+    def __init__(self, buf: BufferLike, position: int = 0, size: Optional[int] = None, *,
                  max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-                 pool=None) -> None:
+                 pool: Optional["BufferPool"] = None) -> None:
         mv = _as_bytes_view(buf)
         n = len(mv)
         if position < 0 or n - position < LOG_OVERHEAD:
@@ -307,7 +314,7 @@ class LegacyRecordBatch:
                         position=self.position, batch_offset=self._offset)
 
     # -- records ---------------------------------------------------------------
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator["Record"]:
         Record = _record_class()
         if not self.is_compressed:
             start = self.position + LOG_OVERHEAD
@@ -345,7 +352,7 @@ class LegacyRecordBatch:
             else:
                 yield Record(offset + base, ts, _TS_TYPES[(attributes & _TIMESTAMP_TYPE_MASK) >> 3], key, value)
 
-    def records(self) -> list:
+    def records(self) -> List["Record"]:
         return list(self)
 
     def message_key(self) -> Optional[bytes]:
@@ -445,7 +452,7 @@ class LegacyRecordBatchBuilder:
                  level: Optional[int] = None, base_offset: int = 0,
                  timestamp_type: TimestampType = TimestampType.CREATE_TIME,
                  log_append_time: Optional[int] = None, write_limit: Optional[int] = None,
-                 pool=None) -> None:
+                 pool: Optional["BufferPool"] = None) -> None:
         if magic not in (0, 1):
             raise RecordBuilderError(f"LegacyRecordBatchBuilder writes magic 0 or 1, not {magic!r}")
         if isinstance(compression, (CompressionType, str)) or (
@@ -459,6 +466,8 @@ class LegacyRecordBatchBuilder:
             raise UnsupportedCodecError(
                 f"Compression type zstd is not supported for magic {magic}: zstd needs magic v2")
         self._codec = get_codec(codec_id)
+        # A plugin codec says which magics its framing is defined for.
+        self._codec.check_magic(magic)
         self._level = ctype.validate_level(level) if ctype is not None else self._codec.resolve_level(level)
         if ctype is not None and level is None:
             self._level = None  # the codec's own default == Kafka's
@@ -562,7 +571,7 @@ class LegacyRecordBatchBuilder:
             self._max_timestamp = timestamp
         return offset
 
-    def append_record(self, record) -> int:
+    def append_record(self, record: "Record") -> int:
         """Append a record object (offset, timestamp, key, value); headers are not carried."""
         return self.append(record.key, record.value, record.timestamp, offset=record.offset)
 
@@ -601,7 +610,7 @@ class LegacyRecordBatchBuilder:
         return bytes(out)
 
 
-def iter_legacy_batches(buf, start: int = 0, end: Optional[int] = None, *,
+def iter_legacy_batches(buf: BufferLike, start: int = 0, end: Optional[int] = None, *,
                         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
                         ) -> Iterator[LegacyRecordBatch]:
     """The v0/v1 entries of ``buf`` (Kafka's framing rules); raises on a v2 entry."""
