@@ -162,3 +162,64 @@ def test_wrong_magic():
     buf[16] = 3
     with pytest.raises(CorruptRecordError, match="Invalid magic found in record: 3"):
         decode_all(bytes(buf))
+
+
+def _compressed_batch_with(records: bytes, count: int, codec: str, position: int = 0) -> bytes:
+    from kcodec import CompressionType, get_codec
+    payload = get_codec(codec).compress(records)
+    buf = bytearray(_batch_with(b"", count))
+    buf[22] = (buf[22] & 0xF8) | int(CompressionType.of(codec))
+    buf += payload
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    return b"\0" * position + fix_crc(buf)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "lz4", "zstd", "snappy"])
+def test_compressed_batches_follow_kafkas_stream_reader(codec):
+    # Kafka reads a compressed batch's records from a stream (DefaultRecord.readFrom(InputStream)),
+    # whose error texts differ from the uncompressed reader's.
+    base = b"\x00" + encode_varlong(0) + encode_varint(0)
+    good = _record(base + encode_varint(1) + b"k" + encode_varint(1) + b"v" + encode_varint(0))
+    cases = [
+        (good, 1, None),
+        (good + b"\x80", 2, "Incorrect declared batch size, premature EOF reached"),  # cut length varint
+        (good, 2, "Incorrect declared batch size, premature EOF reached"),
+        (good + encode_varint(-3), 2, "Incorrect declared batch size, premature EOF reached"),
+        (good + encode_varint(40) + base, 2,
+         "Invalid record size: expected 40 bytes in record payload, but the record payload reached EOF."),
+        # a key longer than its record: bounded by the record in the stream reader
+        (_record(base + encode_varint(5) + b"k" + encode_varint(-1) + encode_varint(0)) + b"xxxxxxxx", 1,
+         "Found invalid record structure"),
+        (good + good, 1, "Incorrect declared batch size, records still remaining in file"),
+    ]
+    for records, count, message in cases:
+        data = _compressed_batch_with(records, count, codec, position=7)
+        if message is None:
+            assert decode_all(data[7:])[0].key == b"k"
+            continue
+        for getter in (lambda b: b.records(), lambda b: list(b), lambda b: b.scan()):
+            with pytest.raises(InvalidRecordError) as info:
+                for batch in read_batches(memoryview(data)[7:]):
+                    getter(batch)
+            assert info.value.message == message
+            assert info.value.batch_offset == 0 and info.value.position == 0
+
+
+def test_uncompressed_cut_length_prefix_is_premature_eof():
+    base = b"\x00" + encode_varlong(0) + encode_varint(0)
+    good = _record(base + encode_varint(-1) + encode_varint(-1) + encode_varint(0))
+    with pytest.raises(InvalidRecordError, match="premature EOF reached") as info:
+        decode_all(_batch_with(good + b"\x80", 2))
+    assert info.value.position == 61 + len(good)
+
+
+def test_errors_from_iteration_and_scan_carry_absolute_positions():
+    base = b"\x00" + encode_varlong(0) + encode_varint(0)
+    bad = _record(base + encode_varint(-1) + encode_varint(-1) + encode_varint(-3))
+    data = small_batch() + _batch_with(bad, 1)
+    start = len(small_batch())
+    batches = list(read_batches(data))
+    for getter in (lambda b: b.records(), lambda b: list(b), lambda b: b.scan()):
+        with pytest.raises(InvalidRecordError, match="Found invalid number of record headers -3") as info:
+            getter(batches[1])
+        assert info.value.position == start + 61

@@ -224,7 +224,7 @@ def test_unknown_codec_id():
     buf = bytearray(load_case("v2_none_single")[0])
     buf[22] = (buf[22] & 0xF8) | 6
     batch = next(read_batches(bytes(buf), validate=False))
-    with pytest.raises(UnsupportedCodecError, match="unknown compression type id: 6"):
+    with pytest.raises(UnsupportedCodecError, match="Unknown compression type id: 6"):
         batch.compression
     with pytest.raises(UnsupportedCodecError):
         batch.records()

@@ -1,0 +1,255 @@
+"""RecordBatchBuilder and RecordBatch: more of MemoryRecordsBuilder's and DefaultRecordBatch's behaviours
+(headers, codecs, lazy iteration, estimates, legacy delegation, the Record type, RecordIndex)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import kcodec
+from kcodec import CompressionType, RecordBatchBuilder, TimestampType, read_batches
+from kcodec.errors import InvalidRecordError, RecordBuilderError, UnsupportedCodecError
+from kcodec.records import ControlRecordType, EndTransactionMarker, Record, RecordBatch
+from kcodec.records.batch import increment_sequence
+
+TS = 1_700_000_000_000
+
+
+def build(records, **kw):
+    b = RecordBatchBuilder(**kw)
+    for r in records:
+        b.append(*r)
+    return bytes(b.build())
+
+
+def one(data):
+    batches = list(read_batches(data))
+    assert len(batches) == 1
+    return batches[0]
+
+
+def test_offsets_with_gaps_and_header_fields():
+    b = RecordBatchBuilder(base_offset=100, partition_leader_epoch=7, producer_id=42, producer_epoch=3,
+                           base_sequence=10)
+    assert b.append(b"a", b"1", TS) == 100
+    assert b.append(b"b", b"2", TS + 5, offset=105) == 105
+    assert b.append(b"c", b"3", TS - 5) == 106
+    batch = one(b.build())
+    assert [r.offset for r in batch] == [100, 105, 106]
+    assert [r.sequence for r in batch] == [10, 15, 16]
+    assert (batch.base_offset, batch.last_offset, batch.next_offset) == (100, 106, 107)
+    assert batch.base_timestamp == TS and batch.max_timestamp == TS + 5
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.last_sequence) == (42, 3, 10, 16)
+    assert batch.partition_leader_epoch == 7 and batch.record_count == 3
+    assert batch.compression == CompressionType.NONE and batch.timestamp_type == TimestampType.CREATE_TIME
+    assert not batch.is_transactional and not batch.is_control and batch.delete_horizon_ms is None
+    assert batch.is_valid()
+    assert len(batch.raw) == batch.size_in_bytes
+
+
+def test_offset_delta_limit():
+    b = RecordBatchBuilder(base_offset=0)
+    with pytest.raises(RecordBuilderError):
+        b.append(b"a", b"1", TS, offset=2**31)
+
+
+def test_negative_timestamp_rejected_but_minus_one_allowed():
+    b = RecordBatchBuilder()
+    with pytest.raises(RecordBuilderError, match="Invalid negative timestamp -5"):
+        b.append(b"a", b"1", -5)
+    b.append(b"a", b"1", -1)
+    assert one(b.build()).records()[0].timestamp == -1
+
+
+def test_log_append_time_overrides_record_timestamps():
+    b = RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=TS + 999)
+    b.append(b"a", b"1", TS)
+    b.append(b"b", b"2")
+    batch = one(b.build())
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert batch.max_timestamp == TS + 999
+    assert [r.timestamp for r in batch] == [TS + 999, TS + 999]
+    assert all(r.timestamp_type == TimestampType.LOG_APPEND_TIME for r in batch)
+
+
+def test_delete_horizon_base_timestamp_and_negative_deltas():
+    horizon = TS + 86_400_000
+    b = RecordBatchBuilder(delete_horizon_ms=horizon)
+    b.append(b"a", b"1", TS)
+    b.append(b"b", None, TS + 10)
+    batch = one(b.build())
+    assert batch.attributes & 0x40
+    assert batch.delete_horizon_ms == horizon == batch.base_timestamp
+    assert [r.timestamp for r in batch] == [TS, TS + 10]
+    assert batch.max_timestamp == TS + 10
+
+
+def test_headers_round_trip_order_repeats_null_utf8():
+    headers = [("k", b"v"), ("k", None), ("", b""), ("ключ", b"\xff\x00")]
+    batch = one(build([(b"x", b"y", TS, headers)]))
+    assert batch.records()[0].headers == tuple(headers)
+
+
+def test_null_header_key_rejected():
+    with pytest.raises(RecordBuilderError):
+        build([(b"x", b"y", TS, [(None, b"v")])])
+
+
+def test_sequence_wrap():
+    b = RecordBatchBuilder(producer_id=1, producer_epoch=0, base_sequence=2**31 - 1)
+    b.append(b"a", b"1", TS)
+    b.append(b"b", b"2", TS)
+    batch = one(b.build())
+    assert [r.sequence for r in batch] == [2**31 - 1, 0]
+    assert batch.last_sequence == 0
+    assert increment_sequence(2**31 - 2, 3) == 1
+
+
+def test_iteration_is_reentrant_and_lazy():
+    batch = one(build([(b"a", bytes([i]), TS) for i in range(10)], compression="gzip"))
+    first = list(batch)
+    assert list(batch) == first == batch.records()
+    it = iter(batch)
+    assert next(it).value == b"\x00"
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_codecs_round_trip(codec):
+    recs = [(b"k%d" % i, b"value-%d" % i * 5, TS + i, [("h", b"%d" % i)]) for i in range(200)]
+    batch = one(build(recs, compression=codec))
+    assert batch.compression == CompressionType.of(codec)
+    got = [(r.key, r.value, r.timestamp, list(r.headers)) for r in batch]
+    assert got == [(k, v, t, h) for k, v, t, h in recs]
+
+
+def test_zstd_levels_and_validation():
+    data = build([(b"k", b"v" * 1000, TS)], compression="zstd", level=10)
+    assert one(data).records()[0].value == b"v" * 1000
+    with pytest.raises((RecordBuilderError, UnsupportedCodecError, ValueError)):
+        RecordBatchBuilder(compression="gzip", level=42)
+    with pytest.raises(UnsupportedCodecError):
+        RecordBatchBuilder(magic=1, compression="zstd")
+
+
+def test_transactional_and_producer_state():
+    b = RecordBatchBuilder(producer_id=9, producer_epoch=1, base_sequence=0, is_transactional=True)
+    b.append(b"a", b"1", TS)
+    batch = one(b.build())
+    assert batch.is_transactional and batch.has_producer_id
+
+
+def test_unknown_control_type_and_marker_codec():
+    b = RecordBatchBuilder(is_control=True)
+    b.append_control(key=b"\x00\x00\x00\x63", value=b"", timestamp=TS)
+    rec = one(b.build()).records()[0]
+    assert rec.control_type == ControlRecordType.UNKNOWN and rec.coordinator_epoch is None
+    m = EndTransactionMarker(ControlRecordType.ABORT, 77)
+    assert EndTransactionMarker.decode(ControlRecordType.ABORT, m.value()) == m
+    with pytest.raises(InvalidRecordError, match="at least 6 bytes, but found only 5"):
+        EndTransactionMarker.decode(ControlRecordType.ABORT, b"\x00" * 5)
+
+
+def test_short_control_key_is_invalid():
+    b = RecordBatchBuilder(is_control=True)
+    b.append_control(key=b"\x00", value=b"", timestamp=TS)
+    with pytest.raises(InvalidRecordError, match="Must have at least 4 bytes, but found only 1"):
+        one(b.build()).records()
+
+
+def test_write_limit_first_record_always_fits():
+    b = RecordBatchBuilder(write_limit=10)
+    assert b.has_room_for(b"k", b"v" * 100, timestamp=TS)
+    b.append(b"k", b"v" * 100, TS)
+    assert not b.has_room_for(b"k", b"v", timestamp=TS)
+    assert b.is_full()
+
+
+def test_write_limit_matches_batch_size():
+    b = RecordBatchBuilder(write_limit=1000)
+    n = 0
+    while b.has_room_for(b"key", b"x" * 50, timestamp=TS):
+        b.append(b"key", b"x" * 50, TS)
+        n += 1
+    data = bytes(b.build())
+    assert len(data) <= 1000 and n > 1
+    assert len(data) + 60 > 1000  # one more record would not have fitted
+
+
+def test_estimated_compression_ratio_scales_the_estimate():
+    b1 = RecordBatchBuilder(compression="gzip", estimated_compression_ratio=1.0)
+    b2 = RecordBatchBuilder(compression="gzip", estimated_compression_ratio=0.25)
+    for b in (b1, b2):
+        b.append(b"k", b"v" * 1000, TS)
+    assert b2.estimated_size < b1.estimated_size
+    b1.build()
+    assert 0 < b1.compression_ratio < 1
+
+
+def test_append_many_and_build_once():
+    b = RecordBatchBuilder()
+    assert b.append_many([b"a", None], [b"1", b"2"], [TS, TS + 1]) == 2
+    assert [r.key for r in one(b.build())] == [b"a", None]
+    with pytest.raises(RecordBuilderError):
+        b.append(b"x", b"y", TS)
+    with pytest.raises(RecordBuilderError):
+        b.build()
+
+
+def test_empty_builder_refuses_to_build():
+    with pytest.raises(RecordBuilderError):
+        RecordBatchBuilder().build()
+
+
+def test_magic_v1_delegates_and_refuses_headers():
+    b = RecordBatchBuilder(magic=1)
+    with pytest.raises(RecordBuilderError, match="Magic v1 does not support record headers"):
+        b.append(b"k", b"v", TS, [("h", b"v")])
+    b.append(b"k", b"v", TS)
+    batch = one(bytes(b.build()))
+    assert batch.magic == 1 and batch.records()[0].value == b"v"
+    with pytest.raises(RecordBuilderError):
+        RecordBatchBuilder(magic=1, is_transactional=True)
+
+
+def test_accepts_any_buffer():
+    data = build([(memoryview(b"key"), bytearray(b"value"), TS)])
+    for buf in (data, bytearray(data), memoryview(data)):
+        assert one(buf).records()[0].value == b"value"
+    import numpy as np
+    arr = np.frombuffer(data, dtype=np.uint8)
+    assert one(arr).records()[0].key == b"key"
+
+
+def test_record_object():
+    r = Record(5, TS, TimestampType.CREATE_TIME, b"k", b"v", [("h", b"x")])
+    assert r.headers == (("h", b"x"),) and r == Record(5, TS, TimestampType.CREATE_TIME, b"k", b"v", [("h", b"x")])
+    import pickle
+    assert pickle.loads(pickle.dumps(r)) == r
+    with pytest.raises(AttributeError):
+        r.value = b"other"
+
+
+records_st = st.lists(st.tuples(
+    st.one_of(st.none(), st.binary(max_size=40)),
+    st.one_of(st.none(), st.binary(max_size=200)),
+    st.integers(min_value=0, max_value=2**41),
+    st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=16))), max_size=3),
+), min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=records_st, codec=st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),
+       base=st.integers(min_value=0, max_value=2**40), gap=st.integers(min_value=1, max_value=1000))
+def test_round_trip_property(records, codec, base, gap):
+    b = RecordBatchBuilder(compression=codec, base_offset=base)
+    for i, (k, v, t, h) in enumerate(records):
+        b.append(k, v, t, h, offset=base + i * gap)
+    data = bytes(b.build())
+    batch = one(data)
+    got = [(r.offset, r.key, r.value, r.timestamp, list(r.headers)) for r in batch]
+    assert got == [(base + i * gap, k, v, t, h) for i, (k, v, t, h) in enumerate(records)]
+    assert batch.max_timestamp == max(t for _, _, t, _ in records)
+    idx, region = batch.scan()
+    assert list(idx.offset_delta) == [i * gap for i in range(len(records))]
+    for i, (k, v, _, _) in enumerate(records):
+        kl = idx.key_len[i]
+        assert (None if kl < 0 else bytes(region[idx.key_pos[i]:idx.key_pos[i] + kl])) == k
