@@ -1,6 +1,7 @@
 """v0/v1 against the Kafka Java client: golden vectors, byte identity, and Java reading what kcodec writes."""
 from __future__ import annotations
 
+import struct
 import zlib
 from typing import Any, Dict
 
@@ -161,3 +162,117 @@ def test_built_sets_read_back():
     assert doc["validBytes"] == len(data)
     offsets = [r["offset"] for b in doc["batches"] for r in b["records"]]
     assert offsets == list(range(224)) + [224, 225, 229, 324, 2**40]
+
+
+# -- Java on the hand-built checklist inputs (spec §16, items 43-54) ---------------------------
+def _checklist_accepted() -> bytes:
+    """Inputs Kafka reads, one after another (each wrapper is a separate entry)."""
+    from test_legacy import inner_set, message, wrapper
+    parts = [
+        message(5, b"k0", b"v0", magic=0, attrs=0x08),  # 43: v0 ignores bit 3
+        message(6, b"k1", b"v1", ts=-5),  # 43: negative v1 timestamp
+        message(7, -2, -7),  # 45: negative lengths are null
+        message(8, b"k", b"v", tail=b"extra bytes"),  # 45: ignored tail
+        wrapper(102, inner_set([0, 1, 2])),  # 46
+        wrapper(0, inner_set([0, 1, 2]), codec=2),  # 47: librdkafka's wrapper offset 0
+        wrapper(105, inner_set([0, 5]), codec=3),  # 48: gaps
+        wrapper(110, inner_set([0, 1], ts=5), attrs=0x08, ts=T0),  # 49: LogAppendTime wrapper
+        wrapper(120, inner_set([115, 116], magic=0), magic=0),  # 50: v0 absolute inner offsets
+        wrapper(122, inner_set([0], magic=0)),  # 51: v1 wrapper, v0 inner
+        wrapper(123, inner_set([123]), magic=0, codec=2),  # 51: v0 wrapper, v1 inner
+        wrapper(125, inner_set([0, 1, 2])[:-3]),  # 53: truncated last inner dropped
+    ]
+    return b"".join(parts)
+
+
+def _checklist_rejected():
+    from test_legacy import inner_set, message, wrapper
+    bad_inner_crc = bytearray(inner_set([0, 1]))
+    bad_inner_crc[-1] ^= 0xFF
+    return {
+        "44-crc-v0": message(0, b"k", b"v", magic=0, crc=1),
+        "44-crc-v1": message(0, b"k", b"v", crc=1),
+        "47-wrapper-offset": wrapper(1, inner_set([0, 1, 2])),
+        "52-empty-set": wrapper(0, b""),
+        "52-null-value": wrapper(0, b"", value=None),
+        "52-zstd": wrapper(0, b"", codec=4, value=b"zstd?"),
+        "53-nested": wrapper(1, inner_set([0]) + wrapper(1, inner_set([0]))),
+        "53-inner-size-13": wrapper(1, inner_set([0]) + struct.pack(">qi", 1, 13) + b"\0" * 13),
+        "54-inner-crc": wrapper(1, bytes(bad_inner_crc)),
+    }
+
+
+_JAVA_ERRORS = {
+    "org.apache.kafka.common.errors.CorruptRecordException": "CorruptRecordError",
+    "org.apache.kafka.common.InvalidRecordException": "InvalidRecordError",
+}
+
+
+@pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
+def test_java_reads_the_checklist_inputs_like_kcodec():
+    data = _checklist_accepted()
+    status, doc = oracle_verify(data, strict=True)
+    assert status == 0, doc
+    assert doc == render(data)
+
+
+@pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
+@pytest.mark.parametrize("case", sorted(_checklist_rejected()))
+def test_java_rejects_the_checklist_inputs_like_kcodec(case):
+    from kcodec.errors import KcodecError
+    data = _checklist_rejected()[case]
+    status, doc = oracle_verify(data)
+    assert status == 1, doc
+    with pytest.raises(KcodecError) as e:
+        render(data)
+    assert (type(e.value).__name__, e.value.message) == (_JAVA_ERRORS[doc["error"]["class"]],
+                                                         doc["error"]["message"])
+
+
+def _mutants(seed: int, count: int):
+    """Damaged plain messages and wrappers whose inner set (not its compressed form) is damaged.
+
+    The CRCs are recomputed, so the damage reaches the field parsers and the
+    deep iterator rather than stopping at the checksum.
+    """
+    import random
+    from test_legacy import _fix, inner_set, message, wrapper
+    rng = random.Random(seed)
+    plain = message(9, b"key", b"value")
+    inner = inner_set([0, 1, 2])
+    out = []
+    for i in range(count):
+        if i % 2:
+            body = bytearray(plain)
+            pos = rng.randrange(16, len(body))
+            body[pos] ^= rng.choice((0x01, 0x08, 0x80, 0xFF))
+            out.append(_fix(body))
+        else:
+            body = bytearray(inner)
+            pos = rng.randrange(len(body))
+            body[pos] ^= rng.choice((0x01, 0x08, 0x80, 0xFF))
+            at = 0
+            while len(body) - at >= 12:  # repair each inner CRC that still has a place
+                size = struct.unpack_from(">i", body, at + 8)[0]
+                if size < 14 or at + 12 + size > len(body):
+                    break
+                struct.pack_into(">I", body, at + 12, zlib.crc32(body[at + 16:at + 12 + size]))
+                at += 12 + size
+            out.append(wrapper(2, bytes(body)))
+    return out
+
+
+@pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
+def test_java_and_kcodec_agree_on_damaged_messages():
+    from kcodec.errors import KcodecError
+    for data in _mutants(11, 24):
+        status, doc = oracle_verify(data)
+        try:
+            mine = render(data)
+        except KcodecError as e:
+            assert status == 1, (data.hex(), e)
+            java = doc["error"]
+            if java["class"] in _JAVA_ERRORS:  # elsewhere Java throws raw runtime exceptions (spec §6.1)
+                assert (type(e).__name__, e.message) == (_JAVA_ERRORS[java["class"]], java["message"])
+            continue
+        assert status == 0 and doc == mine, data.hex()
