@@ -23,7 +23,8 @@ from kcodec.errors import BufferReleasedError, InvalidRecordError, RecordBuilder
 
 cnp.import_array()
 
-DEF_INT32_MAX = 2147483647
+cdef enum:
+    INT32_MAX_ = 2147483647
 cdef int64_t NO_TIMESTAMP = -1
 cdef int64_t _NO_LAST = -9223372036854775807 - 1
 
@@ -127,8 +128,8 @@ cdef tuple _headers(const uint8_t *p, const uint8_t *end, int32_t count):
 cdef inline int32_t _sequence(int32_t base_seq, int32_t delta):
     if base_seq < 0:
         return -1
-    if base_seq > DEF_INT32_MAX - delta:
-        return delta - (DEF_INT32_MAX - base_seq) - 1
+    if base_seq > INT32_MAX_ - delta:
+        return delta - (INT32_MAX_ - base_seq) - 1
     return base_seq + delta
 
 
@@ -519,10 +520,10 @@ cdef class RecordsWriter:
                     f"Illegal offset {off} following previous offset {self.last_offset} "
                     "(Offsets must increase monotonically).")
         delta = off - self.base_offset
-        if delta > DEF_INT32_MAX or delta < -DEF_INT32_MAX - 1:
+        if delta > INT32_MAX_ or delta < -INT32_MAX_ - 1:
             raise RecordBuilderError(
                 f"Maximum offset delta exceeded, base offset: {self.base_offset}, last offset: {off}")
-        if self.count == DEF_INT32_MAX - 1:
+        if self.count == INT32_MAX_ - 1:
             raise RecordBuilderError("Maximum number of records per batch exceeded, max records: 2147483647")
         if timestamp is None:
             ts = self.log_append_time if self.log_append else _now_ms()
@@ -566,7 +567,7 @@ cdef class RecordsWriter:
                     vp = <const uint8_t *>vb.buf
                     vlen = <int32_t>vb.len
             body = kc_record_body_size(ts - base, <int32_t>delta, klen, vlen, hcount, hsize)
-            if body > DEF_INT32_MAX - 5:
+            if body > INT32_MAX_ - 5:
                 raise RecordBuilderError(f"record of {body} bytes is too large")
             self._reserve(body + 5)
             written = kc_write_record_sized(self.buf + self.size, body, ts - base, <int32_t>delta,
@@ -677,7 +678,7 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
     PyObject_GetBuffer(records, &rv, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         total = 61 + rv.len
-        if total > DEF_INT32_MAX:
+        if total > INT32_MAX_:
             raise RecordBuilderError(f"batch of {total} bytes exceeds the int32 size field")
         if out is None:
             result = PyBytes_FromStringAndSize(NULL, total)
