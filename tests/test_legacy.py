@@ -84,7 +84,8 @@ def test_43_uncompressed_v0_and_v1():
         assert (b.producer_id, b.producer_epoch, b.base_sequence, b.last_sequence) == (-1, -1, -1, -1)
         assert (b.is_transactional, b.is_control, b.partition_leader_epoch) == (False, False, -1)
         assert b.base_timestamp is None and b.delete_horizon_ms is None
-        assert b.compression is CompressionType.NONE
+        assert b.compression is CompressionType.NONE and b.compression_id == 0
+        assert not (b.has_producer_id or b.has_delete_horizon) and b.compute_checksum() == b.crc
     assert bytes(b1.raw) == data[b1.position:]
 
 
@@ -106,7 +107,7 @@ def test_44_crc_error(magic):
     data = message(0, b"k", b"v", magic=magic, crc=1)
     computed = zlib.crc32(data[16:])
     b = one(data)
-    assert b.crc == 1 and not b.is_valid()
+    assert b.crc == 1 and b.compute_checksum() == computed and not b.is_valid()
     with pytest.raises(CorruptRecordError) as e:
         b.ensure_valid()
     assert e.value.message == f"Record is corrupt (stored crc = 1, computed crc = {computed})"

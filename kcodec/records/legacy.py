@@ -211,6 +211,11 @@ class LegacyRecordBatch:
         return _compression_of(self._attributes & _CODEC_MASK)
 
     @property
+    def compression_id(self) -> int:
+        """The codec bits of the attributes (0-7), whether or not a codec is known for them."""
+        return self._attributes & _CODEC_MASK
+
+    @property
     def is_compressed(self) -> bool:
         return (self._attributes & _CODEC_MASK) != 0
 
@@ -254,6 +259,8 @@ class LegacyRecordBatch:
     base_sequence = property(lambda self: -1, doc="Always -1.")
     last_sequence = property(lambda self: -1, doc="Always -1.")
     is_transactional = property(lambda self: False, doc="Always False.")
+    has_producer_id = property(lambda self: False, doc="Always False.")
+    has_delete_horizon = property(lambda self: False, doc="Always False.")
     is_control = property(lambda self: False, doc="Always False.")
     partition_leader_epoch = property(lambda self: -1, doc="Always -1.")
 
@@ -283,6 +290,12 @@ class LegacyRecordBatch:
                 f"position={self.position}, size={self.size_in_bytes})")
 
     # -- validation ----------------------------------------------------------
+    def compute_checksum(self) -> int:
+        """CRC-32 of the message from its magic byte to its end (what :attr:`crc` should be)."""
+        start = self.position + LOG_OVERHEAD + 4
+        end = self.position + self.size_in_bytes
+        return crc32(self._mv[min(start, end):end])
+
     def is_valid(self, deep: bool = False) -> bool:
         try:
             self.ensure_valid(deep=deep)
