@@ -56,13 +56,18 @@ class SegmentRange(InputPartition):
         self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
 
 
+def _options(options) -> dict:
+    # Spark hands options over case-insensitively (keys may arrive lower-cased).
+    return {str(k).lower(): v for k, v in dict(options).items()}
+
+
 def _int_option(options, name: str) -> Optional[int]:
-    value = options.get(name)
+    value = options.get(name.lower())
     return None if value in (None, "") else int(value)
 
 
 def _bool_option(options, name: str, default: bool) -> bool:
-    value = options.get(name)
+    value = options.get(name.lower())
     return default if value is None else str(value).lower() in ("1", "true", "yes")
 
 
@@ -83,10 +88,10 @@ class KafkaLogDataSource(DataSource):
 
 class KafkaLogReader(DataSourceReader):
     def __init__(self, options) -> None:
-        self.path = options.get("path")
+        self.options = _options(options)
+        self.path = self.options.get("path")
         if not self.path:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
-        self.options = dict(options)
 
     def partitions(self) -> List[InputPartition]:
         from kcodec.log import open_log_dir
@@ -160,10 +165,10 @@ class _Written(WriterCommitMessage):
 
 class KafkaLogWriter(DataSourceArrowWriter):
     def __init__(self, options, overwrite: bool) -> None:
-        self.path = options.get("path")
+        self.options = _options(options)
+        self.path = self.options.get("path")
         if not self.path:
             raise ValueError("kafka-log: give a path: df.write.format('kafka-log').save(PATH)")
-        self.options = dict(options)
         self.overwrite = overwrite
         self.job_id = uuid.uuid4().hex
 

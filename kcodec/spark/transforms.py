@@ -76,13 +76,14 @@ def batch_table(batches, topic: Optional[str], partition: int):
 
 def _with_partition(df, partitions: Optional[int], partition_column: Optional[str]):
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType
+    from pyspark.sql.types import IntegerType, StructField, StructType
 
     if partition_column is not None:
         return df.withColumn(_PARTITION_COL, F.col(partition_column).cast("int"))
     if not partitions or partitions < 1:
         raise ValueError("give partitions=N (murmur2 key partitioning) or partition_column=")
-    schema = df.schema.add(_PARTITION_COL, IntegerType(), nullable=False)
+    # A new StructType: StructType.add would change the DataFrame's cached schema in place.
+    schema = StructType(list(df.schema.fields) + [StructField(_PARTITION_COL, IntegerType(), False)])
     n = int(partitions)
 
     def fn(batches):
@@ -154,11 +155,12 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
     return staged.mapInArrow(fn, BATCH_DDL)
 
 
-def write_log(df, path: str, *, mode: str = "errorifexists", **options) -> None:
+def write_log(df, path: str, *, mode: str = "append", **options) -> None:
     """Write Kafka-source rows as segment folders with the ``kafka-log`` data source.
 
     Rows are first grouped so that each Kafka partition is written by one
-    task (the data source requires it).
+    task (the data source requires it).  ``mode="append"`` adds new
+    partition folders and refuses existing ones; ``"overwrite"`` replaces them.
     """
     from pyspark.sql import functions as F
 
