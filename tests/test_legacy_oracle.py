@@ -164,7 +164,7 @@ def test_built_sets_read_back():
     assert offsets == list(range(224)) + [224, 225, 229, 324, 2**40]
 
 
-# -- Java on the hand-built checklist inputs (spec §16, items 43-54) ---------------------------
+# -- Java on the hand-built inputs of test_legacy's reading rules (items 43-54) ------------
 def _checklist_accepted() -> bytes:
     """Inputs Kafka reads, one after another (each wrapper is a separate entry)."""
     from test_legacy import inner_set, message, wrapper
@@ -272,7 +272,7 @@ def test_java_and_kcodec_agree_on_damaged_messages():
         except KcodecError as e:
             assert status == 1, (data.hex(), e)
             java = doc["error"]
-            if java["class"] in _JAVA_ERRORS:  # elsewhere Java throws raw runtime exceptions (spec §6.1)
+            if java["class"] in _JAVA_ERRORS:  # elsewhere Java throws raw runtime exceptions
                 assert (type(e).__name__, e.message) == (_JAVA_ERRORS[java["class"]], java["message"])
             continue
         assert status == 0 and doc == mine, data.hex()
