@@ -474,6 +474,22 @@ cdef class RecordsWriter:
         self.last_offset = _NO_LAST
         self.first_timestamp = NO_TIMESTAMP
         self.max_timestamp = NO_TIMESTAMP
+        self.closed = False
+
+    def reset(self, int64_t base_offset=0, delete_horizon_ms=None, log_append_time=None,
+              bint is_control=False) -> None:
+        """Empty the writer for a new batch, keeping its memory (pooled writers)."""
+        self.clear()
+        self.base_offset = base_offset
+        self.has_delete_horizon = delete_horizon_ms is not None
+        self.delete_horizon = delete_horizon_ms if delete_horizon_ms is not None else 0
+        self.log_append = log_append_time is not None
+        self.log_append_time = log_append_time if log_append_time is not None else 0
+        self.is_control = is_control
+
+    @property
+    def capacity(self) -> int:
+        return self.cap
 
     def append(self, key, value, timestamp=None, headers=(), offset=None) -> int:
         """Append a data record (see RecordBatchBuilder.append); returns its offset."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Iterable, Optional, Sequence, Union
 
 from kcodec._native.records import RecordsWriter, assemble_batch, record_size
@@ -48,7 +49,9 @@ class RecordBatchBuilder:
     the caller.  With a :class:`~kcodec.records.BufferPool`, it returns a
     :class:`~kcodec.records.PooledBuffer` whose bytes stay valid until its
     ``release()`` (or the end of a ``with`` block); after that any use raises
-    BufferReleasedError and the memory serves the next batch.
+    BufferReleasedError and the memory serves the next batch.  With a pool
+    the working buffer, too, comes from the pool and goes back to it in
+    :meth:`build`, so a producer loop allocates nothing in steady state.
     """
 
     def __new__(cls, magic: int = 2, *args, **kwargs):
@@ -95,9 +98,11 @@ class RecordBatchBuilder:
         self.write_limit = write_limit
         self.pool = pool
         self.estimated_compression_ratio = estimated_compression_ratio
-        self._writer = RecordsWriter(
-            4096, base_offset, delete_horizon_ms,
-            log_append_time if self.timestamp_type == TimestampType.LOG_APPEND_TIME else None, is_control)
+        lat = log_append_time if self.timestamp_type == TimestampType.LOG_APPEND_TIME else None
+        if pool is not None:
+            self._writer = pool.take_writer(base_offset, delete_horizon_ms, lat, is_control)
+        else:
+            self._writer = RecordsWriter(4096, base_offset, delete_horizon_ms, lat, is_control)
         # The per-record path runs natively: bind the writer's methods directly so an
         # append costs one C call (the class methods below document the same API).
         self.append = self._writer.append
@@ -270,6 +275,13 @@ class RecordBatchBuilder:
             buf = self.pool.get(total)
             assemble_batch(payload, *fields, out=buf)
             out = self.pool.wrap(buf, total)
+            del payload
+            # The records are in the output now: keep the counters, give the memory back.
+            self._writer = SimpleNamespace(
+                count=records.count, size=records.size, next_offset=records.next_offset,
+                last_offset=records.last_offset, has_records=records.has_records,
+                max_timestamp=records.max_timestamp, delta_base=records.delta_base)
+            self.pool.give_writer(records)
         self.append = self.append_many = self._closed_append
         return out
 

@@ -1,16 +1,18 @@
 """``BufferPool``: reusable buffers for builders (Kafka's BufferSupplier).
 
-Buffers are kept by size class (powers of two from 4 KiB), so a steady
-stream of similar batches reuses the same few bytearrays.  ``get()`` hands
-out a bytearray; ``wrap()`` turns a filled one into a
-:class:`PooledBuffer` that the caller reads and then releases.
+Two kinds of memory are reused.  Output buffers are kept by size class
+(powers of two from 4 KiB), so a steady stream of similar batches reuses the
+same few bytearrays: ``get()`` hands out a bytearray and ``wrap()`` turns a
+filled one into a :class:`PooledBuffer` that the caller reads and then
+releases.  A builder's working memory (the native records buffer it encodes
+into) is taken with ``take_writer()`` and given back by ``build()``.
 """
 from __future__ import annotations
 
 import threading
-from typing import Dict, List
+from typing import Dict, List, Optional
 
-from kcodec._native.records import PooledBuffer
+from kcodec._native.records import PooledBuffer, RecordsWriter
 
 __all__ = ["BufferPool", "PooledBuffer"]
 
@@ -36,6 +38,26 @@ class BufferPool:
         self._lock = threading.Lock()
         self.max_cached_per_class = max_cached_per_class
         self.allocations = 0  #: bytearrays created (for tests and tuning)
+        self._writers: List[RecordsWriter] = []
+        self.writer_allocations = 0  #: native record writers created
+
+    def take_writer(self, base_offset: int = 0, delete_horizon_ms: Optional[int] = None,
+                    log_append_time: Optional[int] = None, is_control: bool = False) -> RecordsWriter:
+        """A reset records writer, reused when one was given back."""
+        with self._lock:
+            writer = self._writers.pop() if self._writers else None
+        if writer is None:
+            self.writer_allocations += 1
+            return RecordsWriter(4096, base_offset, delete_horizon_ms, log_append_time, is_control)
+        writer.reset(base_offset, delete_horizon_ms, log_append_time, is_control)
+        return writer
+
+    def give_writer(self, writer: RecordsWriter) -> None:
+        """Return a writer whose records are no longer needed."""
+        writer.clear()
+        with self._lock:
+            if len(self._writers) < self.max_cached_per_class and all(w is not writer for w in self._writers):
+                self._writers.append(writer)
 
     def get(self, size: int) -> bytearray:
         """A bytearray of at least ``size`` bytes (contents undefined)."""

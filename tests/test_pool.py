@@ -1,0 +1,155 @@
+"""BufferPool and PooledBuffer: reuse in steady state, ownership rules, use after release."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from kcodec import BufferReleasedError, RecordBatchBuilder, read_batches
+from kcodec.records import BufferPool, PooledBuffer
+
+T0 = 1_700_000_000_000
+
+
+def build(pool, n=3, codec="none", value=b"v" * 100):
+    b = RecordBatchBuilder(pool=pool, compression=codec)
+    for i in range(n):
+        b.append(b"k%d" % i, value, T0 + i)
+    return b, b.build()
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "zstd"])
+def test_pooled_build_equals_plain_build(codec):
+    pool = BufferPool()
+    _, pooled = build(pool, codec=codec)
+    _, plain = build(None, codec=codec)
+    assert isinstance(pooled, PooledBuffer) and isinstance(plain, bytes)
+    assert bytes(pooled) == pooled.tobytes() == plain
+    assert len(pooled) == len(plain)
+    pooled.release()
+
+
+def test_steady_state_allocates_nothing():
+    pool = BufferPool()
+    for _ in range(50):
+        _, out = build(pool)
+        assert [r.key for batch in read_batches(out) for r in batch] == [b"k0", b"k1", b"k2"]
+        out.release()
+    assert pool.allocations == 1
+    assert pool.writer_allocations == 1
+
+
+def test_builder_counters_survive_giving_the_writer_back():
+    pool = BufferPool()
+    b, out = build(pool, n=4)
+    assert b.record_count == 4 and b.next_offset == 4 and b.last_offset == 3
+    assert b.max_timestamp == T0 + 3 and b.is_full()
+    assert not b.has_room_for(b"k", b"v", timestamp=T0)
+    out.release()
+
+
+def test_size_classes():
+    pool = BufferPool()
+    small = pool.get(10)
+    big = pool.get(100_000)
+    assert len(small) == 4096 and len(big) == 131072
+    pool.put(small)
+    pool.put(big)
+    assert pool.get(4000) is small and pool.get(70_000) is big
+    assert pool.cached_bytes() == 0
+
+
+def test_cache_is_bounded():
+    pool = BufferPool(max_cached_per_class=2)
+    bufs = [pool.get(10) for _ in range(5)]
+    for b in bufs:
+        pool.put(b)
+    assert pool.cached_bytes() == 2 * 4096
+
+
+def test_double_give_back_is_ignored():
+    pool = BufferPool()
+    buf = pool.get(10)
+    pool.put(buf)
+    pool.put(buf)
+    assert pool.get(10) is buf
+    assert pool.get(10) is not buf
+
+
+def test_use_after_release_raises():
+    pool = BufferPool()
+    _, out = build(pool)
+    out.release()
+    assert out.released
+    with pytest.raises(BufferReleasedError):
+        memoryview(out)
+    with pytest.raises(BufferReleasedError):
+        bytes(out)
+    with pytest.raises(BufferReleasedError):
+        out.tobytes()
+    with pytest.raises(BufferReleasedError):
+        len(out)
+    out.release()  # idempotent
+
+
+def test_release_refused_while_a_view_is_alive():
+    pool = BufferPool()
+    _, out = build(pool)
+    view = memoryview(out)
+    with pytest.raises(BufferError):
+        out.release()
+    assert not out.released
+    view.release()
+    out.release()
+    # the memory went back and serves the next batch
+    _, again = build(pool)
+    assert pool.allocations == 1
+    again.release()
+
+
+def test_context_manager_releases():
+    pool = BufferPool()
+    _, out = build(pool)
+    with out as pb:
+        assert len(list(read_batches(bytes(pb)))) == 1
+    assert out.released
+
+
+def test_views_are_read_only():
+    pool = BufferPool()
+    _, out = build(pool)
+    view = memoryview(out)
+    assert view.readonly
+    with pytest.raises(TypeError):
+        view[0] = 1
+    view.release()
+    out.release()
+
+
+def test_reader_accepts_a_pool():
+    pool = BufferPool()
+    _, data = build(None, codec="gzip")
+    for _ in range(3):
+        assert [r.offset for b in read_batches(data, pool=pool) for r in b] == [0, 1, 2]
+
+
+def test_threads_share_a_pool():
+    pool = BufferPool()
+    errors = []
+
+    def work():
+        try:
+            for _ in range(200):
+                _, out = build(pool, n=2)
+                assert len(list(read_batches(out))[0].records()) == 2
+                out.release()
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert pool.allocations <= 4 and pool.writer_allocations <= 4
