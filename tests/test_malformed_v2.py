@@ -223,3 +223,32 @@ def test_errors_from_iteration_and_scan_carry_absolute_positions():
         with pytest.raises(InvalidRecordError, match="Found invalid number of record headers -3") as info:
             getter(batches[1])
         assert info.value.position == start + 61
+
+
+def test_kafkas_lenient_varints_and_record_fields():
+    # checklist 27, 28, 34, 35: dropped high bits of a 5-byte varint / 10-byte varlong,
+    # ignored record attributes, negative offset and timestamp deltas.
+    five_byte_zero = bytes([0x80, 0x80, 0x80, 0x80, 0x70])
+    ten_byte_zero = bytes([0x80] * 9 + [0x7E])
+    body = b"\xff" + ten_byte_zero + five_byte_zero + encode_varint(-1) + encode_varint(-1) + encode_varint(0)
+    rec = decode_all(_batch_with(_record(body), 1))[0]
+    assert rec.offset == 0 and rec.timestamp == T0
+    body = b"\x00" + encode_varlong(-7) + encode_varint(-5) + encode_varint(-1) + encode_varint(-1) + encode_varint(0)
+    buf = bytearray(_batch_with(_record(body), 1))
+    struct.pack_into(">q", buf, 0, 100)  # baseOffset is outside the CRC
+    rec = decode_all(bytes(buf))[0]
+    assert rec.offset == 95 and rec.timestamp == T0 - 7
+    too_long = bytes([0x80] * 10 + [0x01])  # an 11-byte varlong
+    body = b"\x00" + too_long + encode_varint(0) + encode_varint(-1) + encode_varint(-1) + encode_varint(0)
+    with pytest.raises(InvalidRecordError, match="Found invalid record structure"):
+        decode_all(_batch_with(_record(body), 1))
+
+
+def test_batch_near_max_message_bytes_round_trips():
+    b = RecordBatchBuilder(write_limit=1048588)
+    value = b"x" * 1000
+    while b.has_room_for(b"key", value, timestamp=T0):
+        b.append(b"key", value, T0)
+    data = bytes(b.build())
+    assert 1048588 - 1100 < len(data) <= 1048588
+    assert sum(1 for batch in read_batches(data) for _ in batch) == b.record_count

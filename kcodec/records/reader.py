@@ -1,11 +1,15 @@
 """``read_batches``: iterate the batches of any buffer, whatever their magic."""
 from __future__ import annotations
 
-from typing import Iterator, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kcodec.records.batch import RecordBatch
 from kcodec.records.framing import iter_entries
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kcodec.records.legacy import LegacyRecordBatch
+    from kcodec.records.pool import BufferPool
 
 __all__ = ["read_batches"]
 
@@ -17,8 +21,8 @@ def _byte_view(buf) -> memoryview:
     return mv
 
 
-def read_batches(buf, *, validate: bool = True, strict: bool = False, pool=None,
-                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator:
+def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Optional["BufferPool"] = None,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Union[RecordBatch, "LegacyRecordBatch"]]:
     """Yield the batches in ``buf`` lazily, without copying: RecordBatch (v2) or LegacyRecordBatch (v0/v1).
 
     ``buf`` is anything with the buffer protocol: bytes, bytearray,
@@ -30,7 +34,11 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool=None,
     ``check.crcs=true`` does.  A partial batch at the end of the buffer is
     ignored, as Kafka does (fetch responses end this way); ``strict=True``
     raises CorruptRecordError for it instead.  ``max_decompressed_size``
-    bounds the decompressed size of one batch.
+    bounds the decompressed size of one batch.  ``pool`` (a
+    :class:`~kcodec.records.BufferPool`) is handed to every batch, for the
+    readers that decode into pooled memory.
+
+    Errors carry ``position`` (absolute, within ``buf``) and ``batch_offset``.
     """
     mv = _byte_view(buf)
     legacy_cls = None
