@@ -252,3 +252,17 @@ def test_batch_near_max_message_bytes_round_trips():
     data = bytes(b.build())
     assert 1048588 - 1100 < len(data) <= 1048588
     assert sum(1 for batch in read_batches(data) for _ in batch) == b.record_count
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_shortened_batches_with_consistent_framing_fail_cleanly(codec):
+    # Cut the records region but fix batchLength and CRC, so only the record decoders see the damage.
+    data = small_batch(codec)
+    for cut in range(61, len(data)):
+        buf = bytearray(data[:cut])
+        struct.pack_into(">i", buf, 8, cut - 12)
+        bad = fix_crc(buf)
+        for getter in (lambda b: b.records(), lambda b: list(b), lambda b: b.scan()):
+            with pytest.raises(KcodecError):
+                for batch in read_batches(bad):
+                    getter(batch)
