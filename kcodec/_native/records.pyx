@@ -51,6 +51,12 @@ cdef inline object _to_bytes(x):
     return bytes(x)
 
 
+cdef inline str _header_key(k):
+    if isinstance(k, str):
+        return <str>k
+    return bytes(k).decode("utf-8", "replace")
+
+
 @cython.freelist(64)
 @cython.final
 @cython.no_gc
@@ -73,7 +79,7 @@ cdef class Record:
         self.timestamp_type = timestamp_type
         self.key = _to_bytes(key)
         self.value = _to_bytes(value)
-        self.headers = tuple([(str(k), _to_bytes(v)) for k, v in headers]) if headers else ()
+        self.headers = tuple([(_header_key(k), _to_bytes(v)) for k, v in headers]) if headers else ()
         self.sequence = sequence
         self.is_control = is_control
         self.control_type = control_type
