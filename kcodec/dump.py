@@ -5,7 +5,7 @@ import base64
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, TextIO
+from typing import Any, Dict, Optional, TextIO
 
 from kcodec.errors import KcodecError
 from kcodec.log.index import OffsetIndex, TimeIndex
@@ -103,7 +103,8 @@ def _json_ready(fields: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def dump_log(path: Path, *, deep: bool, print_data: bool, verify: bool, as_json: bool,
-             out: TextIO = sys.stdout) -> None:
+             out: Optional[TextIO] = None) -> None:
+    out = sys.stdout if out is None else out
     with LogSegment(path) if path.suffix == ".log" else _RawFile(path) as seg:
         if not as_json:
             print(f"Dumping {path}", file=out)
@@ -145,7 +146,8 @@ class _RawFile:
         return None
 
 
-def dump_index(path: Path, *, sanity_only: bool, as_json: bool, out: TextIO = sys.stdout) -> None:
+def dump_index(path: Path, *, sanity_only: bool, as_json: bool, out: Optional[TextIO] = None) -> None:
+    out = sys.stdout if out is None else out
     base = offset_from_file_name(path.name)
     if path.suffix == ".index":
         idx = OffsetIndex.open(path, base)
