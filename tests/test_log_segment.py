@@ -194,3 +194,18 @@ def test_atomic_write_keeps_old_file_on_error(tmp_path):
     with atomic_write(p) as f:
         f.write(b"new")
     assert p.read_bytes() == b"new"
+
+
+def test_written_segments_pass_the_java_oracle(tmp_path):
+    from oracle_util import oracle_available, oracle_verify
+    if not oracle_available():
+        pytest.skip("Java oracle not available")
+    data, doc, batches = _batches("segment_mixed")
+    written = write_partition(tmp_path / "t-0", batches, segment_bytes=20_000)
+    assert len(written) > 2
+    offsets = []
+    for path in written:
+        rc, got = oracle_verify(path.read_bytes())
+        assert rc == 0, got
+        offsets += [r["offset"] for b in got["batches"] for r in b["records"]]
+    assert offsets == [r["offset"] for b in doc["batches"] for r in b["records"]]
