@@ -518,6 +518,19 @@ def test_builder_write_limit():
     assert b.estimated_size == 12 + 22 + 100
 
 
+def test_builder_size_estimate_multiplies_in_java_floats():
+    # 60 bytes of messages: Java's 60 * 1.05f rounds to 62.999996f, so (int) gives 62, not 63.
+    b = LegacyRecordBatchBuilder(1, "gzip", write_limit=96 + 54)
+    b.append(b"k" * 13, b"v" * 13, T0)
+    assert b.uncompressed_size == 60 and b.estimated_size == 12 + 22 + 62
+    assert b.has_room_for(b"k" * 10, b"v" * 10)  # 96 + 54 <= 150: room, where 97 + 54 would not be
+    b = LegacyRecordBatchBuilder(1, "lz4", estimated_compression_ratio=0.5)
+    b.append(b"k" * 13, b"v" * 13, T0)
+    assert b.estimated_size == 12 + 22 + 31
+    with pytest.raises(RecordBuilderError):
+        LegacyRecordBatchBuilder(1, "gzip", estimated_compression_ratio=0)
+
+
 # -- malformed input gives kcodec errors only ------------------------------------------------
 def _read_all(data):
     n = 0

@@ -443,6 +443,19 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+_FLOAT = struct.Struct("<f")
+_INT32_MAX = 2**31 - 1
+
+
+def _f32(x: float) -> float:
+    # Round to the nearest 32-bit float.  The product of two such floats is
+    # exact in a double, so rounding it again gives Java's float product.
+    return _FLOAT.unpack(_FLOAT.pack(x))[0]
+
+
+_F32_ESTIMATION_FACTOR = _f32(1.05)  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
+
+
 class LegacyRecordBatchBuilder:
     """Write a v0/v1 message set exactly as Kafka's ``MemoryRecordsBuilder`` does.
 
@@ -459,13 +472,16 @@ class LegacyRecordBatchBuilder:
 
     Like Kafka's builder, :meth:`append` does not enforce ``write_limit``;
     callers ask :meth:`has_room_for` first (the first record always fits).
+    For compressed sets the size estimate uses ``estimated_compression_ratio``
+    (compressed/uncompressed, 1.0 by default), the value Kafka's producer
+    learns per topic and codec from earlier batches.
     """
 
     def __init__(self, magic: int = 1, compression: Union[CompressionType, int, str] = CompressionType.NONE,
                  level: Optional[int] = None, base_offset: int = 0,
                  timestamp_type: TimestampType = TimestampType.CREATE_TIME,
                  log_append_time: Optional[int] = None, write_limit: Optional[int] = None,
-                 pool: Optional["BufferPool"] = None) -> None:
+                 pool: Optional["BufferPool"] = None, estimated_compression_ratio: float = 1.0) -> None:
         if magic not in (0, 1):
             raise RecordBuilderError(f"LegacyRecordBatchBuilder writes magic 0 or 1, not {magic!r}")
         if isinstance(compression, (CompressionType, str)) or (
@@ -495,6 +511,11 @@ class LegacyRecordBatchBuilder:
         self.timestamp_type = timestamp_type
         self.log_append_time = log_append_time
         self.write_limit = write_limit
+        if not estimated_compression_ratio > 0:
+            raise RecordBuilderError(
+                f"estimated_compression_ratio must be positive, not {estimated_compression_ratio!r}")
+        self.estimated_compression_ratio = estimated_compression_ratio
+        self._ratio = _f32(estimated_compression_ratio)
         self._pool = pool
         self._codec_id = codec_id
         self._lat = timestamp_type == TimestampType.LOG_APPEND_TIME
@@ -530,10 +551,17 @@ class LegacyRecordBatchBuilder:
 
     @property
     def estimated_size(self) -> int:
-        """Kafka's ``estimatedBytesWritten``: compressed sets assume a ratio of 1.05."""
+        """Kafka's ``estimatedBytesWritten``.
+
+        A compressed set counts its wrapper header plus the uncompressed
+        messages x ``estimated_compression_ratio`` x 1.05, multiplied in
+        32-bit floats as Java's ``float`` does, so batches split where Kafka
+        splits them.
+        """
         if self._codec_id == 0:
             return len(self._buf)
-        return int(LOG_OVERHEAD + self._overhead + len(self._buf) * 1.05)
+        scaled = _f32(_f32(_f32(len(self._buf)) * self._ratio) * _F32_ESTIMATION_FACTOR)
+        return LOG_OVERHEAD + self._overhead + min(int(scaled), _INT32_MAX)
 
     def is_full(self) -> bool:
         return self._built is not None or (
