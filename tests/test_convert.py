@@ -153,6 +153,18 @@ def test_v2_down_conversion_drops_control_batches_headers_and_producer_state():
     assert (w.producer_id, w.is_transactional, w.partition_leader_epoch) == (-1, False, -1)
 
 
+def test_v2_down_conversion_drops_the_delete_horizon_and_leader_epoch():
+    data = v2_batch([(b"a", b"1", T0), (b"b", None, T0 + 1)], compression="gzip", base_offset=40,
+                    delete_horizon_ms=T0 + 86_400_000, partition_leader_epoch=7,
+                    producer_id=5, producer_epoch=1, base_sequence=3)
+    (src,) = kcodec.read_batches(data)
+    assert src.delete_horizon_ms == T0 + 86_400_000 and src.partition_leader_epoch == 7
+    for magic in (0, 1):
+        (w,) = iter_legacy_batches(convert_magic(data, magic))
+        assert (w.delete_horizon_ms, w.partition_leader_epoch, w.producer_id, w.base_sequence) == (None, -1, -1, -1)
+        assert [(r.offset, r.key, r.value) for r in w] == [(40, b"a", b"1"), (41, b"b", None)]
+
+
 def test_v2_fetch_offset():
     data = v2_batch([(b"k%d" % i, b"v", T0 + i) for i in range(10)], base_offset=100)
     out = convert_magic(data, 1, fetch_offset=105)
