@@ -74,9 +74,13 @@ def _binary_array(datas, positions, lengths, n, type_):
 
 
 class _Parts:
-    """Per-batch pieces collected before the columns are assembled."""
+    """Per-batch pieces collected before the columns are assembled.
 
-    def __init__(self) -> None:
+    Batch-level values are kept once per batch and expanded with
+    ``np.repeat`` at the end, so the per-batch cost stays a few list appends.
+    """
+
+    def __init__(self, batch_fields: Sequence[str]) -> None:
         self.datas: List = []
         self.key_pos: List = []
         self.key_len: List = []
@@ -87,14 +91,19 @@ class _Parts:
         self.hv_pos: List = []
         self.hv_len: List = []
         self.hdr_counts: List = []
-        self.offsets: List = []
-        self.timestamps: List = []
-        self.ts_types: List = []
-        self.batch_values = {name: [] for name in BATCH_FIELDS}
+        self.offset_parts: List = []   # int32 deltas (v2) or int64 absolute offsets (legacy)
+        self.ts_parts: List = []       # int64 deltas, absolute values, or None (LogAppendTime)
+        self.counts: List[int] = []
+        self.base_offsets: List[int] = []
+        self.base_ts: List[int] = []
+        self.ts_types: List[int] = []
+        self.batch_fields = tuple(batch_fields)
+        self.batch_values = {name: [] for name in self.batch_fields}
         self.n = 0
         self.nh = 0
 
-    def add(self, data, n, offsets, timestamps_ms, ts_type, key, value, hdr_counts, hk, hv, batch) -> None:
+    def add(self, data, n, offset_part, base_offset, ts_part, base_ts, ts_type, key, value, hdr_counts,
+            hk, hv, batch) -> None:
         self.datas.append(data)
         self.key_pos.append(key[0])
         self.key_len.append(key[1])
@@ -105,13 +114,31 @@ class _Parts:
         self.hv_pos.append(hv[0])
         self.hv_len.append(hv[1])
         self.hdr_counts.append(hdr_counts)
-        self.offsets.append(offsets)
-        self.timestamps.append(timestamps_ms)
-        self.ts_types.append(np.full(n, int(ts_type), np.int32))
-        for name in BATCH_FIELDS:
-            self.batch_values[name].append(np.full(n, _batch_value(batch, name)))
+        self.offset_parts.append(offset_part)
+        self.ts_parts.append(ts_part)
+        self.counts.append(n)
+        self.base_offsets.append(base_offset)
+        self.base_ts.append(base_ts)
+        self.ts_types.append(int(ts_type))
+        for name in self.batch_fields:
+            self.batch_values[name].append(_batch_value(batch, name))
         self.n += n
         self.nh += len(hk[1])
+
+    def offsets(self) -> np.ndarray:
+        if not self.n:
+            return np.zeros(0, np.int64)
+        rel = np.concatenate([p.astype(np.int64, copy=False) for p in self.offset_parts])
+        return rel + np.repeat(np.asarray(self.base_offsets, np.int64), self.counts)
+
+    def timestamps_ms(self) -> np.ndarray:
+        if not self.n:
+            return np.zeros(0, np.int64)
+        parts = [np.zeros(c, np.int64) if p is None else p for p, c in zip(self.ts_parts, self.counts)]
+        return np.concatenate(parts) + np.repeat(np.asarray(self.base_ts, np.int64), self.counts)
+
+    def repeat(self, values) -> np.ndarray:
+        return np.repeat(np.asarray(values), self.counts)
 
 
 def _batch_value(batch, name):
@@ -131,15 +158,13 @@ def _add_v2(parts: _Parts, batch: RecordBatch, include_control: bool) -> None:
     n = len(idx.offset_delta)
     if n == 0:
         return
-    offsets = batch.base_offset + idx.offset_delta.astype(np.int64)
-    if batch.attributes & TIMESTAMP_TYPE_MASK:
-        ts = np.full(n, batch.max_timestamp, np.int64)
+    if batch.attributes & TIMESTAMP_TYPE_MASK:  # LogAppendTime: every record has the batch time
+        ts_part, base_ts = None, batch.max_timestamp
     else:
-        ts = batch.base_timestamp + idx.timestamp_delta
-    counts = np.diff(idx.header_start)
-    parts.add(data, n, offsets, ts, batch.timestamp_type, (idx.key_pos, idx.key_len),
-              (idx.value_pos, idx.value_len), counts, (idx.hkey_pos, idx.hkey_len),
-              (idx.hval_pos, idx.hval_len), batch)
+        ts_part, base_ts = idx.timestamp_delta, batch.base_timestamp
+    parts.add(data, n, idx.offset_delta, batch.base_offset, ts_part, base_ts, batch.timestamp_type,
+              (idx.key_pos, idx.key_len), (idx.value_pos, idx.value_len), np.diff(idx.header_start),
+              (idx.hkey_pos, idx.hkey_len), (idx.hval_pos, idx.hval_len), batch)
 
 
 def _add_records(parts: _Parts, batch, include_control: bool) -> None:
@@ -178,8 +203,8 @@ def _add_records(parts: _Parts, batch, include_control: bool) -> None:
     data = b"".join(chunks)
     hk = (np.array([p for p, _ in hks], np.int64), np.array([l for _, l in hks], np.int32))
     hv = (np.array([p for p, _ in hvs], np.int64), np.array([l for _, l in hvs], np.int32))
-    parts.add(data, n, np.array([r.offset for r in records], np.int64),
-              np.array([r.timestamp for r in records], np.int64), batch.timestamp_type,
+    parts.add(data, n, np.array([r.offset for r in records], np.int64), 0,
+              np.array([r.timestamp for r in records], np.int64), 0, batch.timestamp_type,
               (kp, kl), (vp, vl), counts, hk, hv, batch)
 
 
@@ -198,7 +223,7 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     """
     pa = _pa()
     schema = kafka_schema(headers, batch_fields)
-    parts = _Parts()
+    parts = _Parts(batch_fields)
     try:
         memoryview(buffer)
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
@@ -212,21 +237,16 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     n = parts.n
     key = _binary_array(parts.datas, parts.key_pos, parts.key_len, n, pa.binary())
     value = _binary_array(parts.datas, parts.val_pos, parts.val_len, n, pa.binary())
-    cat = np.concatenate
-    offsets = cat(parts.offsets) if n else np.zeros(0, np.int64)
-    ts_ms = cat(parts.timestamps) if n else np.zeros(0, np.int64)
     columns = [key, value,
-               pa.array(np.full(n, topic, dtype=object) if topic is not None else None, pa.string())
-               if topic is not None else pa.nulls(n, pa.string()),
+               pa.array([topic] * n, pa.string()) if topic is not None else pa.nulls(n, pa.string()),
                pa.array(np.full(n, partition, np.int32)) if partition is not None else pa.nulls(n, pa.int32()),
-               pa.array(offsets, pa.int64()),
-               pa.array(ts_ms * 1000, pa.timestamp("us", tz="UTC")),
-               pa.array(cat(parts.ts_types) if n else np.zeros(0, np.int32), pa.int32())]
+               pa.array(parts.offsets(), pa.int64()),
+               pa.array(parts.timestamps_ms() * 1000, pa.timestamp("us", tz="UTC")),
+               pa.array(parts.repeat(parts.ts_types).astype(np.int32), pa.int32())]
     if headers:
         columns.append(_headers_column(parts, n))
     for name in batch_fields:
-        vals = cat(parts.batch_values[name]) if n else np.zeros(0)
-        columns.append(pa.array(vals, schema.field(name).type))
+        columns.append(pa.array(parts.repeat(parts.batch_values[name]), schema.field(name).type))
     return pa.Table.from_arrays(columns, schema=schema)
 
 

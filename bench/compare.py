@@ -1,0 +1,275 @@
+"""kcodec against kafka-python, aiokafka and the raw codec libraries, on the same data, in one run.
+
+    python bench/compare.py                 # all workloads and codecs
+    python bench/compare.py --quick         # a tenth of the records
+    python bench/compare.py --workload w1 --codec none --codec zstd
+
+Workloads (deterministic):
+  w1  200,000 small JSON-like events, 16-byte keys, 2 headers, batches <= 16 KiB
+  w2  100,000 log lines of ~1 KiB, no key, batches <= 1 MiB
+  w3   20,000 incompressible 4 KiB values, no key, batches <= 1 MiB
+
+Every implementation builds the same batches (the records are cut into
+batches once, by kcodec's batch.size rule) and reads the same bytes (built by
+kcodec).  "build" = records -> complete v2 batches; "read" = CRC check,
+decompression and every record's key and value as Python objects (object
+APIs) or as Arrow columns (to_arrow).  "raw" = the codec library alone on
+each batch's uncompressed records region: the ceiling for compressed
+workloads.  Figures are the best of --reps passes; ratios compare with
+kcodec's object API (x > 1 means kcodec is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import sys
+import time
+from typing import Callable, Dict, List
+
+import kcodec
+from kcodec import RecordBatchBuilder, read_batches
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+T0 = 1_700_000_000_000
+
+
+def make_workload(name: str, scale: float):
+    rng = random.Random({"w1": 1, "w2": 2, "w3": 3}[name])
+    if name == "w1":
+        n, limit = int(200_000 * scale), 16 * 1024
+        keys = [f"{rng.getrandbits(64):016x}".encode() for _ in range(n)]
+        values = [('{"event":"%s","user":%d,"page":"/p/%d","ms":%d,"ok":%s,"pad":"%s"}' % (
+            rng.choice(["view", "click", "buy"]), rng.randrange(10 ** 6), rng.randrange(500), rng.randrange(2000),
+            rng.choice(["true", "false"]), "x" * rng.randint(40, 110))).encode() for _ in range(n)]
+        headers = [[("trace-id", f"{i:012x}".encode()), ("source", b"web")] for i in range(n)]
+    elif name == "w2":
+        n, limit = int(100_000 * scale), 1024 * 1024
+        words = "request completed status duration path user session cache miss retry backoff shard".split()
+        keys = [None] * n
+        values = [(f"2023-11-14T22:13:{i % 60:02d}Z INFO [svc-{i % 7}] " + " ".join(
+            rng.choice(words) + "=" + str(rng.randrange(10 ** 4)) for _ in range(rng.randint(90, 120))))[:1100]
+            .encode() for i in range(n)]
+        headers = [[] for _ in range(n)]
+    else:
+        n, limit = int(20_000 * scale), 1024 * 1024
+        keys = [None] * n
+        values = [rng.randbytes(4096) for _ in range(n)]
+        headers = [[] for _ in range(n)]
+    return keys, values, headers, limit
+
+
+def cut_batches(keys, values, headers, limit) -> List[range]:
+    """Record ranges per batch: what a producer with enough linger sends for codec none."""
+    out, start = [], 0
+    b = RecordBatchBuilder(write_limit=limit)
+    for i in range(len(values)):
+        if not b.has_room_for(keys[i], values[i], headers[i], T0 + i):
+            b.build()
+            out.append(range(start, i))
+            start = i
+            b = RecordBatchBuilder(write_limit=limit)
+        b.append(keys[i], values[i], T0 + i, headers[i])
+    out.append(range(start, len(values)))
+    return out
+
+
+def best(fn: Callable, reps: int) -> float:
+    fn()  # warm up
+    times = []
+    gc.disable()
+    try:
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    finally:
+        gc.enable()
+    return min(times)
+
+
+def run(workload: str, codec: str, scale: float, reps: int) -> Dict:
+    keys, values, headers, limit = make_workload(workload, scale)
+    ranges = cut_batches(keys, values, headers, limit)
+    n = len(values)
+    payload = sum(len(v) for v in values) + sum(len(k) for k in keys if k)
+
+    def kc_build():
+        return [bytes(_kc_batch(codec, keys, values, headers, r)) for r in ranges]
+
+    batches = kc_build()
+    blob = b"".join(batches)
+    import pyarrow as pa
+    table = pa.table({"key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
+                      "timestamp": pa.array([T0 + i for i in range(n)], pa.int64()),
+                      "headers": pa.array([[{"key": k, "value": v} for k, v in h] or None for h in headers],
+                                          kcodec.kafka_schema().field("headers").type)})
+
+    def kc_read():
+        c = 0
+        for batch in read_batches(blob):
+            for rec in batch:
+                rec.key
+                rec.value
+                c += 1
+        assert c == n
+
+    def kc_from_arrow():
+        # from_arrow cuts batches itself with the same batch.size rule
+        kcodec.from_arrow(table, compression=codec, max_batch_bytes=limit)
+
+    def kc_to_arrow():
+        assert kcodec.to_arrow(blob).num_rows == n
+
+    results = {"workload": workload, "codec": codec, "records": n, "payload_mb": payload / 1e6,
+               "stored_mb": len(blob) / 1e6, "batches": len(batches)}
+    timings = {"kcodec build": best(kc_build, reps), "kcodec read": best(kc_read, reps),
+               "kcodec from_arrow": best(kc_from_arrow, reps), "kcodec to_arrow": best(kc_to_arrow, reps)}
+    for name, (build, read) in _peers(codec, keys, values, headers, ranges, batches, n).items():
+        timings[f"{name} build"] = best(build, reps)
+        timings[f"{name} read"] = best(read, reps)
+    raw = _raw(codec, keys, values, headers, ranges)
+    if raw is not None:
+        timings["raw compress"] = best(raw[0], reps)
+        timings["raw decompress"] = best(raw[1], reps)
+    results["seconds"] = timings
+    return results
+
+
+def _kc_batch(codec, keys, values, headers, r):
+    b = RecordBatchBuilder(compression=codec, write_limit=1 << 30)
+    for i in r:
+        b.append(keys[i], values[i], T0 + i, headers[i])
+    return b.build()
+
+
+def _peers(codec, keys, values, headers, ranges, batches, n):
+    peers = {}
+    ids = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+    try:
+        from aiokafka.record.default_records import DefaultRecordBatch as AB, DefaultRecordBatchBuilder as ABB
+
+        def a_build():
+            for r in ranges:
+                b = ABB(2, ids[codec], False, -1, -1, -1, 1 << 30)
+                for i in r:
+                    b.append(i - r.start, T0 + i, keys[i], values[i], headers[i])
+                bytes(b.build())
+
+        def a_read():
+            c = 0
+            for data in batches:
+                b = AB(data)
+                b.validate_crc()
+                for rec in b:
+                    rec.key
+                    rec.value
+                    c += 1
+            assert c == n
+        peers["aiokafka"] = (a_build, a_read)
+    except ImportError:
+        pass
+    try:
+        from kafka.record.default_records import DefaultRecordBatch as KB, DefaultRecordBatchBuilder as KBB
+
+        def k_build():
+            for r in ranges:
+                b = KBB(2, ids[codec], False, -1, -1, -1, 1 << 30)
+                for i in r:
+                    b.append(i - r.start, T0 + i, keys[i], values[i], headers[i])
+                bytes(b.build())
+
+        def k_read():
+            c = 0
+            for data in batches:
+                b = KB(data)
+                b.validate_crc()
+                for rec in b:
+                    rec.key
+                    rec.value
+                    c += 1
+            assert c == n
+        peers["kafka-python"] = (k_build, k_read)
+    except ImportError:
+        pass
+    return peers
+
+
+def _raw(codec, keys, values, headers, ranges):
+    if codec == "none":
+        return None
+    regions = []
+    for r in ranges:
+        b = RecordBatchBuilder(write_limit=1 << 30)
+        for i in r:
+            b.append(keys[i], values[i], T0 + i, headers[i])
+        regions.append(bytes(b.build())[61:])
+    if codec == "gzip":
+        import zlib
+        comp = lambda d: zlib.compress(d, 6)
+        dec = zlib.decompress
+    elif codec == "snappy":
+        import cramjam
+        comp = lambda d: bytes(cramjam.snappy.compress_raw(d))
+        dec = lambda d: bytes(cramjam.snappy.decompress_raw(d))
+    elif codec == "lz4":
+        import lz4.frame
+        comp = lambda d: lz4.frame.compress(d, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
+        dec = lz4.frame.decompress
+    else:
+        import zstandard
+        c, d_ = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
+        comp = c.compress
+        dec = lambda d: d_.decompress(d)
+    compressed = [comp(x) for x in regions]
+    return (lambda: [comp(x) for x in regions]), (lambda: [dec(x) for x in compressed])
+
+
+def report(rows: List[Dict]) -> str:
+    lines = []
+    for r in rows:
+        s = r["seconds"]
+        n = r["records"]
+        lines.append(f"\n{r['workload']} {r['codec']}: {n} records, {r['payload_mb']:.1f} MB payload, "
+                     f"{r['batches']} batches, stored {r['stored_mb']:.1f} MB")
+        lines.append(f"  {'implementation':<22} {'M rec/s':>9} {'MB/s':>8} {'vs kcodec object':>17}")
+        for name, sec in s.items():
+            base = s["kcodec build"] if "build" in name or "from_arrow" in name or "compress" in name and \
+                "decompress" not in name else s["kcodec read"]
+            lines.append(f"  {name:<22} {n / sec / 1e6:>9.2f} {r['payload_mb'] / sec:>8.0f} {sec / base:>16.2f}x")
+        for peer in ("aiokafka", "kafka-python"):
+            if f"{peer} build" in s:
+                lines.append(f"  kcodec/{peer}: build {s[peer + ' build'] / s['kcodec build']:.2f}x, "
+                             f"read {s[peer + ' read'] / s['kcodec read']:.2f}x, "
+                             f"from_arrow {s[peer + ' build'] / s['kcodec from_arrow']:.2f}x, "
+                             f"to_arrow {s[peer + ' read'] / s['kcodec to_arrow']:.2f}x faster")
+        if "raw compress" in s:
+            lines.append(f"  kcodec time / raw codec time: build {s['kcodec build'] / s['raw compress']:.2f}, "
+                         f"from_arrow {s['kcodec from_arrow'] / s['raw compress']:.2f}, "
+                         f"read {s['kcodec read'] / s['raw decompress']:.2f}, "
+                         f"to_arrow {s['kcodec to_arrow'] / s['raw decompress']:.2f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workload", action="append", choices=["w1", "w2", "w3"])
+    p.add_argument("--codec", action="append", choices=CODECS)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="a tenth of the records")
+    p.add_argument("--json", help="also write the raw figures here")
+    args = p.parse_args(argv)
+    rows = []
+    for w in args.workload or ["w1", "w2", "w3"]:
+        for c in args.codec or CODECS:
+            rows.append(run(w, c, 0.1 if args.quick else 1.0, args.reps))
+            print(report(rows[-1:]), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
