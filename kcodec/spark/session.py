@@ -23,7 +23,9 @@ def get_session(master: Optional[str] = None, app_name: str = "kcodec", *, quiet
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_MASTER"):
+    elif not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Under spark-submit the JVM starts first (and sets the gateway port);
+        # its --master must win.  Run directly, kcodec defaults to local mode.
         builder = builder.master(os.environ.get("KCODEC_SPARK_MASTER", "local[*]"))
     jvm_opts = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     builder = (builder
