@@ -79,6 +79,12 @@ def test_data_source_splits_and_offset_options(spark, tmp_path):
     sub = (spark.read.format("kafka-log").option("startingOffset", lo).option("endingOffset", hi)
            .option("splitBytes", 50_000).load(str(d)))
     assert sorted(r["offset"] for r in sub.select("offset").collect()) == [o for o in expected if lo <= o < hi]
+    records = _oracle_records(doc)
+    t_lo, t_hi = sorted(e[1] for e in records)[500], sorted(e[1] for e in records)[4000]
+    by_time = (spark.read.format("kafka-log").option("startingTimestamp", t_lo).option("endingTimestamp", t_hi)
+               .load(str(d)))
+    assert sorted(r["offset"] for r in by_time.select("offset").collect()) == sorted(
+        e[0] for e in records if t_lo <= e[1] < t_hi)
 
 
 def test_data_source_on_written_log_dir(spark, tmp_path):
