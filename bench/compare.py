@@ -144,53 +144,41 @@ def _kc_batch(codec, keys, values, headers, r):
     return b.build()
 
 
+def _peer(builder_cls, batch_cls, codec_id, keys, values, headers, ranges, batches, n):
+    """Build and read closures over a client library's v2 record classes (aiokafka, kafka-python)."""
+    def build():
+        for r in ranges:
+            b = builder_cls(2, codec_id, False, -1, -1, -1, 1 << 30)
+            for i in r:
+                b.append(i - r.start, T0 + i, keys[i], values[i], headers[i])
+            bytes(b.build())
+
+    def read():
+        c = 0
+        for data in batches:
+            b = batch_cls(data)
+            b.validate_crc()
+            for rec in b:
+                rec.key
+                rec.value
+                c += 1
+        assert c == n
+
+    return build, read
+
+
 def _peers(codec, keys, values, headers, ranges, batches, n):
     peers = {}
-    ids = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+    codec_id = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[codec]
+    args = (codec_id, keys, values, headers, ranges, batches, n)
     try:
-        from aiokafka.record.default_records import DefaultRecordBatch as AB, DefaultRecordBatchBuilder as ABB
-
-        def a_build():
-            for r in ranges:
-                b = ABB(2, ids[codec], False, -1, -1, -1, 1 << 30)
-                for i in r:
-                    b.append(i - r.start, T0 + i, keys[i], values[i], headers[i])
-                bytes(b.build())
-
-        def a_read():
-            c = 0
-            for data in batches:
-                b = AB(data)
-                b.validate_crc()
-                for rec in b:
-                    rec.key
-                    rec.value
-                    c += 1
-            assert c == n
-        peers["aiokafka"] = (a_build, a_read)
+        from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+        peers["aiokafka"] = _peer(DefaultRecordBatchBuilder, DefaultRecordBatch, *args)
     except ImportError:
         pass
     try:
-        from kafka.record.default_records import DefaultRecordBatch as KB, DefaultRecordBatchBuilder as KBB
-
-        def k_build():
-            for r in ranges:
-                b = KBB(2, ids[codec], False, -1, -1, -1, 1 << 30)
-                for i in r:
-                    b.append(i - r.start, T0 + i, keys[i], values[i], headers[i])
-                bytes(b.build())
-
-        def k_read():
-            c = 0
-            for data in batches:
-                b = KB(data)
-                b.validate_crc()
-                for rec in b:
-                    rec.key
-                    rec.value
-                    c += 1
-            assert c == n
-        peers["kafka-python"] = (k_build, k_read)
+        from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+        peers["kafka-python"] = _peer(DefaultRecordBatchBuilder, DefaultRecordBatch, *args)
     except ImportError:
         pass
     return peers
