@@ -13,7 +13,7 @@ from typing import Iterator, List, Optional, Sequence, Union
 import numpy as np
 
 from kcodec._native.primitives import crc32c
-from kcodec._native.columnar import encode_columnar, gather_binary
+from kcodec._native.columnar import encode_columnar, gather_binary, scan_uncompressed_v2
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import RecordBuilderError
 from kcodec.records.batch import (
@@ -226,9 +226,16 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     parts = _Parts(batch_fields)
     try:
         memoryview(buffer)
-        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
     except TypeError:
         batches = buffer
+    else:
+        if not batch_fields:
+            # One native pass when the buffer holds only uncompressed v2 batches
+            # (anything else, including damage, takes the general path below).
+            fast = scan_uncompressed_v2(buffer, validate, include_control)
+            if fast is not None:
+                return _fast_table(buffer, fast, schema, topic, partition, headers)
+        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
     for batch in batches:
         if batch.magic >= 2:
             _add_v2(parts, batch, include_control)
@@ -250,12 +257,25 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _headers_column(parts: _Parts, n: int):
+def _fast_table(buffer, scan, schema, topic, partition, headers: bool):
     pa = _pa()
-    nh = parts.nh
-    hkey = _binary_array(parts.datas, parts.hk_pos, parts.hk_len, nh, pa.string())
-    hval = _binary_array(parts.datas, parts.hv_pos, parts.hv_len, nh, pa.binary())
-    counts = np.concatenate(parts.hdr_counts) if n else np.zeros(0, np.int64)
+    offsets, stamps, types, kpos, klen, vpos, vlen, hcount, hkp, hkl, hvp, hvl, nh = scan
+    n = len(offsets)
+    columns = [_binary_array([buffer], [kpos], [klen], n, pa.binary()),
+               _binary_array([buffer], [vpos], [vlen], n, pa.binary()),
+               pa.array([topic] * n, pa.string()) if topic is not None else pa.nulls(n, pa.string()),
+               pa.array(np.full(n, partition, np.int32)) if partition is not None else pa.nulls(n, pa.int32()),
+               pa.array(offsets, pa.int64()),
+               pa.array(stamps * 1000, pa.timestamp("us", tz="UTC")),
+               pa.array(types, pa.int32())]
+    if headers:
+        columns.append(_list_of_headers(_binary_array([buffer], [hkp], [hkl], nh, pa.string()),
+                                        _binary_array([buffer], [hvp], [hvl], nh, pa.binary()), hcount, n))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _list_of_headers(hkey, hval, counts, n: int):
+    pa = _pa()
     list_offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=list_offsets[1:])
     has = counts > 0
@@ -264,6 +284,15 @@ def _headers_column(parts: _Parts, n: int):
     struct = pa.StructArray.from_arrays([hkey, hval], fields=list(_headers_type().value_type))
     return pa.Array.from_buffers(_headers_type(), n, [validity, pa.py_buffer(list_offsets)],
                                  null_count=null_count, children=[struct])
+
+
+def _headers_column(parts: _Parts, n: int):
+    pa = _pa()
+    nh = parts.nh
+    hkey = _binary_array(parts.datas, parts.hk_pos, parts.hk_len, nh, pa.string())
+    hval = _binary_array(parts.datas, parts.hv_pos, parts.hv_len, nh, pa.binary())
+    counts = np.concatenate(parts.hdr_counts) if n else np.zeros(0, np.int64)
+    return _list_of_headers(hkey, hval, counts, n)
 
 
 # ---------------------------------------------------------------------------

@@ -143,3 +143,20 @@ def test_java_reads_from_arrow_batches():
     rows = table.to_pylist()
     one = [(r["offset"], int(r["timestamp"].timestamp() * 1000), r["key"], r["value"]) for r in rows]
     assert got == one * len(CODECS)
+
+
+@pytest.mark.parametrize("case", [c for c in cases() if c.startswith("v2_none_") or c == "segment_v2_txn"])
+def test_native_fast_path_equals_general_path(case):
+    data, _, _ = load_case(case)
+    fast = kcodec.to_arrow(data, topic="t", partition=1, include_control=True)
+    general = kcodec.to_arrow(read_batches(data), topic="t", partition=1, include_control=True)
+    assert fast.equals(general)
+
+
+def test_fast_path_falls_back_on_damage():
+    data = bytearray(load_case("v2_none_json100")[0])
+    data[100] ^= 1
+    with pytest.raises(kcodec.CorruptRecordError, match="Record is corrupt"):
+        kcodec.to_arrow(bytes(data))
+    assert kcodec.to_arrow(bytes(data), validate=False).num_rows == 100
+    assert kcodec.to_arrow(load_case("v2_none_json100")[0] + b"\0" * 5).num_rows == 100

@@ -4,7 +4,7 @@ records straight from Arrow buffers.  Python touches only per-batch objects;
 every per-record step is a C loop without the GIL.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
-from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -327,3 +327,187 @@ def partition_column(valid, Py_ssize_t voff, offsets, data, Py_ssize_t n, int32_
             else:
                 o[i] = (_murmur2(c.data + c.offs[i], ln) & 0x7fffffff) % num_partitions
     return out
+
+
+cdef extern from "kc_record.h" nogil:
+    ctypedef struct kc_record_t:
+        int32_t length
+        int32_t header_count
+        int64_t timestamp_delta
+        int32_t offset_delta
+        int32_t key_len
+        int32_t value_len
+        const uint8_t *key
+        const uint8_t *value
+        const uint8_t *headers_start
+        const uint8_t *end
+    ctypedef struct kc_header_t:
+        int32_t key_len
+        int32_t value_len
+        const uint8_t *key
+        const uint8_t *value
+    int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+    int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
+
+cdef extern from "kc_crc.h" nogil:
+    uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
+
+cdef extern from "kc_endian.h" nogil:
+    uint32_t kc_load_be32(const uint8_t *p)
+    uint64_t kc_load_be64(const uint8_t *p)
+
+
+
+cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint validate, bint include_control,
+                   Py_ssize_t *n_records) nogil:
+    """Count the records of a buffer made only of complete, uncompressed v2 batches; -1 otherwise."""
+    cdef Py_ssize_t pos = 0, remaining, size
+    cdef int32_t count
+    cdef uint8_t attrs
+    n_records[0] = 0
+    while True:
+        remaining = length - pos
+        if remaining < 12:
+            return 0 if remaining == 0 else -1
+        size = <int32_t>kc_load_be32(buf + pos + 8)
+        if size < 49 or remaining < 17 or buf[pos + 16] != 2 or remaining < size + 12:
+            return -1
+        attrs = buf[pos + 22]
+        if attrs & 0x07:
+            return -1
+        if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size + 12 - 21):
+            return -1
+        count = <int32_t>kc_load_be32(buf + pos + 57)
+        if count < 0:
+            return -1
+        if include_control or not (attrs & 0x20):
+            n_records[0] += count
+        pos += size + 12
+
+
+def scan_uncompressed_v2(data, bint validate=True, bint include_control=False):
+    """Index every record of a buffer of uncompressed v2 batches in one native pass.
+
+    Returns None when the buffer holds anything else (compressed or legacy
+    batches, trailing bytes, damage): the general path then decodes it and
+    reports errors with Kafka's messages.  Otherwise a tuple of numpy arrays:
+    offsets, timestamps (ms), timestamp types, key/value positions and
+    lengths, header counts, header key/value positions and lengths.
+    """
+    cdef Py_buffer view
+    cdef Py_ssize_t n = 0, nh = 0, i = 0, h = 0
+    cdef const uint8_t *buf
+    cdef Py_ssize_t length, pos, size
+    cdef int64_t rc = 0
+    cdef int32_t count, j, k
+    cdef int64_t base_off, base_ts, max_ts
+    cdef uint8_t attrs
+    cdef bint lat, bad = False
+    cdef kc_record_t r
+    cdef kc_header_t hd
+    cdef const uint8_t *p
+    cdef const uint8_t *end
+    cdef const uint8_t *hp
+    cdef int64_t *o_off
+    cdef int64_t *o_ts
+    cdef int32_t *o_ty
+    cdef int64_t *o_kp
+    cdef int32_t *o_kl
+    cdef int64_t *o_vp
+    cdef int32_t *o_vl
+    cdef int64_t *o_hc
+    cdef int64_t *o_hkp
+    cdef int32_t *o_hkl
+    cdef int64_t *o_hvp
+    cdef int32_t *o_hvl
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        buf = <const uint8_t *>view.buf
+        length = view.len
+        with nogil:
+            rc = _walk(buf, length, validate, include_control, &n)
+        if rc < 0:
+            return None
+        offsets = np.empty(n, np.int64)
+        stamps = np.empty(n, np.int64)
+        types = np.empty(n, np.int32)
+        kpos = np.empty(n, np.int64)
+        klen = np.empty(n, np.int32)
+        vpos = np.empty(n, np.int64)
+        vlen = np.empty(n, np.int32)
+        hcount = np.empty(n, np.int64)
+        o_off = <int64_t *>cnp.PyArray_DATA(offsets)
+        o_ts = <int64_t *>cnp.PyArray_DATA(stamps)
+        o_ty = <int32_t *>cnp.PyArray_DATA(types)
+        o_kp = <int64_t *>cnp.PyArray_DATA(kpos)
+        o_kl = <int32_t *>cnp.PyArray_DATA(klen)
+        o_vp = <int64_t *>cnp.PyArray_DATA(vpos)
+        o_vl = <int32_t *>cnp.PyArray_DATA(vlen)
+        o_hc = <int64_t *>cnp.PyArray_DATA(hcount)
+        with nogil:
+            pos = 0
+            while pos < length and not bad:
+                size = <int32_t>kc_load_be32(buf + pos + 8) + 12
+                attrs = buf[pos + 22]
+                if include_control or not (attrs & 0x20):
+                    base_off = <int64_t>kc_load_be64(buf + pos)
+                    base_ts = <int64_t>kc_load_be64(buf + pos + 27)
+                    max_ts = <int64_t>kc_load_be64(buf + pos + 35)
+                    lat = (attrs & 0x08) != 0
+                    count = <int32_t>kc_load_be32(buf + pos + 57)
+                    p = buf + pos + 61
+                    end = buf + pos + size
+                    for j in range(count):
+                        rc = kc_parse_record(p, end, &r)
+                        if rc < 0:
+                            bad = True
+                            break
+                        o_off[i] = base_off + r.offset_delta
+                        o_ts[i] = max_ts if lat else base_ts + r.timestamp_delta
+                        o_ty[i] = 1 if lat else 0
+                        o_kp[i] = (r.key - buf) if r.key_len >= 0 else 0
+                        o_kl[i] = r.key_len
+                        o_vp[i] = (r.value - buf) if r.value_len >= 0 else 0
+                        o_vl[i] = r.value_len
+                        o_hc[i] = r.header_count
+                        nh += r.header_count
+                        i += 1
+                        p = r.end
+                    if p != end:
+                        bad = True
+                pos += size
+        if bad:
+            return None
+        hkp = np.empty(nh, np.int64)
+        hkl = np.empty(nh, np.int32)
+        hvp = np.empty(nh, np.int64)
+        hvl = np.empty(nh, np.int32)
+        if nh:
+            o_hkp = <int64_t *>cnp.PyArray_DATA(hkp)
+            o_hkl = <int32_t *>cnp.PyArray_DATA(hkl)
+            o_hvp = <int64_t *>cnp.PyArray_DATA(hvp)
+            o_hvl = <int32_t *>cnp.PyArray_DATA(hvl)
+            with nogil:
+                pos = 0
+                while pos < length:
+                    size = <int32_t>kc_load_be32(buf + pos + 8) + 12
+                    attrs = buf[pos + 22]
+                    if include_control or not (attrs & 0x20):
+                        count = <int32_t>kc_load_be32(buf + pos + 57)
+                        p = buf + pos + 61
+                        end = buf + pos + size
+                        for j in range(count):
+                            kc_parse_record(p, end, &r)
+                            hp = r.headers_start
+                            for k in range(r.header_count):
+                                hp += kc_parse_header(hp, end, &hd)
+                                o_hkp[h] = hd.key - buf
+                                o_hkl[h] = hd.key_len
+                                o_hvp[h] = (hd.value - buf) if hd.value_len >= 0 else 0
+                                o_hvl[h] = hd.value_len
+                                h += 1
+                            p = r.end
+                    pos += size
+    finally:
+        PyBuffer_Release(&view)
+    return offsets, stamps, types, kpos, klen, vpos, vlen, hcount, hkp, hkl, hvp, hvl, nh
