@@ -84,3 +84,40 @@ def test_advise_end_to_end(tmp_path):
             assert rc == 0, got
             total += got["recordCount"]
         assert total == 4000
+
+
+def _advise(args, tmp_path):
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    return subprocess.run([sys.executable, "-m", "kcodec.cli", "advise", "--master", "local[2]",
+                           "--codecs", "zstd:1,lz4", "--batch-sizes", "16k", "--out", str(tmp_path / "r"),
+                           *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
+def test_advise_on_a_log_directory_and_on_parquet(tmp_path):
+    pytest.importorskip("pyspark")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kcodec.log import rebuild_indexes, segment_file_name
+    from oracle_util import load_case
+
+    data, doc, _ = load_case("segment_v2_txn")
+    part = tmp_path / "logs" / "orders-0"
+    part.mkdir(parents=True)
+    (part / segment_file_name(0)).write_bytes(data)
+    rebuild_indexes(part / segment_file_name(0))
+    proc = _advise([str(tmp_path / "logs"), "--current-codec", "zstd:3", "--current-size", "1TB"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "kafka-log" in proc.stdout and "zstd:1@16KiB" in proc.stdout
+    n_data = sum(len(b["records"]) for b in doc["batches"] if not b["isControlBatch"])
+    assert f"{n_data} records" in proc.stdout
+    assert "1TiB" in proc.stdout or "1.0TiB" in proc.stdout  # the current setting projects to --current-size
+    table = pa.table({"key": [f"k{i % 50}" for i in range(3000)],
+                      "value": [f'{{"n": {i}, "text": "hello"}}' for i in range(3000)]})
+    pq.write_table(table, tmp_path / "events.parquet")
+    proc = _advise([str(tmp_path / "events.parquet")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "parquet" in proc.stdout and "3000 records" in proc.stdout
+    bad = _advise([str(tmp_path / "events.parquet"), "--codecs", "zstd:99"], tmp_path)
+    assert bad.returncode != 0 and "zstd level 99" in bad.stderr

@@ -33,7 +33,7 @@ def get_session(master: Optional[str] = None, app_name: str = "kcodec", *, quiet
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.extraJavaOptions", jvm_opts)
-               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "0"))
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000"))
     spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
