@@ -12,13 +12,10 @@ from typing import Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
-from kcodec._native.primitives import crc32c
-from kcodec._native.columnar import encode_columnar, gather_binary, scan_uncompressed_v2
+from kcodec._native.columnar import batch_bytes, encode_columnar, gather_binary, scan_uncompressed_v2
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import RecordBuilderError
 from kcodec.records.batch import (
-    CONTROL_MASK,
-    HEADER,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
     RecordBatch,
@@ -391,29 +388,28 @@ def from_arrow_iter(table, *, compression: Union[CompressionType, int, str] = "n
     ts = np.ascontiguousarray(_timestamps_ms(_column(table, "timestamp"), n), dtype=np.int64)
     if np.any((ts < 0) & (ts != -1)):
         raise RecordBuilderError(f"Invalid negative timestamp {int(ts[(ts < 0) & (ts != -1)][0])}")
-    factor = 1.0 if codec.id == 0 else estimated_compression_ratio * 1.05
     out, rows, pos, first_ts, max_ts, first_off, last_off = encode_columnar(
         n, _spec(_as_large(key)) if key is not None else None, _spec(_as_large(value)),
-        hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, factor)
+        hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, estimated_compression_ratio,
+        codec.id != 0)
     attributes = codec.id
     if ts_type == TimestampType.LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_MASK
     if is_transactional:
         attributes |= TRANSACTIONAL_MASK
     mv = memoryview(out)
+    # Per batch: one slice, one compression call (if any) and one native call
+    # that writes header, CRC and payload into the result.
+    pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
+    first_off, last_off = first_off.tolist(), last_off.tolist()
+    lat = ts_type == TimestampType.LOG_APPEND_TIME
     for b in range(len(first_ts)):
         region = mv[pos[b]:pos[b + 1]]
         payload = region if codec.id == 0 else codec.compress(region, lvl, magic=2)
-        count = int(rows[b + 1] - rows[b])
-        seq = base_sequence if base_sequence < 0 else (base_sequence + int(rows[b])) % 2147483648
-        header = bytearray(HEADER.pack(
-            int(first_off[b]), 49 + len(payload), partition_leader_epoch, 2, 0, attributes,
-            int(last_off[b] - first_off[b]), int(first_ts[b]),
-            log_append_time if ts_type == TimestampType.LOG_APPEND_TIME else int(max_ts[b]),
-            producer_id, producer_epoch, seq, count))
-        crc = crc32c(payload, crc32c(memoryview(header)[21:]))
-        header[17:21] = crc.to_bytes(4, "big")
-        yield bytes(header) + bytes(payload)
+        seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
+        yield batch_bytes(payload, first_off[b], last_off[b] - first_off[b], first_ts[b],
+                          log_append_time if lat else max_ts[b], rows[b + 1] - rows[b], attributes,
+                          producer_id, producer_epoch, seq, partition_leader_epoch)
 
 
 def from_arrow(table, **options) -> List[bytes]:

@@ -4,7 +4,8 @@ records straight from Arrow buffers.  Python touches only per-batch objects;
 every per-record step is a C loop without the GIL.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
-from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -23,6 +24,9 @@ cdef extern from "kc_record.h" nogil:
                                   int32_t header_count)
     int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t key_len, const uint8_t *value,
                             int32_t value_len)
+
+cdef extern from "kc_crc.h" nogil:
+    uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
 
 cdef extern from "kc_varint.h" nogil:
     int kc_varint_size(int32_t v)
@@ -124,14 +128,15 @@ cdef inline int32_t _len_of(_Col *c, Py_ssize_t i) nogil:
 
 
 def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, offsets,
-                    int64_t base_offset, int64_t write_limit, double size_factor):
+                    int64_t base_offset, int64_t write_limit, float estimated_ratio, bint compressed):
     """Encode ``n`` records into v2 records regions, cut into batches by Kafka's batch.size rule.
 
     Columns are ``(validity, validity_offset, int64 offsets, data)`` tuples
     (``key``/``hkey``/``hval`` may be None; ``hdr_list`` is the list column's
     ``(validity, offset, int64 list offsets, None)``).  ``timestamps`` is
     int64 ms per row; ``offsets`` int64 per row or None (then
-    ``base_offset + row``).  Returns ``(records_buffer, batch row starts,
+    ``base_offset + row``).  ``write_limit``, ``estimated_ratio`` and
+    ``compressed`` drive Kafka's ``MemoryRecordsBuilder.hasRoomFor``.  Returns ``(records_buffer, batch row starts,
     batch byte starts, first/max timestamps, first/last offsets)`` as numpy arrays.
     """
     cdef list keep = []
@@ -171,6 +176,9 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     cdef int64_t *blo = <int64_t *>b_last_off.data
     cdef Py_ssize_t nbatch = 0
     cdef int64_t in_batch = 0, batch_records = 0, est
+    # Java computes the estimate in float (estimatedCompressionRatio and 1.05f
+    # are floats), and the cut points depend on its rounding.
+    cdef float f_written, f_factor = <float>1.05
     cdef int err = 0
     cdef Py_ssize_t err_row = -1
     with nogil:
@@ -203,9 +211,16 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
             body = kc_record_body_size(ts[i] - first_ts, <int32_t>(off - first_off), kl, vl, hc, hs)
             rb[i] = kc_varint_size(<int32_t>body) + body
             # Kafka's hasRoomFor: the first record always fits, then
-            # limit >= 61 + written * ratio * 1.05 (compressed) + record size.
+            # limit >= 61 + (int)(written * ratio * 1.05f) (compressed) + record size;
+            # the new record's own size is not scaled (Kafka stays conservative).
             if batch_records > 0:
-                est = 61 + <int64_t>(in_batch * size_factor)
+                if compressed:
+                    f_written = <float>in_batch
+                    f_written = f_written * estimated_ratio
+                    f_written = f_written * f_factor
+                    est = 61 + <int32_t>f_written
+                else:
+                    est = 61 + in_batch
                 if write_limit < est + rb[i]:
                     nbatch += 1
                     batch_records = 0
@@ -267,6 +282,48 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
                                              (chv.data + chv.offs[j]) if hvl >= 0 else NULL, hvl)
     return (out, b_row[:nbatch + 1], b_pos[:nbatch + 1], b_first_ts[:nbatch], b_max_ts[:nbatch],
             b_first_off[:nbatch], b_last_off[:nbatch])
+
+
+cdef extern from "kc_endian.h" nogil:
+    uint32_t kc_load_be32(const uint8_t *p)
+    uint64_t kc_load_be64(const uint8_t *p)
+    void kc_store_be16(uint8_t *p, uint16_t v)
+    void kc_store_be32(uint8_t *p, uint32_t v)
+    void kc_store_be64(uint8_t *p, uint64_t v)
+
+
+def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t first_timestamp,
+                int64_t max_timestamp, int32_t count, int16_t attributes, int64_t producer_id,
+                int16_t producer_epoch, int32_t base_sequence, int32_t partition_leader_epoch) -> bytes:
+    """One complete v2 batch: the 61-byte header, CRC-32C, then ``payload`` (the records region).
+
+    Written into the result in place, so each batch costs one copy of its payload.
+    """
+    cdef Py_buffer view
+    PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    cdef bytes out
+    cdef uint8_t *p
+    try:
+        out = PyBytes_FromStringAndSize(NULL, 61 + view.len)
+        p = <uint8_t *>PyBytes_AS_STRING(out)
+        with nogil:
+            kc_store_be64(p, <uint64_t>base_offset)
+            kc_store_be32(p + 8, <uint32_t>(49 + view.len))
+            kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
+            p[16] = 2
+            kc_store_be16(p + 21, <uint16_t>attributes)
+            kc_store_be32(p + 23, <uint32_t>last_offset_delta)
+            kc_store_be64(p + 27, <uint64_t>first_timestamp)
+            kc_store_be64(p + 35, <uint64_t>max_timestamp)
+            kc_store_be64(p + 43, <uint64_t>producer_id)
+            kc_store_be16(p + 51, <uint16_t>producer_epoch)
+            kc_store_be32(p + 53, <uint32_t>base_sequence)
+            kc_store_be32(p + 57, <uint32_t>count)
+            memcpy(p + 61, view.buf, view.len)
+            kc_store_be32(p + 17, kc_crc32c(0, p + 21, 40 + view.len))
+    finally:
+        PyBuffer_Release(&view)
+    return out
 
 
 cdef inline int32_t _murmur2(const uint8_t *data, int64_t length) nogil:
@@ -349,12 +406,7 @@ cdef extern from "kc_record.h" nogil:
     int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
     int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
 
-cdef extern from "kc_crc.h" nogil:
-    uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
 
-cdef extern from "kc_endian.h" nogil:
-    uint32_t kc_load_be32(const uint8_t *p)
-    uint64_t kc_load_be64(const uint8_t *p)
 
 
 
