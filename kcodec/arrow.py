@@ -34,6 +34,30 @@ def _pa():
     return pa
 
 
+_CACHE: dict = {}
+
+
+def _types():
+    """Arrow types and schemas, made once (building them costs more than converting a small batch)."""
+    if not _CACHE:
+        pa = _pa()
+        _CACHE["ts"] = pa.timestamp("us", tz="UTC")
+        _CACHE["headers"] = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+        _CACHE["schema"] = {}
+    return _CACHE
+
+
+def _primitive(type_, values: np.ndarray):
+    """A null-free Arrow array over a numpy array's memory (no conversion pass)."""
+    pa = _pa()
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)], null_count=0)
+
+
+def _constant(type_, value, n: int):
+    pa = _pa()
+    return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
+
+
 def _batch_field_types():
     pa = _pa()
     return {"base_offset": pa.int64(), "last_offset": pa.int64(), "producer_id": pa.int64(),
@@ -43,12 +67,19 @@ def _batch_field_types():
 
 
 def _headers_type():
-    pa = _pa()
-    return pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+    return _types()["headers"]
 
 
 def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = ()):
     """Spark's Kafka source schema (plus the requested batch fields)."""
+    cache = _types()["schema"]
+    key = (bool(headers), tuple(batch_fields))
+    if key not in cache:
+        cache[key] = _make_schema(*key)
+    return cache[key]
+
+
+def _make_schema(headers: bool, batch_fields: Sequence[str]):
     pa = _pa()
     fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
               pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
@@ -241,12 +272,10 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     n = parts.n
     key = _binary_array(parts.datas, parts.key_pos, parts.key_len, n, pa.binary())
     value = _binary_array(parts.datas, parts.val_pos, parts.val_len, n, pa.binary())
-    columns = [key, value,
-               pa.array([topic] * n, pa.string()) if topic is not None else pa.nulls(n, pa.string()),
-               pa.array(np.full(n, partition, np.int32)) if partition is not None else pa.nulls(n, pa.int32()),
-               pa.array(parts.offsets(), pa.int64()),
-               pa.array(parts.timestamps_ms() * 1000, pa.timestamp("us", tz="UTC")),
-               pa.array(parts.repeat(parts.ts_types).astype(np.int32), pa.int32())]
+    columns = [key, value, _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
+               _primitive(pa.int64(), parts.offsets()),
+               _primitive(_types()["ts"], parts.timestamps_ms() * 1000),
+               _primitive(pa.int32(), parts.repeat(parts.ts_types).astype(np.int32))]
     if headers:
         columns.append(_headers_column(parts, n))
     for name in batch_fields:
@@ -260,11 +289,9 @@ def _fast_table(buffer, scan, schema, topic, partition, headers: bool):
     n = len(offsets)
     columns = [_binary_array([buffer], [kpos], [klen], n, pa.binary()),
                _binary_array([buffer], [vpos], [vlen], n, pa.binary()),
-               pa.array([topic] * n, pa.string()) if topic is not None else pa.nulls(n, pa.string()),
-               pa.array(np.full(n, partition, np.int32)) if partition is not None else pa.nulls(n, pa.int32()),
-               pa.array(offsets, pa.int64()),
-               pa.array(stamps * 1000, pa.timestamp("us", tz="UTC")),
-               pa.array(types, pa.int32())]
+               _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
+               _primitive(pa.int64(), offsets), _primitive(_types()["ts"], stamps * 1000),
+               _primitive(pa.int32(), types)]
     if headers:
         columns.append(_list_of_headers(_binary_array([buffer], [hkp], [hkl], nh, pa.string()),
                                         _binary_array([buffer], [hvp], [hvl], nh, pa.binary()), hcount, n))

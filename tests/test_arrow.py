@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import base64
-import datetime as dt
+import hashlib
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -30,27 +31,47 @@ def test_schema_matches_spark_rules():
     assert t.num_rows == 0 and t.schema.names[-2:] == ["base_offset", "producer_id"]
 
 
-@pytest.mark.parametrize("case", [c for c in cases() if not c.endswith("empty_batch_retained")])
+def _expect(raw, is_digest: bool):
+    """A record field of the oracle document as to_arrow's value (or its digest for large fixtures)."""
+    if raw is None or is_digest:
+        return raw
+    return base64.b64decode(raw)
+
+
+def _got(value, is_digest: bool):
+    if value is None or not is_digest:
+        return value
+    return "sha256:" + hashlib.sha256(value).hexdigest()
+
+
+@pytest.mark.parametrize("case", cases())
 def test_every_golden_vector(case):
     data, doc, is_digest = load_case(case)
-    if is_digest:
-        pytest.skip("digest-only fixture (covered by the object API test)")
     table = kcodec.to_arrow(data, topic="golden", partition=3)
-    expected = [r for b in doc["batches"] if not b["isControlBatch"] for r in b["records"]]
+    assert table.schema == kcodec.kafka_schema()
+    expected = [(b, r) for b in doc["batches"] if not b["isControlBatch"] for r in b["records"]]
     assert table.num_rows == len(expected)
-    rows = table.to_pylist()
-    types = [b["timestampType"] for b in doc["batches"] if not b["isControlBatch"] for _ in b["records"]]
     tmap = {"CREATE_TIME": 0, "LOG_APPEND_TIME": 1, "NO_TIMESTAMP_TYPE": -1}
-    for row, rec, tt in zip(rows, expected, types):
+    for row, (batch, rec) in zip(table.to_pylist(), expected):
         assert row["offset"] == rec["offset"]
-        assert row["key"] == _b(rec["key"]) and row["value"] == _b(rec["value"])
+        assert _got(row["key"], is_digest) == _expect(rec["key"], is_digest)
+        assert _got(row["value"], is_digest) == _expect(rec["value"], is_digest)
         assert int(row["timestamp"].timestamp() * 1000) == rec["timestamp"]
-        assert row["timestampType"] == tmap[tt]
+        assert row["timestampType"] == tmap[batch["timestampType"]]
         assert row["topic"] == "golden" and row["partition"] == 3
         if rec["headers"]:
-            assert [(h["key"], h["value"]) for h in row["headers"]] == [(k, _b(v)) for k, v in rec["headers"]]
+            assert [(h["key"], _got(h["value"], is_digest)) for h in row["headers"]] == [
+                (k, _expect(v, is_digest)) for k, v in rec["headers"]]
         else:
             assert row["headers"] is None
+
+
+def test_segment_mixed_equals_object_api():
+    data, _, _ = load_case("segment_mixed")
+    table = kcodec.to_arrow(data, include_control=True)
+    recs = [r for b in read_batches(data) for r in b]
+    assert [(r["offset"], r["key"], r["value"], r["headers"]) for r in table.to_pylist()] == [
+        (r.offset, r.key, r.value, [{"key": k, "value": v} for k, v in r.headers] or None) for r in recs]
 
 
 def test_control_records_on_request():
@@ -91,6 +112,121 @@ def test_from_arrow_equals_builder_for_uncompressed():
         builder.append(r.key, r.value, r.timestamp, r.headers, offset=r.offset)
     expected.append(bytes(builder.build()))
     assert len(ours) > 1 and ours == expected
+
+
+def _table(rows):
+    """rows: (key, value, timestamp ms, headers list or None)."""
+    return pa.table({
+        "key": pa.array([r[0] for r in rows], pa.binary()),
+        "value": pa.array([r[1] for r in rows], pa.binary()),
+        "timestamp": pa.array([r[2] for r in rows], pa.int64()),
+        "headers": pa.array([None if r[3] is None else [{"key": k, "value": v} for k, v in r[3]] for r in rows],
+                            kcodec.kafka_schema().field("headers").type),
+    })
+
+
+def _rows(n, seed=3):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        hdrs = [("h", bytes(rng.integers(0, 256, int(rng.integers(0, 9)), np.uint8)))] if i % 3 else None
+        key = None if i % 5 == 0 else f"key-{i}".encode()
+        out.append((key, b"v" * int(rng.integers(0, 300)) + bytes([i % 251]), T0 + int(rng.integers(0, 5000)), hdrs))
+    return out
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_from_arrow_bit_identical_to_builder(codec):
+    rows = _rows(150)
+    options = dict(base_offset=77, producer_id=9000, producer_epoch=3, base_sequence=11, is_transactional=True,
+                   partition_leader_epoch=5)
+    (ours,) = kcodec.from_arrow(_table(rows), compression=codec, level=None, **options)
+    b = kcodec.RecordBatchBuilder(compression=codec, **options)
+    for key, value, ts, hdrs in rows:
+        b.append(key, value, ts, hdrs or ())
+    assert ours == bytes(b.build())
+
+
+def test_from_arrow_log_append_time_equals_builder():
+    rows = _rows(20)
+    (ours,) = kcodec.from_arrow(_table(rows), compression="zstd", timestamp_type=kcodec.TimestampType.LOG_APPEND_TIME,
+                                log_append_time=T0 + 99_999)
+    b = kcodec.RecordBatchBuilder(compression="zstd", timestamp_type=kcodec.TimestampType.LOG_APPEND_TIME,
+                                  log_append_time=T0 + 99_999)
+    for key, value, ts, hdrs in rows:
+        b.append(key, value, ts, hdrs or ())
+    assert ours == bytes(b.build())
+    back = kcodec.to_arrow(ours)
+    assert set(back.column("timestampType").to_pylist()) == {1}
+    assert {int(t.timestamp() * 1000) for t in back.column("timestamp").to_pylist()} == {T0 + 99_999}
+
+
+def _varint_size(v: int) -> int:
+    z = (v << 1) ^ (v >> 63)
+    n = 1
+    while z >= 0x80:
+        z >>= 7
+        n += 1
+    return n
+
+
+def _record_size(offset_delta: int, value_len: int) -> int:
+    """DefaultRecord.sizeInBytes for a record with timestamp delta 0, null key, no headers."""
+    body = 1 + 1 + _varint_size(offset_delta) + 1 + _varint_size(value_len) + value_len + 1
+    return _varint_size(body) + body
+
+
+def _kafka_cuts(value_lens, limit, ratio, compressed):
+    """Records per batch by MemoryRecordsBuilder.hasRoomFor/isFull, in Java's int and float arithmetic."""
+    counts, written, n = [], 0, 0
+    for length in value_lens:
+        if n:
+            est = 61 + (int(np.float32(np.float32(written) * np.float32(ratio)) * np.float32(1.05))
+                        if compressed else written)
+            if limit <= est or limit < est + _record_size(n, length):
+                counts.append(n)
+                written = n = 0
+        written += _record_size(n, length)
+        n += 1
+    counts.append(n)
+    return counts
+
+
+@pytest.mark.parametrize("codec,ratio", [("none", 1.0), ("lz4", 1.0), ("gzip", 0.37), ("zstd", 0.5),
+                                         ("snappy", 0.9137)])
+def test_batch_cuts_follow_kafka_batch_size_rule(codec, ratio):
+    lens = [int(n) for n in np.random.default_rng(8).integers(0, 900, 2000)]
+    table = pa.table({"value": pa.array([b"x" * n for n in lens], pa.binary()),
+                      "timestamp": pa.array([T0] * len(lens), pa.int64())})
+    for limit in (0, 1000, 4096, 16_384, 16_385, 20_000):
+        batches = kcodec.from_arrow(table, compression=codec, max_batch_bytes=limit,
+                                    estimated_compression_ratio=ratio)
+        counts = [b.record_count for blob in batches for b in read_batches(blob)]
+        assert counts == _kafka_cuts(lens, limit, ratio, codec != "none"), limit
+
+
+def test_compressed_estimate_uses_java_float_arithmetic():
+    # 100 bytes written: (int)(100 * 1.0f * 1.05f) = 104 in Java's float arithmetic (105 in double).
+    # With a 17-byte second record, a limit of 61 + 104 + 17 = 182 still takes it.
+    assert _record_size(0, 91) == 100 and _record_size(1, 10) == 17
+    table = pa.table({"value": [b"a" * 91, b"b" * 10], "timestamp": pa.array([T0, T0], pa.int64())})
+    assert len(kcodec.from_arrow(table, compression="lz4", max_batch_bytes=182)) == 1
+    assert len(kcodec.from_arrow(table, compression="lz4", max_batch_bytes=181)) == 2
+
+
+def test_null_and_empty_are_distinct():
+    rows = [(None, None, T0, None), (b"", b"", T0, []), (b"k", b"v", T0, [("a", None), ("", b"")])]
+    (blob,) = kcodec.from_arrow(_table(rows))
+    recs = list(next(read_batches(blob)))
+    assert [(r.key, r.value, r.headers) for r in recs] == [
+        (None, None, ()), (b"", b"", ()), (b"k", b"v", (("a", None), ("", b"")))]
+    back = kcodec.to_arrow(blob).to_pylist()
+    assert [(r["key"], r["value"]) for r in back] == [(None, None), (b"", b""), (b"k", b"v")]
+    # Kafka stores a header count, not a null list: no headers and an empty list both read back as null.
+    assert [r["headers"] for r in back] == [None, None, [{"key": "a", "value": None}, {"key": "", "value": b""}]]
+    with pytest.raises(kcodec.RecordBuilderError, match="header keys must not be null"):
+        kcodec.from_arrow(pa.table({"value": [b"v"], "headers": pa.array(
+            [[{"key": None, "value": b"x"}]], kcodec.kafka_schema().field("headers").type)}))
 
 
 def test_from_arrow_accepts_plain_columns():
@@ -139,9 +275,12 @@ def test_java_reads_from_arrow_batches():
         blobs.extend(kcodec.from_arrow(table, compression=codec, max_batch_bytes=2048))
     rc, java = oracle_verify(b"".join(blobs))
     assert rc == 0, java
-    got = [(r["offset"], r["timestamp"], _b(r["key"]), _b(r["value"])) for b in java["batches"] for r in b["records"]]
+    assert [b["compression"] for b in java["batches"]] != []
+    got = [(r["offset"], r["timestamp"], _b(r["key"]), _b(r["value"]), [(k, _b(v)) for k, v in r["headers"]])
+           for b in java["batches"] for r in b["records"]]
     rows = table.to_pylist()
-    one = [(r["offset"], int(r["timestamp"].timestamp() * 1000), r["key"], r["value"]) for r in rows]
+    one = [(r["offset"], int(r["timestamp"].timestamp() * 1000), r["key"], r["value"],
+            [(h["key"], h["value"]) for h in r["headers"] or ()]) for r in rows]
     assert got == one * len(CODECS)
 
 
