@@ -1,8 +1,5 @@
 """Log compaction of a partition directory: the cleaner rules of spec section 12."""
 import os
-import struct
-
-import pytest
 
 import kcodec
 from kcodec.compression import CompressionType

@@ -9,7 +9,7 @@ from kcodec.log.cleaner import list_segments, read_txn_index, encode_txn_index, 
 from kcodec.log import recompress as rc
 from kcodec.log.recompress import RecompressVerificationError, recompress, records_digest
 from oracle_util import load_case
-from test_cleaner import T0, batch, check_dir_with_java, check_indexes, dir_batches, kv, make_log, marker
+from test_cleaner import batch, check_dir_with_java, check_indexes, dir_batches, kv, make_log, marker
 
 
 def full_records(path):

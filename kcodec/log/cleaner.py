@@ -52,8 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from kcodec.compression import TimestampType
-from kcodec.errors import CorruptRecordError, KcodecError
+from kcodec.errors import KcodecError
 from kcodec.log.filter import (
     BatchRetention,
     BatchRetentionResult,

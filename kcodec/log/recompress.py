@@ -30,7 +30,7 @@ import os
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import CorruptDataError, KcodecError

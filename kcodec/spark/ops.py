@@ -17,7 +17,7 @@ executor (a local run, or a shared file system).
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from kcodec.compression import CompressionType
 from kcodec.log.cleaner import (
