@@ -12,7 +12,7 @@ from typing import Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
-from kcodec._native.columnar import batch_bytes, encode_columnar, gather_binary, scan_uncompressed_v2
+from kcodec._native.columnar import batch_bytes, columns_uncompressed_v2, encode_columnar, gather_binary
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import RecordBuilderError
 from kcodec.records.batch import (
@@ -260,7 +260,7 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
         if not batch_fields:
             # One native pass when the buffer holds only uncompressed v2 batches
             # (anything else, including damage, takes the general path below).
-            fast = scan_uncompressed_v2(buffer, validate, include_control)
+            fast = columns_uncompressed_v2(buffer, validate, include_control)
             if fast is not None:
                 return _fast_table(buffer, fast, schema, topic, partition, headers)
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
@@ -283,18 +283,23 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+def _owned_binary(type_, column):
+    pa = _pa()
+    n, data, offsets, validity, nulls = column
+    return pa.Array.from_buffers(type_, n, [None if validity is None else pa.py_buffer(validity),
+                                            pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+
+
 def _fast_table(buffer, scan, schema, topic, partition, headers: bool):
     pa = _pa()
-    offsets, stamps, types, kpos, klen, vpos, vlen, hcount, hkp, hkl, hvp, hvl, nh = scan
-    n = len(offsets)
-    columns = [_binary_array([buffer], [kpos], [klen], n, pa.binary()),
-               _binary_array([buffer], [vpos], [vlen], n, pa.binary()),
+    n, offsets, stamps, types, hcount, (key, value, hkey, hval) = scan
+    columns = [_owned_binary(pa.binary(), key), _owned_binary(pa.binary(), value),
                _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
                _primitive(pa.int64(), offsets), _primitive(_types()["ts"], stamps * 1000),
                _primitive(pa.int32(), types)]
     if headers:
-        columns.append(_list_of_headers(_binary_array([buffer], [hkp], [hkl], nh, pa.string()),
-                                        _binary_array([buffer], [hvp], [hvl], nh, pa.binary()), hcount, n))
+        columns.append(_list_of_headers(_owned_binary(pa.string(), hkey), _owned_binary(pa.binary(), hval),
+                                        hcount, n))
     return pa.Table.from_arrays(columns, schema=schema)
 
 

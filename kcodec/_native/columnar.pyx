@@ -3,10 +3,12 @@
 records straight from Arrow buffers.  Python touches only per-batch objects;
 every per-record step is a C loop without the GIL.
 """
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS,
+                             PyBUF_FORMAT, PyBUF_ND)
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
+from libc.stdlib cimport realloc, free
 
 import numpy as np
 cimport numpy as cnp
@@ -85,7 +87,7 @@ def gather_binary(list datas, list positions, list lengths, Py_ssize_t total_row
     return offsets, out, (valid if nulls else None), nulls
 
 
-cdef inline bint _is_valid(const uint8_t *bitmap, int64_t offset, Py_ssize_t i) nogil:
+cdef inline bint _is_valid(const uint8_t *bitmap, int64_t offset, Py_ssize_t i) noexcept nogil:
     if bitmap == NULL:
         return True
     i += offset
@@ -121,7 +123,7 @@ cdef int _col_from(tuple spec, _Col *c, list keep) except -1:
     return 0
 
 
-cdef inline int32_t _len_of(_Col *c, Py_ssize_t i) nogil:
+cdef inline int32_t _len_of(_Col *c, Py_ssize_t i) noexcept nogil:
     if not _is_valid(c.valid, c.voff, i):
         return -1
     return <int32_t>(c.offs[i + 1] - c.offs[i])
@@ -326,7 +328,7 @@ def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t
     return out
 
 
-cdef inline int32_t _murmur2(const uint8_t *data, int64_t length) nogil:
+cdef inline int32_t _murmur2(const uint8_t *data, int64_t length) noexcept nogil:
     # Kafka's Utils.murmur2: seed 0x9747b28c, little-endian 4-byte blocks, Java int arithmetic.
     cdef uint32_t m = 0x5bd1e995
     cdef int r = 24
@@ -410,9 +412,11 @@ cdef extern from "kc_record.h" nogil:
 
 
 
-cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint validate, bint include_control,
-                   Py_ssize_t *n_records) nogil:
-    """Count the records of a buffer made only of complete, uncompressed v2 batches; -1 otherwise."""
+cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, Py_ssize_t *n_records) noexcept nogil:
+    """Count the records of a buffer made only of complete, uncompressed v2 batches; -1 otherwise.
+
+    Reads batch headers only; CRCs are checked batch by batch in the copy pass, while each batch is in cache.
+    """
     cdef Py_ssize_t pos = 0, remaining, size
     cdef int32_t count
     cdef uint8_t attrs
@@ -427,8 +431,6 @@ cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint validate, bint in
         attrs = buf[pos + 22]
         if attrs & 0x07:
             return -1
-        if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size + 12 - 21):
-            return -1
         count = <int32_t>kc_load_be32(buf + pos + 57)
         if count < 0:
             return -1
@@ -437,70 +439,164 @@ cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint validate, bint in
         pos += size + 12
 
 
-def scan_uncompressed_v2(data, bint validate=True, bint include_control=False):
-    """Index every record of a buffer of uncompressed v2 batches in one native pass.
+cdef struct _Grow:
+    uint8_t *p
+    int64_t len
+    int64_t cap
 
-    Returns None when the buffer holds anything else (compressed or legacy
-    batches, trailing bytes, damage): the general path then decodes it and
-    reports errors with Kafka's messages.  Otherwise a tuple of numpy arrays:
-    offsets, timestamps (ms), timestamp types, key/value positions and
-    lengths, header counts, header key/value positions and lengths.
+
+cdef inline int _reserve(_Grow *g, int64_t extra) noexcept nogil:
+    # Doubling growth; realloc of large blocks remaps pages instead of copying them.
+    cdef int64_t cap
+    cdef uint8_t *q
+    if g.len + extra <= g.cap:
+        return 0
+    cap = g.cap * 2 if g.cap else 4096
+    while cap < g.len + extra:
+        cap *= 2
+    q = <uint8_t *>realloc(g.p, cap)
+    if q == NULL:
+        return -1
+    memset(q + g.cap, 0, cap - g.cap)
+    g.p = q
+    g.cap = cap
+    return 0
+
+
+cdef class _Owned:
+    """Read-only buffer over memory filled by the native scan (handed to Arrow without a copy)."""
+    cdef uint8_t *p
+    cdef Py_ssize_t n
+    cdef Py_ssize_t shape[1]
+
+    def __dealloc__(self):
+        free(self.p)
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        self.shape[0] = self.n
+        view.buf = <void *>self.p
+        view.obj = self
+        view.len = self.n
+        view.readonly = 1
+        view.itemsize = 1
+        view.format = NULL
+        if flags & PyBUF_FORMAT:
+            view.format = b"B"
+        view.ndim = 1
+        view.shape = self.shape if (flags & PyBUF_ND) else NULL
+        view.strides = NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
+cdef _Owned _own(_Grow *g):
+    cdef _Owned o = _Owned.__new__(_Owned)
+    if g.p == NULL and _reserve(g, 1) < 0:  # Arrow wants a real address even for no bytes
+        raise MemoryError()
+    o.p = g.p
+    o.n = g.len
+    g.p = NULL
+    return o
+
+
+cdef inline int _put(_Grow *data, _Grow *offs, _Grow *valid, int64_t row, const uint8_t *src, int32_t ln,
+                     int64_t *nulls) noexcept nogil:
+    """Append one binary value (ln -1 = null) to a column: data bytes, int32 end offset, validity bit."""
+    if ln > 0:
+        if _reserve(data, ln) < 0:
+            return -1
+        memcpy(data.p + data.len, src, ln)
+        data.len += ln
+    if data.len > 2147483647:
+        return -2
+    if _reserve(offs, 4) < 0 or _reserve(valid, 1) < 0:
+        return -1
+    (<int32_t *>(offs.p + offs.len))[0] = <int32_t>data.len
+    offs.len += 4
+    if (row >> 3) >= valid.len:
+        valid.len = (row >> 3) + 1
+    if ln >= 0:
+        valid.p[row >> 3] |= <uint8_t>(1 << (row & 7))
+    else:
+        nulls[0] += 1
+    return 0
+
+
+cdef enum:
+    _KEY = 0
+    _VALUE = 1
+    _HKEY = 2
+    _HVALUE = 3
+
+
+def columns_uncompressed_v2(data, bint validate=True, bint include_control=False):
+    """Every record of a buffer of uncompressed v2 batches, as Arrow-ready buffers, in one native pass.
+
+    Each batch is CRC-checked and then parsed while it is in cache, copying
+    keys, values and headers straight into the column buffers.  Returns None
+    when the buffer holds anything else (compressed or legacy batches,
+    trailing bytes, damage): the general path then decodes it and reports
+    errors with Kafka's messages.  Otherwise ``(n, offsets, timestamps ms,
+    timestamp types, header counts, columns)`` where ``columns`` holds, for
+    key, value, header key and header value, ``(length, data, int32 offsets,
+    validity bitmap, null count)``.
     """
     cdef Py_buffer view
-    cdef Py_ssize_t n = 0, nh = 0, i = 0, h = 0
+    cdef Py_ssize_t n = 0, i = 0, length, pos, size
     cdef const uint8_t *buf
-    cdef Py_ssize_t length, pos, size
-    cdef int64_t rc = 0
+    cdef int64_t rc = 0, nh = 0
     cdef int32_t count, j, k
     cdef int64_t base_off, base_ts, max_ts
     cdef uint8_t attrs
-    cdef bint lat, bad = False
+    cdef bint lat
+    cdef int err = 0
     cdef kc_record_t r
     cdef kc_header_t hd
     cdef const uint8_t *p
     cdef const uint8_t *end
     cdef const uint8_t *hp
+    cdef _Grow g[12]
+    cdef int64_t nulls[4]
     cdef int64_t *o_off
     cdef int64_t *o_ts
     cdef int32_t *o_ty
-    cdef int64_t *o_kp
-    cdef int32_t *o_kl
-    cdef int64_t *o_vp
-    cdef int32_t *o_vl
     cdef int64_t *o_hc
-    cdef int64_t *o_hkp
-    cdef int32_t *o_hkl
-    cdef int64_t *o_hvp
-    cdef int32_t *o_hvl
+    memset(g, 0, sizeof(g))
+    memset(nulls, 0, sizeof(nulls))
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         buf = <const uint8_t *>view.buf
         length = view.len
         with nogil:
-            rc = _walk(buf, length, validate, include_control, &n)
+            rc = _walk(buf, length, include_control, &n)
         if rc < 0:
             return None
         offsets = np.empty(n, np.int64)
         stamps = np.empty(n, np.int64)
         types = np.empty(n, np.int32)
-        kpos = np.empty(n, np.int64)
-        klen = np.empty(n, np.int32)
-        vpos = np.empty(n, np.int64)
-        vlen = np.empty(n, np.int32)
         hcount = np.empty(n, np.int64)
         o_off = <int64_t *>cnp.PyArray_DATA(offsets)
         o_ts = <int64_t *>cnp.PyArray_DATA(stamps)
         o_ty = <int32_t *>cnp.PyArray_DATA(types)
-        o_kp = <int64_t *>cnp.PyArray_DATA(kpos)
-        o_kl = <int32_t *>cnp.PyArray_DATA(klen)
-        o_vp = <int64_t *>cnp.PyArray_DATA(vpos)
-        o_vl = <int32_t *>cnp.PyArray_DATA(vlen)
         o_hc = <int64_t *>cnp.PyArray_DATA(hcount)
+        # g[3c] data, g[3c+1] int32 offsets (starting with 0), g[3c+2] validity, per column c
         with nogil:
+            for k in range(4):
+                if _reserve(&g[3 * k + 1], 4) < 0:
+                    err = -1
+                    break
+                (<int32_t *>g[3 * k + 1].p)[0] = 0
+                g[3 * k + 1].len = 4
             pos = 0
-            while pos < length and not bad:
+            while pos < length and err == 0:
                 size = <int32_t>kc_load_be32(buf + pos + 8) + 12
                 attrs = buf[pos + 22]
+                if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size - 21):
+                    err = 1
+                    break
                 if include_control or not (attrs & 0x20):
                     base_off = <int64_t>kc_load_be64(buf + pos)
                     base_ts = <int64_t>kc_load_be64(buf + pos + 27)
@@ -512,54 +608,44 @@ def scan_uncompressed_v2(data, bint validate=True, bint include_control=False):
                     for j in range(count):
                         rc = kc_parse_record(p, end, &r)
                         if rc < 0:
-                            bad = True
+                            err = 1
                             break
                         o_off[i] = base_off + r.offset_delta
                         o_ts[i] = max_ts if lat else base_ts + r.timestamp_delta
                         o_ty[i] = 1 if lat else 0
-                        o_kp[i] = (r.key - buf) if r.key_len >= 0 else 0
-                        o_kl[i] = r.key_len
-                        o_vp[i] = (r.value - buf) if r.value_len >= 0 else 0
-                        o_vl[i] = r.value_len
                         o_hc[i] = r.header_count
-                        nh += r.header_count
+                        err = _put(&g[0], &g[1], &g[2], i, r.key, r.key_len, &nulls[0])
+                        if err == 0:
+                            err = _put(&g[3], &g[4], &g[5], i, r.value, r.value_len, &nulls[1])
+                        hp = r.headers_start
+                        for k in range(r.header_count):
+                            if err:
+                                break
+                            # kc_parse_record has checked every header of this record
+                            hp += kc_parse_header(hp, end, &hd)
+                            err = _put(&g[6], &g[7], &g[8], nh, hd.key, hd.key_len, &nulls[2])
+                            if err == 0:
+                                err = _put(&g[9], &g[10], &g[11], nh, hd.value, hd.value_len, &nulls[3])
+                            nh += 1
+                        if err:
+                            break
                         i += 1
                         p = r.end
-                    if p != end:
-                        bad = True
+                    if err == 0 and p != end:
+                        err = 1
                 pos += size
-        if bad:
+        if err == -1:
+            raise MemoryError()
+        if err == -2:
+            raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
+        if err:
             return None
-        hkp = np.empty(nh, np.int64)
-        hkl = np.empty(nh, np.int32)
-        hvp = np.empty(nh, np.int64)
-        hvl = np.empty(nh, np.int32)
-        if nh:
-            o_hkp = <int64_t *>cnp.PyArray_DATA(hkp)
-            o_hkl = <int32_t *>cnp.PyArray_DATA(hkl)
-            o_hvp = <int64_t *>cnp.PyArray_DATA(hvp)
-            o_hvl = <int32_t *>cnp.PyArray_DATA(hvl)
-            with nogil:
-                pos = 0
-                while pos < length:
-                    size = <int32_t>kc_load_be32(buf + pos + 8) + 12
-                    attrs = buf[pos + 22]
-                    if include_control or not (attrs & 0x20):
-                        count = <int32_t>kc_load_be32(buf + pos + 57)
-                        p = buf + pos + 61
-                        end = buf + pos + size
-                        for j in range(count):
-                            kc_parse_record(p, end, &r)
-                            hp = r.headers_start
-                            for k in range(r.header_count):
-                                hp += kc_parse_header(hp, end, &hd)
-                                o_hkp[h] = hd.key - buf
-                                o_hkl[h] = hd.key_len
-                                o_hvp[h] = (hd.value - buf) if hd.value_len >= 0 else 0
-                                o_hvl[h] = hd.value_len
-                                h += 1
-                            p = r.end
-                    pos += size
+        columns = []
+        for k in range(4):
+            columns.append((n if k < 2 else nh, _own(&g[3 * k]), _own(&g[3 * k + 1]),
+                            _own(&g[3 * k + 2]) if nulls[k] else None, nulls[k]))
+        return n, offsets, stamps, types, hcount, columns
     finally:
         PyBuffer_Release(&view)
-    return offsets, stamps, types, kpos, klen, vpos, vlen, hcount, hkp, hkl, hvp, hvl, nh
+        for k in range(12):
+            free(g[k].p)
