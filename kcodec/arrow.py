@@ -260,7 +260,7 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
         if not batch_fields:
             # One native pass when the buffer holds only uncompressed v2 batches
             # (anything else, including damage, takes the general path below).
-            fast = columns_uncompressed_v2(buffer, validate, include_control)
+            fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
             if fast is not None:
                 return _fast_table(buffer, fast, schema, topic, partition, headers)
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)

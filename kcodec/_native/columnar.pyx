@@ -445,8 +445,9 @@ cdef struct _Grow:
     int64_t cap
 
 
-cdef inline int _reserve(_Grow *g, int64_t extra) noexcept nogil:
+cdef inline int _reserve(_Grow *g, int64_t extra, bint zero=False) noexcept nogil:
     # Doubling growth; realloc of large blocks remaps pages instead of copying them.
+    # Only validity bitmaps need zeroed growth (bits are OR-ed in).
     cdef int64_t cap
     cdef uint8_t *q
     if g.len + extra <= g.cap:
@@ -457,7 +458,8 @@ cdef inline int _reserve(_Grow *g, int64_t extra) noexcept nogil:
     q = <uint8_t *>realloc(g.p, cap)
     if q == NULL:
         return -1
-    memset(q + g.cap, 0, cap - g.cap)
+    if zero:
+        memset(q + g.cap, 0, cap - g.cap)
     g.p = q
     g.cap = cap
     return 0
@@ -502,26 +504,30 @@ cdef _Owned _own(_Grow *g):
     return o
 
 
-cdef inline int _put(_Grow *data, _Grow *offs, _Grow *valid, int64_t row, const uint8_t *src, int32_t ln,
-                     int64_t *nulls) noexcept nogil:
-    """Append one binary value (ln -1 = null) to a column: data bytes, int32 end offset, validity bit."""
+cdef inline void _put(_Grow *data, _Grow *offs, _Grow *valid, int64_t row, const uint8_t *src, int32_t ln,
+                      int64_t *nulls) noexcept nogil:
+    """Append one binary value (ln -1 = null): data bytes, int32 end offset, validity bit.
+
+    The caller has reserved room for the whole batch (see _reserve_batch).
+    """
     if ln > 0:
-        if _reserve(data, ln) < 0:
-            return -1
         memcpy(data.p + data.len, src, ln)
         data.len += ln
-    if data.len > 2147483647:
-        return -2
-    if _reserve(offs, 4) < 0 or _reserve(valid, 1) < 0:
-        return -1
     (<int32_t *>(offs.p + offs.len))[0] = <int32_t>data.len
     offs.len += 4
-    if (row >> 3) >= valid.len:
-        valid.len = (row >> 3) + 1
+    valid.len = (row >> 3) + 1
     if ln >= 0:
         valid.p[row >> 3] |= <uint8_t>(1 << (row & 7))
     else:
         nulls[0] += 1
+
+
+cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noexcept nogil:
+    """Room for one column's values from one batch: at most batch_bytes of data and ``rows`` entries."""
+    if g[0].len + batch_bytes > 2147483647:
+        return -2
+    if _reserve(&g[0], batch_bytes) < 0 or _reserve(&g[1], 4 * rows) < 0 or _reserve(&g[2], rows // 8 + 2, True) < 0:
+        return -1
     return 0
 
 
@@ -532,7 +538,7 @@ cdef enum:
     _HVALUE = 3
 
 
-def columns_uncompressed_v2(data, bint validate=True, bint include_control=False):
+def columns_uncompressed_v2(data, bint validate=True, bint include_control=False, bint headers=True):
     """Every record of a buffer of uncompressed v2 batches, as Arrow-ready buffers, in one native pass.
 
     Each batch is CRC-checked and then parsed while it is in cache, copying
@@ -542,7 +548,7 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     errors with Kafka's messages.  Otherwise ``(n, offsets, timestamps ms,
     timestamp types, header counts, columns)`` where ``columns`` holds, for
     key, value, header key and header value, ``(length, data, int32 offsets,
-    validity bitmap, null count)``.
+    validity bitmap, null count)`` (header columns empty unless ``headers``).
     """
     cdef Py_buffer view
     cdef Py_ssize_t n = 0, i = 0, length, pos, size
@@ -605,6 +611,13 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
                     count = <int32_t>kc_load_be32(buf + pos + 57)
                     p = buf + pos + 61
                     end = buf + pos + size
+                    # Everything this batch can add: its bytes, its records, a header per 2 bytes.
+                    for k in range(4 if headers else 2):
+                        err = _reserve_batch(&g[3 * k], count if k < 2 else (size - 61) // 2, size - 61)
+                        if err:
+                            break
+                    if err:
+                        break
                     for j in range(count):
                         rc = kc_parse_record(p, end, &r)
                         if rc < 0:
@@ -614,21 +627,16 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
                         o_ts[i] = max_ts if lat else base_ts + r.timestamp_delta
                         o_ty[i] = 1 if lat else 0
                         o_hc[i] = r.header_count
-                        err = _put(&g[0], &g[1], &g[2], i, r.key, r.key_len, &nulls[0])
-                        if err == 0:
-                            err = _put(&g[3], &g[4], &g[5], i, r.value, r.value_len, &nulls[1])
-                        hp = r.headers_start
-                        for k in range(r.header_count):
-                            if err:
-                                break
-                            # kc_parse_record has checked every header of this record
-                            hp += kc_parse_header(hp, end, &hd)
-                            err = _put(&g[6], &g[7], &g[8], nh, hd.key, hd.key_len, &nulls[2])
-                            if err == 0:
-                                err = _put(&g[9], &g[10], &g[11], nh, hd.value, hd.value_len, &nulls[3])
-                            nh += 1
-                        if err:
-                            break
+                        _put(&g[0], &g[1], &g[2], i, r.key, r.key_len, &nulls[0])
+                        _put(&g[3], &g[4], &g[5], i, r.value, r.value_len, &nulls[1])
+                        if headers:
+                            hp = r.headers_start
+                            for k in range(r.header_count):
+                                # kc_parse_record has checked every header of this record
+                                hp += kc_parse_header(hp, end, &hd)
+                                _put(&g[6], &g[7], &g[8], nh, hd.key, hd.key_len, &nulls[2])
+                                _put(&g[9], &g[10], &g[11], nh, hd.value, hd.value_len, &nulls[3])
+                                nh += 1
                         i += 1
                         p = r.end
                     if err == 0 and p != end:
