@@ -420,24 +420,28 @@ def from_arrow_iter(table, *, compression: Union[CompressionType, int, str] = "n
     ts = np.ascontiguousarray(_timestamps_ms(_column(table, "timestamp"), n), dtype=np.int64)
     if np.any((ts < 0) & (ts != -1)):
         raise RecordBuilderError(f"Invalid negative timestamp {int(ts[(ts < 0) & (ts != -1)][0])}")
-    out, rows, pos, first_ts, max_ts, first_off, last_off = encode_columnar(
-        n, _spec(_as_large(key)) if key is not None else None, _spec(_as_large(value)),
-        hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, estimated_compression_ratio,
-        codec.id != 0)
     attributes = codec.id
     if ts_type == TimestampType.LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_MASK
     if is_transactional:
         attributes |= TRANSACTIONAL_MASK
+    lat = ts_type == TimestampType.LOG_APPEND_TIME
+    columns = (n, _spec(_as_large(key)) if key is not None else None, _spec(_as_large(value)),
+               hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, estimated_compression_ratio,
+               codec.id != 0)
+    if codec.id == 0:
+        # Uncompressed: records are written straight into each batch's final bytes.
+        yield from encode_columnar(*columns, direct=(attributes, producer_id, producer_epoch, base_sequence,
+                                                     partition_leader_epoch, log_append_time if lat else -1))
+        return
+    out, rows, pos, first_ts, max_ts, first_off, last_off = encode_columnar(*columns)
     mv = memoryview(out)
-    # Per batch: one slice, one compression call (if any) and one native call
-    # that writes header, CRC and payload into the result.
+    # Per batch: one slice, one compression call and one native call that
+    # writes header, CRC and payload into the result.
     pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
     first_off, last_off = first_off.tolist(), last_off.tolist()
-    lat = ts_type == TimestampType.LOG_APPEND_TIME
     for b in range(len(first_ts)):
-        region = mv[pos[b]:pos[b + 1]]
-        payload = region if codec.id == 0 else codec.compress(region, lvl, magic=2)
+        payload = codec.compress(mv[pos[b]:pos[b + 1]], lvl, magic=2)
         seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
         yield batch_bytes(payload, first_off[b], last_off[b] - first_off[b], first_ts[b],
                           log_append_time if lat else max_ts[b], rows[b + 1] - rows[b], attributes,

@@ -8,7 +8,7 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE,
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy, memset
-from libc.stdlib cimport realloc, free
+from libc.stdlib cimport malloc, realloc, free
 
 import numpy as np
 cimport numpy as cnp
@@ -29,6 +29,13 @@ cdef extern from "kc_record.h" nogil:
 
 cdef extern from "kc_crc.h" nogil:
     uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
+
+cdef extern from "kc_endian.h" nogil:
+    uint32_t kc_load_be32(const uint8_t *p)
+    uint64_t kc_load_be64(const uint8_t *p)
+    void kc_store_be16(uint8_t *p, uint16_t v)
+    void kc_store_be32(uint8_t *p, uint32_t v)
+    void kc_store_be64(uint8_t *p, uint64_t v)
 
 cdef extern from "kc_varint.h" nogil:
     int kc_varint_size(int32_t v)
@@ -130,7 +137,8 @@ cdef inline int32_t _len_of(_Col *c, Py_ssize_t i) noexcept nogil:
 
 
 def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, offsets,
-                    int64_t base_offset, int64_t write_limit, float estimated_ratio, bint compressed):
+                    int64_t base_offset, int64_t write_limit, float estimated_ratio, bint compressed,
+                    tuple direct=None):
     """Encode ``n`` records into v2 records regions, cut into batches by Kafka's batch.size rule.
 
     Columns are ``(validity, validity_offset, int64 offsets, data)`` tuples
@@ -140,6 +148,11 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     ``base_offset + row``).  ``write_limit``, ``estimated_ratio`` and
     ``compressed`` drive Kafka's ``MemoryRecordsBuilder.hasRoomFor``.  Returns ``(records_buffer, batch row starts,
     batch byte starts, first/max timestamps, first/last offsets)`` as numpy arrays.
+
+    With ``direct = (attributes, producer_id, producer_epoch, base_sequence,
+    partition_leader_epoch, log_append_time or -1)`` (uncompressed batches)
+    each batch's records go straight into its final ``bytes`` after the
+    header, and the list of complete batches is returned instead.
     """
     cdef list keep = []
     cdef _Col ck, cv, chl, chk, chv
@@ -251,47 +264,94 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
         nbatch += 1
     brow[nbatch] = n
     bpos[nbatch] = total
-    cdef cnp.ndarray[uint8_t] out = np.empty(total, np.uint8)
-    cdef uint8_t *o = <uint8_t *>out.data
+    cdef cnp.ndarray[uint8_t] out
+    cdef uint8_t *o = NULL
+    cdef list blobs = []
+    cdef uint8_t **dests = NULL
+    cdef int16_t attributes = 0, producer_epoch = -1
+    cdef int64_t producer_id = -1, lat = -1
+    cdef int32_t base_sequence = -1, leader_epoch = -1, seq
+    cdef bint is_direct = direct is not None
     cdef Py_ssize_t bi = 0
     cdef int64_t w = 0
+    cdef uint8_t *dst
     cdef const uint8_t *kp
     cdef const uint8_t *vp
-    with nogil:
+    if is_direct:
+        attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat = direct
+        dests = <uint8_t **>malloc(max(nbatch, 1) * sizeof(uint8_t *))
+        if dests == NULL:
+            raise MemoryError()
         for bi in range(nbatch):
-            for i in range(brow[bi], brow[bi + 1]):
-                off = offs_in[i] if has_offsets else base_offset + i
-                kl = _len_of(&ck, i) if has_key else -1
-                vl = _len_of(&cv, i)
-                kp = (ck.data + ck.offs[i]) if kl >= 0 else NULL
-                vp = cv.data + cv.offs[i] if vl >= 0 else NULL
-                hc = 0
-                hs = 0
-                if has_h and _is_valid(chl.valid, chl.voff, i):
-                    h0 = chl.offs[i]
-                    h1 = chl.offs[i + 1]
-                    hc = <int32_t>(h1 - h0)
-                    for j in range(h0, h1):
-                        hs += kc_header_size(_len_of(&chk, j), _len_of(&chv, j))
-                body = kc_record_body_size(ts[i] - bft[bi], <int32_t>(off - bfo[bi]), kl, vl, hc, hs)
-                w += kc_write_record_sized(o + w, body, ts[i] - bft[bi], <int32_t>(off - bfo[bi]),
-                                     kp, kl, vp, vl, hc)
-                if hc:
-                    for j in range(h0, h1):
-                        hkl = _len_of(&chk, j)
-                        hvl = _len_of(&chv, j)
-                        w += kc_write_header(o + w, chk.data + chk.offs[j], hkl,
-                                             (chv.data + chv.offs[j]) if hvl >= 0 else NULL, hvl)
+            blob = PyBytes_FromStringAndSize(NULL, 61 + bpos[bi + 1] - bpos[bi])
+            blobs.append(blob)
+            dests[bi] = <uint8_t *>PyBytes_AS_STRING(blob)
+    else:
+        out = np.empty(total, np.uint8)
+        o = <uint8_t *>out.data
+    try:
+        with nogil:
+            for bi in range(nbatch):
+                dst = (dests[bi] + 61) if is_direct else (o + bpos[bi])
+                w = 0
+                for i in range(brow[bi], brow[bi + 1]):
+                    off = offs_in[i] if has_offsets else base_offset + i
+                    kl = _len_of(&ck, i) if has_key else -1
+                    vl = _len_of(&cv, i)
+                    kp = (ck.data + ck.offs[i]) if kl >= 0 else NULL
+                    vp = cv.data + cv.offs[i] if vl >= 0 else NULL
+                    hc = 0
+                    hs = 0
+                    if has_h and _is_valid(chl.valid, chl.voff, i):
+                        h0 = chl.offs[i]
+                        h1 = chl.offs[i + 1]
+                        hc = <int32_t>(h1 - h0)
+                        for j in range(h0, h1):
+                            hs += kc_header_size(_len_of(&chk, j), _len_of(&chv, j))
+                    body = kc_record_body_size(ts[i] - bft[bi], <int32_t>(off - bfo[bi]), kl, vl, hc, hs)
+                    w += kc_write_record_sized(dst + w, body, ts[i] - bft[bi], <int32_t>(off - bfo[bi]),
+                                               kp, kl, vp, vl, hc)
+                    if hc:
+                        for j in range(h0, h1):
+                            hkl = _len_of(&chk, j)
+                            hvl = _len_of(&chv, j)
+                            w += kc_write_header(dst + w, chk.data + chk.offs[j], hkl,
+                                                 (chv.data + chv.offs[j]) if hvl >= 0 else NULL, hvl)
+                if is_direct:
+                    # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
+                    seq = base_sequence if base_sequence < 0 else \
+                        <int32_t>((<int64_t>base_sequence + brow[bi]) & 0x7fffffff)
+                    _write_batch(dests[bi], w, bfo[bi], <int32_t>(blo[bi] - bfo[bi]), bft[bi],
+                                 lat if lat >= 0 else bmt[bi], <int32_t>(brow[bi + 1] - brow[bi]), attributes,
+                                 producer_id, producer_epoch, seq, leader_epoch)
+    finally:
+        free(dests)
+    if is_direct:
+        return blobs
     return (out, b_row[:nbatch + 1], b_pos[:nbatch + 1], b_first_ts[:nbatch], b_max_ts[:nbatch],
             b_first_off[:nbatch], b_last_off[:nbatch])
 
 
-cdef extern from "kc_endian.h" nogil:
-    uint32_t kc_load_be32(const uint8_t *p)
-    uint64_t kc_load_be64(const uint8_t *p)
-    void kc_store_be16(uint8_t *p, uint16_t v)
-    void kc_store_be32(uint8_t *p, uint32_t v)
-    void kc_store_be64(uint8_t *p, uint64_t v)
+cdef void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,
+                       int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
+                       int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                       int32_t partition_leader_epoch) noexcept nogil:
+    """The 61-byte v2 header in front of a payload already at p + 61, then the CRC-32C over both."""
+    kc_store_be64(p, <uint64_t>base_offset)
+    kc_store_be32(p + 8, <uint32_t>(49 + payload_len))
+    kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
+    p[16] = 2
+    kc_store_be16(p + 21, <uint16_t>attributes)
+    kc_store_be32(p + 23, <uint32_t>last_offset_delta)
+    kc_store_be64(p + 27, <uint64_t>first_timestamp)
+    kc_store_be64(p + 35, <uint64_t>max_timestamp)
+    kc_store_be64(p + 43, <uint64_t>producer_id)
+    kc_store_be16(p + 51, <uint16_t>producer_epoch)
+    kc_store_be32(p + 53, <uint32_t>base_sequence)
+    kc_store_be32(p + 57, <uint32_t>count)
+    kc_store_be32(p + 17, kc_crc32c(0, p + 21, 40 + payload_len))
+
+
 
 
 def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t first_timestamp,
@@ -309,20 +369,9 @@ def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t
         out = PyBytes_FromStringAndSize(NULL, 61 + view.len)
         p = <uint8_t *>PyBytes_AS_STRING(out)
         with nogil:
-            kc_store_be64(p, <uint64_t>base_offset)
-            kc_store_be32(p + 8, <uint32_t>(49 + view.len))
-            kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
-            p[16] = 2
-            kc_store_be16(p + 21, <uint16_t>attributes)
-            kc_store_be32(p + 23, <uint32_t>last_offset_delta)
-            kc_store_be64(p + 27, <uint64_t>first_timestamp)
-            kc_store_be64(p + 35, <uint64_t>max_timestamp)
-            kc_store_be64(p + 43, <uint64_t>producer_id)
-            kc_store_be16(p + 51, <uint16_t>producer_epoch)
-            kc_store_be32(p + 53, <uint32_t>base_sequence)
-            kc_store_be32(p + 57, <uint32_t>count)
             memcpy(p + 61, view.buf, view.len)
-            kc_store_be32(p + 17, kc_crc32c(0, p + 21, 40 + view.len))
+            _write_batch(p, view.len, base_offset, last_offset_delta, first_timestamp, max_timestamp, count,
+                         attributes, producer_id, producer_epoch, base_sequence, partition_leader_epoch)
     finally:
         PyBuffer_Release(&view)
     return out
