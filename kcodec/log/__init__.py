@@ -1,4 +1,11 @@
-"""Kafka log directories: segment files, indexes, and the broker's operations on them."""
+"""Kafka log directories: segment files, indexes, and the broker's operations on them.
+
+The operations (validation, compaction, recompression, retention) are loaded
+on first use.
+"""
+import importlib
+from typing import Any
+
 from kcodec.log.index import CorruptIndexError, IndexBuilder, OffsetIndex, TimeIndex
 from kcodec.log.segment import (
     LogSegment,
@@ -28,4 +35,24 @@ __all__ = [
     "rebuild_indexes",
     "segment_file_name",
     "write_partition",
+    "compact",
+    "recover_log_dir",
+    "recompress",
+    "retain",
+    "validate_and_assign_offsets",
 ]
+
+_LAZY = {
+    "compact": "kcodec.log.cleaner",
+    "recover_log_dir": "kcodec.log.cleaner",
+    "recompress": "kcodec.log.recompress",
+    "retain": "kcodec.log.retention",
+    "validate_and_assign_offsets": "kcodec.log.validator",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kcodec.log' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
