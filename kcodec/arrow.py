@@ -12,10 +12,11 @@ from typing import Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
-from kcodec._native.columnar import batch_bytes, columns_uncompressed_v2, encode_columnar, gather_binary
+from kcodec._native.columnar import ColumnAccumulator, batch_bytes, columns_uncompressed_v2, encode_columnar
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
-from kcodec.errors import RecordBuilderError
+from kcodec.errors import InvalidRecordError, RecordBuilderError
 from kcodec.records.batch import (
+    COMPRESSION_MASK,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
     RecordBatch,
@@ -94,81 +95,6 @@ def _make_schema(headers: bool, batch_fields: Sequence[str]):
     return pa.schema(fields)
 
 
-def _binary_array(datas, positions, lengths, n, type_):
-    pa = _pa()
-    offsets, data, valid, nulls = gather_binary(datas, positions, lengths, n)
-    buffers = [None if valid is None else pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
-    return pa.Array.from_buffers(type_, n, buffers, null_count=nulls)
-
-
-class _Parts:
-    """Per-batch pieces collected before the columns are assembled.
-
-    Batch-level values are kept once per batch and expanded with
-    ``np.repeat`` at the end, so the per-batch cost stays a few list appends.
-    """
-
-    def __init__(self, batch_fields: Sequence[str]) -> None:
-        self.datas: List = []
-        self.key_pos: List = []
-        self.key_len: List = []
-        self.val_pos: List = []
-        self.val_len: List = []
-        self.hk_pos: List = []
-        self.hk_len: List = []
-        self.hv_pos: List = []
-        self.hv_len: List = []
-        self.hdr_counts: List = []
-        self.offset_parts: List = []   # int32 deltas (v2) or int64 absolute offsets (legacy)
-        self.ts_parts: List = []       # int64 deltas, absolute values, or None (LogAppendTime)
-        self.counts: List[int] = []
-        self.base_offsets: List[int] = []
-        self.base_ts: List[int] = []
-        self.ts_types: List[int] = []
-        self.batch_fields = tuple(batch_fields)
-        self.batch_values = {name: [] for name in self.batch_fields}
-        self.n = 0
-        self.nh = 0
-
-    def add(self, data, n, offset_part, base_offset, ts_part, base_ts, ts_type, key, value, hdr_counts,
-            hk, hv, batch) -> None:
-        self.datas.append(data)
-        self.key_pos.append(key[0])
-        self.key_len.append(key[1])
-        self.val_pos.append(value[0])
-        self.val_len.append(value[1])
-        self.hk_pos.append(hk[0])
-        self.hk_len.append(hk[1])
-        self.hv_pos.append(hv[0])
-        self.hv_len.append(hv[1])
-        self.hdr_counts.append(hdr_counts)
-        self.offset_parts.append(offset_part)
-        self.ts_parts.append(ts_part)
-        self.counts.append(n)
-        self.base_offsets.append(base_offset)
-        self.base_ts.append(base_ts)
-        self.ts_types.append(int(ts_type))
-        for name in self.batch_fields:
-            self.batch_values[name].append(_batch_value(batch, name))
-        self.n += n
-        self.nh += len(hk[1])
-
-    def offsets(self) -> np.ndarray:
-        if not self.n:
-            return np.zeros(0, np.int64)
-        rel = np.concatenate([p.astype(np.int64, copy=False) for p in self.offset_parts])
-        return rel + np.repeat(np.asarray(self.base_offsets, np.int64), self.counts)
-
-    def timestamps_ms(self) -> np.ndarray:
-        if not self.n:
-            return np.zeros(0, np.int64)
-        parts = [np.zeros(c, np.int64) if p is None else p for p, c in zip(self.ts_parts, self.counts)]
-        return np.concatenate(parts) + np.repeat(np.asarray(self.base_ts, np.int64), self.counts)
-
-    def repeat(self, values) -> np.ndarray:
-        return np.repeat(np.asarray(values), self.counts)
-
-
 def _batch_value(batch, name):
     if name == "batch_position":
         return batch.position
@@ -179,61 +105,24 @@ def _batch_value(batch, name):
     return getattr(batch, name)
 
 
-def _add_v2(parts: _Parts, batch: RecordBatch, include_control: bool) -> None:
-    if batch.is_control and not include_control:
+def _add_v2(acc: ColumnAccumulator, batch: RecordBatch) -> None:
+    count = batch._count()  # a negative count raises Kafka's error
+    if count == 0:  # Kafka never looks at the payload of an empty batch
         return
-    idx, data = batch.scan()
-    n = len(idx.offset_delta)
-    if n == 0:
-        return
-    if batch.attributes & TIMESTAMP_TYPE_MASK:  # LogAppendTime: every record has the batch time
-        ts_part, base_ts = None, batch.max_timestamp
-    else:
-        ts_part, base_ts = idx.timestamp_delta, batch.base_timestamp
-    parts.add(data, n, idx.offset_delta, batch.base_offset, ts_part, base_ts, batch.timestamp_type,
-              (idx.key_pos, idx.key_len), (idx.value_pos, idx.value_len), np.diff(idx.header_start),
-              (idx.hkey_pos, idx.hkey_len), (idx.hval_pos, idx.hval_len), batch)
+    data = batch.records_data()
+    compressed = (batch.attributes & COMPRESSION_MASK) != 0
+    if not acc.add(data, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
+                   bool(batch.attributes & TIMESTAMP_TYPE_MASK), compressed):
+        batch.scan()  # reports the damage with Kafka's message and position
+        raise InvalidRecordError("Found invalid record structure", position=batch.position,
+                                 batch_offset=batch.base_offset)
 
 
-def _add_records(parts: _Parts, batch, include_control: bool) -> None:
-    # Legacy v0/v1 batches are rare (pre-0.11 data); their records go through
-    # Record objects and are laid out as one small buffer.
-    if batch.is_control and not include_control:
-        return
-    records = batch.records()
-    n = len(records)
-    if n == 0:
-        return
-    chunks, pos = [], 0
-    kp, kl, vp, vl = (np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(n, np.int64), np.zeros(n, np.int32))
-    hks, hvs = [], []
-    counts = np.zeros(n, np.int64)
-    for i, r in enumerate(records):
-        for arr_p, arr_l, field in ((kp, kl, r.key), (vp, vl, r.value)):
-            if field is None:
-                arr_l[i] = -1
-            else:
-                arr_p[i], arr_l[i] = pos, len(field)
-                chunks.append(field)
-                pos += len(field)
-        counts[i] = len(r.headers)
-        for hk, hv in r.headers:
-            kb = hk.encode("utf-8")
-            hks.append((pos, len(kb)))
-            chunks.append(kb)
-            pos += len(kb)
-            if hv is None:
-                hvs.append((0, -1))
-            else:
-                hvs.append((pos, len(hv)))
-                chunks.append(hv)
-                pos += len(hv)
-    data = b"".join(chunks)
-    hk = (np.array([p for p, _ in hks], np.int64), np.array([l for _, l in hks], np.int32))
-    hv = (np.array([p for p, _ in hvs], np.int64), np.array([l for _, l in hvs], np.int32))
-    parts.add(data, n, np.array([r.offset for r in records], np.int64), 0,
-              np.array([r.timestamp for r in records], np.int64), 0, batch.timestamp_type,
-              (kp, kl), (vp, vl), counts, hk, hv, batch)
+def _add_legacy(acc: ColumnAccumulator, batch) -> None:
+    # Legacy v0/v1 batches are rare (pre-0.11 data): their records go through Record objects.
+    ts_type = int(batch.timestamp_type)
+    for r in batch:
+        acc.add_record(r.offset, r.timestamp, ts_type, r.key, r.value, r.headers)
 
 
 def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
@@ -251,7 +140,6 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     """
     pa = _pa()
     schema = kafka_schema(headers, batch_fields)
-    parts = _Parts(batch_fields)
     try:
         memoryview(buffer)
     except TypeError:
@@ -262,25 +150,26 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
             # (anything else, including damage, takes the general path below).
             fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
             if fast is not None:
-                return _fast_table(buffer, fast, schema, topic, partition, headers)
+                return _table(fast, schema, topic, partition, headers, ())
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
+    acc = ColumnAccumulator(headers)
+    counts: List[int] = []
+    values: dict = {name: [] for name in batch_fields}
     for batch in batches:
+        if batch.is_control and not include_control:
+            continue
+        before = acc.n
         if batch.magic >= 2:
-            _add_v2(parts, batch, include_control)
+            _add_v2(acc, batch)
         else:
-            _add_records(parts, batch, include_control)
-    n = parts.n
-    key = _binary_array(parts.datas, parts.key_pos, parts.key_len, n, pa.binary())
-    value = _binary_array(parts.datas, parts.val_pos, parts.val_len, n, pa.binary())
-    columns = [key, value, _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
-               _primitive(pa.int64(), parts.offsets()),
-               _primitive(_types()["ts"], parts.timestamps_ms() * 1000),
-               _primitive(pa.int32(), parts.repeat(parts.ts_types).astype(np.int32))]
-    if headers:
-        columns.append(_headers_column(parts, n))
-    for name in batch_fields:
-        columns.append(pa.array(parts.repeat(parts.batch_values[name]), schema.field(name).type))
-    return pa.Table.from_arrays(columns, schema=schema)
+            _add_legacy(acc, batch)
+        if batch_fields and acc.n > before:
+            counts.append(acc.n - before)
+            for name in batch_fields:
+                values[name].append(_batch_value(batch, name))
+    extra = [pa.array(np.repeat(np.asarray(values[name]), counts) if counts else [], schema.field(name).type)
+             for name in batch_fields]
+    return _table(acc.result(), schema, topic, partition, headers, extra)
 
 
 def _owned_binary(type_, column):
@@ -290,7 +179,7 @@ def _owned_binary(type_, column):
                                             pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
 
 
-def _fast_table(buffer, scan, schema, topic, partition, headers: bool):
+def _table(scan, schema, topic, partition, headers: bool, extra):
     pa = _pa()
     n, offsets, stamps, types, hcount, (key, value, hkey, hval) = scan
     columns = [_owned_binary(pa.binary(), key), _owned_binary(pa.binary(), value),
@@ -300,7 +189,7 @@ def _fast_table(buffer, scan, schema, topic, partition, headers: bool):
     if headers:
         columns.append(_list_of_headers(_owned_binary(pa.string(), hkey), _owned_binary(pa.binary(), hval),
                                         hcount, n))
-    return pa.Table.from_arrays(columns, schema=schema)
+    return pa.Table.from_arrays(columns + list(extra), schema=schema)
 
 
 def _list_of_headers(hkey, hval, counts, n: int):
@@ -313,15 +202,6 @@ def _list_of_headers(hkey, hval, counts, n: int):
     struct = pa.StructArray.from_arrays([hkey, hval], fields=list(_headers_type().value_type))
     return pa.Array.from_buffers(_headers_type(), n, [validity, pa.py_buffer(list_offsets)],
                                  null_count=null_count, children=[struct])
-
-
-def _headers_column(parts: _Parts, n: int):
-    pa = _pa()
-    nh = parts.nh
-    hkey = _binary_array(parts.datas, parts.hk_pos, parts.hk_len, nh, pa.string())
-    hval = _binary_array(parts.datas, parts.hv_pos, parts.hv_len, nh, pa.binary())
-    counts = np.concatenate(parts.hdr_counts) if n else np.zeros(0, np.int64)
-    return _list_of_headers(hkey, hval, counts, n)
 
 
 # ---------------------------------------------------------------------------

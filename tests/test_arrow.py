@@ -299,3 +299,54 @@ def test_fast_path_falls_back_on_damage():
         kcodec.to_arrow(bytes(data))
     assert kcodec.to_arrow(bytes(data), validate=False).num_rows == 100
     assert kcodec.to_arrow(load_case("v2_none_json100")[0] + b"\0" * 5).num_rows == 100
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_sequences_and_batches_equal_builder_across_batches(codec):
+    rows = _rows(120, seed=11)
+    start = 2 ** 31 - 50  # the sequence wraps inside the run
+    ours = kcodec.from_arrow(_table(rows), compression=codec, max_batch_bytes=3000, base_offset=500,
+                             producer_id=77, producer_epoch=1, base_sequence=start)
+    assert len(ours) > 3
+    expected, builder, seq = [], None, start
+    for i, (key, value, ts, hdrs) in enumerate(rows):
+        if builder is not None and not builder.has_room_for(key, value, hdrs or (), ts):
+            expected.append(bytes(builder.build()))
+            builder = None
+        if builder is None:
+            builder = kcodec.RecordBatchBuilder(compression=codec, base_offset=500 + i, write_limit=3000,
+                                                producer_id=77, producer_epoch=1, base_sequence=(start + i) % 2 ** 31)
+        builder.append(key, value, ts, hdrs or ())
+    expected.append(bytes(builder.build()))
+    if codec == "none":  # the builder scales a compressed batch's next record by the ratio estimate too
+        assert ours == expected
+    got = [next(read_batches(b)) for b in ours]
+    firsts = np.cumsum([0] + [b.record_count for b in got])[:-1]
+    assert [b.base_sequence for b in got] == [(start + int(f)) % 2 ** 31 for f in firsts]
+    assert [r.offset for b in got for r in b] == list(range(500, 620))
+
+
+def test_mmap_slice_and_error_positions(tmp_path):
+    import mmap
+    data = load_case("v2_none_json100")[0]
+    path = tmp_path / "seg.log"
+    path.write_bytes(b"\0" * 100 + data + data)
+    with open(path, "r+b") as f:
+        mm = mmap.mmap(f.fileno(), 0)
+        view = memoryview(mm)[100:]
+        assert kcodec.to_arrow(view).num_rows == 200
+        mm[100 + len(data) + 70] ^= 0xFF  # inside the second batch's records
+        position = None
+        try:
+            kcodec.to_arrow(view)
+        except kcodec.CorruptRecordError as e:
+            position = e.position
+    # relative to the slice that was passed in
+    assert position == len(data)
+
+
+def test_partial_trailing_batch_is_ignored_like_kafka():
+    data = load_case("v2_none_json100")[0]
+    table = kcodec.to_arrow(data + data[:40])
+    assert table.num_rows == 100
+    assert table.equals(kcodec.to_arrow(read_batches(data + data[:40])))

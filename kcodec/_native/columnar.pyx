@@ -40,60 +40,6 @@ cdef extern from "kc_endian.h" nogil:
 cdef extern from "kc_varint.h" nogil:
     int kc_varint_size(int32_t v)
 
-def gather_binary(list datas, list positions, list lengths, Py_ssize_t total_rows):
-    """Concatenate variable-length fields of many records into Arrow binary buffers.
-
-    ``datas[i]`` is a buffer, ``positions[i]``/``lengths[i]`` int64/int32
-    arrays into it (length -1 = null).  Returns ``(offsets int32[n+1],
-    data uint8[], validity bitmap uint8[] or None, null_count)``.
-    """
-    cdef Py_ssize_t nb = len(datas), b, i, row = 0, total = 0, nulls = 0
-    cdef cnp.ndarray[int32_t] offsets = np.empty(total_rows + 1, np.int32)
-    cdef int32_t *offs = <int32_t *>offsets.data
-    cdef const int64_t[::1] pos
-    cdef const int32_t[::1] ln
-    cdef Py_ssize_t n
-    for b in range(nb):
-        ln = lengths[b]
-        for i in range(ln.shape[0]):
-            if ln[i] > 0:
-                total += ln[i]
-            elif ln[i] < 0:
-                nulls += 1
-    if total > 2147483647:
-        raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
-    cdef cnp.ndarray[uint8_t] out = np.empty(total, np.uint8)
-    cdef uint8_t *o = <uint8_t *>out.data
-    cdef cnp.ndarray[uint8_t] valid
-    cdef uint8_t *v = NULL
-    if nulls:
-        valid = np.zeros((total_rows + 7) // 8, np.uint8)
-        v = <uint8_t *>valid.data
-    cdef Py_buffer view
-    cdef const uint8_t *src
-    cdef int32_t cur = 0
-    for b in range(nb):
-        pos = positions[b]
-        ln = lengths[b]
-        n = ln.shape[0]
-        PyObject_GetBuffer(datas[b], &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-        try:
-            src = <const uint8_t *>view.buf
-            with nogil:
-                for i in range(n):
-                    offs[row] = cur
-                    if ln[i] >= 0:
-                        memcpy(o + cur, src + pos[i], ln[i])
-                        cur += ln[i]
-                        if v != NULL:
-                            v[row >> 3] |= <uint8_t>(1 << (row & 7))
-                    row += 1
-        finally:
-            PyBuffer_Release(&view)
-    offs[row] = cur
-    return offsets, out, (valid if nulls else None), nulls
-
-
 cdef extern from *:
     """
     /* Column accessors for the encode loops: forced inline, since GCC leaves
@@ -595,11 +541,208 @@ cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noex
     return 0
 
 
+cdef extern from "kc_record.h" nogil:
+    int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+
+
+# Growable buffers of a column accumulator: per binary column c (key, value,
+# header key, header value) g[3c] data, g[3c + 1] int32 offsets, g[3c + 2]
+# validity; then per record offsets, timestamps, timestamp types, header counts.
 cdef enum:
-    _KEY = 0
-    _VALUE = 1
-    _HKEY = 2
-    _HVALUE = 3
+    _G_OFFSET = 12
+    _G_TS = 13
+    _G_TYPE = 14
+    _G_HCOUNT = 15
+
+
+cdef struct _Acc:
+    _Grow g[16]
+    int64_t nulls[4]
+    int64_t n
+    int64_t nh
+    bint headers
+
+
+cdef int _acc_init(_Acc *a, bint headers) noexcept nogil:
+    cdef int k
+    memset(a, 0, sizeof(_Acc))
+    a.headers = headers
+    for k in range(4):
+        if _reserve(&a.g[3 * k + 1], 4) < 0:
+            return -1
+        (<int32_t *>a.g[3 * k + 1].p)[0] = 0
+        a.g[3 * k + 1].len = 4
+    return 0
+
+
+cdef void _acc_free(_Acc *a) noexcept nogil:
+    cdef int k
+    for k in range(16):
+        free(a.g[k].p)
+        a.g[k].p = NULL
+
+
+cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, int64_t base_off,
+                  int64_t base_ts, int64_t max_ts, bint lat, bint stream) noexcept nogil:
+    """Append the ``count`` records of one records region.  0, -1 (no memory), -2 (2 GiB column), 1 (bad data)."""
+    cdef int k, err
+    cdef int32_t j
+    cdef int64_t rc, i
+    cdef int64_t region = end - p
+    cdef kc_record_t r
+    cdef kc_header_t hd
+    cdef const uint8_t *hp
+    if count < 0:
+        return 1
+    # Everything this region can add: its bytes, its records (each >= 7 bytes), a header per 2 bytes.
+    if count > region // 7 + 1:
+        return 1
+    for k in range(4 if a.headers else 2):
+        err = _reserve_batch(&a.g[3 * k], count if k < 2 else region // 2, region)
+        if err:
+            return err
+    if (_reserve(&a.g[_G_OFFSET], 8 * count) < 0 or _reserve(&a.g[_G_TS], 8 * count) < 0
+            or _reserve(&a.g[_G_TYPE], 4 * count) < 0 or _reserve(&a.g[_G_HCOUNT], 8 * count) < 0):
+        return -1
+    cdef int64_t *o_off = <int64_t *>a.g[_G_OFFSET].p
+    cdef int64_t *o_ts = <int64_t *>a.g[_G_TS].p
+    cdef int32_t *o_ty = <int32_t *>a.g[_G_TYPE].p
+    cdef int64_t *o_hc = <int64_t *>a.g[_G_HCOUNT].p
+    for j in range(count):
+        rc = kc_parse_record_stream(p, end, &r) if stream else kc_parse_record(p, end, &r)
+        if rc < 0:
+            return 1
+        i = a.n
+        o_off[i] = base_off + r.offset_delta
+        o_ts[i] = max_ts if lat else base_ts + r.timestamp_delta
+        o_ty[i] = 1 if lat else 0
+        o_hc[i] = r.header_count
+        _put(&a.g[0], &a.g[1], &a.g[2], i, r.key, r.key_len, &a.nulls[0])
+        _put(&a.g[3], &a.g[4], &a.g[5], i, r.value, r.value_len, &a.nulls[1])
+        if a.headers:
+            hp = r.headers_start
+            for k in range(r.header_count):
+                # kc_parse_record has checked every header of this record
+                hp += kc_parse_header(hp, r.end, &hd)
+                _put(&a.g[6], &a.g[7], &a.g[8], a.nh, hd.key, hd.key_len, &a.nulls[2])
+                _put(&a.g[9], &a.g[10], &a.g[11], a.nh, hd.value, hd.value_len, &a.nulls[3])
+                a.nh += 1
+        a.n += 1
+        p = r.end
+    a.g[_G_OFFSET].len += 8 * count
+    a.g[_G_TS].len += 8 * count
+    a.g[_G_TYPE].len += 4 * count
+    a.g[_G_HCOUNT].len += 8 * count
+    # Kafka: bytes after the last record are "records still remaining"
+    return 0 if p == end else 1
+
+
+cdef tuple _acc_result(_Acc *a):
+    """(n, offsets, timestamps ms, timestamp types, header counts, columns); see columns_uncompressed_v2."""
+    cdef int k
+    columns = []
+    for k in range(4):
+        columns.append((a.n if k < 2 else a.nh, _own(&a.g[3 * k]), _own(&a.g[3 * k + 1]),
+                        _own(&a.g[3 * k + 2]) if a.nulls[k] else None, a.nulls[k]))
+    return (a.n, np.frombuffer(_own(&a.g[_G_OFFSET]), np.int64)[:a.n],
+            np.frombuffer(_own(&a.g[_G_TS]), np.int64)[:a.n],
+            np.frombuffer(_own(&a.g[_G_TYPE]), np.int32)[:a.n],
+            np.frombuffer(_own(&a.g[_G_HCOUNT]), np.int64)[:a.n], columns)
+
+
+cdef class ColumnAccumulator:
+    """Records of many batches gathered into Arrow-ready buffers, one records region at a time.
+
+    For batches that need Python first (compressed ones: the codec returns
+    the records region); ``add`` returns False when the region does not
+    parse, and the caller then reports the error with Kafka's message.
+    """
+    cdef _Acc a
+
+    def __cinit__(self, bint headers=True):
+        if _acc_init(&self.a, headers) < 0:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        _acc_free(&self.a)
+
+    def add(self, data, int32_t count, int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+            bint log_append_time, bint stream) -> bool:
+        cdef Py_buffer view
+        cdef int err
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            with nogil:
+                err = _acc_add(&self.a, <const uint8_t *>view.buf, <const uint8_t *>view.buf + view.len, count,
+                               base_offset, base_timestamp, max_timestamp, log_append_time, stream)
+        finally:
+            PyBuffer_Release(&view)
+        if err == -1:
+            raise MemoryError()
+        if err == -2:
+            raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
+        return err == 0
+
+    def add_record(self, int64_t offset, int64_t timestamp, int32_t timestamp_type, key, value,
+                   headers) -> None:
+        """Append one decoded record (legacy v0/v1 batches, which are rare, come this way)."""
+        cdef int k
+        cdef int64_t i = self.a.n
+        cdef bytes hk
+        for k, field in enumerate((key, value)):
+            self._put_object(3 * k, i, field, &self.a.nulls[k])
+        if self.a.headers:
+            for name, hv in headers:
+                hk = name.encode("utf-8") if isinstance(name, str) else bytes(name)
+                self._put_object(6, self.a.nh, hk, &self.a.nulls[2])
+                self._put_object(9, self.a.nh, hv, &self.a.nulls[3])
+                self.a.nh += 1
+        for k, size in ((_G_OFFSET, 8), (_G_TS, 8), (_G_TYPE, 4), (_G_HCOUNT, 8)):
+            if _reserve(&self.a.g[k], size) < 0:
+                raise MemoryError()
+        (<int64_t *>self.a.g[_G_OFFSET].p)[i] = offset
+        (<int64_t *>self.a.g[_G_TS].p)[i] = timestamp
+        (<int32_t *>self.a.g[_G_TYPE].p)[i] = timestamp_type
+        (<int64_t *>self.a.g[_G_HCOUNT].p)[i] = len(headers)
+        self.a.g[_G_OFFSET].len += 8
+        self.a.g[_G_TS].len += 8
+        self.a.g[_G_TYPE].len += 4
+        self.a.g[_G_HCOUNT].len += 8
+        self.a.n += 1
+
+    cdef int _put_object(self, int c, int64_t row, obj, int64_t *nulls) except -1:
+        cdef Py_buffer view
+        cdef int err
+        if obj is None:
+            err = _reserve_batch(&self.a.g[c], 1, 0)
+            if err == 0:
+                _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, NULL, -1, nulls)
+        else:
+            PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+            try:
+                err = _reserve_batch(&self.a.g[c], 1, view.len)
+                if err == 0:
+                    _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, <const uint8_t *>view.buf,
+                         <int32_t>view.len, nulls)
+            finally:
+                PyBuffer_Release(&view)
+        if err == -1:
+            raise MemoryError()
+        if err == -2:
+            raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
+        return 0
+
+    @property
+    def n(self) -> int:
+        return self.a.n
+
+    def result(self) -> tuple:
+        """The gathered columns (the accumulator is empty afterwards)."""
+        out = _acc_result(&self.a)
+        _acc_free(&self.a)
+        if _acc_init(&self.a, self.a.headers) < 0:
+            raise MemoryError()
+        return out
 
 
 def columns_uncompressed_v2(data, bint validate=True, bint include_control=False, bint headers=True):
@@ -615,109 +758,39 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     validity bitmap, null count)`` (header columns empty unless ``headers``).
     """
     cdef Py_buffer view
-    cdef Py_ssize_t n = 0, i = 0, length, pos, size
+    cdef Py_ssize_t n = 0, length, pos, size
     cdef const uint8_t *buf
-    cdef int64_t rc = 0, nh = 0
-    cdef int32_t count, j, k
-    cdef int64_t base_off, base_ts, max_ts
+    cdef int64_t rc = 0
     cdef uint8_t attrs
-    cdef bint lat
     cdef int err = 0
-    cdef kc_record_t r
-    cdef kc_header_t hd
-    cdef const uint8_t *p
-    cdef const uint8_t *end
-    cdef const uint8_t *hp
-    cdef _Grow g[12]
-    cdef int64_t nulls[4]
-    cdef int64_t *o_off
-    cdef int64_t *o_ts
-    cdef int32_t *o_ty
-    cdef int64_t *o_hc
-    memset(g, 0, sizeof(g))
-    memset(nulls, 0, sizeof(nulls))
+    cdef _Acc a
+    if _acc_init(&a, headers) < 0:
+        _acc_free(&a)
+        raise MemoryError()
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         buf = <const uint8_t *>view.buf
         length = view.len
         with nogil:
             rc = _walk(buf, length, include_control, &n)
-        if rc < 0:
-            return None
-        offsets = np.empty(n, np.int64)
-        stamps = np.empty(n, np.int64)
-        types = np.empty(n, np.int32)
-        hcount = np.empty(n, np.int64)
-        o_off = <int64_t *>cnp.PyArray_DATA(offsets)
-        o_ts = <int64_t *>cnp.PyArray_DATA(stamps)
-        o_ty = <int32_t *>cnp.PyArray_DATA(types)
-        o_hc = <int64_t *>cnp.PyArray_DATA(hcount)
-        # g[3c] data, g[3c+1] int32 offsets (starting with 0), g[3c+2] validity, per column c
-        with nogil:
-            for k in range(4):
-                if _reserve(&g[3 * k + 1], 4) < 0:
-                    err = -1
-                    break
-                (<int32_t *>g[3 * k + 1].p)[0] = 0
-                g[3 * k + 1].len = 4
             pos = 0
-            while pos < length and err == 0:
+            while rc >= 0 and pos < length and err == 0:
                 size = <int32_t>kc_load_be32(buf + pos + 8) + 12
                 attrs = buf[pos + 22]
                 if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size - 21):
                     err = 1
-                    break
-                if include_control or not (attrs & 0x20):
-                    base_off = <int64_t>kc_load_be64(buf + pos)
-                    base_ts = <int64_t>kc_load_be64(buf + pos + 27)
-                    max_ts = <int64_t>kc_load_be64(buf + pos + 35)
-                    lat = (attrs & 0x08) != 0
-                    count = <int32_t>kc_load_be32(buf + pos + 57)
-                    p = buf + pos + 61
-                    end = buf + pos + size
-                    # Everything this batch can add: its bytes, its records, a header per 2 bytes.
-                    for k in range(4 if headers else 2):
-                        err = _reserve_batch(&g[3 * k], count if k < 2 else (size - 61) // 2, size - 61)
-                        if err:
-                            break
-                    if err:
-                        break
-                    for j in range(count):
-                        rc = kc_parse_record(p, end, &r)
-                        if rc < 0:
-                            err = 1
-                            break
-                        o_off[i] = base_off + r.offset_delta
-                        o_ts[i] = max_ts if lat else base_ts + r.timestamp_delta
-                        o_ty[i] = 1 if lat else 0
-                        o_hc[i] = r.header_count
-                        _put(&g[0], &g[1], &g[2], i, r.key, r.key_len, &nulls[0])
-                        _put(&g[3], &g[4], &g[5], i, r.value, r.value_len, &nulls[1])
-                        if headers:
-                            hp = r.headers_start
-                            for k in range(r.header_count):
-                                # kc_parse_record has checked every header of this record
-                                hp += kc_parse_header(hp, end, &hd)
-                                _put(&g[6], &g[7], &g[8], nh, hd.key, hd.key_len, &nulls[2])
-                                _put(&g[9], &g[10], &g[11], nh, hd.value, hd.value_len, &nulls[3])
-                                nh += 1
-                        i += 1
-                        p = r.end
-                    if err == 0 and p != end:
-                        err = 1
+                elif include_control or not (attrs & 0x20):
+                    err = _acc_add(&a, buf + pos + 61, buf + pos + size, <int32_t>kc_load_be32(buf + pos + 57),
+                                   <int64_t>kc_load_be64(buf + pos), <int64_t>kc_load_be64(buf + pos + 27),
+                                   <int64_t>kc_load_be64(buf + pos + 35), (attrs & 0x08) != 0, False)
                 pos += size
         if err == -1:
             raise MemoryError()
         if err == -2:
             raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
-        if err:
+        if rc < 0 or err:
             return None
-        columns = []
-        for k in range(4):
-            columns.append((n if k < 2 else nh, _own(&g[3 * k]), _own(&g[3 * k + 1]),
-                            _own(&g[3 * k + 2]) if nulls[k] else None, nulls[k]))
-        return n, offsets, stamps, types, hcount, columns
+        return _acc_result(&a)
     finally:
         PyBuffer_Release(&view)
-        for k in range(12):
-            free(g[k].p)
+        _acc_free(&a)
