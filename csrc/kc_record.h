@@ -151,7 +151,9 @@ static inline int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t ke
 static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
 {
     const uint8_t *start = p;
-    int n = kc_read_varint(p, end, &h->key_len);
+    int n;
+    h->bad_value = 0;
+    n = kc_read_varint(p, end, &h->key_len);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
     if (h->key_len < 0) { h->bad_value = h->key_len; return KC_REC_NEG_HKEY; }

@@ -1,7 +1,8 @@
 # cython: language_level=3
 # C-level API of kcodec._native.records for other Cython modules (``cimport``):
 # the v2 record codec of csrc/kc_record.h and the record classes.
-from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t
+from cpython.object cimport PyObject
+from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t
 
 cdef extern from "kc_record.h" nogil:
     int KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS, KC_REC_MANY_HEADERS
@@ -50,7 +51,12 @@ cdef class Record:
     cdef readonly object timestamp_type
     cdef readonly object key
     cdef readonly object value
-    cdef readonly tuple headers
+    # headers: decoded (_headers) or, for records of a bytes buffer, where to decode them from
+    cdef tuple _headers
+    cdef object _hsrc
+    cdef const uint8_t *_hp
+    cdef const uint8_t *_hend
+    cdef int32_t _hcount
     cdef readonly int32_t sequence
     cdef readonly bint is_control
     cdef readonly object control_type
@@ -63,23 +69,49 @@ cdef class RecordIndex:
     cdef readonly Py_ssize_t size
 
 
-cdef class RecordsWriter:
-    cdef uint8_t *buf
-    cdef Py_ssize_t cap
-    cdef readonly Py_ssize_t size
-    cdef readonly int32_t count
-    cdef int exports
-    # batch bookkeeping (MemoryRecordsBuilder's fields)
+cdef class BatchBuilderCore:
+    # the batch buffer: header gap + records (bytes owned here, or a pooled bytearray)
+    cdef PyObject *_store
+    cdef uint8_t *_buf
+    cdef Py_ssize_t _cap
+    cdef Py_ssize_t _size            # record bytes written after the header gap
+    cdef int32_t _count
+    cdef int _exports
+    # MemoryRecordsBuilder's bookkeeping
+    cdef int64_t _last_offset
+    cdef int64_t _first_ts
+    cdef int64_t _max_ts
+    cdef bint _has_records
+    cdef bint _built
+    cdef bint _has_dh
+    cdef int64_t _delete_horizon
+    cdef bint _lat
+    cdef int64_t _log_append_time
+    cdef int64_t _write_limit        # -1: none
+    cdef float _ratio
+    cdef bint _has_override
+    cdef int64_t _last_override
+    cdef object _codec
+    cdef object _compression
+    cdef readonly int compression_id
+    cdef readonly object level
+    cdef readonly object pool
+    cdef readonly object compression_ratio
     cdef readonly int64_t base_offset
-    cdef readonly int64_t last_offset
-    cdef readonly int64_t first_timestamp
-    cdef readonly int64_t max_timestamp
-    cdef readonly bint has_records
-    cdef int64_t delete_horizon
-    cdef bint has_delete_horizon
-    cdef bint log_append
-    cdef int64_t log_append_time
-    cdef public bint is_control
-    cdef public bint closed
-    cdef int _reserve(self, Py_ssize_t extra) except -1
+    cdef readonly int64_t producer_id
+    cdef readonly int16_t producer_epoch
+    cdef readonly int32_t base_sequence
+    cdef readonly bint is_transactional
+    cdef readonly bint is_control
+    cdef readonly int32_t partition_leader_epoch
+    # header pointers/lengths of the record being appended (key, value pairs)
+    cdef const char **_hptr
+    cdef Py_ssize_t *_hlen
+    cdef Py_ssize_t _hcap
+    cdef int _new_store(self, Py_ssize_t cap) except -1
+    cdef void _drop_store(self)
+    cdef int _grow(self, Py_ssize_t need, bint keep) except -1
+    cdef int64_t _estimated(self)
+    cdef int _scan_headers(self, headers, int32_t *count, int64_t *size, list keep) except -1
+    cdef int _key_value(self, obj, Py_buffer *buf, bint *have, const uint8_t **ptr, int32_t *length) except -1
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807

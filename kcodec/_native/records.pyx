@@ -6,8 +6,12 @@ The loops run over raw pointers into the caller's buffer through
 """
 cimport cython
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, _PyBytes_Resize
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8AndSize
 from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
@@ -19,12 +23,14 @@ cimport numpy as cnp
 from kcodec._native.primitives cimport kc_crc32c, kc_store_be16, kc_store_be32, kc_store_be64
 from kcodec._native.primitives cimport kc_load_be16, kc_load_be32, kc_load_be64
 from kcodec._native.primitives cimport kc_varint_size
+from kcodec.compression import CompressionType, TimestampType, get_codec
 from kcodec.errors import BufferReleasedError, InvalidRecordError, RecordBuilderError
 
 cnp.import_array()
 
 cdef enum:
     INT32_MAX_ = 2147483647
+    BATCH_OVERHEAD_ = 61
 cdef int64_t NO_TIMESTAMP = -1
 cdef int64_t _NO_LAST = -9223372036854775807 - 1
 
@@ -48,13 +54,13 @@ cdef inline object _to_bytes(x):
         return x
     if isinstance(x, str):
         return (<str>x).encode("utf-8")
-    return bytes(x)
+    return bytes(memoryview(x))
 
 
 cdef inline str _header_key(k):
     if isinstance(k, str):
         return <str>k
-    return bytes(k).decode("utf-8", "replace")
+    return bytes(memoryview(k)).decode("utf-8", "replace")
 
 
 @cython.freelist(64)
@@ -68,6 +74,12 @@ cdef class Record:
     control records ``control_type`` is a ControlRecordType and, for COMMIT
     and ABORT, ``coordinator_epoch`` the marker's epoch.
 
+    Records read from an immutable ``bytes`` buffer decode their headers on
+    first access (the reader has already checked their structure); the record
+    keeps that ``bytes`` object alive until then.  Records read from any
+    other buffer own decoded headers from the start, so they never pin or
+    observe the caller's memory.
+
     Records hold only immutable values, so they are not tracked by the cyclic
     garbage collector: reading millions of them does not trigger collections.
     """
@@ -79,11 +91,21 @@ cdef class Record:
         self.timestamp_type = timestamp_type
         self.key = _to_bytes(key)
         self.value = _to_bytes(value)
-        self.headers = tuple([(_header_key(k), _to_bytes(v)) for k, v in headers]) if headers else ()
+        self._headers = tuple([(_header_key(k), _to_bytes(v)) for k, v in headers]) if headers else ()
+        self._hsrc = None
         self.sequence = sequence
         self.is_control = is_control
         self.control_type = control_type
         self.coordinator_epoch = None if coordinator_epoch is None else int(coordinator_epoch)
+
+    @property
+    def headers(self) -> tuple:
+        if self._headers is None:
+            if self._hsrc is None:
+                return ()
+            self._headers = _headers(self._hp, self._hend, self._hcount)
+            self._hsrc = None
+        return self._headers
 
     def _set_control(self, control_type, coordinator_epoch) -> None:
         # Filled in by RecordBatch after it parsed the control key and value.
@@ -119,16 +141,33 @@ cdef inline object _bytes_or_none(const uint8_t *p, int32_t n):
 cdef tuple _headers(const uint8_t *p, const uint8_t *end, int32_t count):
     cdef kc_header_t h
     cdef int n
-    cdef list out
-    if count == 0:
+    cdef tuple out
+    cdef int32_t i
+    if count <= 0:
         return ()
-    out = []
-    for _ in range(count):
+    out = PyTuple_New(count)
+    for i in range(count):
         n = kc_parse_header(p, end, &h)
+        if n < 0:  # only reachable for bytes that changed after the record was checked
+            raise InvalidRecordError(record_error_message(n, 0, h.bad_value))
         p += n
-        out.append((PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, "replace"),
-                    _bytes_or_none(h.value, h.value_len)))
-    return tuple(out)
+        item = (PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, "replace"),
+                _bytes_or_none(h.value, h.value_len))
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(out, i, item)
+    return out
+
+
+cdef inline object _lazy_owner(data):
+    # The bytes object whose memory `data` exposes, if any: only immutable memory
+    # may be decoded after the reader has let go of its buffer export.
+    if type(data) is bytes:
+        return data
+    if type(data) is memoryview:
+        base = (<memoryview>data).obj
+        if type(base) is bytes:
+            return base
+    return None
 
 
 cdef inline int32_t _sequence(int32_t base_seq, int32_t delta):
@@ -143,6 +182,29 @@ cdef inline int64_t _parse(const uint8_t *p, const uint8_t *end, kc_record_t *r,
     if stream:
         return kc_parse_record_stream(p, end, r)
     return kc_parse_record(p, end, r)
+
+
+cdef inline Record _make_record(kc_record_t *r, int64_t base_offset, int64_t base_timestamp,
+                                object timestamp_type, bint log_append_time, int64_t max_timestamp,
+                                int32_t base_sequence, bint is_control, object owner):
+    cdef Record rec = Record.__new__(Record)
+    rec.offset = base_offset + r.offset_delta
+    rec.timestamp = max_timestamp if log_append_time else base_timestamp + r.timestamp_delta
+    rec.timestamp_type = timestamp_type
+    rec.key = _bytes_or_none(r.key, r.key_len)
+    rec.value = _bytes_or_none(r.value, r.value_len)
+    if r.header_count == 0:
+        rec._headers = ()
+    elif owner is not None:
+        rec._hsrc = owner
+        rec._hp = r.headers_start
+        rec._hend = r.end
+        rec._hcount = r.header_count
+    else:
+        rec._headers = _headers(r.headers_start, r.end, r.header_count)
+    rec.sequence = _sequence(base_sequence, r.offset_delta)
+    rec.is_control = is_control
+    return rec
 
 
 def decode_records(data, int32_t count, int64_t base_offset, int64_t base_timestamp,
@@ -161,11 +223,11 @@ def decode_records(data, int32_t count, int64_t base_offset, int64_t base_timest
     cdef const uint8_t *end
     cdef int64_t rc
     cdef int32_t i
-    cdef Record rec
     cdef list out
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
-    out = []
+    owner = _lazy_owner(data)
+    out = []  # grown as records parse: a corrupt count must not size an allocation
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         start = <const uint8_t *>view.buf
@@ -175,16 +237,8 @@ def decode_records(data, int32_t count, int64_t base_offset, int64_t base_timest
             rc = _parse(p, end, &r, stream)
             if rc < 0:
                 _raise_record(<int>rc, &r, p - start)
-            rec = Record.__new__(Record)
-            rec.offset = base_offset + r.offset_delta
-            rec.timestamp = max_timestamp if log_append_time else base_timestamp + r.timestamp_delta
-            rec.timestamp_type = timestamp_type
-            rec.key = _bytes_or_none(r.key, r.key_len)
-            rec.value = _bytes_or_none(r.value, r.value_len)
-            rec.headers = _headers(r.headers_start, end, r.header_count)
-            rec.sequence = _sequence(base_sequence, r.offset_delta)
-            rec.is_control = is_control
-            out.append(rec)
+            out.append(_make_record(&r, base_offset, base_timestamp, timestamp_type, log_append_time,
+                                    max_timestamp, base_sequence, is_control, owner))
             p = r.end
         if p != end:
             raise InvalidRecordError("Incorrect declared batch size, records still remaining in file",
@@ -212,6 +266,7 @@ cdef class RecordIterator:
     cdef int64_t base_offset, base_timestamp, max_timestamp
     cdef int32_t base_sequence
     cdef object timestamp_type
+    cdef object owner
     cdef bint log_append_time, is_control, stream
     cdef Py_ssize_t base_pos
     cdef bint fixed_pos
@@ -231,6 +286,7 @@ cdef class RecordIterator:
                                      position=base_pos, batch_offset=batch_offset)
         PyObject_GetBuffer(data, &self.view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         self.has_view = True
+        self.owner = _lazy_owner(data)
         self.start = <const uint8_t *>self.view.buf
         self.p = self.start
         self.end = self.start + self.view.len
@@ -272,15 +328,9 @@ cdef class RecordIterator:
             self._close()
             raise InvalidRecordError(record_error_message(<int>rc, r.length, r.bad_value), position=pos,
                                      batch_offset=self.batch_offset)
-        rec = Record.__new__(Record)
-        rec.offset = self.base_offset + r.offset_delta
-        rec.timestamp = self.max_timestamp if self.log_append_time else self.base_timestamp + r.timestamp_delta
-        rec.timestamp_type = self.timestamp_type
-        rec.key = _bytes_or_none(r.key, r.key_len)
-        rec.value = _bytes_or_none(r.value, r.value_len)
-        rec.headers = _headers(r.headers_start, self.end, r.header_count)
-        rec.sequence = _sequence(self.base_sequence, r.offset_delta)
-        rec.is_control = self.is_control
+        rec = _make_record(&r, self.base_offset, self.base_timestamp, self.timestamp_type,
+                           self.log_append_time, self.max_timestamp, self.base_sequence, self.is_control,
+                           self.owner)
         self.p = r.end
         self.remaining -= 1
         if self.remaining == 0 and self.p != self.end:
@@ -415,101 +465,344 @@ cdef inline int64_t _now_ms():
     return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
 
 
-cdef class RecordsWriter:
-    """The builder's working memory: v2 records encoded into a growable native buffer,
-    with MemoryRecordsBuilder's per-record bookkeeping and checks done natively."""
+cdef inline bint _is_none_codec(compression):
+    # Codec NONE needs no codec object at all: skip the registry lookup per batch.
+    if type(compression) is int or isinstance(compression, int):
+        return not isinstance(compression, bool) and compression == 0
+    if type(compression) is str:
+        return (<str>compression) == "none"
+    return False
 
-    def __cinit__(self, Py_ssize_t initial=4096, int64_t base_offset=0, delete_horizon_ms=None,
-                  log_append_time=None, bint is_control=False):
-        self.cap = max(initial, 64)
-        self.buf = <uint8_t *>malloc(self.cap)
-        if self.buf == NULL:
-            raise MemoryError()
-        self.size = 0
-        self.count = 0
-        self.exports = 0
-        self.base_offset = base_offset
-        self.last_offset = _NO_LAST
-        self.first_timestamp = NO_TIMESTAMP
-        self.max_timestamp = NO_TIMESTAMP
-        self.has_records = False
-        self.has_delete_horizon = delete_horizon_ms is not None
-        self.delete_horizon = delete_horizon_ms if delete_horizon_ms is not None else 0
-        self.log_append = log_append_time is not None
-        self.log_append_time = log_append_time if log_append_time is not None else 0
-        self.is_control = is_control
-        self.closed = False
+
+cdef class BatchBuilderCore:
+    """Native state and per-record work of :class:`~kcodec.records.RecordBatchBuilder`.
+
+    The batch grows in one buffer that already has room for the 61-byte
+    header: a ``bytes`` object owned by the builder (resized in place, and
+    handed to the caller by ``build()`` without a copy), or a bytearray
+    lent by a BufferPool.  Per record, nothing is allocated unless a header
+    key or value is neither ``str`` nor ``bytes``.
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self._store = NULL
+        self._buf = NULL
+        self._cap = 0
+        self._hptr = NULL
+        self._hlen = NULL
+        self._hcap = 0
 
     def __dealloc__(self):
-        free(self.buf)
+        Py_XDECREF(self._store)
+        self._store = NULL
+        free(self._hptr)
+        free(self._hlen)
 
-    cdef int _reserve(self, Py_ssize_t extra) except -1:
-        cdef Py_ssize_t need = self.size + extra
-        cdef Py_ssize_t cap = self.cap
-        cdef uint8_t *nb
-        if need <= cap:
-            return 0
-        if self.exports:
-            raise BufferError("records buffer is exported and cannot grow")
-        while cap < need:
-            cap *= 2
-        nb = <uint8_t *>realloc(self.buf, cap)
-        if nb == NULL:
-            raise MemoryError()
-        self.buf = nb
-        self.cap = cap
+    def __init__(self, magic=2, compression=0, level=None, int64_t base_offset=0,
+                 timestamp_type=0, log_append_time=None, int64_t producer_id=-1,
+                 int16_t producer_epoch=-1, int32_t base_sequence=-1, bint is_transactional=False,
+                 bint is_control=False, int32_t partition_leader_epoch=-1, delete_horizon_ms=None,
+                 write_limit=None, pool=None, float estimated_compression_ratio=1.0):
+        cdef Py_ssize_t initial
+        if magic != 2:
+            raise RecordBuilderError(f"unsupported magic {magic!r} for a v2 batch builder")
+        if self._store != NULL:  # __init__ called again: start over
+            self._drop_store()
+        if _is_none_codec(compression) and level is None:
+            self._codec = None
+            self._compression = 0
+            self.compression_id = 0
+            self.level = None
+        else:
+            codec = get_codec(compression)
+            self._codec = codec
+            self._compression = compression
+            self.compression_id = codec.id
+            if codec.id <= 4:
+                self.level = CompressionType(codec.id).validate_level(level)
+            else:
+                self.level = codec.resolve_level(level)
+            codec.check_magic(2)
+        tt = timestamp_type if type(timestamp_type) is int else int(timestamp_type)
+        if tt == 1:
+            if log_append_time is None:
+                raise RecordBuilderError("a LOG_APPEND_TIME batch needs log_append_time")
+            self._lat = True
+            self._log_append_time = log_append_time
+        elif tt == 0:
+            self._lat = False
+            self._log_append_time = 0
+        else:
+            raise RecordBuilderError("magic v2 batches need CREATE_TIME or LOG_APPEND_TIME")
+        if not estimated_compression_ratio > 0:
+            raise RecordBuilderError(
+                f"estimated_compression_ratio must be positive, not {estimated_compression_ratio!r}")
+        self._ratio = estimated_compression_ratio
+        self.base_offset = base_offset
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.partition_leader_epoch = partition_leader_epoch
+        if delete_horizon_ms is not None and delete_horizon_ms >= 0:
+            self._has_dh = True
+            self._delete_horizon = delete_horizon_ms
+        else:
+            self._has_dh = False
+            self._delete_horizon = 0
+        if write_limit is None:
+            self._write_limit = -1
+            initial = 16384
+        else:
+            if write_limit < 0:
+                raise RecordBuilderError(f"write_limit must be non-negative, got {write_limit}")
+            self._write_limit = min(write_limit, INT32_MAX_)
+            initial = min(max(<Py_ssize_t>self._write_limit, 256), 1 << 20)
+        self.pool = pool
+        self._size = 0
+        self._count = 0
+        self._exports = 0
+        self._last_offset = _NO_LAST
+        self._first_ts = NO_TIMESTAMP
+        self._max_ts = NO_TIMESTAMP
+        self._has_records = False
+        self._built = False
+        self._has_override = False
+        self._last_override = 0
+        self.compression_ratio = None
+        self._new_store(BATCH_OVERHEAD_ + initial)
+
+    # -- storage ---------------------------------------------------------------
+    cdef int _new_store(self, Py_ssize_t cap) except -1:
+        cdef object store
+        if self.pool is None:
+            store = PyBytes_FromStringAndSize(NULL, cap)
+            self._store = <PyObject *>store
+            Py_INCREF(store)
+            self._buf = <uint8_t *>PyBytes_AS_STRING(store)
+            self._cap = cap
+        else:
+            store = self.pool.get(cap)
+            if type(store) is not bytearray:
+                raise TypeError("BufferPool.get() must return a bytearray")
+            self._store = <PyObject *>store
+            Py_INCREF(store)
+            self._buf = <uint8_t *>PyByteArray_AS_STRING(store)
+            self._cap = PyByteArray_GET_SIZE(store)
         return 0
+
+    cdef void _drop_store(self):
+        cdef object store
+        if self._store == NULL:
+            return
+        store = <object>self._store
+        Py_DECREF(store)
+        self._store = NULL
+        self._buf = NULL
+        self._cap = 0
+        if self.pool is not None and type(store) is bytearray:
+            self.pool.put(store)
+
+    cdef int _grow(self, Py_ssize_t need, bint keep) except -1:
+        # Room for `need` bytes in the store; `keep` copies the bytes written so far.
+        cdef Py_ssize_t cap = self._cap * 2
+        cdef object old
+        if self._store == NULL:
+            raise RecordBuilderError("this builder has already built its batch")
+        if need <= self._cap:
+            return 0
+        if self._exports:
+            raise BufferError("the records buffer is exported and cannot grow")
+        if cap < need:
+            cap = need
+        if self.pool is None:
+            # On failure _PyBytes_Resize frees the store and leaves NULL: the builder then refuses appends.
+            self._buf = NULL
+            self._cap = 0
+            _PyBytes_Resize(&self._store, cap)
+            self._buf = <uint8_t *>PyBytes_AS_STRING(<object>self._store)
+            self._cap = cap
+            return 0
+        old = <object>self._store
+        Py_DECREF(old)
+        self._store = NULL
+        self._new_store(cap)
+        if keep:
+            memcpy(self._buf, PyByteArray_AS_STRING(old), BATCH_OVERHEAD_ + self._size)
+        self.pool.put(old)
+        return 0
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        # The records written so far: the input of the codec in build().
+        if self._store == NULL:
+            raise BufferError("this builder has already built its batch")
+        view.buf = self._buf + BATCH_OVERHEAD_
+        view.obj = self
+        view.len = self._size
+        view.readonly = 1
+        view.itemsize = 1
+        view.format = "B"
+        view.ndim = 1
+        view.shape = &self._size
+        view.strides = &view.itemsize
+        view.suboffsets = NULL
+        view.internal = NULL
+        self._exports += 1
+
+    def __releasebuffer__(self, Py_buffer *view):
+        self._exports -= 1
+
+    # -- state -----------------------------------------------------------------
+    @property
+    def codec(self):
+        """The codec that compresses this batch (looked up on first use for NONE)."""
+        if self._codec is None:
+            self._codec = get_codec(self._compression)
+        return self._codec
+
+    @property
+    def timestamp_type(self):
+        return TimestampType.LOG_APPEND_TIME if self._lat else TimestampType.CREATE_TIME
+
+    @property
+    def log_append_time(self):
+        return self._log_append_time if self._lat else None
+
+    @property
+    def delete_horizon_ms(self):
+        return self._delete_horizon if self._has_dh else None
+
+    @property
+    def write_limit(self):
+        return None if self._write_limit < 0 else self._write_limit
+
+    @property
+    def estimated_compression_ratio(self) -> float:
+        return self._ratio
+
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def uncompressed_size(self) -> int:
+        """Bytes of the batch if written uncompressed."""
+        return BATCH_OVERHEAD_ + self._size
+
+    @property
+    def estimated_size(self) -> int:
+        """Kafka's ``estimatedBytesWritten()`` (see the class documentation)."""
+        return self._estimated()
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset if not self.has_records else self.last_offset + 1
+        return self._last_offset + 1 if self._has_records else self.base_offset
 
     @property
-    def delta_base(self):
-        """The timestamp deltas are relative to (None before the first record)."""
-        if self.has_delete_horizon:
-            return self.delete_horizon
-        return self.first_timestamp if self.has_records else None
-
-    def clear(self):
-        if self.exports:
-            raise BufferError("records buffer is exported")
-        self.size = 0
-        self.count = 0
-        self.has_records = False
-        self.last_offset = _NO_LAST
-        self.first_timestamp = NO_TIMESTAMP
-        self.max_timestamp = NO_TIMESTAMP
-        self.closed = False
-
-    def reset(self, int64_t base_offset=0, delete_horizon_ms=None, log_append_time=None,
-              bint is_control=False) -> None:
-        """Empty the writer for a new batch, keeping its memory (pooled writers)."""
-        self.clear()
-        self.base_offset = base_offset
-        self.has_delete_horizon = delete_horizon_ms is not None
-        self.delete_horizon = delete_horizon_ms if delete_horizon_ms is not None else 0
-        self.log_append = log_append_time is not None
-        self.log_append_time = log_append_time if log_append_time is not None else 0
-        self.is_control = is_control
+    def last_offset(self):
+        return self._last_offset if self._has_records else None
 
     @property
-    def capacity(self) -> int:
-        return self.cap
+    def max_timestamp(self) -> int:
+        return self._max_ts
+
+    cdef int64_t _estimated(self):
+        cdef float f
+        if self.compression_id == 0:
+            return BATCH_OVERHEAD_ + self._size
+        # Java multiplies in float: (int) (written * estimatedCompressionRatio * 1.05f)
+        f = <float>self._size
+        f = f * self._ratio
+        f = f * <float>1.05
+        if f >= <float>INT32_MAX_:
+            return BATCH_OVERHEAD_ + <int64_t>INT32_MAX_
+        return BATCH_OVERHEAD_ + <int64_t>f
+
+    def is_full(self) -> bool:
+        """Kafka's ``isFull()``: built, or a write limit the estimated size has reached."""
+        return self._built or (self._write_limit >= 0 and self._count > 0
+                               and self._write_limit <= self._estimated())
+
+    # -- records ---------------------------------------------------------------
+    cdef int _scan_headers(self, headers, int32_t *count, int64_t *size, list keep) except -1:
+        # Pointers and lengths of every header key and value into the scratch arrays.
+        cdef Py_ssize_t n = len(headers), i
+        cdef Py_ssize_t kl, vl
+        cdef const char *kp
+        cdef const char *vp
+        cdef int64_t total = 0
+        if n > INT32_MAX_:
+            raise RecordBuilderError("too many headers")
+        if n > self._hcap:
+            self._hptr = <const char **>realloc(self._hptr, 2 * n * sizeof(char *))
+            self._hlen = <Py_ssize_t *>realloc(self._hlen, 2 * n * sizeof(Py_ssize_t))
+            if self._hptr == NULL or self._hlen == NULL:
+                self._hcap = 0
+                raise MemoryError()
+            self._hcap = n
+        for i in range(n):
+            h = headers[i]
+            if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
+                hk = (<tuple>h)[0]
+                hv = (<tuple>h)[1]
+            else:
+                hk, hv = h
+            if type(hk) is str:
+                kp = PyUnicode_AsUTF8AndSize(hk, &kl)
+            elif hk is None:
+                raise RecordBuilderError("Invalid null header key found in headers")
+            else:
+                b = bytes(memoryview(hk)) if type(hk) is not bytes else hk
+                if b is not hk:
+                    keep.append(b)
+                kp = PyBytes_AS_STRING(b)
+                kl = PyBytes_GET_SIZE(b)
+            if hv is None:
+                vp = NULL
+                vl = -1
+            elif type(hv) is bytes:
+                vp = PyBytes_AS_STRING(hv)
+                vl = PyBytes_GET_SIZE(hv)
+            else:
+                b = _to_bytes(hv)
+                keep.append(b)
+                vp = PyBytes_AS_STRING(b)
+                vl = PyBytes_GET_SIZE(b)
+            if kl > INT32_MAX_ - 5 or vl > INT32_MAX_ - 5:
+                raise RecordBuilderError("header of more than 2 GiB")
+            self._hptr[2 * i] = kp
+            self._hlen[2 * i] = kl
+            self._hptr[2 * i + 1] = vp
+            self._hlen[2 * i + 1] = vl
+            total += kc_header_size(<int32_t>kl, <int32_t>vl)
+        count[0] = <int32_t>n
+        size[0] = total
+        return 0
 
     def append(self, key, value, timestamp=None, headers=(), offset=None) -> int:
-        """Append a data record (see RecordBatchBuilder.append); returns its offset."""
+        """Append a data record; returns its offset.
+
+        ``None`` key/value is null, ``b""`` is empty (both round-trip).
+        ``timestamp`` defaults to now (CREATE_TIME) or the log append time;
+        ``offset`` defaults to the next offset and may leave gaps but must
+        increase.  ``headers`` are ``(str, bytes | None)`` pairs.
+        """
         if self.is_control:
             raise RecordBuilderError("Control records can only be appended to control batches; "
                                      "use append_control() on this control batch")
         return self._add(key, value, timestamp, headers, offset)
 
-    def append_raw(self, key, value, timestamp=None, headers=(), offset=None) -> int:
-        """Append without the data/control check (control records of a control batch)."""
+    def _append_raw(self, key, value, timestamp=None, headers=(), offset=None) -> int:
+        # Without the data/control check: the control records of a control batch.
         return self._add(key, value, timestamp, headers, offset)
 
     def append_many(self, keys, values, timestamps=None, headers=None) -> int:
-        """Append records from parallel sequences; returns how many were appended."""
+        """Append records from parallel sequences (lists, tuples, numpy object arrays).
+
+        ``timestamps`` and ``headers`` are optional sequences of the same
+        length; returns how many records were appended.
+        """
         cdef Py_ssize_t n = 0
         if self.is_control:
             raise RecordBuilderError("Control records can only be appended to control batches; "
@@ -519,118 +812,226 @@ cdef class RecordsWriter:
         for key, value in zip(keys, values):
             ts = next(ts_iter) if ts_iter is not None else None
             hs = next(h_iter) if h_iter is not None else ()
-            self._add(key, value, None if ts is None else int(ts), hs or (), None)
+            self._add(key, value, None if ts is None else int(ts), hs if hs is not None else (), None)
             n += 1
         return n
 
+    cdef int _key_value(self, obj, Py_buffer *buf, bint *have, const uint8_t **ptr,
+                               int32_t *length) except -1:
+        if obj is None:
+            length[0] = -1
+            ptr[0] = NULL
+        elif type(obj) is bytes:
+            ptr[0] = <const uint8_t *>PyBytes_AS_STRING(obj)
+            if PyBytes_GET_SIZE(obj) > INT32_MAX_ - 5:
+                raise RecordBuilderError("key or value of more than 2 GiB")
+            length[0] = <int32_t>PyBytes_GET_SIZE(obj)
+        else:
+            PyObject_GetBuffer(obj, buf, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+            have[0] = True
+            if buf.len > INT32_MAX_ - 5:
+                raise RecordBuilderError("key or value of more than 2 GiB")
+            ptr[0] = <const uint8_t *>buf.buf
+            length[0] = <int32_t>buf.len
+        return 0
+
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807:
         cdef Py_buffer kb, vb
-        cdef int32_t klen = -1, vlen = -1, hcount = 0
-        cdef int64_t hsize = 0, body, written, off, delta, ts, base
+        cdef int32_t klen = -1, vlen = -1, hcount = 0, j
+        cdef int64_t hsize = 0, body, off, delta, ts, base
         cdef const uint8_t *kp = NULL
         cdef const uint8_t *vp = NULL
+        cdef uint8_t *p
         cdef bint have_k = False, have_v = False
-        cdef list hl = None
-        if self.closed:
+        cdef list keep = None
+        if self._built:
             raise RecordBuilderError("this builder has already built its batch")
         if offset is None:
-            off = self.last_offset + 1 if self.has_records else self.base_offset
+            off = self._last_offset + 1 if self._has_records else self.base_offset
         else:
             off = offset
-            if self.has_records and off <= self.last_offset:
+            if self._has_records and off <= self._last_offset:
                 raise RecordBuilderError(
-                    f"Illegal offset {off} following previous offset {self.last_offset} "
+                    f"Illegal offset {off} following previous offset {self._last_offset} "
                     "(Offsets must increase monotonically).")
         delta = off - self.base_offset
         if delta > INT32_MAX_ or delta < -INT32_MAX_ - 1:
             raise RecordBuilderError(
                 f"Maximum offset delta exceeded, base offset: {self.base_offset}, last offset: {off}")
-        if self.count == INT32_MAX_ - 1:
+        if self._count == INT32_MAX_ - 1:
             raise RecordBuilderError("Maximum number of records per batch exceeded, max records: 2147483647")
         if timestamp is None:
-            ts = self.log_append_time if self.log_append else _now_ms()
+            ts = self._log_append_time if self._lat else _now_ms()
         else:
             ts = timestamp
             if ts < 0 and ts != NO_TIMESTAMP:
                 raise RecordBuilderError(f"Invalid negative timestamp {ts}")
-        if self.has_delete_horizon:
-            base = self.delete_horizon
-        elif self.has_records:
-            base = self.first_timestamp
+        if self._has_dh:
+            base = self._delete_horizon
+        elif self._has_records:
+            base = self._first_ts
         else:
             base = ts
         if headers:
-            hl = []
-            for hk, hv in headers:
-                if hk is None:
-                    raise RecordBuilderError("Invalid null header key found in headers")
-                hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
-                hvb = _to_bytes(hv)
-                hl.append((hkb, hvb))
-                hsize += kc_header_size(len(hkb), -1 if hvb is None else len(hvb))
-            hcount = len(hl)
+            if type(headers) is not list and type(headers) is not tuple:
+                headers = tuple(headers)
+            keep = []
+            self._scan_headers(headers, &hcount, &hsize, keep)
         try:
-            if key is not None:
-                if type(key) is bytes:
-                    kp = <const uint8_t *>PyBytes_AS_STRING(key)
-                    klen = <int32_t>PyBytes_GET_SIZE(key)
-                else:
-                    PyObject_GetBuffer(key, &kb, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-                    have_k = True
-                    kp = <const uint8_t *>kb.buf
-                    klen = <int32_t>kb.len
-            if value is not None:
-                if type(value) is bytes:
-                    vp = <const uint8_t *>PyBytes_AS_STRING(value)
-                    vlen = <int32_t>PyBytes_GET_SIZE(value)
-                else:
-                    PyObject_GetBuffer(value, &vb, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-                    have_v = True
-                    vp = <const uint8_t *>vb.buf
-                    vlen = <int32_t>vb.len
+            self._key_value(key, &kb, &have_k, &kp, &klen)
+            self._key_value(value, &vb, &have_v, &vp, &vlen)
             body = kc_record_body_size(ts - base, <int32_t>delta, klen, vlen, hcount, hsize)
             if body > INT32_MAX_ - 5:
                 raise RecordBuilderError(f"record of {body} bytes is too large")
-            self._reserve(body + 5)
-            written = kc_write_record_sized(self.buf + self.size, body, ts - base, <int32_t>delta,
-                                            kp, klen, vp, vlen, hcount)
+            self._grow(BATCH_OVERHEAD_ + self._size + body + 5, True)
+            p = self._buf + BATCH_OVERHEAD_ + self._size
+            p += kc_write_record_sized(p, body, ts - base, <int32_t>delta, kp, klen, vp, vlen, hcount)
+            for j in range(hcount):
+                p += kc_write_header(p, <const uint8_t *>self._hptr[2 * j], <int32_t>self._hlen[2 * j],
+                                     <const uint8_t *>self._hptr[2 * j + 1], <int32_t>self._hlen[2 * j + 1])
         finally:
             if have_k:
                 PyBuffer_Release(&kb)
             if have_v:
                 PyBuffer_Release(&vb)
-        if hl is not None:
-            for hkb, hvb in hl:
-                written += kc_write_header(self.buf + self.size + written,
-                                           <const uint8_t *>PyBytes_AS_STRING(hkb), <int32_t>len(hkb),
-                                           NULL if hvb is None else <const uint8_t *>PyBytes_AS_STRING(hvb),
-                                           -1 if hvb is None else <int32_t>len(hvb))
-        self.size += written
-        self.count += 1
-        if not self.has_records:
-            self.first_timestamp = ts
-            self.has_records = True
-        if ts > self.max_timestamp:
-            self.max_timestamp = ts
-        self.last_offset = off
+        self._size = p - (self._buf + BATCH_OVERHEAD_)
+        self._count += 1
+        if not self._has_records:
+            self._first_ts = ts
+            self._has_records = True
+        if ts > self._max_ts:
+            self._max_ts = ts
+        self._last_offset = off
         return off
 
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        view.buf = self.buf
-        view.obj = self
-        view.len = self.size
-        view.readonly = 1
-        view.itemsize = 1
-        view.format = "B"
-        view.ndim = 1
-        view.shape = &self.size
-        view.strides = &view.itemsize
-        view.suboffsets = NULL
-        view.internal = NULL
-        self.exports += 1
+    def has_room_for(self, key, value, headers=(), timestamp=None) -> bool:
+        """Kafka's ``hasRoomFor``: whether this record keeps the batch within ``write_limit``.
 
-    def __releasebuffer__(self, Py_buffer *view):
-        self.exports -= 1
+        The first record always fits.  After it, the estimated size (see
+        :attr:`estimated_size`) plus the record's uncompressed size must not
+        exceed the limit; like Kafka, the new record is not scaled by the
+        compression estimate.
+        """
+        cdef Py_buffer kb, vb
+        cdef bint have_k = False, have_v = False
+        cdef const uint8_t *kp
+        cdef const uint8_t *vp
+        cdef int32_t klen = -1, vlen = -1, hcount = 0
+        cdef int64_t hsize = 0, ts, tsd, body
+        cdef int32_t offd
+        if self.is_full():
+            return False
+        if self._count == 0 or self._write_limit < 0:
+            return True
+        ts = _now_ms() if timestamp is None else timestamp
+        # Kafka sizes the delta from the first record's timestamp, whatever the base timestamp.
+        tsd = ts - self._first_ts
+        offd = <int32_t>(self._last_offset - self.base_offset + 1)
+        if headers:
+            if type(headers) is not list and type(headers) is not tuple:
+                headers = tuple(headers)
+            self._scan_headers(headers, &hcount, &hsize, [])
+        try:
+            self._key_value(key, &kb, &have_k, &kp, &klen)
+            self._key_value(value, &vb, &have_v, &vp, &vlen)
+        finally:
+            if have_k:
+                PyBuffer_Release(&kb)
+            if have_v:
+                PyBuffer_Release(&vb)
+        body = kc_record_body_size(tsd, offd, klen, vlen, hcount, hsize)
+        return self._write_limit >= self._estimated() + kc_record_size(body)
+
+    def _set_last_offset(self, int64_t offset) -> None:
+        # Kafka's overrideLastOffset (see RecordBatchBuilder.override_last_offset).
+        if self._has_records and offset < self._last_offset:
+            raise RecordBuilderError(
+                f"last offset {offset} is below the last appended offset {self._last_offset}")
+        self._has_override = True
+        self._last_override = offset
+
+    # -- building --------------------------------------------------------------
+    def build(self):
+        """Write header, CRC-32C and (compressed) records.
+
+        Without a pool the result is ``bytes`` owned by the caller (the
+        builder's own buffer, handed over without a copy).  With a pool it is
+        a :class:`~kcodec.records.PooledBuffer` to ``release()`` after use.
+        """
+        cdef Py_buffer pv
+        cdef Py_ssize_t plen, total
+        cdef int16_t attributes
+        cdef int64_t base_ts, max_ts, last
+        cdef float ratio
+        cdef object out
+        cdef object store
+        if self._built:
+            raise RecordBuilderError("build() was already called")
+        if self._count == 0:
+            raise RecordBuilderError("cannot build a batch without records (Kafka writes nothing)")
+        if self._has_dh:
+            base_ts = self._delete_horizon
+        else:
+            base_ts = self._first_ts
+        if base_ts < 0 and base_ts != NO_TIMESTAMP:
+            raise RecordBuilderError(f"Invalid message timestamp {base_ts}")
+        attributes = <int16_t>self.compression_id
+        if self._lat:
+            attributes |= 0x08
+            max_ts = self._log_append_time
+        else:
+            max_ts = self._max_ts
+        if self.is_transactional:
+            attributes |= 0x10
+        if self.is_control:
+            attributes |= 0x20
+        if self._has_dh:
+            attributes |= 0x40
+        last = self._last_override if self._has_override else self._last_offset
+        if self.compression_id == 0:
+            plen = self._size
+        else:
+            payload = self.codec.compress(self, self.level, magic=2)
+            PyObject_GetBuffer(payload, &pv, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+            try:
+                plen = pv.len
+                if BATCH_OVERHEAD_ + plen > INT32_MAX_:
+                    raise RecordBuilderError(f"batch of {BATCH_OVERHEAD_ + plen} bytes exceeds the int32 size field")
+                # The records are in the payload now: their memory takes the compressed bytes.
+                self._grow(BATCH_OVERHEAD_ + plen, False)
+                memcpy(self._buf + BATCH_OVERHEAD_, pv.buf, plen)
+            finally:
+                PyBuffer_Release(&pv)
+            del payload
+        ratio = <float>plen / <float>(self._size if self._size > 0 else 1)
+        self.compression_ratio = ratio
+        total = BATCH_OVERHEAD_ + plen
+        if total > INT32_MAX_:
+            raise RecordBuilderError(f"batch of {total} bytes exceeds the int32 size field")
+        if total < 65536:
+            _write_header_raw(self._buf, self.base_offset, <int32_t>total, self.partition_leader_epoch,
+                              attributes, <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
+                              self.producer_epoch, self.base_sequence, self._count)
+        else:  # the CRC of a large batch runs without the GIL
+            with nogil:
+                _write_header_raw(self._buf, self.base_offset, <int32_t>total, self.partition_leader_epoch,
+                                  attributes, <int32_t>(last - self.base_offset), base_ts, max_ts,
+                                  self.producer_id, self.producer_epoch, self.base_sequence, self._count)
+        self._built = True
+        if self.pool is None:
+            if total != self._cap:
+                _PyBytes_Resize(&self._store, total)
+            out = <object>self._store
+            Py_DECREF(out)
+            self._store = NULL
+        else:
+            store = <object>self._store
+            Py_DECREF(store)
+            self._store = NULL
+            out = PooledBuffer(store, total, self.pool)
+        self._buf = NULL
+        self._cap = 0
+        return out
 
 
 def record_size(int32_t offset_delta, int64_t timestamp_delta, key, value, headers=()) -> int:
@@ -640,7 +1041,7 @@ def record_size(int32_t offset_delta, int64_t timestamp_delta, key, value, heade
     cdef int32_t klen = -1 if key is None else len(memoryview(key).cast("B"))
     cdef int32_t vlen = -1 if value is None else len(memoryview(value).cast("B"))
     for hk, hv in headers:
-        hkb = hk.encode("utf-8") if isinstance(hk, str) else hk
+        hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(memoryview(hk))
         hvb = _to_bytes(hv)
         hsize += kc_header_size(len(hkb), -1 if hvb is None else len(hvb))
         hcount += 1
@@ -724,7 +1125,7 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
 cdef void _write_header_raw(uint8_t *p, int64_t base_offset, int32_t total_size,
                             int32_t partition_leader_epoch, int16_t attributes, int32_t last_offset_delta,
                             int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
-                            int16_t producer_epoch, int32_t base_sequence, int32_t records_count) noexcept:
+                            int16_t producer_epoch, int32_t base_sequence, int32_t records_count) noexcept nogil:
     kc_store_be64(p, <uint64_t>base_offset)
     kc_store_be32(p + 8, <uint32_t>(total_size - 12))
     kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
