@@ -2,7 +2,7 @@
 # C-level API of kcodec._native.records for other Cython modules (``cimport``):
 # the v2 record codec of csrc/kc_record.h and the record classes.
 from cpython.object cimport PyObject
-from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t
 
 cdef extern from "kc_record.h" nogil:
     int KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS, KC_REC_MANY_HEADERS
@@ -115,3 +115,25 @@ cdef class BatchBuilderCore:
     cdef int _scan_headers(self, headers, int32_t *count, int64_t *size, list keep) except -1
     cdef int _key_value(self, obj, Py_buffer *buf, bint *have, const uint8_t **ptr, int32_t *length) except -1
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807
+
+
+cdef class RecordBatchBase:
+    cdef object _src                 # the buffer holding the batch (not copied)
+    cdef object _pool
+    cdef object _max_size
+    cdef int8_t _magic
+    cdef readonly Py_ssize_t position
+    cdef readonly Py_ssize_t size_in_bytes
+    cdef readonly int64_t base_offset
+    cdef readonly int32_t batch_length
+    cdef readonly int32_t partition_leader_epoch
+    cdef readonly uint32_t crc
+    cdef readonly uint8_t attributes
+    cdef readonly int32_t last_offset_delta
+    cdef readonly int64_t base_timestamp
+    cdef readonly int64_t max_timestamp
+    cdef readonly int64_t producer_id
+    cdef readonly int16_t producer_epoch
+    cdef readonly int32_t base_sequence
+    cdef readonly int32_t record_count
+    cdef int _acquire(self, Py_buffer *view) except -1

@@ -14,7 +14,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8AndSize
 from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 
 import numpy as np
@@ -23,8 +23,9 @@ cimport numpy as cnp
 from kcodec._native.primitives cimport kc_crc32c, kc_store_be16, kc_store_be32, kc_store_be64
 from kcodec._native.primitives cimport kc_load_be16, kc_load_be32, kc_load_be64
 from kcodec._native.primitives cimport kc_varint_size
-from kcodec.compression import CompressionType, TimestampType, get_codec
-from kcodec.errors import BufferReleasedError, InvalidRecordError, RecordBuilderError
+from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
+from kcodec.errors import (BufferReleasedError, CorruptRecordError, InvalidRecordError, KcodecError,
+                           RecordBuilderError)
 
 cnp.import_array()
 
@@ -275,9 +276,10 @@ cdef class RecordIterator:
     def __cinit__(self, data, int32_t count, int64_t base_offset, int64_t base_timestamp,
                   timestamp_type, bint log_append_time, int64_t max_timestamp,
                   int32_t base_sequence, bint is_control, bint stream=False, Py_ssize_t base_pos=0,
-                  batch_offset=None, bint fixed_pos=False):
+                  batch_offset=None, bint fixed_pos=False, Py_ssize_t region_start=0, Py_ssize_t region_end=-1):
         # fixed_pos: errors report base_pos itself (the batch), for decompressed data
-        # whose offsets do not map onto the source buffer.
+        # whose offsets do not map onto the source buffer.  region_start/region_end
+        # select the records region inside data (default: all of it).
         self.has_view = False
         self.batch_offset = batch_offset
         self.fixed_pos = fixed_pos
@@ -286,10 +288,15 @@ cdef class RecordIterator:
                                      position=base_pos, batch_offset=batch_offset)
         PyObject_GetBuffer(data, &self.view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         self.has_view = True
+        if region_end < 0:
+            region_end = self.view.len
+        if region_start < 0 or region_start > region_end or region_end > self.view.len:
+            raise CorruptRecordError("the records region lies outside the buffer", position=base_pos,
+                                     batch_offset=batch_offset)
         self.owner = _lazy_owner(data)
-        self.start = <const uint8_t *>self.view.buf
+        self.start = <const uint8_t *>self.view.buf + region_start
         self.p = self.start
-        self.end = self.start + self.view.len
+        self.end = <const uint8_t *>self.view.buf + region_end
         self.remaining = count
         self.base_offset = base_offset
         self.base_timestamp = base_timestamp
@@ -1047,6 +1054,226 @@ def record_size(int32_t offset_delta, int64_t timestamp_delta, key, value, heade
         hcount += 1
     cdef int64_t body = kc_record_body_size(timestamp_delta, offset_delta, klen, vlen, hcount, hsize)
     return kc_record_size(body)
+
+
+# -- v2 batch view -------------------------------------------------------------
+
+cdef object _CREATE_TIME = TimestampType.CREATE_TIME
+cdef object _LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
+
+
+cdef class RecordBatchBase:
+    """Header fields, checks and record iteration of one v2 batch inside a buffer.
+
+    The buffer is referenced, not copied; every access re-acquires it and
+    checks the batch still lies inside, so a buffer that shrank later gives
+    CorruptRecordError rather than a stray read.  See
+    :class:`kcodec.records.RecordBatch` for the public documentation.
+    """
+
+    def __init__(self, buf, Py_ssize_t position=0, size=None, *, max_decompressed_size=None, pool=None):
+        cdef Py_buffer view
+        cdef uint8_t hdr[61]
+        cdef const uint8_t *p
+        cdef Py_ssize_t total, n
+        PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            if position < 0 or position > view.len:
+                raise CorruptRecordError(f"batch position {position} is outside the buffer of {view.len} bytes",
+                                         position=position)
+            p = <const uint8_t *>view.buf + position
+            if size is None:
+                if view.len - position < 12:
+                    raise CorruptRecordError("fewer than 12 bytes left for a batch's offset and size",
+                                             position=position)
+                total = <int32_t>kc_load_be32(p + 8) + <Py_ssize_t>12
+            else:
+                total = size
+            if total < 0 or total > view.len - position:
+                raise CorruptRecordError(
+                    f"batch of {total} bytes at {position} runs past the end of the buffer ({view.len} bytes)",
+                    position=position)
+            if total < BATCH_OVERHEAD_:
+                # too small for a header: ensure_valid() reports it; fields read as zero
+                memset(hdr, 0, BATCH_OVERHEAD_)
+                memcpy(hdr, p, total)
+                p = hdr
+            self._src = buf
+            self.position = position
+            self.size_in_bytes = total
+            self.base_offset = <int64_t>kc_load_be64(p)
+            self.batch_length = <int32_t>kc_load_be32(p + 8)
+            self.partition_leader_epoch = <int32_t>kc_load_be32(p + 12)
+            self._magic = <int8_t>p[16]
+            self.crc = kc_load_be32(p + 17)
+            # Only the low byte of the attributes is read, as Kafka does ((byte) getShort(21)).
+            self.attributes = p[22]
+            self.last_offset_delta = <int32_t>kc_load_be32(p + 23)
+            self.base_timestamp = <int64_t>kc_load_be64(p + 27)
+            self.max_timestamp = <int64_t>kc_load_be64(p + 35)
+            self.producer_id = <int64_t>kc_load_be64(p + 43)
+            self.producer_epoch = <int16_t>kc_load_be16(p + 51)
+            self.base_sequence = <int32_t>kc_load_be32(p + 53)
+            self.record_count = <int32_t>kc_load_be32(p + 57)
+        finally:
+            PyBuffer_Release(&view)
+        self._max_size = DEFAULT_MAX_DECOMPRESSED_SIZE if max_decompressed_size is None else max_decompressed_size
+        self._pool = pool
+
+    cdef int _acquire(self, Py_buffer *view) except -1:
+        # The source buffer, checked to still hold the whole batch.
+        PyObject_GetBuffer(self._src, view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        if self.position + self.size_in_bytes > view.len:
+            PyBuffer_Release(view)
+            raise CorruptRecordError("the buffer shrank below the end of this batch",
+                                     position=self.position, batch_offset=self.base_offset)
+        return 0
+
+    # -- header fields -----------------------------------------------------------
+    @property
+    def magic(self) -> int:
+        return 2
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == -1:
+            return -1
+        return _sequence(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > -1
+
+    @property
+    def compression_id(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def compression(self):
+        """The CompressionType; ids 5-7 are returned as ints when a plugin handles them."""
+        cdef int cid = self.attributes & 0x07
+        if cid <= 4:
+            return CompressionType(cid)
+        get_codec(cid)  # raises "Unknown compression type id: N" unless a plugin registered it
+        return cid
+
+    @property
+    def timestamp_type(self):
+        return _LOG_APPEND_TIME if self.attributes & 0x08 else _CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return (self.attributes & 0x10) != 0
+
+    @property
+    def is_control(self) -> bool:
+        return (self.attributes & 0x20) != 0
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return (self.attributes & 0x40) != 0
+
+    @property
+    def delete_horizon_ms(self):
+        return self.base_timestamp if self.attributes & 0x40 else None
+
+    @property
+    def raw(self) -> memoryview:
+        """The batch's bytes (a view into the source buffer)."""
+        return memoryview(self._src).cast("B")[self.position:self.position + self.size_in_bytes]
+
+    @property
+    def payload(self) -> memoryview:
+        """The records region as stored (compressed or not)."""
+        start = self.position + min(<Py_ssize_t>BATCH_OVERHEAD_, self.size_in_bytes)
+        return memoryview(self._src).cast("B")[start:self.position + self.size_in_bytes]
+
+    def __len__(self) -> int:
+        return self.size_in_bytes
+
+    # -- validation ----------------------------------------------------------------
+    def compute_checksum(self) -> int:
+        """CRC-32C of bytes [21, end) of the batch."""
+        cdef Py_buffer view
+        cdef uint32_t crc = 0
+        cdef const uint8_t *p
+        cdef size_t n
+        if self.size_in_bytes <= 21:
+            return 0
+        self._acquire(&view)
+        p = <const uint8_t *>view.buf + self.position + 21
+        n = <size_t>(self.size_in_bytes - 21)
+        if n < 65536:
+            crc = kc_crc32c(0, p, n)
+        else:
+            with nogil:
+                crc = kc_crc32c(0, p, n)
+        PyBuffer_Release(&view)
+        return crc
+
+    def is_valid(self) -> bool:
+        """Kafka's isValid(): minimum size and CRC-32C."""
+        return self.size_in_bytes >= BATCH_OVERHEAD_ and self.crc == self.compute_checksum()
+
+    def ensure_valid(self) -> None:
+        """Kafka's DefaultRecordBatch.ensureValid: minimum size and CRC-32C (CorruptRecordError)."""
+        if self.size_in_bytes < BATCH_OVERHEAD_:
+            raise CorruptRecordError(
+                f"Record batch is corrupt (the size {self.size_in_bytes} is smaller than the minimum "
+                f"allowed overhead {BATCH_OVERHEAD_})", position=self.position, batch_offset=self.base_offset)
+        computed = self.compute_checksum()
+        if computed != self.crc:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {self.crc}, computed crc = {computed})",
+                position=self.position, batch_offset=self.base_offset)
+
+    # -- records -------------------------------------------------------------------
+    def _count(self) -> int:
+        if self.record_count < 0:
+            raise InvalidRecordError(f"Found invalid record count {self.record_count} in magic v2 batch",
+                                     position=self.position, batch_offset=self.base_offset)
+        return self.record_count
+
+    def records_data(self):
+        """The uncompressed records region (a view into the source when stored uncompressed)."""
+        cdef int cid = self.attributes & 0x07
+        payload = self.payload
+        if cid == 0:
+            return payload
+        try:
+            codec = get_codec(cid)
+        except KcodecError as exc:
+            raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+        try:
+            return codec.decompress(payload, magic=2, max_size=self._max_size)
+        except KcodecError as exc:
+            raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+
+    def __iter__(self):
+        """Decode lazily, one record per step; every call starts again from the first record."""
+        cdef bint compressed = (self.attributes & 0x07) != 0
+        if self.attributes & 0x20:  # control batches are decoded up front, with their markers
+            return iter(self.records())
+        if self._count() == 0:  # Kafka never looks at the payload of an empty batch
+            return iter(())
+        lat = (self.attributes & 0x08) != 0
+        tstype = _LOG_APPEND_TIME if lat else _CREATE_TIME
+        if compressed:
+            return RecordIterator(self.records_data(), self.record_count, self.base_offset, self.base_timestamp,
+                                  tstype, lat, self.max_timestamp, self.base_sequence, False, True,
+                                  self.position, self.base_offset, True)
+        return RecordIterator(self._src, self.record_count, self.base_offset, self.base_timestamp, tstype, lat,
+                              self.max_timestamp, self.base_sequence, False, False,
+                              self.position + BATCH_OVERHEAD_, self.base_offset, False,
+                              self.position + BATCH_OVERHEAD_, self.position + self.size_in_bytes)
 
 
 # -- v2 batch header -----------------------------------------------------------

@@ -40,15 +40,18 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Opti
 
     Errors carry ``position`` (absolute, within ``buf``) and ``batch_offset``.
     """
-    mv = _byte_view(buf)
+    # bytes and bytearray are used as they are (no view per call); anything else through a byte view.
+    src = buf if type(buf) is bytes or type(buf) is bytearray else _byte_view(buf)
     legacy_cls = None
-    for entry in iter_entries(mv, strict=strict):
+    mv = None
+    for entry in iter_entries(src, strict=strict):
         if entry.magic >= 2:
-            batch = RecordBatch(mv, entry.position, entry.size,
+            batch = RecordBatch(src, entry.position, entry.size,
                                 max_decompressed_size=max_decompressed_size, pool=pool)
         else:
             if legacy_cls is None:
                 from kcodec.records.legacy import LegacyRecordBatch as legacy_cls
+                mv = _byte_view(src)
             batch = legacy_cls(mv, entry.position, entry.size,
                                max_decompressed_size=max_decompressed_size, pool=pool)
         if validate:
