@@ -72,6 +72,29 @@ typedef struct {
     const uint8_t *value;
 } kc_header_t;
 
+/* Record fields are mostly one-byte varints (attributes aside: deltas, short
+ * lengths, header counts): decode those inline and leave the rest to
+ * kc_varint.h, which applies Kafka's rules for longer encodings. */
+static inline int kc_rec_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
+{
+    if (p < end && p[0] < 0x80) {
+        uint32_t z = p[0];
+        *out = (int32_t)((z >> 1) ^ (~(z & 1) + 1));
+        return 1;
+    }
+    return kc_read_varint(p, end, out);
+}
+
+static inline int kc_rec_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
+{
+    if (p < end && p[0] < 0x80) {
+        uint64_t z = p[0];
+        *out = (int64_t)((z >> 1) ^ (~(z & 1) + 1));
+        return 1;
+    }
+    return kc_read_varlong(p, end, out);
+}
+
 static inline int kc_bytes_field_size(int32_t len)
 {
     return len < 0 ? 1 : kc_varint_size(len) + len;
@@ -153,14 +176,14 @@ static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_heade
     const uint8_t *start = p;
     int n;
     h->bad_value = 0;
-    n = kc_read_varint(p, end, &h->key_len);
+    n = kc_rec_varint(p, end, &h->key_len);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
     if (h->key_len < 0) { h->bad_value = h->key_len; return KC_REC_NEG_HKEY; }
     if (end - p < h->key_len) return KC_REC_STRUCTURE;
     h->key = p;
     p += h->key_len;
-    n = kc_read_varint(p, end, &h->value_len);
+    n = kc_rec_varint(p, end, &h->value_len);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
     if (h->value_len < 0) {
@@ -181,13 +204,13 @@ static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, 
     int n;
     if (p >= end) return KC_REC_STRUCTURE;
     r->attributes = (int8_t)*p++;
-    n = kc_read_varlong(p, end, &r->timestamp_delta);
+    n = kc_rec_varlong(p, end, &r->timestamp_delta);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
-    n = kc_read_varint(p, end, &r->offset_delta);
+    n = kc_rec_varint(p, end, &r->offset_delta);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
-    n = kc_read_varint(p, end, &r->key_len);
+    n = kc_rec_varint(p, end, &r->key_len);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
     if (r->key_len < 0) {
@@ -198,7 +221,7 @@ static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, 
         r->key = p;
         p += r->key_len;
     }
-    n = kc_read_varint(p, end, &r->value_len);
+    n = kc_rec_varint(p, end, &r->value_len);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
     if (r->value_len < 0) {
@@ -209,7 +232,7 @@ static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, 
         r->value = p;
         p += r->value_len;
     }
-    n = kc_read_varint(p, end, &r->header_count);
+    n = kc_rec_varint(p, end, &r->header_count);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
     if (r->header_count < 0) { r->bad_value = r->header_count; return KC_REC_NEG_HEADERS; }
@@ -233,7 +256,7 @@ static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_r
 {
     int n, rc;
     if (p >= end) return KC_REC_EOF;
-    n = kc_read_varint(p, end, &r->length);
+    n = kc_rec_varint(p, end, &r->length);
     /* Kafka: BufferUnderflowException on the length prefix is "premature EOF";
      * an over-long prefix escapes Kafka as IllegalArgumentException, reported here as structure. */
     if (n == KC_VARINT_TRUNCATED) return KC_REC_EOF;
@@ -250,7 +273,7 @@ static inline int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *en
 {
     int n, rc;
     if (p >= end) return KC_REC_EOF;
-    n = kc_read_varint(p, end, &r->length);
+    n = kc_rec_varint(p, end, &r->length);
     /* EOF reads as 0xFF bytes in Kafka, so a cut prefix becomes "Varint is too long",
      * and a negative length fails ByteBuffer.allocate: both are "premature EOF". */
     if (n < 0 || r->length < 0) return KC_REC_EOF;

@@ -732,8 +732,10 @@ cdef class BatchBuilderCore:
                                and self._write_limit <= self._estimated())
 
     # -- records ---------------------------------------------------------------
-    cdef int _scan_headers(self, headers, int32_t *count, int64_t *size, list keep) except -1:
-        # Pointers and lengths of every header key and value into the scratch arrays.
+    cdef list _scan_headers(self, headers, int32_t *count, int64_t *size):
+        # Pointers and lengths of every header key and value into the scratch arrays;
+        # returns the temporaries those pointers need alive (None when there are none).
+        cdef list keep = None
         cdef Py_ssize_t n = len(headers), i
         cdef Py_ssize_t kl, vl
         cdef const char *kp
@@ -760,8 +762,12 @@ cdef class BatchBuilderCore:
             elif hk is None:
                 raise RecordBuilderError("Invalid null header key found in headers")
             else:
-                b = bytes(memoryview(hk)) if type(hk) is not bytes else hk
-                if b is not hk:
+                if type(hk) is bytes:
+                    b = hk
+                else:
+                    b = bytes(memoryview(hk))
+                    if keep is None:
+                        keep = []
                     keep.append(b)
                 kp = PyBytes_AS_STRING(b)
                 kl = PyBytes_GET_SIZE(b)
@@ -773,6 +779,8 @@ cdef class BatchBuilderCore:
                 vl = PyBytes_GET_SIZE(hv)
             else:
                 b = _to_bytes(hv)
+                if keep is None:
+                    keep = []
                 keep.append(b)
                 vp = PyBytes_AS_STRING(b)
                 vl = PyBytes_GET_SIZE(b)
@@ -785,7 +793,7 @@ cdef class BatchBuilderCore:
             total += kc_header_size(<int32_t>kl, <int32_t>vl)
         count[0] = <int32_t>n
         size[0] = total
-        return 0
+        return keep
 
     def append(self, key, value, timestamp=None, headers=(), offset=None) -> int:
         """Append a data record; returns its offset.
@@ -882,8 +890,7 @@ cdef class BatchBuilderCore:
         if headers:
             if type(headers) is not list and type(headers) is not tuple:
                 headers = tuple(headers)
-            keep = []
-            self._scan_headers(headers, &hcount, &hsize, keep)
+            keep = self._scan_headers(headers, &hcount, &hsize)
         try:
             self._key_value(key, &kb, &have_k, &kp, &klen)
             self._key_value(value, &vb, &have_v, &vp, &vlen)
@@ -924,6 +931,7 @@ cdef class BatchBuilderCore:
         cdef const uint8_t *kp
         cdef const uint8_t *vp
         cdef int32_t klen = -1, vlen = -1, hcount = 0
+        cdef list keep = None
         cdef int64_t hsize = 0, ts, tsd, body
         cdef int32_t offd
         if self.is_full():
@@ -937,7 +945,7 @@ cdef class BatchBuilderCore:
         if headers:
             if type(headers) is not list and type(headers) is not tuple:
                 headers = tuple(headers)
-            self._scan_headers(headers, &hcount, &hsize, [])
+            keep = self._scan_headers(headers, &hcount, &hsize)
         try:
             self._key_value(key, &kb, &have_k, &kp, &klen)
             self._key_value(value, &vb, &have_v, &vp, &vlen)
