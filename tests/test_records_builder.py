@@ -253,3 +253,194 @@ def test_round_trip_property(records, codec, base, gap):
     for i, (k, v, _, _) in enumerate(records):
         kl = idx.key_len[i]
         assert (None if kl < 0 else bytes(region[idx.key_pos[i]:idx.key_pos[i] + kl])) == k
+
+
+# -- Kafka's hasRoomFor and the compression ratio estimate -------------------------------------------
+
+def _record_size(offset_delta, ts_delta, key, value, headers=()):
+    from kcodec._native.records import record_size
+    return record_size(offset_delta, ts_delta, key, value, headers)
+
+
+def test_has_room_for_does_not_scale_the_new_record():
+    # Kafka: limit >= 61 + (int)(written * ratio * 1.05f) + the new record's full size.
+    b = RecordBatchBuilder(compression="gzip", estimated_compression_ratio=0.5, write_limit=10_000)
+    b.append(b"k", b"v" * 1000, TS)
+    written = b.uncompressed_size - 61
+    estimate = 61 + int(written * 0.5 * 1.05)
+    assert b.estimated_size in (estimate, estimate - 1)  # float32 rounding
+    size = _record_size(1, 0, b"k", b"w" * 2000)
+    limit = b.estimated_size + size
+    b2 = RecordBatchBuilder(compression="gzip", estimated_compression_ratio=0.5, write_limit=limit)
+    b2.append(b"k", b"v" * 1000, TS)
+    assert b2.has_room_for(b"k", b"w" * 2000, timestamp=TS)
+    b3 = RecordBatchBuilder(compression="gzip", estimated_compression_ratio=0.5, write_limit=limit - 1)
+    b3.append(b"k", b"v" * 1000, TS)
+    assert not b3.has_room_for(b"k", b"w" * 2000, timestamp=TS)
+
+
+def test_estimate_uses_java_float_arithmetic():
+    # 100 record bytes: (int)(100 * 1.0f * 1.05f) is 104 in float (105 in double arithmetic).
+    b = RecordBatchBuilder(compression="lz4")
+    b.append(None, b"a" * 91, TS)
+    assert b.uncompressed_size - 61 == 100
+    assert b.estimated_size == 61 + 104
+
+
+def test_has_room_for_sizes_the_delta_from_the_first_timestamp():
+    # With a delete horizon the stored deltas are relative to it, but Kafka sizes the
+    # candidate from the first record's timestamp; both choices are visible at varint edges.
+    b = RecordBatchBuilder(delete_horizon_ms=TS - 10 ** 9, write_limit=1 << 20)
+    b.append(b"k", b"v", TS)
+    assert b.has_room_for(b"k", b"v", timestamp=TS)
+
+
+def test_compression_ratio_estimator_follows_kafka():
+    from kcodec.records.builder import CompressionRatioEstimator
+    est = CompressionRatioEstimator()
+    assert est.estimation("t", "gzip") == 1.0
+    # better than estimated: 0.005 per batch
+    assert est.update("t", "gzip", 0.3) == pytest.approx(0.995, abs=1e-6)
+    assert est.update("t", CompressionType.GZIP, 0.3) == pytest.approx(0.99, abs=1e-6)
+    # worse than estimated: at once, by at least 0.05
+    assert est.update("t", 1, 0.995) == pytest.approx(1.04, abs=1e-6)
+    assert est.update("t", "gzip", 1.5) == pytest.approx(1.5, abs=1e-6)
+    assert est.estimation("t", "zstd") == 1.0 and est.estimation("u", "gzip") == 1.0
+    est.reset("t")
+    assert est.estimation("t", "gzip") == 1.0
+
+
+def test_builder_feeds_the_estimator():
+    from kcodec.records.builder import CompressionRatioEstimator
+    est = CompressionRatioEstimator()
+    for _ in range(3):
+        b = RecordBatchBuilder(compression="zstd", write_limit=4096,
+                               estimated_compression_ratio=est.estimation("t", "zstd"))
+        while b.has_room_for(b"key", b"abc" * 50, timestamp=TS):
+            b.append(b"key", b"abc" * 50, TS)
+        b.build()
+        est.update("t", "zstd", b.compression_ratio)
+    assert est.estimation("t", "zstd") < 1.0
+
+
+def test_estimated_compression_ratio_must_be_positive():
+    with pytest.raises(RecordBuilderError):
+        RecordBatchBuilder(compression="gzip", estimated_compression_ratio=0)
+
+
+# -- the builder's buffer -------------------------------------------------------------------------
+
+def test_build_hands_over_a_bytes_object_of_exact_size():
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", TS)
+    out = b.build()
+    assert type(out) is bytes and len(out) == 61 + (b.uncompressed_size - 61)
+    assert one(out).is_valid()
+
+
+def test_buffer_grows_past_its_initial_size():
+    for limit in (None, 0, 300):
+        b = RecordBatchBuilder(write_limit=limit)
+        values = [bytes([i % 251]) * (3000 + i) for i in range(40)]
+        for i, v in enumerate(values):
+            b.append(b"k%d" % i, v, TS + i)
+        assert [r.value for r in one(b.build())] == values
+
+
+def test_compressed_output_larger_than_the_records_fits():
+    import os
+    data = os.urandom(5000)  # incompressible: the codec's framing makes it larger
+    for codec in ("gzip", "lz4", "zstd", "snappy"):
+        b = RecordBatchBuilder(compression=codec, write_limit=200)
+        b.append(None, data, TS)
+        out = b.build()
+        assert len(out) > 61 + 5000 - 100
+        assert [r.value for r in one(out)] == [data]
+
+
+def test_header_keys_and_values_of_any_buffer_type():
+    import numpy as np
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", TS, [("s", b"1"), (b"b", bytearray(b"2")), (memoryview(b"m"), "text"),
+                              ("n", None), ("é", np.frombuffer(b"xy", np.uint8))])
+    rec = one(b.build()).records()[0]
+    assert rec.headers == (("s", b"1"), ("b", b"2"), ("m", b"text"), ("n", None), ("é", b"xy"))
+    with pytest.raises(TypeError):
+        RecordBatchBuilder().append(b"k", b"v", TS, [(5, b"x")])
+    with pytest.raises(RecordBuilderError):
+        RecordBatchBuilder().append(b"k", b"v", TS, [(None, b"x")])
+
+
+def test_failed_append_leaves_the_batch_unchanged():
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", TS)
+    with pytest.raises(TypeError):
+        b.append(b"k", 12345, TS)
+    with pytest.raises(RecordBuilderError):
+        b.append(b"k", b"v", -5)
+    b.append(b"k2", b"v2", TS)
+    assert [(r.offset, r.key) for r in one(b.build())] == [(0, b"k"), (1, b"k2")]
+
+
+def test_builder_state_after_build():
+    b = RecordBatchBuilder(write_limit=1000)
+    b.append(b"k", b"v", TS)
+    b.build()
+    assert b.is_full() and not b.has_room_for(b"k", b"v")
+    assert b.record_count == 1 and b.last_offset == 0 and b.next_offset == 1
+    with pytest.raises(RecordBuilderError):
+        b.append(b"k", b"v", TS)
+    with pytest.raises(RecordBuilderError):
+        b.build()
+    with pytest.raises(BufferError):
+        memoryview(b)
+
+
+# -- records of bytes buffers decode their headers on first access -----------------------------
+
+def test_lazy_headers_from_bytes_and_eager_from_mutable_buffers():
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", TS, [("a", b"1"), ("a", None), ("ключ", b"")])
+    data = b.build()
+    expected = (("a", b"1"), ("a", None), ("ключ", b""))
+    from_bytes = one(data).records()[0]
+    assert from_bytes.headers == expected and from_bytes.headers is from_bytes.headers
+    ba = bytearray(data)
+    rec = next(iter(one(ba)))
+    ba[-2] ^= 0xFF  # the record owns its headers: changing the buffer afterwards changes nothing
+    assert rec.headers == expected
+    import pickle
+    assert pickle.loads(pickle.dumps(from_bytes)) == from_bytes
+
+
+def test_records_outlive_their_batch_and_buffer():
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", TS, [("h", b"x" * 100)])
+    data = b.build()
+    recs = [r for batch in read_batches(data) for r in batch]
+    del data, b
+    import gc
+    gc.collect()
+    assert recs[0].headers == (("h", b"x" * 100),)
+
+
+# -- RecordBatch over buffers that do not hold the batch ----------------------------------------
+
+def test_batch_outside_the_buffer_is_corrupt():
+    from kcodec.errors import CorruptRecordError
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", TS)
+    data = b.build()
+    with pytest.raises(CorruptRecordError):
+        RecordBatch(data, 0, len(data) + 1)
+    with pytest.raises(CorruptRecordError):
+        RecordBatch(data, len(data) + 5)
+    with pytest.raises(CorruptRecordError):
+        RecordBatch(data[:10])
+    ba = bytearray(data)
+    batch = RecordBatch(ba)
+    del ba[40:]
+    with pytest.raises(CorruptRecordError):
+        batch.ensure_valid()
+    with pytest.raises(CorruptRecordError):
+        list(batch)
