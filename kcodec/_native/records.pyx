@@ -1049,6 +1049,20 @@ cdef class BatchBuilderCore:
         return out
 
 
+def builder_new(builder_cls, legacy_factory):
+    """A ``__new__`` for ``builder_cls``: magic 0/1 go to ``legacy_factory(magic, **kwargs)``.
+
+    Native so that constructing a v2 builder, once per batch, stays cheap.
+    """
+    def __new__(cls, magic=2, *args, **kwargs):
+        if magic == 2 or cls is not builder_cls:
+            return BatchBuilderCore.__new__(cls)
+        if magic == 0 or magic == 1:
+            return legacy_factory(magic, **kwargs)
+        raise RecordBuilderError(f"unsupported magic {magic!r}: use 0, 1 or 2")
+    return __new__
+
+
 def record_size(int32_t offset_delta, int64_t timestamp_delta, key, value, headers=()) -> int:
     """Encoded size of a record (Kafka's DefaultRecord.sizeInBytes)."""
     cdef int64_t hsize = 0

@@ -5,7 +5,7 @@ import struct
 import threading
 from typing import Dict, Optional, Tuple, Union
 
-from kcodec._native.records import BatchBuilderCore
+from kcodec._native.records import BatchBuilderCore, builder_new
 from kcodec.compression import CompressionType, get_codec
 from kcodec.errors import RecordBuilderError
 from kcodec.records.control import ControlRecordType, EndTransactionMarker, control_key
@@ -54,12 +54,7 @@ class RecordBatchBuilder(BatchBuilderCore):
     state.  The Java builder's checks raise RecordBuilderError.
     """
 
-    def __new__(cls, magic: int = 2, *args, **kwargs):
-        if magic != 2 and cls is RecordBatchBuilder:
-            if magic in (0, 1):
-                return _legacy_builder(magic, **kwargs)
-            raise RecordBuilderError(f"unsupported magic {magic!r}: use 0, 1 or 2")
-        return BatchBuilderCore.__new__(cls)
+    __slots__ = ()
 
     # The constructor, append(), append_many(), has_room_for(), is_full(), build()
     # and the state properties are native (BatchBuilderCore); the rarely used
@@ -108,6 +103,29 @@ class RecordBatchBuilder(BatchBuilderCore):
         sequence) even when its last records were removed.
         """
         self._set_last_offset(offset)
+
+
+def _legacy_builder(magic: int, **kwargs):
+    from kcodec.records.legacy import LegacyRecordBatchBuilder
+
+    v2_only = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "is_transactional": False,
+               "is_control": False, "partition_leader_epoch": -1, "delete_horizon_ms": None}
+    for name, default in v2_only.items():
+        value = kwargs.pop(name, default)
+        if value != default and not (name == "delete_horizon_ms" and value is not None and value < 0):
+            if name == "is_transactional":
+                raise RecordBuilderError(f"Transactional records cannot be used with magic version {magic}")
+            if name in ("producer_id", "producer_epoch", "base_sequence"):
+                raise RecordBuilderError(f"Idempotent records cannot be used with magic version {magic}")
+            if name == "is_control":
+                raise RecordBuilderError(f"Control records cannot be used with magic version {magic}")
+            if name == "delete_horizon_ms":
+                raise RecordBuilderError(f"Delete horizon is only supported with magic version 2, not {magic}")
+    return LegacyRecordBatchBuilder(magic=magic, **kwargs)
+
+
+# RecordBatchBuilder(magic=0|1, ...) builds a legacy message set (see the class documentation).
+RecordBatchBuilder.__new__ = builder_new(RecordBatchBuilder, _legacy_builder)
 
 
 class CompressionRatioEstimator:
@@ -162,22 +180,3 @@ _F32 = struct.Struct("<f")
 def _f32(x: float) -> float:
     # Round to the nearest 32-bit float, as Java's float arithmetic does after each operation.
     return _F32.unpack(_F32.pack(x))[0]
-
-
-def _legacy_builder(magic: int, **kwargs):
-    from kcodec.records.legacy import LegacyRecordBatchBuilder
-
-    v2_only = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "is_transactional": False,
-               "is_control": False, "partition_leader_epoch": -1, "delete_horizon_ms": None}
-    for name, default in v2_only.items():
-        value = kwargs.pop(name, default)
-        if value != default and not (name == "delete_horizon_ms" and value is not None and value < 0):
-            if name == "is_transactional":
-                raise RecordBuilderError(f"Transactional records cannot be used with magic version {magic}")
-            if name in ("producer_id", "producer_epoch", "base_sequence"):
-                raise RecordBuilderError(f"Idempotent records cannot be used with magic version {magic}")
-            if name == "is_control":
-                raise RecordBuilderError(f"Control records cannot be used with magic version {magic}")
-            if name == "delete_horizon_ms":
-                raise RecordBuilderError(f"Delete horizon is only supported with magic version 2, not {magic}")
-    return LegacyRecordBatchBuilder(magic=magic, **kwargs)
