@@ -35,8 +35,10 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Opti
     ignored, as Kafka does (fetch responses end this way); ``strict=True``
     raises CorruptRecordError for it instead.  ``max_decompressed_size``
     bounds the decompressed size of one batch.  ``pool`` (a
-    :class:`~kcodec.records.BufferPool`) is handed to every batch, for the
-    readers that decode into pooled memory.
+    :class:`~kcodec.records.BufferPool`) is handed to every batch; v2
+    batches hold decompressed records in the ``bytes`` their codec returns
+    (the codec interface has no output-buffer argument), so for them the
+    pool is accepted for interface compatibility and used by no read.
 
     Errors carry ``position`` (absolute, within ``buf``) and ``batch_offset``.
     """
