@@ -47,6 +47,7 @@ _LAZY = {
     "convert_magic": "kcodec.records",
     "to_arrow": "kcodec.arrow",
     "from_arrow": "kcodec.arrow",
+    "from_arrow_iter": "kcodec.arrow",
     "kafka_schema": "kcodec.arrow",
     "murmur2": "kcodec.partitioner",
     "partition_for_keys": "kcodec.partitioner",
@@ -91,7 +92,7 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kcodec.arrow import from_arrow, kafka_schema, to_arrow
+    from kcodec.arrow import from_arrow, from_arrow_iter, kafka_schema, to_arrow
     from kcodec.partitioner import murmur2, partition_for_keys
     from kcodec.records import (
         BufferPool,
