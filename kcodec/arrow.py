@@ -1,16 +1,20 @@
 """Kafka batches to Arrow tables and back, without a Python object per record.
 
-:func:`to_arrow` returns the columns of Spark's Kafka source; a native scan
-of each batch fills offset/length arrays, and keys, values and headers are
-gathered into contiguous Arrow buffers.  :func:`from_arrow` encodes records
-straight from a table's Arrow buffers into batches.
+:func:`to_arrow` returns the columns of Spark's Kafka source: a native pass
+over each (decompressed) records region copies keys, values and headers
+straight into contiguous Arrow buffers.  :func:`from_arrow` encodes records
+straight from a table's Arrow buffers into batches.  Legacy v0/v1 batches
+(pre-0.11 data, rare) go through their Record objects.
 """
 from __future__ import annotations
 
 import time
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
+
+if TYPE_CHECKING:  # pyarrow is imported on first use
+    import pyarrow
 
 from kcodec._native.columnar import ColumnAccumulator, batch_bytes, columns_uncompressed_v2, encode_columnar
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
@@ -71,7 +75,7 @@ def _headers_type():
     return _types()["headers"]
 
 
-def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = ()):
+def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = ()) -> "pyarrow.Schema":
     """Spark's Kafka source schema (plus the requested batch fields)."""
     cache = _types()["schema"]
     key = (bool(headers), tuple(batch_fields))
@@ -127,7 +131,8 @@ def _add_legacy(acc: ColumnAccumulator, batch) -> None:
 
 def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
              batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
-             headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE):
+             headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+             ) -> "pyarrow.Table":
     """The records of every batch in ``buffer`` as a ``pyarrow.Table`` (Spark's Kafka schema).
 
     ``buffer`` is any buffer of concatenated batches (any magic), or an
@@ -136,7 +141,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     every record the batch time); ``headers`` is null for a record without
     headers.  Control records (transaction markers) are left out unless
     ``include_control``.  ``batch_fields`` appends per-record copies of batch
-    header fields (see :data:`BATCH_FIELDS`).
+    header fields (see :data:`BATCH_FIELDS`).  Errors carry positions
+    relative to the start of ``buffer``.
     """
     pa = _pa()
     schema = kafka_schema(headers, batch_fields)
@@ -243,7 +249,7 @@ def _timestamps_ms(arr, n: int) -> np.ndarray:
     return arr.cast(pa.int64()).fill_null(int(time.time() * 1000)).to_numpy().astype(np.int64)
 
 
-def from_arrow_iter(table, *, compression: Union[CompressionType, int, str] = "none",
+def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionType, int, str] = "none",
                     level: Optional[int] = None, max_batch_bytes: int = 1_048_576, base_offset: int = 0,
                     magic: int = 2, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
                     log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
@@ -328,7 +334,7 @@ def from_arrow_iter(table, *, compression: Union[CompressionType, int, str] = "n
                           producer_id, producer_epoch, seq, partition_leader_epoch)
 
 
-def from_arrow(table, **options) -> List[bytes]:
+def from_arrow(table: "pyarrow.Table", **options) -> List[bytes]:
     """:func:`from_arrow_iter` as a list of batch bytes."""
     return list(from_arrow_iter(table, **options))
 

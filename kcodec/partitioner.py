@@ -1,7 +1,7 @@
 """Kafka's default key partitioner, vectorised: where a Java producer would put each key."""
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -10,12 +10,12 @@ from kcodec._native.columnar import murmur2_bytes, partition_column
 __all__ = ["murmur2", "partition_for_keys"]
 
 
-def murmur2(data) -> int:
+def murmur2(data: Union[bytes, bytearray, memoryview]) -> int:
     """Kafka's ``Utils.murmur2`` of a key (a signed 32-bit int)."""
     return murmur2_bytes(data)
 
 
-def partition_for_keys(keys, num_partitions: int) -> np.ndarray:
+def partition_for_keys(keys: Union[Any, Sequence[Optional[bytes]]], num_partitions: int) -> np.ndarray:
     """``(murmur2(key) & 0x7fffffff) % num_partitions`` for each key, as int32.
 
     ``keys`` is a pyarrow binary/large_binary/string array (or chunked
