@@ -45,6 +45,18 @@ def test_crc_backends_agree(n):
         assert p.crc32c(data) == crc32c_reference(data)
 
 
+# Long inputs are hashed in three interleaved lanes of 256 or 4096 bytes and
+# joined; these lengths sit on and around every lane boundary.
+@pytest.mark.parametrize("n", [767, 768, 769, 775, 776, 1535, 1536, 1544, 12287, 12288, 12289, 12295,
+                               12288 + 768, 12288 * 2 + 767, 1 << 20, (1 << 20) + 5])
+@pytest.mark.parametrize("start", [0, 1, 5])
+def test_crc_lanes_agree_with_the_portable_table(n, start):
+    data = memoryview(random.Random(n).randbytes(n + start))[start:]
+    assert p.crc32c(data) == p.crc32c_portable(data)
+    half = n // 3
+    assert p.crc32c(data[half:], p.crc32c(data[:half])) == p.crc32c_portable(data)
+
+
 def test_crc_unaligned_and_continued():
     data = random.Random(1).randbytes(1000)
     for start in range(9):
