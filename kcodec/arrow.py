@@ -9,7 +9,7 @@ straight from a table's Arrow buffers into batches.  Legacy v0/v1 batches
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
 
 from kcodec._native.columnar import ColumnAccumulator, batch_bytes, columns_uncompressed_v2, encode_columnar
+from kcodec._native.columnar import column_cache as _column_cache
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import InvalidRecordError, RecordBuilderError
 from kcodec.records.batch import (
@@ -27,11 +28,25 @@ from kcodec.records.batch import (
 )
 from kcodec.records.reader import read_batches
 
-__all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "BATCH_FIELDS"]
+__all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "column_cache", "BATCH_FIELDS"]
 
 #: Optional per-record batch columns for to_arrow(batch_fields=...).
 BATCH_FIELDS = ("base_offset", "last_offset", "producer_id", "producer_epoch", "base_sequence",
                 "is_transactional", "partition_leader_epoch", "compression", "magic", "batch_position")
+
+
+def column_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -> Tuple[int, int, int]:
+    """Inspect or tune the memory :func:`to_arrow` reuses: ``(limit, held, min_block)``.
+
+    Column buffers handed to Arrow are returned to kcodec when Arrow frees
+    them; blocks of at least ``min_block`` bytes (1 MiB) are kept, up to
+    ``limit`` bytes in all (256 MiB), and the next conversion fills them
+    instead of fresh pages.  First touches of fresh memory cost a page fault
+    per 4 KiB, which on small VMs is several times the cost of the copy
+    itself.  ``column_cache(limit=0)`` frees the cache and turns it off.
+    Returns the settings in force before the call and the bytes held.
+    """
+    return _column_cache(limit, min_block)
 
 
 def _pa():

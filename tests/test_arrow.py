@@ -349,3 +349,61 @@ def test_partial_trailing_batch_is_ignored_like_kafka():
     table = kcodec.to_arrow(data + data[:40])
     assert table.num_rows == 100
     assert table.equals(kcodec.to_arrow(read_batches(data + data[:40])))
+
+
+@pytest.fixture
+def small_column_cache():
+    # Cache every block so reuse is exercised by small tables too.
+    from kcodec.arrow import column_cache
+    limit, _held, min_block = column_cache(limit=64 << 20, min_block=1)
+    yield column_cache
+    column_cache(limit=limit, min_block=min_block)
+
+
+def _records_table(n, seed, null_every):
+    rng = np.random.default_rng(seed)
+    keys = [None if i % null_every == 0 else rng.bytes(int(rng.integers(0, 40))) for i in range(n)]
+    values = [None if i % (null_every + 1) == 0 else rng.bytes(int(rng.integers(0, 300))) for i in range(n)]
+    headers = [[("h%d" % j, None if (i + j) % 5 == 0 else rng.bytes(3)) for j in range(i % 3)] for i in range(n)]
+    return keys, values, headers
+
+
+def test_reused_column_memory_gives_the_same_tables(small_column_cache):
+    """Blocks released by one table are refilled by the next; validity bits must start clear."""
+    expected = []
+    blobs = []
+    for seed, null_every in ((1, 10**9), (2, 2), (3, 7), (4, 3)):
+        keys, values, headers = _records_table(3000, seed, null_every)
+        b = kcodec.RecordBatchBuilder(write_limit=1 << 30)
+        for i in range(len(keys)):
+            b.append(keys[i], values[i], 1_700_000_000_000 + i, headers[i])
+        blobs.append(bytes(b.build()))
+        expected.append((keys, values, [h or None for h in headers]))
+    fresh = [kcodec.to_arrow(blob).to_pylist() for blob in blobs]
+    for _ in range(2):
+        for blob, (keys, values, headers), first in zip(blobs, expected, fresh):
+            table = kcodec.to_arrow(blob)
+            assert small_column_cache()[1] >= 0
+            assert table.column("key").to_pylist() == keys
+            assert table.column("value").to_pylist() == values
+            got_headers = [None if h is None else [(x["key"], x["value"]) for x in h]
+                           for h in table.column("headers").to_pylist()]
+            assert got_headers == headers
+            assert table.to_pylist() == first
+            del table
+    assert small_column_cache()[1] > 0
+
+
+def test_column_cache_limits(small_column_cache):
+    from kcodec.arrow import column_cache
+    kcodec.to_arrow(b"".join(kcodec.from_arrow(pa.table({"value": [b"x" * 100] * 1000}))))
+    assert column_cache()[1] > 0
+    assert column_cache(limit=0)[0] == 64 << 20
+    assert column_cache()[:2] == (0, 0)
+    table = kcodec.to_arrow(b"".join(kcodec.from_arrow(pa.table({"value": [b"x" * 100] * 1000}))))
+    del table
+    assert column_cache()[1] == 0
+    with pytest.raises(ValueError):
+        column_cache(limit=-1)
+    with pytest.raises(ValueError):
+        column_cache(min_block=0)

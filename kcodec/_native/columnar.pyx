@@ -455,19 +455,169 @@ cdef struct _Grow:
     int64_t cap
 
 
+cdef extern from *:
+    """
+    #include <pthread.h>
+    #include <stdlib.h>
+    #include <string.h>
+    /* Column memory handed to Arrow comes back here when Arrow lets it go,
+       and the next conversion reuses it.  Fresh pages cost a page fault per
+       4 KiB on first touch (about 1.3 GB/s on small VMs, several times the
+       cost of filling them), so large tables converted one after another
+       would otherwise spend most of their time faulting. */
+    #define KC_CACHE_SLOTS 64
+    typedef struct { void *p; size_t cap; } kc_block_t;
+    static kc_block_t kc_cache[KC_CACHE_SLOTS];
+    static size_t kc_cache_bytes = 0, kc_cache_limit = (size_t)256 << 20, kc_cache_min = (size_t)1 << 20;
+    static pthread_mutex_t kc_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+    /* The smallest cached block of at least `want` bytes (and not over 4x
+       larger), or NULL. */
+    static void *kc_cache_take(size_t want, size_t *cap)
+    {
+        void *p = NULL;
+        int best = -1;
+        if (want < kc_cache_min) return NULL;
+        pthread_mutex_lock(&kc_cache_lock);
+        for (int i = 0; i < KC_CACHE_SLOTS; i++)
+            if (kc_cache[i].p && kc_cache[i].cap >= want && kc_cache[i].cap / 4 <= want
+                    && (best < 0 || kc_cache[i].cap < kc_cache[best].cap))
+                best = i;
+        if (best >= 0) {
+            p = kc_cache[best].p;
+            *cap = kc_cache[best].cap;
+            kc_cache[best].p = NULL;
+            kc_cache_bytes -= *cap;
+        }
+        pthread_mutex_unlock(&kc_cache_lock);
+        return p;
+    }
+
+    /* Keep a block for reuse, evicting smaller ones to make room, or free it. */
+    static void kc_cache_give(void *p, size_t cap)
+    {
+        void *evicted[KC_CACHE_SLOTS];
+        int n_evicted = 0, slot = -1;
+        if (p == NULL) return;
+        if (cap >= kc_cache_min) {
+            pthread_mutex_lock(&kc_cache_lock);
+            while (cap <= kc_cache_limit) {
+                int smallest = -1;
+                slot = -1;
+                for (int i = 0; i < KC_CACHE_SLOTS; i++) {
+                    if (!kc_cache[i].p) { if (slot < 0) slot = i; }
+                    else if (smallest < 0 || kc_cache[i].cap < kc_cache[smallest].cap) smallest = i;
+                }
+                if (slot >= 0 && kc_cache_bytes + cap <= kc_cache_limit) break;
+                slot = -1;
+                if (smallest < 0 || kc_cache[smallest].cap >= cap) break;
+                evicted[n_evicted++] = kc_cache[smallest].p;
+                kc_cache_bytes -= kc_cache[smallest].cap;
+                kc_cache[smallest].p = NULL;
+            }
+            if (slot >= 0) {
+                kc_cache[slot].p = p;
+                kc_cache[slot].cap = cap;
+                kc_cache_bytes += cap;
+                p = NULL;
+            }
+            pthread_mutex_unlock(&kc_cache_lock);
+            for (int i = 0; i < n_evicted; i++) free(evicted[i]);
+        }
+        free(p);
+    }
+
+    /* Set the limit (bytes) and the smallest block kept; blocks over the
+       limit are freed now.  Returns the old limit. */
+    static size_t kc_cache_set_limit(size_t limit, size_t min_block)
+    {
+        void *evicted[KC_CACHE_SLOTS];
+        int n_evicted = 0;
+        size_t old;
+        pthread_mutex_lock(&kc_cache_lock);
+        old = kc_cache_limit;
+        kc_cache_limit = limit;
+        kc_cache_min = min_block;
+        for (int i = 0; i < KC_CACHE_SLOTS && kc_cache_bytes > limit; i++)
+            if (kc_cache[i].p) {
+                evicted[n_evicted++] = kc_cache[i].p;
+                kc_cache_bytes -= kc_cache[i].cap;
+                kc_cache[i].p = NULL;
+            }
+        pthread_mutex_unlock(&kc_cache_lock);
+        for (int i = 0; i < n_evicted; i++) free(evicted[i]);
+        return old;
+    }
+
+    static size_t kc_cache_get_limit(void)
+    {
+        size_t n;
+        pthread_mutex_lock(&kc_cache_lock);
+        n = kc_cache_limit;
+        pthread_mutex_unlock(&kc_cache_lock);
+        return n;
+    }
+
+    static size_t kc_cache_held(void)
+    {
+        size_t n;
+        pthread_mutex_lock(&kc_cache_lock);
+        n = kc_cache_bytes;
+        pthread_mutex_unlock(&kc_cache_lock);
+        return n;
+    }
+    """
+    void *kc_cache_take(size_t want, size_t *cap) nogil
+    void kc_cache_give(void *p, size_t cap) nogil
+    size_t kc_cache_set_limit(size_t limit, size_t min_block) nogil
+    size_t kc_cache_get_limit() nogil
+    size_t kc_cache_min
+    size_t kc_cache_held() nogil
+
+
+def column_cache(limit=None, min_block=None) -> tuple:
+    """``(limit, held, min_block)`` of the cache of column memory that to_arrow reuses.
+
+    Column blocks of at least ``min_block`` bytes (1 MiB unless changed)
+    that Arrow releases are kept, up to ``limit`` bytes in all (256 MiB
+    unless changed), for the next conversion to fill without page faults.
+    Passing ``limit`` and/or ``min_block`` changes them (``limit=0`` frees
+    the cache and turns it off); the values in force before the call are
+    returned.
+    """
+    cdef size_t old = kc_cache_get_limit(), old_min = kc_cache_min
+    if limit is not None and limit < 0:
+        raise ValueError("the cache limit must be >= 0")
+    if min_block is not None and min_block < 1:
+        raise ValueError("the smallest cached block must be >= 1 byte")
+    if limit is not None or min_block is not None:
+        kc_cache_set_limit(old if limit is None else <size_t>limit,
+                           old_min if min_block is None else <size_t>min_block)
+    return old, kc_cache_held(), old_min
+
+
 cdef inline int _reserve(_Grow *g, int64_t extra, bint zero=False) noexcept nogil:
-    # Doubling growth; realloc of large blocks remaps pages instead of copying them.
+    # Doubling growth into a cached block when one fits (see kc_cache_take),
+    # else realloc, which remaps large blocks instead of copying them.
     # Only validity bitmaps need zeroed growth (bits are OR-ed in).
     cdef int64_t cap
+    cdef size_t got = 0
     cdef uint8_t *q
     if g.len + extra <= g.cap:
         return 0
     cap = g.cap * 2 if g.cap else 4096
     while cap < g.len + extra:
         cap *= 2
-    q = <uint8_t *>realloc(g.p, cap)
-    if q == NULL:
-        return -1
+    q = <uint8_t *>kc_cache_take(<size_t>cap, &got)
+    if q != NULL:
+        if g.p != NULL:
+            memcpy(q, g.p, <size_t>(g.cap if zero else g.len))
+            kc_cache_give(g.p, <size_t>g.cap)
+        cap = <int64_t>got
+    else:
+        q = <uint8_t *>realloc(g.p, cap)
+        if q == NULL:
+            return -1
     if zero:
         memset(q + g.cap, 0, cap - g.cap)
     g.p = q
@@ -479,10 +629,11 @@ cdef class _Owned:
     """Read-only buffer over memory filled by the native scan (handed to Arrow without a copy)."""
     cdef uint8_t *p
     cdef Py_ssize_t n
+    cdef size_t cap
     cdef Py_ssize_t shape[1]
 
     def __dealloc__(self):
-        free(self.p)
+        kc_cache_give(self.p, self.cap)
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         self.shape[0] = self.n
@@ -510,7 +661,10 @@ cdef _Owned _own(_Grow *g):
         raise MemoryError()
     o.p = g.p
     o.n = g.len
+    o.cap = <size_t>g.cap
     g.p = NULL
+    g.cap = 0
+    g.len = 0
     return o
 
 
@@ -578,7 +732,7 @@ cdef int _acc_init(_Acc *a, bint headers) noexcept nogil:
 cdef void _acc_free(_Acc *a) noexcept nogil:
     cdef int k
     for k in range(16):
-        free(a.g[k].p)
+        kc_cache_give(a.g[k].p, <size_t>a.g[k].cap)
         a.g[k].p = NULL
 
 
