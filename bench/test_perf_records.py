@@ -1,0 +1,98 @@
+"""Object API benchmarks: records -> v2 batches and back, kcodec next to aiokafka and kafka-python.
+
+Every implementation builds the batches compare.py cuts and reads the bytes
+kcodec builds.  kafka-python is about a hundred times slower than the others,
+so it runs only with KCODEC_BENCH_KAFKA_PYTHON=1.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import compare  # noqa: E402
+
+import kcodec  # noqa: E402
+
+pytestmark = pytest.mark.perf
+
+KAFKA_PYTHON = os.environ.get("KCODEC_BENCH_KAFKA_PYTHON", "") not in ("", "0")
+
+WORKLOADS = ["w1", "w2", "w3"]
+IMPLS = ["kcodec", "aiokafka", "kafka-python"]
+PEER_MODULES = {"aiokafka": "aiokafka.record.default_records", "kafka-python": "kafka.record.default_records"}
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def _need(impl):
+    if impl == "kafka-python" and not KAFKA_PYTHON:
+        pytest.skip("kafka-python is ~100x slower: set KCODEC_BENCH_KAFKA_PYTHON=1 to include it")
+    if impl != "kcodec":
+        pytest.importorskip(PEER_MODULES[impl])
+
+
+def _peer_build(impl, codec, wl):
+    # compare._peer's build with the same calls, returning the bytes so they can be checked.
+    builder_cls = importlib.import_module(PEER_MODULES[impl]).DefaultRecordBatchBuilder
+    codec_id, keys, values, headers, ranges = CODEC_IDS[codec], wl.keys, wl.values, wl.headers, wl.ranges
+    t0 = compare.T0
+
+    def build():
+        out = []
+        for r in ranges:
+            b = builder_cls(2, codec_id, False, -1, -1, -1, 1 << 30)
+            for i in r:
+                b.append(i - r.start, t0 + i, keys[i], values[i], headers[i])
+            out.append(bytes(b.build()))
+        return out
+
+    return build
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("codec", compare.CODECS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_build(benchmark, workloads, workload, codec, impl):
+    _need(impl)
+    wl = workloads[workload]
+    reference = wl.batches(codec)
+    benchmark.group = f"{workload} {codec} build"
+    benchmark.extra_info.update(wl.info(impl))
+    if impl == "kcodec":
+        keys, values, headers, ranges = wl.keys, wl.values, wl.headers, wl.ranges
+        out = benchmark(lambda: [bytes(compare._kc_batch(codec, keys, values, headers, r)) for r in ranges])
+        assert out == reference
+    else:
+        out = benchmark(_peer_build(impl, codec, wl))
+        assert len(out) == len(reference)
+        wl.check_batches(out)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("codec", compare.CODECS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_read(benchmark, workloads, workload, codec, impl):
+    _need(impl)
+    wl = workloads[workload]
+    blob = wl.blob(codec)
+    benchmark.group = f"{workload} {codec} read"
+    benchmark.extra_info.update(wl.info(impl))
+    if impl == "kcodec":
+        def read():
+            c, last = 0, None
+            for batch in kcodec.read_batches(blob):
+                for rec in batch:
+                    rec.key
+                    last = rec.value
+                    c += 1
+            return c, last
+
+        assert benchmark(read) == (wl.n, wl.values[-1])
+    else:
+        # The peer's read asserts the record count itself.
+        _, read = compare._peers(codec, wl.keys, wl.values, wl.headers, wl.ranges, wl.batches(codec), wl.n)[impl]
+        benchmark(read)
