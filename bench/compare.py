@@ -3,6 +3,7 @@
     python bench/compare.py                 # all workloads and codecs
     python bench/compare.py --quick         # a tenth of the records
     python bench/compare.py --workload w1 --codec none --codec zstd
+    python bench/compare.py --workload w2 --workload w3 --peer aiokafka
 
 Workloads (deterministic):
   w1  200,000 small JSON-like events, 16-byte keys, 2 headers, batches <= 16 KiB
@@ -100,7 +101,7 @@ def best(fn: Callable, reps: int) -> float:
     return min(times)
 
 
-def run(workload: str, codec: str, scale: float, reps: int) -> Dict:
+def run(workload: str, codec: str, scale: float, reps: int, peers=("aiokafka", "kafka-python")) -> Dict:
     keys, values, headers, limit = make_workload(workload, scale)
     ranges = cut_batches(keys, values, headers, limit)
     n = len(values)
@@ -138,7 +139,7 @@ def run(workload: str, codec: str, scale: float, reps: int) -> Dict:
                "stored_mb": len(blob) / 1e6, "batches": len(batches), "from_arrow_batches": len(kc_from_arrow())}
     timings = {"kcodec build": best(kc_build, reps), "kcodec read": best(kc_read, reps),
                "kcodec from_arrow": best(kc_from_arrow, reps), "kcodec to_arrow": best(kc_to_arrow, reps)}
-    for name, (build, read) in _peers(codec, keys, values, headers, ranges, batches, n).items():
+    for name, (build, read) in _peers(codec, keys, values, headers, ranges, batches, n, peers).items():
         timings[f"{name} build"] = best(build, reps)
         timings[f"{name} read"] = best(read, reps)
     raw = _raw(codec, keys, values, headers, ranges)
@@ -179,18 +180,20 @@ def _peer(builder_cls, batch_cls, codec_id, keys, values, headers, ranges, batch
     return build, read
 
 
-def _peers(codec, keys, values, headers, ranges, batches, n):
+def _peers(codec, keys, values, headers, ranges, batches, n, which=("aiokafka", "kafka-python")):
     peers = {}
     codec_id = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[codec]
     args = (codec_id, keys, values, headers, ranges, batches, n)
     try:
-        from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-        peers["aiokafka"] = _peer(DefaultRecordBatchBuilder, DefaultRecordBatch, *args)
+        if "aiokafka" in which:
+            from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+            peers["aiokafka"] = _peer(DefaultRecordBatchBuilder, DefaultRecordBatch, *args)
     except ImportError:
         pass
     try:
-        from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-        peers["kafka-python"] = _peer(DefaultRecordBatchBuilder, DefaultRecordBatch, *args)
+        if "kafka-python" in which:
+            from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+            peers["kafka-python"] = _peer(DefaultRecordBatchBuilder, DefaultRecordBatch, *args)
     except ImportError:
         pass
     return peers
@@ -291,12 +294,16 @@ def main(argv=None) -> int:
     p.add_argument("--codec", action="append", choices=CODECS)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="a tenth of the records")
+    p.add_argument("--peer", action="append", choices=["aiokafka", "kafka-python"],
+                   help="client libraries to run (default both; kafka-python is pure Python and takes minutes "
+                        "on W2/W3)")
     p.add_argument("--json", help="also write the raw figures here")
     args = p.parse_args(argv)
     rows = []
     for w in args.workload or ["w1", "w2", "w3"]:
         for c in args.codec or CODECS:
-            rows.append(run(w, c, 0.1 if args.quick else 1.0, args.reps))
+            peers = tuple(args.peer or ("aiokafka", "kafka-python"))
+            rows.append(run(w, c, 0.1 if args.quick else 1.0, args.reps, peers))
             print(report(rows[-1:]), flush=True)
     print(targets(rows), flush=True)
     if args.json:
@@ -305,11 +312,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def _reexec_with_malloc_env() -> None:
+def _reexec_with_malloc_env(script: str = __file__) -> None:
     if os.environ.get("KCODEC_BENCH_MALLOC_DEFAULTS") or all(os.environ.get(k) == v for k, v in MALLOC_ENV.items()):
         return
     os.environ.update(MALLOC_ENV)
-    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:])
+    os.execv(sys.executable, [sys.executable, os.path.abspath(script)] + sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -202,26 +202,23 @@ def _owned_binary(type_, column):
 
 def _table(scan, schema, topic, partition, headers: bool, extra):
     pa = _pa()
-    n, offsets, stamps, types, hcount, (key, value, hkey, hval) = scan
+    n, offsets, stamps, types, hdrs, (key, value, hkey, hval) = scan
     columns = [_owned_binary(pa.binary(), key), _owned_binary(pa.binary(), value),
                _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
                _primitive(pa.int64(), offsets), _primitive(_types()["ts"], stamps * 1000),
                _primitive(pa.int32(), types)]
     if headers:
         columns.append(_list_of_headers(_owned_binary(pa.string(), hkey), _owned_binary(pa.binary(), hval),
-                                        hcount, n))
+                                        hdrs, n))
     return pa.Table.from_arrays(columns + list(extra), schema=schema)
 
 
-def _list_of_headers(hkey, hval, counts, n: int):
+def _list_of_headers(hkey, hval, hdrs, n: int):
     pa = _pa()
-    list_offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(counts, out=list_offsets[1:])
-    has = counts > 0
-    null_count = int(n - has.sum())
-    validity = pa.py_buffer(np.packbits(has, bitorder="little")) if null_count else None
+    list_offsets, validity, null_count = hdrs
     struct = pa.StructArray.from_arrays([hkey, hval], fields=list(_headers_type().value_type))
-    return pa.Array.from_buffers(_headers_type(), n, [validity, pa.py_buffer(list_offsets)],
+    return pa.Array.from_buffers(_headers_type(), n,
+                                 [None if validity is None else pa.py_buffer(validity), pa.py_buffer(list_offsets)],
                                  null_count=null_count, children=[struct])
 
 

@@ -42,6 +42,7 @@ cdef extern from "kc_varint.h" nogil:
 
 cdef extern from *:
     """
+    #include "kc_gather.h"
     /* Column accessors for the encode loops: forced inline, since GCC leaves
        them out of line in the large loop bodies and the per-record call costs ~10%. */
     typedef struct {
@@ -62,6 +63,53 @@ cdef extern from *:
         if (!kc_bit_valid(c->valid, c->voff, i)) return -1;
         return (int32_t)(c->offs[i + 1] - c->offs[i]);
     }
+
+    static inline __attribute__((always_inline)) uint8_t *kc_put_field(uint8_t *p, const uint8_t *data,
+                                                                       int32_t len) {
+        if (len < 0) {
+            *p++ = 1;  /* varint -1: null */
+            return p;
+        }
+        p += kc_write_varint(p, len);
+        kc_copy(p, data, (size_t)len);
+        return p + len;
+    }
+
+    /* The records of rows [r0, r1) at dst, one batch's records region, with
+       each row's body size from the sizing pass.  The columns are copied
+       into locals: stores through uint8_t pointers may alias anything, and
+       fields read through a pointer would be reloaded after every copy.
+       Returns the bytes written. */
+    static int64_t kc_encode_rows(uint8_t *dst, int64_t r0, int64_t r1, const int32_t *bodies,
+                                  const kc_col_t *key, int has_key, const kc_col_t *value,
+                                  const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
+                                  const int64_t *ts, int64_t first_ts, const int64_t *offsets,
+                                  int64_t base_offset, int64_t first_off) {
+        const kc_col_t k = *key, v = *value, hl = *hlist, hk = *hkey, hv = *hval;
+        uint8_t *p = dst;
+        for (int64_t i = r0; i < r1; i++) {
+            int64_t off = offsets ? offsets[i] : base_offset + i;
+            int32_t kl = has_key ? kc_col_len(&k, i) : -1, vl = kc_col_len(&v, i);
+            p += kc_write_varint(p, bodies[i]);
+            *p++ = 0;
+            p += kc_write_varlong(p, ts[i] - first_ts);
+            p += kc_write_varint(p, (int32_t)(off - first_off));
+            p = kc_put_field(p, kl >= 0 ? k.data + k.offs[i] : NULL, kl);
+            p = kc_put_field(p, vl >= 0 ? v.data + v.offs[i] : NULL, vl);
+            if (has_h && kc_bit_valid(hl.valid, hl.voff, i)) {
+                int64_t h0 = hl.offs[i], h1 = hl.offs[i + 1];
+                p += kc_write_varint(p, (int32_t)(h1 - h0));
+                for (int64_t j = h0; j < h1; j++) {
+                    int32_t hkl = kc_col_len(&hk, j), hvl = kc_col_len(&hv, j);
+                    p = kc_put_field(p, hk.data + hk.offs[j], hkl);
+                    p = kc_put_field(p, hvl >= 0 ? hv.data + hv.offs[j] : NULL, hvl);
+                }
+            } else {
+                *p++ = 0;
+            }
+        }
+        return p - dst;
+    }
     """
     ctypedef struct kc_col_t:
         const uint8_t *valid
@@ -70,6 +118,11 @@ cdef extern from *:
         const uint8_t *data
     bint kc_bit_valid(const uint8_t *bitmap, int64_t offset, int64_t i) nogil
     int32_t kc_col_len(const kc_col_t *c, int64_t i) nogil
+    int64_t kc_encode_rows(uint8_t *dst, int64_t r0, int64_t r1, const int32_t *bodies,
+                           const kc_col_t *key, int has_key, const kc_col_t *value,
+                           const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
+                           const int64_t *ts, int64_t first_ts, const int64_t *offsets,
+                           int64_t base_offset, int64_t first_off) nogil
 
 
 ctypedef kc_col_t _Col
@@ -118,6 +171,10 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     cdef list keep = []
     cdef _Col ck, cv, chl, chk, chv
     cdef bint has_key = key is not None, has_h = hdr_list is not None
+    memset(&ck, 0, sizeof(_Col))
+    memset(&chl, 0, sizeof(_Col))
+    memset(&chk, 0, sizeof(_Col))
+    memset(&chv, 0, sizeof(_Col))
     if has_key:
         _col_from(key, &ck, keep)
     _col_from(value, &cv, keep)
@@ -133,6 +190,8 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     # Sizes first, so the output is allocated once.
     cdef cnp.ndarray[int64_t] rec_bytes = np.empty(n, np.int64)
     cdef int64_t *rb = <int64_t *>rec_bytes.data
+    cdef cnp.ndarray[int32_t] rec_bodies = np.empty(n, np.int32)
+    cdef int32_t *bd = <int32_t *>rec_bodies.data
     cdef Py_ssize_t i, j, h0, h1
     cdef int32_t kl, vl, hkl, hvl, hc
     cdef int64_t hs, body, total = 0
@@ -205,6 +264,7 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
                     first_off = off
                     body = kc_record_body_size(0, 0, kl, vl, hc, hs)
                     rb[i] = kc_varint_size(<int32_t>body) + body
+            bd[i] = <int32_t>body
             if batch_records == 0:
                 brow[nbatch] = i
                 bpos[nbatch] = total
@@ -236,8 +296,6 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     cdef Py_ssize_t bi = 0
     cdef int64_t w = 0
     cdef uint8_t *dst
-    cdef const uint8_t *kp
-    cdef const uint8_t *vp
     if is_direct:
         attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat = direct
         dests = <uint8_t **>malloc(max(nbatch, 1) * sizeof(uint8_t *))
@@ -254,30 +312,9 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
         with nogil:
             for bi in range(nbatch):
                 dst = (dests[bi] + 61) if is_direct else (o + bpos[bi])
-                w = 0
-                for i in range(brow[bi], brow[bi + 1]):
-                    off = offs_in[i] if has_offsets else base_offset + i
-                    kl = kc_col_len(&ck, i) if has_key else -1
-                    vl = kc_col_len(&cv, i)
-                    kp = (ck.data + ck.offs[i]) if kl >= 0 else NULL
-                    vp = cv.data + cv.offs[i] if vl >= 0 else NULL
-                    hc = 0
-                    hs = 0
-                    if has_h and kc_bit_valid(chl.valid, chl.voff, i):
-                        h0 = chl.offs[i]
-                        h1 = chl.offs[i + 1]
-                        hc = <int32_t>(h1 - h0)
-                        for j in range(h0, h1):
-                            hs += kc_header_size(kc_col_len(&chk, j), kc_col_len(&chv, j))
-                    body = kc_record_body_size(ts[i] - bft[bi], <int32_t>(off - bfo[bi]), kl, vl, hc, hs)
-                    w += kc_write_record_sized(dst + w, body, ts[i] - bft[bi], <int32_t>(off - bfo[bi]),
-                                               kp, kl, vp, vl, hc)
-                    if hc:
-                        for j in range(h0, h1):
-                            hkl = kc_col_len(&chk, j)
-                            hvl = kc_col_len(&chv, j)
-                            w += kc_write_header(dst + w, chk.data + chk.offs[j], hkl,
-                                                 (chv.data + chv.offs[j]) if hvl >= 0 else NULL, hvl)
+                w = kc_encode_rows(dst, brow[bi], brow[bi + 1], bd, &ck, has_key, &cv, &chl, has_h, &chk, &chv,
+                                   &ts[0] if n else NULL, bft[bi], &offs_in[0] if has_offsets else NULL,
+                                   base_offset, bfo[bi])
                 if is_direct:
                     # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
                     seq = base_sequence if base_sequence < 0 else \
@@ -668,21 +705,21 @@ cdef _Owned _own(_Grow *g):
     return o
 
 
-cdef inline void _put(_Grow *data, _Grow *offs, _Grow *valid, int64_t row, const uint8_t *src, int32_t ln,
+cdef inline void _put(_Grow *data, _Grow *offs, _Grow *nullmap, int64_t row, const uint8_t *src, int32_t ln,
                       int64_t *nulls) noexcept nogil:
-    """Append one binary value (ln -1 = null): data bytes, int32 end offset, validity bit.
+    """Append one binary value (ln -1 = null): data bytes, int32 end offset, null-map bit.
 
-    The caller has reserved room for the whole batch (see _reserve_batch).
+    The object path's counterpart of kc_gather_region; the caller has
+    reserved room (see _reserve_batch).
     """
     if ln > 0:
         memcpy(data.p + data.len, src, ln)
         data.len += ln
     (<int32_t *>(offs.p + offs.len))[0] = <int32_t>data.len
     offs.len += 4
-    valid.len = (row >> 3) + 1
-    if ln >= 0:
-        valid.p[row >> 3] |= <uint8_t>(1 << (row & 7))
-    else:
+    nullmap.len = (row >> 3) + 1
+    if ln < 0:
+        nullmap.p[row >> 3] |= <uint8_t>(1 << (row & 7))
         nulls[0] += 1
 
 
@@ -699,53 +736,92 @@ cdef extern from "kc_record.h" nogil:
     int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
 
 
+cdef extern from "kc_gather.h" nogil:
+    ctypedef struct kc_bincol_t:
+        uint8_t *data
+        int64_t len
+        int32_t *offs
+        uint8_t *nullmap
+        int64_t nulls
+    ctypedef struct kc_gather_t:
+        kc_bincol_t col[4]
+        int64_t *offset
+        int64_t *timestamp
+        int32_t *ts_type
+        int32_t *hlist
+        uint8_t *hnullmap
+        int64_t hnulls
+        int64_t n
+        int64_t nh
+    int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_t count, int stream,
+                         int64_t base_off, int64_t base_ts, int64_t max_ts, int lat, int headers)
+    void kc_nullmap_to_validity(uint8_t *map, int64_t n)
+
+
 # Growable buffers of a column accumulator: per binary column c (key, value,
 # header key, header value) g[3c] data, g[3c + 1] int32 offsets, g[3c + 2]
-# validity; then per record offsets, timestamps, timestamp types, header counts.
+# null map; then per record offsets, timestamps, timestamp types, and the
+# headers list's int32 offsets and null map (records without headers).
 cdef enum:
     _G_OFFSET = 12
     _G_TS = 13
     _G_TYPE = 14
-    _G_HCOUNT = 15
+    _G_HLIST = 15
+    _G_HNULL = 16
+    _G_COUNT = 17
 
 
 cdef struct _Acc:
-    _Grow g[16]
+    _Grow g[17]
     int64_t nulls[4]
+    int64_t hnulls
     int64_t n
     int64_t nh
     bint headers
 
 
 cdef int _acc_init(_Acc *a, bint headers) noexcept nogil:
-    cdef int k
+    # Offset buffers (the four binary columns' and the headers list's) start with their leading 0.
+    cdef int i, k
     memset(a, 0, sizeof(_Acc))
     a.headers = headers
-    for k in range(4):
-        if _reserve(&a.g[3 * k + 1], 4) < 0:
+    for i in range(5):
+        k = 3 * i + 1 if i < 4 else _G_HLIST
+        if _reserve(&a.g[k], 4) < 0:
             return -1
-        (<int32_t *>a.g[3 * k + 1].p)[0] = 0
-        a.g[3 * k + 1].len = 4
+        (<int32_t *>a.g[k].p)[0] = 0
+        a.g[k].len = 4
     return 0
 
 
 cdef void _acc_free(_Acc *a) noexcept nogil:
     cdef int k
-    for k in range(16):
+    for k in range(_G_COUNT):
         kc_cache_give(a.g[k].p, <size_t>a.g[k].cap)
         a.g[k].p = NULL
+
+
+cdef inline void _acc_set_lengths(_Acc *a) noexcept nogil:
+    """Used lengths of every buffer from the row and header counts."""
+    cdef int k
+    cdef int64_t rows
+    for k in range(4):
+        rows = a.n if k < 2 else a.nh
+        a.g[3 * k + 1].len = 4 * (rows + 1)
+        a.g[3 * k + 2].len = (rows + 7) >> 3
+    a.g[_G_OFFSET].len = 8 * a.n
+    a.g[_G_TS].len = 8 * a.n
+    a.g[_G_TYPE].len = 4 * a.n
+    a.g[_G_HLIST].len = 4 * (a.n + 1)
+    a.g[_G_HNULL].len = (a.n + 7) >> 3
 
 
 cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, int64_t base_off,
                   int64_t base_ts, int64_t max_ts, bint lat, bint stream) noexcept nogil:
     """Append the ``count`` records of one records region.  0, -1 (no memory), -2 (2 GiB column), 1 (bad data)."""
     cdef int k, err
-    cdef int32_t j
-    cdef int64_t rc, i
     cdef int64_t region = end - p
-    cdef kc_record_t r
-    cdef kc_header_t hd
-    cdef const uint8_t *hp
+    cdef kc_gather_t g
     if count < 0:
         return 1
     # Everything this region can add: its bytes, its records (each >= 7 bytes), a header per 2 bytes.
@@ -756,52 +832,57 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
         if err:
             return err
     if (_reserve(&a.g[_G_OFFSET], 8 * count) < 0 or _reserve(&a.g[_G_TS], 8 * count) < 0
-            or _reserve(&a.g[_G_TYPE], 4 * count) < 0 or _reserve(&a.g[_G_HCOUNT], 8 * count) < 0):
+            or _reserve(&a.g[_G_TYPE], 4 * count) < 0 or _reserve(&a.g[_G_HLIST], 4 * count) < 0
+            or _reserve(&a.g[_G_HNULL], count // 8 + 2, True) < 0):
         return -1
-    cdef int64_t *o_off = <int64_t *>a.g[_G_OFFSET].p
-    cdef int64_t *o_ts = <int64_t *>a.g[_G_TS].p
-    cdef int32_t *o_ty = <int32_t *>a.g[_G_TYPE].p
-    cdef int64_t *o_hc = <int64_t *>a.g[_G_HCOUNT].p
-    for j in range(count):
-        rc = kc_parse_record_stream(p, end, &r) if stream else kc_parse_record(p, end, &r)
-        if rc < 0:
-            return 1
-        i = a.n
-        o_off[i] = base_off + r.offset_delta
-        o_ts[i] = max_ts if lat else base_ts + r.timestamp_delta
-        o_ty[i] = 1 if lat else 0
-        o_hc[i] = r.header_count
-        _put(&a.g[0], &a.g[1], &a.g[2], i, r.key, r.key_len, &a.nulls[0])
-        _put(&a.g[3], &a.g[4], &a.g[5], i, r.value, r.value_len, &a.nulls[1])
-        if a.headers:
-            hp = r.headers_start
-            for k in range(r.header_count):
-                # kc_parse_record has checked every header of this record
-                hp += kc_parse_header(hp, r.end, &hd)
-                _put(&a.g[6], &a.g[7], &a.g[8], a.nh, hd.key, hd.key_len, &a.nulls[2])
-                _put(&a.g[9], &a.g[10], &a.g[11], a.nh, hd.value, hd.value_len, &a.nulls[3])
-                a.nh += 1
-        a.n += 1
-        p = r.end
-    a.g[_G_OFFSET].len += 8 * count
-    a.g[_G_TS].len += 8 * count
-    a.g[_G_TYPE].len += 4 * count
-    a.g[_G_HCOUNT].len += 8 * count
-    # Kafka: bytes after the last record are "records still remaining"
-    return 0 if p == end else 1
+    for k in range(4):
+        g.col[k].data = a.g[3 * k].p
+        g.col[k].len = a.g[3 * k].len
+        g.col[k].offs = <int32_t *>a.g[3 * k + 1].p
+        g.col[k].nullmap = a.g[3 * k + 2].p
+        g.col[k].nulls = a.nulls[k]
+    g.offset = <int64_t *>a.g[_G_OFFSET].p
+    g.timestamp = <int64_t *>a.g[_G_TS].p
+    g.ts_type = <int32_t *>a.g[_G_TYPE].p
+    g.hlist = <int32_t *>a.g[_G_HLIST].p
+    g.hnullmap = a.g[_G_HNULL].p
+    g.hnulls = a.hnulls
+    g.n = a.n
+    g.nh = a.nh
+    err = kc_gather_region(&g, p, end, count, stream, base_off, base_ts, max_ts, lat, a.headers)
+    for k in range(4):
+        a.g[3 * k].len = g.col[k].len
+        a.nulls[k] = g.col[k].nulls
+    a.hnulls = g.hnulls
+    a.n = g.n
+    a.nh = g.nh
+    _acc_set_lengths(a)
+    return err
+
+
+cdef object _validity(_Grow *g, int64_t rows, int64_t nulls):
+    if not nulls:
+        return None
+    kc_nullmap_to_validity(g.p, rows)
+    return _own(g)
 
 
 cdef tuple _acc_result(_Acc *a):
-    """(n, offsets, timestamps ms, timestamp types, header counts, columns); see columns_uncompressed_v2."""
+    """(n, offsets, timestamps ms, timestamp types, headers, columns); see columns_uncompressed_v2."""
     cdef int k
+    cdef int64_t rows
     columns = []
     for k in range(4):
-        columns.append((a.n if k < 2 else a.nh, _own(&a.g[3 * k]), _own(&a.g[3 * k + 1]),
-                        _own(&a.g[3 * k + 2]) if a.nulls[k] else None, a.nulls[k]))
+        rows = a.n if k < 2 else a.nh
+        columns.append((rows, _own(&a.g[3 * k]), _own(&a.g[3 * k + 1]), _validity(&a.g[3 * k + 2], rows, a.nulls[k]),
+                        a.nulls[k]))
+    hdrs = None
+    if a.headers:
+        hdrs = (np.frombuffer(_own(&a.g[_G_HLIST]), np.int32)[:a.n + 1], _validity(&a.g[_G_HNULL], a.n, a.hnulls),
+                a.hnulls)
     return (a.n, np.frombuffer(_own(&a.g[_G_OFFSET]), np.int64)[:a.n],
             np.frombuffer(_own(&a.g[_G_TS]), np.int64)[:a.n],
-            np.frombuffer(_own(&a.g[_G_TYPE]), np.int32)[:a.n],
-            np.frombuffer(_own(&a.g[_G_HCOUNT]), np.int64)[:a.n], columns)
+            np.frombuffer(_own(&a.g[_G_TYPE]), np.int32)[:a.n], hdrs, columns)
 
 
 cdef class ColumnAccumulator:
@@ -851,18 +932,20 @@ cdef class ColumnAccumulator:
                 self._put_object(6, self.a.nh, hk, &self.a.nulls[2])
                 self._put_object(9, self.a.nh, hv, &self.a.nulls[3])
                 self.a.nh += 1
-        for k, size in ((_G_OFFSET, 8), (_G_TS, 8), (_G_TYPE, 4), (_G_HCOUNT, 8)):
+        for k, size in ((_G_OFFSET, 8), (_G_TS, 8), (_G_TYPE, 4), (_G_HLIST, 4)):
             if _reserve(&self.a.g[k], size) < 0:
                 raise MemoryError()
+        if _reserve(&self.a.g[_G_HNULL], 2, True) < 0:
+            raise MemoryError()
         (<int64_t *>self.a.g[_G_OFFSET].p)[i] = offset
         (<int64_t *>self.a.g[_G_TS].p)[i] = timestamp
         (<int32_t *>self.a.g[_G_TYPE].p)[i] = timestamp_type
-        (<int64_t *>self.a.g[_G_HCOUNT].p)[i] = len(headers)
-        self.a.g[_G_OFFSET].len += 8
-        self.a.g[_G_TS].len += 8
-        self.a.g[_G_TYPE].len += 4
-        self.a.g[_G_HCOUNT].len += 8
+        (<int32_t *>self.a.g[_G_HLIST].p)[i + 1] = <int32_t>self.a.nh
+        if self.a.headers and not headers:
+            self.a.g[_G_HNULL].p[i >> 3] |= <uint8_t>(1 << (i & 7))
+            self.a.hnulls += 1
         self.a.n += 1
+        _acc_set_lengths(&self.a)
 
     cdef int _put_object(self, int c, int64_t row, obj, int64_t *nulls) except -1:
         cdef Py_buffer view
@@ -907,9 +990,11 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     when the buffer holds anything else (compressed or legacy batches,
     trailing bytes, damage): the general path then decodes it and reports
     errors with Kafka's messages.  Otherwise ``(n, offsets, timestamps ms,
-    timestamp types, header counts, columns)`` where ``columns`` holds, for
-    key, value, header key and header value, ``(length, data, int32 offsets,
-    validity bitmap, null count)`` (header columns empty unless ``headers``).
+    timestamp types, headers, columns)`` where ``columns`` holds, for key,
+    value, header key and header value, ``(length, data, int32 offsets,
+    validity bitmap or None, null count)`` (header columns empty unless
+    ``headers``) and ``headers`` is the headers list's ``(int32 offsets,
+    validity bitmap or None, null count)``, or None without ``headers``.
     """
     cdef Py_buffer view
     cdef Py_ssize_t n = 0, length, pos, size

@@ -1,0 +1,173 @@
+/* Gathering the records of a v2 records region into Arrow column buffers.
+ *
+ * The hot loop of to_arrow.  Everything it writes goes through local cursors
+ * rather than through the accumulator struct: stores through uint8_t
+ * pointers may alias any memory, so cursors kept in a struct would be
+ * reloaded after every copied key or value.  Nulls are recorded as set bits
+ * in a zero-filled null map (inverted into Arrow's validity bitmap once, at
+ * the end), so the common null-free column costs nothing per row. */
+#ifndef KC_GATHER_H
+#define KC_GATHER_H
+#include <stdint.h>
+#include <string.h>
+#include "kc_record.h"
+
+/* Copies of keys, values and header fields are mostly short: inline them
+ * with overlapping word moves instead of calling memcpy. */
+static inline __attribute__((always_inline)) void kc_copy(uint8_t *d, const uint8_t *s, size_t n)
+{
+    if (n <= 16) {
+        if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, s, 8);
+            memcpy(&b, s + n - 8, 8);
+            memcpy(d, &a, 8);
+            memcpy(d + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, s, 4);
+            memcpy(&b, s + n - 4, 4);
+            memcpy(d, &a, 4);
+            memcpy(d + n - 4, &b, 4);
+        } else if (n) {
+            uint8_t a = s[0], b = s[n >> 1], c = s[n - 1];
+            d[0] = a;
+            d[n >> 1] = b;
+            d[n - 1] = c;
+        }
+        return;
+    }
+    if (n <= 32) {
+        uint64_t a, b, c, e;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + 8, 8);
+        memcpy(&c, s + n - 16, 8);
+        memcpy(&e, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + 8, &b, 8);
+        memcpy(d + n - 16, &c, 8);
+        memcpy(d + n - 8, &e, 8);
+        return;
+    }
+    memcpy(d, s, n);
+}
+
+/* One binary column: data, int32 end offsets (entry 0 is the leading 0),
+ * null map, and how much of each is used. */
+typedef struct {
+    uint8_t *data;
+    int64_t len;      /* data bytes */
+    int32_t *offs;    /* offs[row + 1] = end of row */
+    uint8_t *nullmap; /* bit row set = null */
+    int64_t nulls;
+} kc_bincol_t;
+
+typedef struct {
+    kc_bincol_t col[4];   /* key, value, header key, header value */
+    int64_t *offset;      /* per record */
+    int64_t *timestamp;   /* per record, ms */
+    int32_t *ts_type;     /* per record */
+    int32_t *hlist;       /* header list offsets: hlist[row + 1] = headers so far */
+    uint8_t *hnullmap;    /* bit row set = record without headers */
+    int64_t hnulls;
+    int64_t n;            /* records so far */
+    int64_t nh;           /* headers so far */
+} kc_gather_t;
+
+#define KC_PUT(c, row, src, ln)                                         \
+    do {                                                                \
+        if ((ln) >= 0) {                                                \
+            kc_copy(c##_data + c##_len, (src), (size_t)(ln));           \
+            c##_len += (ln);                                            \
+        } else {                                                        \
+            c##_nullmap[(row) >> 3] |= (uint8_t)(1u << ((row) & 7));    \
+            c##_nulls++;                                                \
+        }                                                               \
+        c##_offs[(row) + 1] = (int32_t)c##_len;                         \
+    } while (0)
+
+#define KC_LOAD(c, k)                        \
+    uint8_t *c##_data = g->col[k].data;      \
+    int64_t c##_len = g->col[k].len;         \
+    int32_t *c##_offs = g->col[k].offs;      \
+    uint8_t *c##_nullmap = g->col[k].nullmap; \
+    int64_t c##_nulls = g->col[k].nulls
+
+#define KC_STORE(c, k)               \
+    g->col[k].len = c##_len;         \
+    g->col[k].nulls = c##_nulls
+
+/* Append the count records of one records region (the caller reserved room
+ * for all of it).  stream selects Kafka's compressed-stream parsing rules.
+ * Returns 0, or 1 when the region does not parse as exactly count records
+ * (the caller then reports Kafka's error through the object path); the
+ * cursors are then left at the last complete record. */
+static inline int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_t count,
+                                   int stream, int64_t base_off, int64_t base_ts, int64_t max_ts, int lat,
+                                   int headers)
+{
+    KC_LOAD(k, 0);
+    KC_LOAD(v, 1);
+    KC_LOAD(hk, 2);
+    KC_LOAD(hv, 3);
+    int64_t *o_off = g->offset, *o_ts = g->timestamp;
+    int32_t *o_ty = g->ts_type, *o_hl = g->hlist;
+    uint8_t *hnm = g->hnullmap;
+    int64_t hnulls = g->hnulls, n = g->n, nh = g->nh;
+    int rc = 0;
+    for (int32_t j = 0; j < count; j++) {
+        kc_record_t r;
+        int64_t used = stream ? kc_parse_record_stream(p, end, &r) : kc_parse_record(p, end, &r);
+        if (used < 0) {
+            rc = 1;
+            break;
+        }
+        o_off[n] = base_off + r.offset_delta;
+        o_ts[n] = lat ? max_ts : base_ts + r.timestamp_delta;
+        o_ty[n] = lat ? 1 : 0;
+        KC_PUT(k, n, r.key, r.key_len);
+        KC_PUT(v, n, r.value, r.value_len);
+        if (headers) {
+            const uint8_t *hp = r.headers_start;
+            for (int32_t h = 0; h < r.header_count; h++) {
+                kc_header_t hd;
+                /* kc_parse_record has checked every header of this record */
+                hp += kc_parse_header(hp, r.end, &hd);
+                KC_PUT(hk, nh, hd.key, hd.key_len);
+                KC_PUT(hv, nh, hd.value, hd.value_len);
+                nh++;
+            }
+            if (r.header_count == 0) {
+                hnm[n >> 3] |= (uint8_t)(1u << (n & 7));
+                hnulls++;
+            }
+            o_hl[n + 1] = (int32_t)nh;
+        }
+        n++;
+        p = r.end;
+    }
+    KC_STORE(k, 0);
+    KC_STORE(v, 1);
+    KC_STORE(hk, 2);
+    KC_STORE(hv, 3);
+    g->hnulls = hnulls;
+    g->n = n;
+    g->nh = nh;
+    /* Kafka: bytes after the last record are "records still remaining" */
+    if (rc == 0 && p != end) rc = 1;
+    return rc;
+}
+
+#undef KC_PUT
+#undef KC_LOAD
+#undef KC_STORE
+
+/* Turn a null map of n rows into an Arrow validity bitmap in place. */
+static inline void kc_nullmap_to_validity(uint8_t *map, int64_t n)
+{
+    int64_t bytes = (n + 7) >> 3;
+    for (int64_t i = 0; i < bytes; i++) map[i] = (uint8_t)~map[i];
+    if (n & 7) map[bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
+}
+
+#endif
