@@ -232,19 +232,27 @@ def _column(table, name):
     return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
 
 
-def _as_large(arr, string: bool = False):
+def _as_binary(arr):
+    """The array itself when the encoder reads it as it is (binary or string, either offset width)."""
+    t = arr.type
     pa = _pa()
-    target = pa.large_string() if string else pa.large_binary()
-    if arr.type != target:
-        arr = arr.cast(target)
-    return arr
+    if pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        return arr
+    return arr.cast(pa.large_binary())
+
+
+def _offsets(arr, buf) -> np.ndarray:
+    """An array's int32 or int64 (large types) offsets, indexed from its own first row."""
+    pa = _pa()
+    t = arr.type
+    wide = pa.types.is_large_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_list(t)
+    return np.frombuffer(buf, np.int64 if wide else np.int32)[arr.offset:arr.offset + len(arr) + 1]
 
 
 def _spec(arr):
-    """(validity, offset, int64 offsets rebased to the data buffer, data) of a large binary/string array."""
+    """(validity, offset, offsets rebased to the data buffer, data) of a binary or string array."""
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], np.int64)[arr.offset:arr.offset + len(arr) + 1]
-    return (bufs[0] if arr.null_count else None, arr.offset, np.ascontiguousarray(offsets),
+    return (bufs[0] if arr.null_count else None, arr.offset, _offsets(arr, bufs[1]),
             bufs[2] if bufs[2] is not None else b"")
 
 
@@ -299,14 +307,12 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
     key = _column(table, "key")
     hdrs = _column(table, "headers")
     hdr_spec = hk_spec = hv_spec = None
-    if hdrs is not None and pa.types.is_list(hdrs.type) or (hdrs is not None and pa.types.is_large_list(hdrs.type)):
-        if pa.types.is_list(hdrs.type):
-            hdrs = hdrs.cast(pa.large_list(hdrs.type.value_type))
+    if hdrs is not None and (pa.types.is_list(hdrs.type) or pa.types.is_large_list(hdrs.type)):
         bufs = hdrs.buffers()
-        loffs = np.ascontiguousarray(np.frombuffer(bufs[1], np.int64)[hdrs.offset:hdrs.offset + n + 1])
+        loffs = _offsets(hdrs, bufs[1])
         structs = hdrs.values
-        hkey = _as_large(structs.field(0), string=True)
-        hval = _as_large(structs.field(1))
+        hkey = _as_binary(structs.field(0))
+        hval = _as_binary(structs.field(1))
         hdr_spec = (bufs[0] if hdrs.null_count else None, hdrs.offset, loffs, None)
         hk_spec, hv_spec = _spec(hkey), _spec(hval)
     offs_col = _column(table, "offset")
@@ -324,7 +330,7 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
     if is_transactional:
         attributes |= TRANSACTIONAL_MASK
     lat = ts_type == TimestampType.LOG_APPEND_TIME
-    columns = (n, _spec(_as_large(key)) if key is not None else None, _spec(_as_large(value)),
+    columns = (n, _spec(_as_binary(key)) if key is not None else None, _spec(_as_binary(value)),
                hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, estimated_compression_ratio,
                codec.id != 0)
     if codec.id == 0:

@@ -6,6 +6,8 @@ every per-record step is a C loop without the GIL.
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS,
                              PyBUF_FORMAT, PyBUF_ND)
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
@@ -48,7 +50,8 @@ cdef extern from *:
     typedef struct {
         const uint8_t *valid;   /* Arrow validity bitmap or NULL */
         int64_t voff;           /* the array's offset into that bitmap */
-        const int64_t *offs;    /* int64 value offsets (large binary) */
+        const int64_t *offs;    /* int64 value offsets (large binary), or NULL */
+        const int32_t *offs32;  /* int32 value offsets (binary), or NULL */
         const uint8_t *data;
     } kc_col_t;
 
@@ -59,9 +62,13 @@ cdef extern from *:
         return (bitmap[i >> 3] >> (i & 7)) & 1;
     }
 
+    static inline __attribute__((always_inline)) int64_t kc_off(const kc_col_t *c, int64_t i) {
+        return c->offs32 ? c->offs32[i] : c->offs[i];
+    }
+
     static inline __attribute__((always_inline)) int32_t kc_col_len(const kc_col_t *c, int64_t i) {
         if (!kc_bit_valid(c->valid, c->voff, i)) return -1;
-        return (int32_t)(c->offs[i + 1] - c->offs[i]);
+        return (int32_t)(kc_off(c, i + 1) - kc_off(c, i));
     }
 
     static inline __attribute__((always_inline)) uint8_t *kc_put_field(uint8_t *p, const uint8_t *data,
@@ -73,6 +80,92 @@ cdef extern from *:
         p += kc_write_varint(p, len);
         kc_copy(p, data, (size_t)len);
         return p + len;
+    }
+
+    typedef struct {
+        int64_t row_end;    /* first row not in the batch */
+        int64_t written;    /* records region bytes */
+        int64_t max_ts;
+        int64_t last_off;
+        int err;            /* 1: null header key, 2: offset delta overflow */
+        int64_t err_row;
+    } kc_batch_fill_t;
+
+    /* Upper bound of the records region of rows [r0, n): their data bytes
+       plus the most framing a record (36 bytes) and a header (10) can take. */
+    static int64_t kc_rows_bound(int64_t r0, int64_t n, const kc_col_t *key, int has_key, const kc_col_t *value,
+                                 const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval) {
+        int64_t b = 36 * (n - r0) + (kc_off(value, n) - kc_off(value, r0));
+        if (has_key) b += kc_off(key, n) - kc_off(key, r0);
+        if (has_h) {
+            int64_t h0 = kc_off(hlist, r0), h1 = kc_off(hlist, n);
+            b += 10 * (h1 - h0) + (kc_off(hkey, h1) - kc_off(hkey, h0)) + (kc_off(hval, h1) - kc_off(hval, h0));
+        }
+        return b;
+    }
+
+    /* Write records from row r0 into one batch's records region at dst, in a
+       single pass: each record is sized, checked against Kafka's batch.size
+       rule for an uncompressed batch (the first record always fits, then
+       61 + bytes so far + record <= write_limit) and written.  dst must hold
+       max(write_limit - 61, first record) bytes, or every remaining row. */
+    static void kc_fill_batch(uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
+                              const kc_col_t *key, int has_key, const kc_col_t *value,
+                              const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
+                              const int64_t *ts, const int64_t *offsets, int64_t base_offset,
+                              kc_batch_fill_t *res) {
+        const kc_col_t k = *key, v = *value, hl = *hlist, hk = *hkey, hv = *hval;
+        const int64_t first_ts = ts[r0], first_off = offsets ? offsets[r0] : base_offset + r0;
+        int64_t max_ts = -1, last_off = first_off, i;
+        uint8_t *p = dst;
+        res->err = 0;
+        for (i = r0; i < n; i++) {
+            int64_t off = offsets ? offsets[i] : base_offset + i;
+            int64_t od = off - first_off, td = ts[i] - first_ts, hs = 0, h0 = 0, h1 = 0, body, size;
+            int32_t kl = has_key ? kc_col_len(&k, i) : -1, vl = kc_col_len(&v, i);
+            int has_hdrs = has_h && kc_bit_valid(hl.valid, hl.voff, i);
+            if (od > 2147483647 || od < -2147483648LL) {
+                res->err = 2;
+                res->err_row = i;
+                break;
+            }
+            if (has_hdrs) {
+                h0 = kc_off(&hl, i);
+                h1 = kc_off(&hl, i + 1);
+                for (int64_t j = h0; j < h1; j++) {
+                    int32_t hkl = kc_col_len(&hk, j);
+                    if (hkl < 0) {
+                        res->err = 1;
+                        res->err_row = i;
+                        goto done;
+                    }
+                    hs += kc_header_size(hkl, kc_col_len(&hv, j));
+                }
+            }
+            body = kc_record_body_size(td, (int32_t)od, kl, vl, (int32_t)(h1 - h0), hs);
+            size = kc_varint_size((int32_t)body) + body;
+            if (i > r0 && write_limit < 61 + (p - dst) + size)
+                break;
+            p += kc_write_varint(p, (int32_t)body);
+            *p++ = 0;
+            p += kc_write_varlong(p, td);
+            p += kc_write_varint(p, (int32_t)od);
+            p = kc_put_field(p, kl >= 0 ? k.data + kc_off(&k, i) : NULL, kl);
+            p = kc_put_field(p, vl >= 0 ? v.data + kc_off(&v, i) : NULL, vl);
+            p += kc_write_varint(p, (int32_t)(h1 - h0));
+            for (int64_t j = h0; j < h1; j++) {
+                int32_t hkl = kc_col_len(&hk, j), hvl = kc_col_len(&hv, j);
+                p = kc_put_field(p, hk.data + kc_off(&hk, j), hkl);
+                p = kc_put_field(p, hvl >= 0 ? hv.data + kc_off(&hv, j) : NULL, hvl);
+            }
+            if (ts[i] > max_ts) max_ts = ts[i];
+            last_off = off;
+        }
+    done:
+        res->row_end = i;
+        res->written = p - dst;
+        res->max_ts = max_ts;
+        res->last_off = last_off;
     }
 
     /* The records of rows [r0, r1) at dst, one batch's records region, with
@@ -94,15 +187,15 @@ cdef extern from *:
             *p++ = 0;
             p += kc_write_varlong(p, ts[i] - first_ts);
             p += kc_write_varint(p, (int32_t)(off - first_off));
-            p = kc_put_field(p, kl >= 0 ? k.data + k.offs[i] : NULL, kl);
-            p = kc_put_field(p, vl >= 0 ? v.data + v.offs[i] : NULL, vl);
+            p = kc_put_field(p, kl >= 0 ? k.data + kc_off(&k, i) : NULL, kl);
+            p = kc_put_field(p, vl >= 0 ? v.data + kc_off(&v, i) : NULL, vl);
             if (has_h && kc_bit_valid(hl.valid, hl.voff, i)) {
-                int64_t h0 = hl.offs[i], h1 = hl.offs[i + 1];
+                int64_t h0 = kc_off(&hl, i), h1 = kc_off(&hl, i + 1);
                 p += kc_write_varint(p, (int32_t)(h1 - h0));
                 for (int64_t j = h0; j < h1; j++) {
                     int32_t hkl = kc_col_len(&hk, j), hvl = kc_col_len(&hv, j);
-                    p = kc_put_field(p, hk.data + hk.offs[j], hkl);
-                    p = kc_put_field(p, hvl >= 0 ? hv.data + hv.offs[j] : NULL, hvl);
+                    p = kc_put_field(p, hk.data + kc_off(&hk, j), hkl);
+                    p = kc_put_field(p, hvl >= 0 ? hv.data + kc_off(&hv, j) : NULL, hvl);
                 }
             } else {
                 *p++ = 0;
@@ -115,9 +208,25 @@ cdef extern from *:
         const uint8_t *valid
         int64_t voff
         const int64_t *offs
+        const int32_t *offs32
         const uint8_t *data
+    int64_t kc_off(const kc_col_t *c, int64_t i) nogil
     bint kc_bit_valid(const uint8_t *bitmap, int64_t offset, int64_t i) nogil
     int32_t kc_col_len(const kc_col_t *c, int64_t i) nogil
+    ctypedef struct kc_batch_fill_t:
+        int64_t row_end
+        int64_t written
+        int64_t max_ts
+        int64_t last_off
+        int err
+        int64_t err_row
+    int64_t kc_rows_bound(int64_t r0, int64_t n, const kc_col_t *key, int has_key, const kc_col_t *value,
+                          const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval) nogil
+    void kc_fill_batch(uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
+                       const kc_col_t *key, int has_key, const kc_col_t *value,
+                       const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
+                       const int64_t *ts, const int64_t *offsets, int64_t base_offset,
+                       kc_batch_fill_t *res) nogil
     int64_t kc_encode_rows(uint8_t *dst, int64_t r0, int64_t r1, const int32_t *bodies,
                            const kc_col_t *key, int has_key, const kc_col_t *value,
                            const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
@@ -140,7 +249,16 @@ cdef int _col_from(tuple spec, _Col *c, list keep) except -1:
         keep.append(arr)
         c.valid = <const uint8_t *>cnp.PyArray_DATA(arr)
     keep.append(offs)
-    c.offs = <const int64_t *>cnp.PyArray_DATA(offs)
+    c.offs = NULL
+    c.offs32 = NULL
+    if offs.dtype == np.int32:
+        c.offs32 = <const int32_t *>cnp.PyArray_DATA(offs)
+    elif offs.dtype == np.int64:
+        c.offs = <const int64_t *>cnp.PyArray_DATA(offs)
+    else:
+        raise TypeError(f"offsets must be int32 or int64, not {offs.dtype}")
+    if not offs.flags.c_contiguous:
+        raise ValueError("offsets must be contiguous")
     if data is not None:
         arr = np.frombuffer(data, np.uint8)
         keep.append(arr)
@@ -187,7 +305,10 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     cdef bint has_offsets = offsets is not None
     if has_offsets:
         offs_in = offsets
-    # Sizes first, so the output is allocated once.
+    if direct is not None:
+        return _encode_direct(n, &ck, has_key, &cv, &chl, has_h, &chk, &chv, &ts[0] if n else NULL,
+                              &offs_in[0] if has_offsets else NULL, base_offset, write_limit, direct)
+    # Compressed batches: sizes first, so the records regions are written once, into one buffer.
     cdef cnp.ndarray[int64_t] rec_bytes = np.empty(n, np.int64)
     cdef int64_t *rb = <int64_t *>rec_bytes.data
     cdef cnp.ndarray[int32_t] rec_bodies = np.empty(n, np.int32)
@@ -227,8 +348,8 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
             hs = 0
             hc = 0
             if has_h and kc_bit_valid(chl.valid, chl.voff, i):
-                h0 = chl.offs[i]
-                h1 = chl.offs[i + 1]
+                h0 = kc_off(&chl, i)
+                h1 = kc_off(&chl, i + 1)
                 hc = <int32_t>(h1 - h0)
                 for j in range(h0, h1):
                     hkl = kc_col_len(&chk, j)
@@ -285,49 +406,70 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
         nbatch += 1
     brow[nbatch] = n
     bpos[nbatch] = total
-    cdef cnp.ndarray[uint8_t] out
-    cdef uint8_t *o = NULL
-    cdef list blobs = []
-    cdef uint8_t **dests = NULL
-    cdef int16_t attributes = 0, producer_epoch = -1
-    cdef int64_t producer_id = -1, lat = -1
-    cdef int32_t base_sequence = -1, leader_epoch = -1, seq
-    cdef bint is_direct = direct is not None
-    cdef Py_ssize_t bi = 0
-    cdef int64_t w = 0
-    cdef uint8_t *dst
-    if is_direct:
-        attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat = direct
-        dests = <uint8_t **>malloc(max(nbatch, 1) * sizeof(uint8_t *))
-        if dests == NULL:
-            raise MemoryError()
+    cdef cnp.ndarray[uint8_t] out = np.empty(total, np.uint8)
+    cdef uint8_t *o = <uint8_t *>out.data
+    cdef Py_ssize_t bi
+    with nogil:
         for bi in range(nbatch):
-            blob = PyBytes_FromStringAndSize(NULL, 61 + bpos[bi + 1] - bpos[bi])
-            blobs.append(blob)
-            dests[bi] = <uint8_t *>PyBytes_AS_STRING(blob)
-    else:
-        out = np.empty(total, np.uint8)
-        o = <uint8_t *>out.data
-    try:
-        with nogil:
-            for bi in range(nbatch):
-                dst = (dests[bi] + 61) if is_direct else (o + bpos[bi])
-                w = kc_encode_rows(dst, brow[bi], brow[bi + 1], bd, &ck, has_key, &cv, &chl, has_h, &chk, &chv,
-                                   &ts[0] if n else NULL, bft[bi], &offs_in[0] if has_offsets else NULL,
-                                   base_offset, bfo[bi])
-                if is_direct:
-                    # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
-                    seq = base_sequence if base_sequence < 0 else \
-                        <int32_t>((<int64_t>base_sequence + brow[bi]) & 0x7fffffff)
-                    _write_batch(dests[bi], w, bfo[bi], <int32_t>(blo[bi] - bfo[bi]), bft[bi],
-                                 lat if lat >= 0 else bmt[bi], <int32_t>(brow[bi + 1] - brow[bi]), attributes,
-                                 producer_id, producer_epoch, seq, leader_epoch)
-    finally:
-        free(dests)
-    if is_direct:
-        return blobs
+            kc_encode_rows(o + bpos[bi], brow[bi], brow[bi + 1], bd, &ck, has_key, &cv, &chl, has_h, &chk, &chv,
+                           &ts[0] if n else NULL, bft[bi], &offs_in[0] if has_offsets else NULL, base_offset,
+                           bfo[bi])
     return (out, b_row[:nbatch + 1], b_pos[:nbatch + 1], b_first_ts[:nbatch], b_max_ts[:nbatch],
             b_first_off[:nbatch], b_last_off[:nbatch])
+
+
+cdef extern from "Python.h":
+    # Raw-pointer variants: the batch object is resized before anyone else sees it.
+    PyObject *_raw_bytes "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t size) except NULL
+    char *_raw_bytes_data "PyBytes_AS_STRING"(PyObject *b)
+    int _PyBytes_Resize(PyObject **b, Py_ssize_t size) except -1
+
+
+cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col *cv, const _Col *chl, bint has_h,
+                         const _Col *chk, const _Col *chv, const int64_t *ts, const int64_t *offs,
+                         int64_t base_offset, int64_t write_limit, tuple direct):
+    """Uncompressed batches in one pass over the columns, each written straight into its final bytes.
+
+    Each batch object is allocated at the most its records can take (the
+    write limit, or the first record when that is larger, or all remaining
+    rows when they are smaller), filled, and shrunk to what was written.
+    """
+    cdef int16_t attributes, producer_epoch
+    cdef int64_t producer_id, lat, r0 = 0, cap, first_off, count
+    cdef int32_t base_sequence, leader_epoch, seq
+    attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat = direct
+    cdef list out = []
+    cdef kc_batch_fill_t res
+    cdef PyObject *blob
+    cdef uint8_t *dst
+    while r0 < n:
+        cap = kc_rows_bound(r0, n, ck, has_key, cv, chl, has_h, chk, chv)
+        if cap > write_limit - 61:
+            cap = max(write_limit - 61, kc_rows_bound(r0, r0 + 1, ck, has_key, cv, chl, has_h, chk, chv))
+        blob = _raw_bytes(NULL, 61 + cap)
+        dst = <uint8_t *>_raw_bytes_data(blob)
+        first_off = offs[r0] if offs != NULL else base_offset + r0
+        with nogil:
+            kc_fill_batch(dst + 61, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs,
+                          base_offset, &res)
+            if res.err == 0:
+                count = res.row_end - r0
+                # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
+                seq = base_sequence if base_sequence < 0 else <int32_t>((<int64_t>base_sequence + r0) & 0x7fffffff)
+                _write_batch(dst, res.written, first_off, <int32_t>(res.last_off - first_off), ts[r0],
+                             lat if lat >= 0 else res.max_ts, <int32_t>count, attributes, producer_id,
+                             producer_epoch, seq, leader_epoch)
+        if res.err:
+            Py_DECREF(<object>blob)
+            if res.err == 1:
+                raise RecordBuilderError(f"row {res.err_row}: header keys must not be null")
+            raise RecordBuilderError(f"row {res.err_row}: offset too far from the first offset of its batch")
+        if res.written != cap:
+            _PyBytes_Resize(&blob, 61 + res.written)
+        out.append(<object>blob)
+        Py_DECREF(<object>blob)
+        r0 = res.row_end
+    return out
 
 
 cdef void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,
@@ -431,7 +573,7 @@ def partition_column(valid, Py_ssize_t voff, offsets, data, Py_ssize_t n, int32_
             if ln < 0:
                 o[i] = -1
             else:
-                o[i] = (_murmur2(c.data + c.offs[i], ln) & 0x7fffffff) % num_partitions
+                o[i] = (_murmur2(c.data + kc_off(&c, i), ln) & 0x7fffffff) % num_partitions
     return out
 
 
