@@ -407,3 +407,57 @@ def test_column_cache_limits(small_column_cache):
         column_cache(limit=-1)
     with pytest.raises(ValueError):
         column_cache(min_block=0)
+
+
+def _builder_batches(rows, limit, base_offset=0, offsets=None):
+    out, b = [], None
+    for i, (key, value, ts, hdrs) in enumerate(rows):
+        off = base_offset + i if offsets is None else offsets[i]
+        if b is not None and not b.has_room_for(key, value, hdrs or (), ts):
+            out.append(bytes(b.build()))
+            b = None
+        if b is None:
+            b = kcodec.RecordBatchBuilder(base_offset=off, write_limit=limit)
+        b.append(key, value, ts, hdrs or (), offset=off)
+    out.append(bytes(b.build()))
+    return out
+
+
+@pytest.mark.parametrize("limit", [0, 100, 700, 5000, 1 << 30])
+@pytest.mark.parametrize("kind", ["binary", "large_binary", "string", "sliced"])
+def test_from_arrow_uncompressed_cuts_and_column_types(limit, kind):
+    """One pass over the columns: Kafka's cuts, any offset width, sliced arrays, a huge limit."""
+    rows = _rows(120, seed=11)
+    table = _table(rows)
+    if kind == "large_binary":
+        table = table.cast(pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary()),
+                                      pa.field("timestamp", pa.int64()),
+                                      pa.field("headers", pa.large_list(table.schema.field("headers").type.value_type))]))
+    elif kind == "string":
+        rows = [(k, v.decode("latin-1").encode(), ts, h) for k, v, ts, h in rows]
+        table = table.set_column(1, "value", pa.array([v.decode() for _, v, _, _ in rows], pa.string()))
+    elif kind == "sliced":
+        # every array starts 7 rows into its buffers
+        table = _table(_rows(7, seed=2) + rows).slice(7)
+        assert table.column("value").chunk(0).offset == 7
+    ours = kcodec.from_arrow(table, max_batch_bytes=limit, base_offset=40)
+    assert ours == _builder_batches(rows, limit, base_offset=40)
+    if limit == 0:
+        assert len(ours) == len(rows)
+    if limit == 1 << 30:
+        assert len(ours) == 1
+
+
+def test_from_arrow_offsets_column_and_errors():
+    rows = _rows(30, seed=5)
+    offsets = [1000 + 3 * i for i in range(30)]
+    table = _table(rows).append_column("offset", pa.array(offsets, pa.int64()))
+    assert kcodec.from_arrow(table, max_batch_bytes=900) == _builder_batches(rows, 900, offsets=offsets)
+    far = _table(rows[:2]).append_column("offset", pa.array([0, 1 << 40], pa.int64()))
+    with pytest.raises(kcodec.RecordBuilderError, match="row 1: offset too far"):
+        kcodec.from_arrow(far, max_batch_bytes=1 << 20)
+    bad = pa.table({"value": [b"a", b"b"],
+                    "headers": pa.array([[{"key": "k", "value": b"x"}], [{"key": None, "value": b"y"}]],
+                                        kcodec.kafka_schema().field("headers").type)})
+    with pytest.raises(kcodec.RecordBuilderError, match="row 1: header keys must not be null"):
+        kcodec.from_arrow(bad)
