@@ -85,3 +85,31 @@ def test_accepts_memoryview_slices():
     data = memoryview(b"\xff" * 3 + single + single)
     assert [e.position for e in iter_entries(data, 3)] == [3, 3 + len(single)]
     assert [e.position for e in iter_entries(data, 3, 3 + len(single))] == [3]
+
+
+def _walk(fn, data, strict):
+    """Positions an entry walk yields, and the error (message, position) it ends with, if any."""
+    out = []
+    try:
+        for item in fn(data, strict):
+            out.append(item)
+    except CorruptRecordError as exc:
+        return out, (str(exc), exc.position)
+    return out, None
+
+
+def test_native_batch_walk_agrees_with_iter_entries():
+    """read_batches walks natively; it must follow iter_entries' rules byte for byte."""
+    from kcodec import read_batches
+
+    data = load_case("segment_mixed")[0]
+    tail = _single()
+    cases = [data, data + tail[:20], data + b"\x00" * 12, data + tail[:16] + b"\x09" + tail[17:],
+             data + struct.pack(">qi", 0, 13) + b"\x02" * 8, data + struct.pack(">qi", 0, 1 << 30) + b"\x02" * 8]
+    cases += [data[:cut] for cut in range(0, len(data), 997)]
+    for buf in cases:
+        for strict in (False, True):
+            entries, err = _walk(lambda d, s: ((e.position, e.size) for e in iter_entries(d, strict=s)), buf, strict)
+            batches, err2 = _walk(lambda d, s: ((b.position, b.size_in_bytes)
+                                                for b in read_batches(d, strict=s, validate=False)), buf, strict)
+            assert batches == entries and err2 == err

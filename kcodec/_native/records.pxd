@@ -137,3 +137,5 @@ cdef class RecordBatchBase:
     cdef readonly int32_t base_sequence
     cdef readonly int32_t record_count
     cdef int _acquire(self, Py_buffer *view) except -1
+    cdef void _fill(self, object buf, const uint8_t *p, Py_ssize_t position, Py_ssize_t total,
+                    object max_decompressed_size, object pool)

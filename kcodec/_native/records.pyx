@@ -1116,9 +1116,8 @@ cdef class RecordBatchBase:
 
     def __init__(self, buf, Py_ssize_t position=0, size=None, *, max_decompressed_size=None, pool=None):
         cdef Py_buffer view
-        cdef uint8_t hdr[61]
+        cdef Py_ssize_t total
         cdef const uint8_t *p
-        cdef Py_ssize_t total, n
         PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
             if position < 0 or position > view.len:
@@ -1136,30 +1135,36 @@ cdef class RecordBatchBase:
                 raise CorruptRecordError(
                     f"batch of {total} bytes at {position} runs past the end of the buffer ({view.len} bytes)",
                     position=position)
-            if total < BATCH_OVERHEAD_:
-                # too small for a header: ensure_valid() reports it; fields read as zero
-                memset(hdr, 0, BATCH_OVERHEAD_)
-                memcpy(hdr, p, total)
-                p = hdr
-            self._src = buf
-            self.position = position
-            self.size_in_bytes = total
-            self.base_offset = <int64_t>kc_load_be64(p)
-            self.batch_length = <int32_t>kc_load_be32(p + 8)
-            self.partition_leader_epoch = <int32_t>kc_load_be32(p + 12)
-            self._magic = <int8_t>p[16]
-            self.crc = kc_load_be32(p + 17)
-            # Only the low byte of the attributes is read, as Kafka does ((byte) getShort(21)).
-            self.attributes = p[22]
-            self.last_offset_delta = <int32_t>kc_load_be32(p + 23)
-            self.base_timestamp = <int64_t>kc_load_be64(p + 27)
-            self.max_timestamp = <int64_t>kc_load_be64(p + 35)
-            self.producer_id = <int64_t>kc_load_be64(p + 43)
-            self.producer_epoch = <int16_t>kc_load_be16(p + 51)
-            self.base_sequence = <int32_t>kc_load_be32(p + 53)
-            self.record_count = <int32_t>kc_load_be32(p + 57)
+            self._fill(buf, p, position, total, max_decompressed_size, pool)
         finally:
             PyBuffer_Release(&view)
+
+    cdef void _fill(self, object buf, const uint8_t *p, Py_ssize_t position, Py_ssize_t total,
+                    object max_decompressed_size, object pool):
+        # The header fields of the batch at p (total bytes, already checked to lie inside buf).
+        cdef uint8_t hdr[61]
+        if total < BATCH_OVERHEAD_:
+            # too small for a header: ensure_valid() reports it; fields read as zero
+            memset(hdr, 0, BATCH_OVERHEAD_)
+            memcpy(hdr, p, total)
+            p = hdr
+        self._src = buf
+        self.position = position
+        self.size_in_bytes = total
+        self.base_offset = <int64_t>kc_load_be64(p)
+        self.batch_length = <int32_t>kc_load_be32(p + 8)
+        self.partition_leader_epoch = <int32_t>kc_load_be32(p + 12)
+        self._magic = <int8_t>p[16]
+        self.crc = kc_load_be32(p + 17)
+        # Only the low byte of the attributes is read, as Kafka does ((byte) getShort(21)).
+        self.attributes = p[22]
+        self.last_offset_delta = <int32_t>kc_load_be32(p + 23)
+        self.base_timestamp = <int64_t>kc_load_be64(p + 27)
+        self.max_timestamp = <int64_t>kc_load_be64(p + 35)
+        self.producer_id = <int64_t>kc_load_be64(p + 43)
+        self.producer_epoch = <int16_t>kc_load_be16(p + 51)
+        self.base_sequence = <int32_t>kc_load_be32(p + 53)
+        self.record_count = <int32_t>kc_load_be32(p + 57)
         self._max_size = DEFAULT_MAX_DECOMPRESSED_SIZE if max_decompressed_size is None else max_decompressed_size
         self._pool = pool
 
@@ -1508,3 +1513,101 @@ cdef class PooledBuffer:
     def __releasebuffer__(self, Py_buffer *view):
         self._exports -= 1
 
+
+
+@cython.final
+cdef class BatchReader:
+    """The batches of a buffer, walked natively as Kafka's ``ByteBufferLogInputStream`` walks them.
+
+    Backs :func:`kcodec.read_batches`.  v2 batches are made as instances of
+    ``batch_cls`` (a RecordBatchBase subclass) without going through Python,
+    and their size and CRC-32C are checked here when ``validate``; other
+    magics are handed to ``legacy(position, size)``.  The buffer is acquired
+    afresh on every step, so one that changes between steps is read as it
+    is then.  Kafka's rules: fewer than 12 or 17 bytes left, or an entry
+    running past the end, end the iteration (``strict``: CorruptRecordError
+    for those trailing bytes); a size below 14 or a magic outside 0..2
+    always raises CorruptRecordError.
+    """
+    cdef object src
+    cdef object batch_cls
+    cdef object legacy
+    cdef object max_size
+    cdef object pool
+    cdef bint validate
+    cdef bint strict
+    cdef bint done
+    cdef Py_ssize_t pos
+
+    def __cinit__(self, src, batch_cls, legacy, bint validate=True, bint strict=False, max_decompressed_size=None,
+                  pool=None, Py_ssize_t start=0):
+        if not issubclass(batch_cls, RecordBatchBase):
+            raise TypeError("batch_cls must be a RecordBatchBase subclass")
+        self.src = src
+        self.batch_cls = batch_cls
+        self.legacy = legacy
+        self.validate = validate
+        self.strict = strict
+        self.max_size = max_decompressed_size
+        self.pool = pool
+        self.pos = start
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Py_buffer view
+        cdef const uint8_t *p
+        cdef Py_ssize_t remaining, total, pos = self.pos
+        cdef int32_t size
+        cdef int magic
+        cdef uint32_t computed
+        cdef RecordBatchBase batch
+        if self.done:
+            raise StopIteration
+        PyObject_GetBuffer(self.src, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            remaining = view.len - pos
+            p = <const uint8_t *>view.buf + pos
+            if remaining >= 12:
+                size = <int32_t>kc_load_be32(p + 8)
+                if size < 14:
+                    self.done = True
+                    raise CorruptRecordError(
+                        f"Record size {size} is less than the minimum record overhead (14)", position=pos)
+                if remaining >= 17:
+                    magic = <int8_t>p[16]
+                    if magic < 0 or magic > 2:
+                        self.done = True
+                        raise CorruptRecordError(f"Invalid magic found in record: {magic}", position=pos)
+                    total = <Py_ssize_t>size + 12
+                    if remaining >= total:
+                        self.pos = pos + total
+                        if magic < 2:
+                            return self.legacy(pos, total)
+                        batch = self.batch_cls.__new__(self.batch_cls)
+                        batch._fill(self.src, p, pos, total, self.max_size, self.pool)
+                        if self.validate:
+                            if total < BATCH_OVERHEAD_:
+                                raise CorruptRecordError(
+                                    f"Record batch is corrupt (the size {total} is smaller than the minimum "
+                                    f"allowed overhead {BATCH_OVERHEAD_})", position=pos,
+                                    batch_offset=batch.base_offset)
+                            if total - 21 >= 4096:
+                                with nogil:
+                                    computed = kc_crc32c(0, p + 21, <size_t>(total - 21))
+                            else:
+                                computed = kc_crc32c(0, p + 21, <size_t>(total - 21))
+                            if computed != batch.crc:
+                                raise CorruptRecordError(
+                                    f"Record is corrupt (stored crc = {batch.crc}, computed crc = {computed})",
+                                    position=pos, batch_offset=batch.base_offset)
+                        return batch
+            self.done = True
+            if self.strict and remaining > 0:
+                raise CorruptRecordError(
+                    f"{remaining} trailing bytes do not form a complete batch", position=pos)
+            raise StopIteration
+        finally:
+            PyBuffer_Release(&view)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional, Union
 
+from kcodec._native.records import BatchReader
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kcodec.records.batch import RecordBatch
-from kcodec.records.framing import iter_entries
 
 if TYPE_CHECKING:  # pragma: no cover
     from kcodec.records.legacy import LegacyRecordBatch
@@ -46,16 +46,18 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Opti
     src = buf if type(buf) is bytes or type(buf) is bytearray else _byte_view(buf)
     legacy_cls = None
     mv = None
-    for entry in iter_entries(src, strict=strict):
-        if entry.magic >= 2:
-            batch = RecordBatch(src, entry.position, entry.size,
-                                max_decompressed_size=max_decompressed_size, pool=pool)
-        else:
-            if legacy_cls is None:
-                from kcodec.records.legacy import LegacyRecordBatch as legacy_cls
-                mv = _byte_view(src)
-            batch = legacy_cls(mv, entry.position, entry.size,
-                               max_decompressed_size=max_decompressed_size, pool=pool)
+
+    def legacy(position: int, size: int):
+        # v0/v1 message sets (pre-0.11 data, rare) are decoded in Python.
+        nonlocal legacy_cls, mv
+        if legacy_cls is None:
+            from kcodec.records.legacy import LegacyRecordBatch as legacy_cls
+            mv = _byte_view(src)
+        batch = legacy_cls(mv, position, size, max_decompressed_size=max_decompressed_size, pool=pool)
         if validate:
             batch.ensure_valid()
-        yield batch
+        return batch
+
+    # The walk, the v2 batch objects and their CRC checks are native: per
+    # batch, Python only sees the batch it is handed.
+    return BatchReader(src, RecordBatch, legacy, validate, strict, max_decompressed_size, pool)
