@@ -658,3 +658,48 @@ def test_snappy_legacy_python_snappy_backend():
     assert codec.decompress(get_codec("snappy").compress(data)) == data
     with pytest.raises(kcodec.CorruptCompressedDataError):
         codec.decompress(b"\x10" + b"\xff" * 8)
+
+
+def _lz4_pair():
+    from kcodec.compression.lz4 import Lz4Codec
+    native, python = Lz4Codec(), Lz4Codec()
+    native.load()
+    python.load()
+    python._native = None
+    if not native.native:
+        pytest.skip("liblz4's entry points are not exported by python-lz4 here")
+    return native, python
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 65535, 65536, 65537, 300_000])
+@pytest.mark.parametrize("level", [1, 9, 12, 17])
+def test_lz4_native_frames_equal_the_per_block_path(size, level):
+    native, python = _lz4_pair()
+    rng = np.random.default_rng(size + level)
+    data = (rng.integers(0, 4, size, dtype=np.uint8) + 65).tobytes()
+    data = data[: size // 2] + rng.bytes(size - size // 2)  # compressible, then incompressible blocks
+    for magic in (0, 1, 2):
+        framed = native.compress(data, level, magic=magic)
+        theirs = python.compress(data, level, magic=magic)
+        if level != 9:  # LZ4HC: the same liblz4 function on both paths
+            assert framed == theirs
+        assert native.decompress(framed, magic=magic) == data == python.decompress(framed, magic=magic)
+        assert native.decompress(theirs, magic=magic) == data
+
+
+def test_lz4_native_errors_equal_the_per_block_path():
+    native, python = _lz4_pair()
+    data = b"abcd" * 40000 + np.random.default_rng(1).bytes(70000)
+    framed = bytearray(python.compress(data))
+    corrupt = bytes(framed[:30]) + b"\xff" * 40 + bytes(framed[70:])
+    cases = [(bytes(framed), len(data) - 1), (bytes(framed), 70000), (bytes(framed), 10), (bytes(framed), 0),
+             (corrupt, 1 << 30), (bytes(framed[:-9]), 1 << 30), (b"\x04\x22\x4d\x18\x60", 1 << 30),
+             (b"\x04\x22\x4d\x18\x60\x40\x82\xff\xff\xff\x7f", 1 << 30)]
+    for payload, limit in cases:
+        outcomes = []
+        for codec in (native, python):
+            try:
+                outcomes.append(("ok", codec.decompress(payload, max_size=limit)))
+            except kcodec.KcodecError as exc:
+                outcomes.append((type(exc).__name__, str(exc), exc.position))
+        assert outcomes[0] == outcomes[1], (limit, outcomes)

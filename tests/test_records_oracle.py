@@ -10,7 +10,7 @@ import pytest
 
 import kcodec
 from canonical import render
-from kcodec import CompressionType, RecordBatchBuilder, TimestampType
+from kcodec import CompressionType, RecordBatchBuilder, TimestampType, get_codec
 from kcodec.records import ControlRecordType
 from oracle_util import cases, digest, load_case, manifest, oracle_available, oracle_verify
 
@@ -88,7 +88,8 @@ def _identical_expected(case, doc) -> bool:
     if codec == "zstd":
         return LEVELS.get(case) != 3
     if codec == "lz4":
-        return LEVELS.get(case) != 9
+        # the fast compressor (level 9) is Java's function only on the native path
+        return LEVELS.get(case) != 9 or get_codec("lz4").native
     return False  # snappy: cramjam and snappy-java choose different matches
 
 

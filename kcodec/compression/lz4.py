@@ -12,6 +12,12 @@ Levels are Kafka's 1-17, default 9.  Level 9 selects lz4-java's *fast*
 compressor (plain LZ4, not LZ4HC, whatever the number suggests); every other
 level selects LZ4HC at that level, which liblz4 caps at 12.
 
+Where python-lz4's extension exports liblz4's functions (Linux wheels do),
+whole frames are coded in one native call with the GIL released, and the
+fast compressor is ``LZ4_compress_default``, the function lz4-java calls, so
+level-9 output is Java's byte for byte.  Otherwise each 64 KiB block goes
+through python-lz4 (whose default mode writes other, equally valid, bytes).
+
 Reading applies Kafka's checks with Kafka's messages: reserved bits,
 dependent (linked) blocks refused, version 1, block size id 4-7 (64 KiB to
 4 MiB), content size skipped, header checksum verified except for magic 0,
@@ -20,11 +26,13 @@ anything after the end mark ignored.
 """
 from __future__ import annotations
 
+import ctypes
+import os
 import struct
 from types import ModuleType
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
-from kcodec._native.codecs import lz4_scan, xxh32
+from kcodec._native.codecs import lz4_frame_compress, lz4_frame_decompress, lz4_scan, xxh32
 from kcodec.compression._lib import byte_view, import_library, library_version
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
@@ -62,6 +70,7 @@ class Lz4Codec(Codec):
     def __init__(self) -> None:
         self._lz4: Optional[ModuleType] = None
         self._block: Any = None
+        self._native: Optional[Tuple[int, int, int]] = None
 
     def __reduce__(self):
         # Library handles are not picklable; a fresh instance reloads them.
@@ -71,6 +80,13 @@ class Lz4Codec(Codec):
         if self._lz4 is None:
             self._lz4 = import_library("lz4", self.requires, self.name)
             self._block = import_library("lz4.block", self.requires, self.name)
+            self._native = _native_entry_points(self._block)
+
+    @property
+    def native(self) -> bool:
+        """Whether frames are coded in one native call (liblz4 found in python-lz4's extension)."""
+        self.load()
+        return self._native is not None
 
     @property
     def backend(self) -> str:
@@ -83,13 +99,18 @@ class Lz4Codec(Codec):
         self.check_magic(magic)
         level = self.resolve_level(level)
         self.load()
+        header = LZ4_FRAME_HEADER_V0 if magic == 0 else LZ4_FRAME_HEADER
+        if self._native is not None:
+            fast, hc, _ = self._native
+            return lz4_frame_compress(data, header, 0 if level == FAST_LEVEL else min(level, LZ4_HC_MAX_LEVEL),
+                                      fast, hc, LZ4_BLOCK_SIZE)
         compress_block = self._block.compress
         if level == FAST_LEVEL:
             options = {"mode": "default"}
         else:
             options = {"mode": "high_compression", "compression": min(level, LZ4_HC_MAX_LEVEL)}
         view = byte_view(data)
-        pieces: List[Any] = [LZ4_FRAME_HEADER_V0 if magic == 0 else LZ4_FRAME_HEADER]
+        pieces: List[Any] = [header]
         for start in range(0, len(view), LZ4_BLOCK_SIZE):
             chunk = view[start:start + LZ4_BLOCK_SIZE]
             block = compress_block(chunk, store_size=False, **options)
@@ -106,6 +127,8 @@ class Lz4Codec(Codec):
                    max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
         self.check_magic(magic)
         self.load()
+        if self._native is not None:
+            return lz4_frame_decompress(data, magic != 0, max_size, self._native[2])
         view = byte_view(data)
         max_block, blocks, _end = lz4_scan(view, magic != 0)
         decompress_block = self._block.decompress
@@ -153,3 +176,42 @@ class Lz4Codec(Codec):
     def _limit(max_size: int, offset: int) -> LimitExceededError:
         return LimitExceededError(f"lz4: decompressed data exceeds the limit of {max_size} bytes",
                                   position=offset)
+
+
+def _native_entry_points(block_module: ModuleType) -> Optional[Tuple[int, int, int]]:
+    """Addresses of ``LZ4_compress_default``, ``LZ4_compress_HC`` and ``LZ4_decompress_safe``.
+
+    python-lz4 links liblz4 into its extension; where the platform exports
+    those symbols, kcodec calls them for a whole frame at a time.  They are
+    checked against the Python API on a sample before use; None (the
+    per-block Python path) when they are missing, when they disagree, or
+    when ``KCODEC_LZ4_NATIVE=0``.
+    """
+    if os.environ.get("KCODEC_LZ4_NATIVE", "1") == "0":
+        return None
+    extension = getattr(block_module, "_block", block_module)  # python-lz4's compiled module
+    try:
+        lib = ctypes.CDLL(extension.__file__)
+        fast, hc, dec = (ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                         for name in ("LZ4_compress_default", "LZ4_compress_HC", "LZ4_decompress_safe"))
+    except (OSError, AttributeError, TypeError):
+        return None
+    if not (fast and hc and dec):
+        return None
+    # A sample through both paths: the HC output must equal python-lz4's, and
+    # each side must read the other's frames.  (The fast compressor is not
+    # compared: python-lz4's "default" mode picks other matches than
+    # LZ4_compress_default, which is what lz4-java, and so Kafka, calls.)
+    sample = b"kcodec lz4 self-check " * 300 + bytes(range(256)) * 40
+    for level, options in ((0, {"mode": "default"}), (9, {"mode": "high_compression", "compression": 9})):
+        framed = lz4_frame_compress(sample, LZ4_FRAME_HEADER, level, fast, hc, LZ4_BLOCK_SIZE)
+        expected = block_module.compress(sample, store_size=False, **options)
+        if level and framed != LZ4_FRAME_HEADER + _LE32.pack(len(expected)) + expected + _END_MARK:
+            return None
+        size = _LE32.unpack_from(framed, 7)[0]
+        if block_module.decompress(framed[11:11 + size], uncompressed_size=len(sample)) != sample:
+            return None
+        theirs = LZ4_FRAME_HEADER + _LE32.pack(len(expected)) + expected + _END_MARK
+        if lz4_frame_decompress(theirs, True, len(sample), dec) != sample:
+            return None
+    return fast, hc, dec
