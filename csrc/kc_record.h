@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "kc_copy.h"
 #include "kc_varint.h"
 
 #define KC_REC_OK 0
@@ -126,7 +127,7 @@ static inline uint8_t *kc_write_bytes_field(uint8_t *p, const uint8_t *data, int
 {
     if (len < 0) return p + kc_write_varint(p, -1);
     p += kc_write_varint(p, len);
-    if (len) memcpy(p, data, (size_t)len);
+    kc_copy(p, data, (size_t)len);
     return p + len;
 }
 
