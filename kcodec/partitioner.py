@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kcodec._native.columnar import murmur2_bytes, partition_column
+from kcodec.arrow import _as_binary, _spec
 
 __all__ = ["murmur2", "partition_for_keys"]
 
@@ -31,11 +32,6 @@ def partition_for_keys(keys: Union[Any, Sequence[Optional[bytes]]], num_partitio
         keys = keys.combine_chunks()
     if not isinstance(keys, pa.Array):
         keys = pa.array(list(keys), pa.binary())
-    target = pa.large_string() if pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type) \
-        else pa.large_binary()
-    if keys.type != target:
-        keys = keys.cast(target)
-    bufs = keys.buffers()
-    offsets = np.ascontiguousarray(np.frombuffer(bufs[1], np.int64)[keys.offset:keys.offset + len(keys) + 1])
-    return partition_column(bufs[0] if keys.null_count else None, keys.offset, offsets,
-                            bufs[2] if bufs[2] is not None else b"", len(keys), num_partitions)
+    # binary and string columns are read in place, whatever their offset width
+    valid, voff, offsets, data = _spec(_as_binary(keys))
+    return partition_column(valid, voff, offsets, data, len(keys), num_partitions)
