@@ -461,3 +461,37 @@ def test_from_arrow_offsets_column_and_errors():
                                         kcodec.kafka_schema().field("headers").type)})
     with pytest.raises(kcodec.RecordBuilderError, match="row 1: header keys must not be null"):
         kcodec.from_arrow(bad)
+
+
+def test_to_arrow_from_threads_shares_the_column_cache(small_column_cache):
+    """The gather runs without the GIL and the cache is shared: concurrent conversions stay exact."""
+    import threading
+
+    blobs, expected = [], []
+    for seed in range(4):
+        keys, values, headers = _records_table(1500, seed, 3 + seed)
+        b = kcodec.RecordBatchBuilder(write_limit=4096)
+        out = []
+        for i in range(len(keys)):
+            if not b.has_room_for(keys[i], values[i], headers[i], T0 + i):
+                out.append(bytes(b.build()))
+                b = kcodec.RecordBatchBuilder(base_offset=i, write_limit=4096)
+            b.append(keys[i], values[i], T0 + i, headers[i])
+        out.append(bytes(b.build()))
+        blobs.append(b"".join(out))
+        expected.append(kcodec.to_arrow(blobs[-1]).to_pylist())
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                assert kcodec.to_arrow(blobs[k]).to_pylist() == expected[k]
+        except Exception as exc:  # reported below, in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k % 4,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

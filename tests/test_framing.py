@@ -113,3 +113,20 @@ def test_native_batch_walk_agrees_with_iter_entries():
             batches, err2 = _walk(lambda d, s: ((b.position, b.size_in_bytes)
                                                 for b in read_batches(d, strict=s, validate=False)), buf, strict)
             assert batches == entries and err2 == err
+
+
+def test_batch_walk_reads_the_buffer_as_it_is_at_each_step():
+    from kcodec import read_batches
+
+    one = _single()
+    buf = bytearray(one * 3)
+    it = read_batches(buf)
+    assert next(it).position == 0
+    del buf[len(one) + 30:]  # the buffer shrinks between steps: the cut batch is a partial one
+    assert list(it) == []
+    buf = bytearray(one * 2)
+    it = read_batches(buf, strict=True)
+    next(it)
+    del buf[len(one) + 30:]
+    with pytest.raises(CorruptRecordError, match="30 trailing bytes"):
+        next(it)
