@@ -495,3 +495,19 @@ def test_to_arrow_from_threads_shares_the_column_cache(small_column_cache):
     for t in threads:
         t.join()
     assert not errors
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_to_arrow_after_fork(small_column_cache):
+    """A child forked while the column cache holds blocks converts and frees normally."""
+    import os
+
+    blob = b"".join(kcodec.from_arrow(pa.table({"value": [b"v" * 50] * 5000})))
+    kcodec.to_arrow(blob)  # dropped at once: its blocks go to the cache
+    assert small_column_cache()[1] > 0
+    pid = os.fork()
+    if pid == 0:  # child: exit status says whether the conversion was right
+        ok = kcodec.to_arrow(blob).column("value").to_pylist() == [b"v" * 50] * 5000
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -728,6 +728,16 @@ cdef extern from *:
         return old;
     }
 
+    /* A fork while another thread holds the lock must not leave the child
+       with a lock no thread will release (Spark's Python daemon forks its
+       workers): hold it across fork and release it on both sides. */
+    static void kc_cache_fork_prepare(void) { pthread_mutex_lock(&kc_cache_lock); }
+    static void kc_cache_fork_release(void) { pthread_mutex_unlock(&kc_cache_lock); }
+    static int kc_cache_init(void)
+    {
+        return pthread_atfork(kc_cache_fork_prepare, kc_cache_fork_release, kc_cache_fork_release);
+    }
+
     static size_t kc_cache_get_limit(void)
     {
         size_t n;
@@ -750,8 +760,13 @@ cdef extern from *:
     void kc_cache_give(void *p, size_t cap) nogil
     size_t kc_cache_set_limit(size_t limit, size_t min_block) nogil
     size_t kc_cache_get_limit() nogil
+    int kc_cache_init()
     size_t kc_cache_min
     size_t kc_cache_held() nogil
+
+
+if kc_cache_init() != 0:
+    raise ImportError("could not register the column cache's fork handlers")
 
 
 def column_cache(limit=None, min_block=None) -> tuple:
