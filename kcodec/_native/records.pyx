@@ -1515,6 +1515,15 @@ cdef class PooledBuffer:
 
 
 
+cdef extern from *:
+    """
+    static PyObject *kc_tp_new(PyObject *type, PyObject *args, PyObject *kwds) {
+        return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, kwds);
+    }
+    """
+    object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
+
+
 @cython.final
 cdef class BatchReader:
     """The batches of a buffer, walked natively as Kafka's ``ByteBufferLogInputStream`` walks them.
@@ -1522,7 +1531,8 @@ cdef class BatchReader:
     Backs :func:`kcodec.read_batches`.  v2 batches are made as instances of
     ``batch_cls`` (a RecordBatchBase subclass) without going through Python,
     and their size and CRC-32C are checked here when ``validate``; other
-    magics are handed to ``legacy(position, size)``.  The buffer is acquired
+    magics are handed to ``legacy(src, position, size, max_decompressed_size,
+    pool, validate)``.  The buffer is acquired
     afresh on every step, so one that changes between steps is read as it
     is then.  Kafka's rules: fewer than 12 or 17 bytes left, or an entry
     running past the end, end the iteration (``strict``: CorruptRecordError
@@ -1585,8 +1595,9 @@ cdef class BatchReader:
                     if remaining >= total:
                         self.pos = pos + total
                         if magic < 2:
-                            return self.legacy(pos, total)
-                        batch = self.batch_cls.__new__(self.batch_cls)
+                            return self.legacy(self.src, pos, total, self.max_size, self.pool, self.validate)
+                        # tp_new directly: no Python-level call of __new__ per batch
+                        batch = <RecordBatchBase>_tp_new(self.batch_cls, (), NULL)
                         batch._fill(self.src, p, pos, total, self.max_size, self.pool)
                         if self.validate:
                             if total < BATCH_OVERHEAD_:

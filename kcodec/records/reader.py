@@ -44,20 +44,17 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Opti
     """
     # bytes and bytearray are used as they are (no view per call); anything else through a byte view.
     src = buf if type(buf) is bytes or type(buf) is bytearray else _byte_view(buf)
-    legacy_cls = None
-    mv = None
-
-    def legacy(position: int, size: int):
-        # v0/v1 message sets (pre-0.11 data, rare) are decoded in Python.
-        nonlocal legacy_cls, mv
-        if legacy_cls is None:
-            from kcodec.records.legacy import LegacyRecordBatch as legacy_cls
-            mv = _byte_view(src)
-        batch = legacy_cls(mv, position, size, max_decompressed_size=max_decompressed_size, pool=pool)
-        if validate:
-            batch.ensure_valid()
-        return batch
-
     # The walk, the v2 batch objects and their CRC checks are native: per
     # batch, Python only sees the batch it is handed.
-    return BatchReader(src, RecordBatch, legacy, validate, strict, max_decompressed_size, pool)
+    return BatchReader(src, RecordBatch, _legacy_batch, validate, strict, max_decompressed_size, pool)
+
+
+def _legacy_batch(src, position: int, size: int, max_decompressed_size: int, pool, validate: bool):
+    # v0/v1 message sets (pre-0.11 data, rare) are decoded in Python.
+    from kcodec.records.legacy import LegacyRecordBatch
+
+    batch = LegacyRecordBatch(_byte_view(src), position, size, max_decompressed_size=max_decompressed_size,
+                              pool=pool)
+    if validate:
+        batch.ensure_valid()
+    return batch
