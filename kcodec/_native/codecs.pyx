@@ -11,14 +11,14 @@ input nor make anything allocate before the size limits are checked.
 Errors carry Kafka's (Java) messages where Kafka has one.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, _PyBytes_Resize
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 
-from kcodec._native.primitives cimport kc_load_be32, kc_load_le32
+from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_load_be32, kc_load_le32
 
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
@@ -666,11 +666,6 @@ ctypedef int (*_lz4_decompress_fn)(const char *src, char *dst, int compressed_si
 ctypedef int (*_lz4_compress_fn)(const char *src, char *dst, int size, int capacity) noexcept nogil
 ctypedef int (*_lz4_compress_hc_fn)(const char *src, char *dst, int size, int capacity, int level) noexcept nogil
 
-cdef extern from "Python.h":
-    # Raw-pointer variants: the result is resized before anyone else sees it.
-    PyObject *_raw_bytes "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t size) except NULL
-    char *_raw_bytes_data "PyBytes_AS_STRING"(PyObject *b)
-    int _PyBytes_Resize(PyObject **b, Py_ssize_t size) except -1
 
 
 cdef inline void _le32(uint8_t *p, uint32_t v) noexcept nogil:

@@ -5,12 +5,14 @@ every per-record step is a C loop without the GIL.
 """
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS,
                              PyBUF_FORMAT, PyBUF_ND)
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, _PyBytes_Resize
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
+
+from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data
 
 import numpy as np
 cimport numpy as cnp
@@ -82,6 +84,27 @@ cdef extern from *:
         return p + len;
     }
 
+    /* One record of row i: length, attributes, deltas, key, value and the
+       headers h0..h1 of the header columns. */
+    static inline __attribute__((always_inline)) uint8_t *kc_put_record(
+            uint8_t *p, int32_t body, int64_t td, int32_t od, const kc_col_t *k, int32_t kl,
+            const kc_col_t *v, int32_t vl, int64_t i, const kc_col_t *hk, const kc_col_t *hv,
+            int64_t h0, int64_t h1) {
+        p += kc_write_varint(p, body);
+        *p++ = 0;
+        p += kc_write_varlong(p, td);
+        p += kc_write_varint(p, od);
+        p = kc_put_field(p, kl >= 0 ? k->data + kc_off(k, i) : NULL, kl);
+        p = kc_put_field(p, vl >= 0 ? v->data + kc_off(v, i) : NULL, vl);
+        p += kc_write_varint(p, (int32_t)(h1 - h0));
+        for (int64_t j = h0; j < h1; j++) {
+            int32_t hkl = kc_col_len(hk, j), hvl = kc_col_len(hv, j);
+            p = kc_put_field(p, hk->data + kc_off(hk, j), hkl);
+            p = kc_put_field(p, hvl >= 0 ? hv->data + kc_off(hv, j) : NULL, hvl);
+        }
+        return p;
+    }
+
     typedef struct {
         int64_t row_end;    /* first row not in the batch */
         int64_t written;    /* records region bytes */
@@ -146,18 +169,7 @@ cdef extern from *:
             size = kc_varint_size((int32_t)body) + body;
             if (i > r0 && write_limit < 61 + (p - dst) + size)
                 break;
-            p += kc_write_varint(p, (int32_t)body);
-            *p++ = 0;
-            p += kc_write_varlong(p, td);
-            p += kc_write_varint(p, (int32_t)od);
-            p = kc_put_field(p, kl >= 0 ? k.data + kc_off(&k, i) : NULL, kl);
-            p = kc_put_field(p, vl >= 0 ? v.data + kc_off(&v, i) : NULL, vl);
-            p += kc_write_varint(p, (int32_t)(h1 - h0));
-            for (int64_t j = h0; j < h1; j++) {
-                int32_t hkl = kc_col_len(&hk, j), hvl = kc_col_len(&hv, j);
-                p = kc_put_field(p, hk.data + kc_off(&hk, j), hkl);
-                p = kc_put_field(p, hvl >= 0 ? hv.data + kc_off(&hv, j) : NULL, hvl);
-            }
+            p = kc_put_record(p, (int32_t)body, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1);
             if (ts[i] > max_ts) max_ts = ts[i];
             last_off = off;
         }
@@ -183,23 +195,13 @@ cdef extern from *:
         for (int64_t i = r0; i < r1; i++) {
             int64_t off = offsets ? offsets[i] : base_offset + i;
             int32_t kl = has_key ? kc_col_len(&k, i) : -1, vl = kc_col_len(&v, i);
-            p += kc_write_varint(p, bodies[i]);
-            *p++ = 0;
-            p += kc_write_varlong(p, ts[i] - first_ts);
-            p += kc_write_varint(p, (int32_t)(off - first_off));
-            p = kc_put_field(p, kl >= 0 ? k.data + kc_off(&k, i) : NULL, kl);
-            p = kc_put_field(p, vl >= 0 ? v.data + kc_off(&v, i) : NULL, vl);
+            int64_t h0 = 0, h1 = 0;
             if (has_h && kc_bit_valid(hl.valid, hl.voff, i)) {
-                int64_t h0 = kc_off(&hl, i), h1 = kc_off(&hl, i + 1);
-                p += kc_write_varint(p, (int32_t)(h1 - h0));
-                for (int64_t j = h0; j < h1; j++) {
-                    int32_t hkl = kc_col_len(&hk, j), hvl = kc_col_len(&hv, j);
-                    p = kc_put_field(p, hk.data + kc_off(&hk, j), hkl);
-                    p = kc_put_field(p, hvl >= 0 ? hv.data + kc_off(&hv, j) : NULL, hvl);
-                }
-            } else {
-                *p++ = 0;
+                h0 = kc_off(&hl, i);
+                h1 = kc_off(&hl, i + 1);
             }
+            p = kc_put_record(p, bodies[i], ts[i] - first_ts, (int32_t)(off - first_off), &k, kl, &v, vl, i,
+                              &hk, &hv, h0, h1);
         }
         return p - dst;
     }
@@ -418,11 +420,6 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
             b_first_off[:nbatch], b_last_off[:nbatch])
 
 
-cdef extern from "Python.h":
-    # Raw-pointer variants: the batch object is resized before anyone else sees it.
-    PyObject *_raw_bytes "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t size) except NULL
-    char *_raw_bytes_data "PyBytes_AS_STRING"(PyObject *b)
-    int _PyBytes_Resize(PyObject **b, Py_ssize_t size) except -1
 
 
 cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col *cv, const _Col *chl, bint has_h,
@@ -738,31 +735,20 @@ cdef extern from *:
         return pthread_atfork(kc_cache_fork_prepare, kc_cache_fork_release, kc_cache_fork_release);
     }
 
-    static size_t kc_cache_get_limit(void)
+    static void kc_cache_state(size_t *limit, size_t *held, size_t *min_block)
     {
-        size_t n;
         pthread_mutex_lock(&kc_cache_lock);
-        n = kc_cache_limit;
+        *limit = kc_cache_limit;
+        *held = kc_cache_bytes;
+        *min_block = kc_cache_min;
         pthread_mutex_unlock(&kc_cache_lock);
-        return n;
-    }
-
-    static size_t kc_cache_held(void)
-    {
-        size_t n;
-        pthread_mutex_lock(&kc_cache_lock);
-        n = kc_cache_bytes;
-        pthread_mutex_unlock(&kc_cache_lock);
-        return n;
     }
     """
     void *kc_cache_take(size_t want, size_t *cap) nogil
     void kc_cache_give(void *p, size_t cap) nogil
     size_t kc_cache_set_limit(size_t limit, size_t min_block) nogil
-    size_t kc_cache_get_limit() nogil
+    void kc_cache_state(size_t *limit, size_t *held, size_t *min_block) nogil
     int kc_cache_init()
-    size_t kc_cache_min
-    size_t kc_cache_held() nogil
 
 
 if kc_cache_init() != 0:
@@ -779,15 +765,17 @@ def column_cache(limit=None, min_block=None) -> tuple:
     the cache and turns it off); the values in force before the call are
     returned.
     """
-    cdef size_t old = kc_cache_get_limit(), old_min = kc_cache_min
+    cdef size_t old, held, old_min, now, now_min
     if limit is not None and limit < 0:
         raise ValueError("the cache limit must be >= 0")
     if min_block is not None and min_block < 1:
         raise ValueError("the smallest cached block must be >= 1 byte")
+    kc_cache_state(&old, &held, &old_min)
     if limit is not None or min_block is not None:
         kc_cache_set_limit(old if limit is None else <size_t>limit,
                            old_min if min_block is None else <size_t>min_block)
-    return old, kc_cache_held(), old_min
+        kc_cache_state(&now, &held, &now_min)  # what the new settings left held
+    return old, held, old_min
 
 
 cdef inline int _reserve(_Grow *g, int64_t extra, bint zero=False) noexcept nogil:

@@ -1,6 +1,13 @@
 # cython: language_level=3
 # C-level declarations shared by kcodec's Cython modules (``cimport``).
+from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t, int64_t
+
+cdef extern from "Python.h":
+    # A new bytes object as a raw pointer, for results filled and then shrunk
+    # (with _PyBytes_Resize) before anyone else holds them.
+    PyObject *_raw_bytes "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t size) except NULL
+    char *_raw_bytes_data "PyBytes_AS_STRING"(PyObject *b)
 
 cdef extern from "kc_crc.h" nogil:
     uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
