@@ -139,3 +139,5 @@ cdef class RecordBatchBase:
     cdef int _acquire(self, Py_buffer *view) except -1
     cdef void _fill(self, object buf, const uint8_t *p, Py_ssize_t position, Py_ssize_t total,
                     object max_decompressed_size, object pool)
+    cdef uint32_t _checksum_at(self, const uint8_t *batch) noexcept
+    cdef int _ensure_valid_at(self, const uint8_t *batch) except -1

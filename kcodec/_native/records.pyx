@@ -249,8 +249,6 @@ def decode_records(data, int32_t count, int64_t base_offset, int64_t base_timest
     return out
 
 
-
-
 cdef extern from *:
     void __builtin_prefetch(const void *p) nogil
 
@@ -1248,22 +1246,41 @@ cdef class RecordBatchBase:
         return self.size_in_bytes
 
     # -- validation ----------------------------------------------------------------
-    def compute_checksum(self) -> int:
-        """CRC-32C of bytes [21, end) of the batch."""
-        cdef Py_buffer view
-        cdef uint32_t crc = 0
-        cdef const uint8_t *p
+    cdef uint32_t _checksum_at(self, const uint8_t *batch) noexcept:
+        # CRC-32C of bytes [21, end) of this batch, which starts at `batch`.
+        cdef uint32_t crc
         cdef size_t n
         if self.size_in_bytes <= 21:
             return 0
-        self._acquire(&view)
-        p = <const uint8_t *>view.buf + self.position + 21
         n = <size_t>(self.size_in_bytes - 21)
         if n < 65536:
-            crc = kc_crc32c(0, p, n)
-        else:
-            with nogil:
-                crc = kc_crc32c(0, p, n)
+            return kc_crc32c(0, batch + 21, n)
+        with nogil:
+            crc = kc_crc32c(0, batch + 21, n)
+        return crc
+
+    cdef int _ensure_valid_at(self, const uint8_t *batch) except -1:
+        # ensure_valid() on this batch's bytes at `batch` (the caller holds the buffer).
+        cdef uint32_t computed
+        if self.size_in_bytes < BATCH_OVERHEAD_:
+            raise CorruptRecordError(
+                f"Record batch is corrupt (the size {self.size_in_bytes} is smaller than the minimum "
+                f"allowed overhead {BATCH_OVERHEAD_})", position=self.position, batch_offset=self.base_offset)
+        computed = self._checksum_at(batch)
+        if computed != self.crc:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {self.crc}, computed crc = {computed})",
+                position=self.position, batch_offset=self.base_offset)
+        return 0
+
+    def compute_checksum(self) -> int:
+        """CRC-32C of bytes [21, end) of the batch."""
+        cdef Py_buffer view
+        cdef uint32_t crc
+        if self.size_in_bytes <= 21:
+            return 0
+        self._acquire(&view)
+        crc = self._checksum_at(<const uint8_t *>view.buf + self.position)
         PyBuffer_Release(&view)
         return crc
 
@@ -1273,15 +1290,14 @@ cdef class RecordBatchBase:
 
     def ensure_valid(self) -> None:
         """Kafka's DefaultRecordBatch.ensureValid: minimum size and CRC-32C (CorruptRecordError)."""
+        cdef Py_buffer view
         if self.size_in_bytes < BATCH_OVERHEAD_:
-            raise CorruptRecordError(
-                f"Record batch is corrupt (the size {self.size_in_bytes} is smaller than the minimum "
-                f"allowed overhead {BATCH_OVERHEAD_})", position=self.position, batch_offset=self.base_offset)
-        computed = self.compute_checksum()
-        if computed != self.crc:
-            raise CorruptRecordError(
-                f"Record is corrupt (stored crc = {self.crc}, computed crc = {computed})",
-                position=self.position, batch_offset=self.base_offset)
+            self._ensure_valid_at(NULL)  # raises on the size, before the bytes are looked at
+        self._acquire(&view)
+        try:
+            self._ensure_valid_at(<const uint8_t *>view.buf + self.position)
+        finally:
+            PyBuffer_Release(&view)
 
     # -- records -------------------------------------------------------------------
     def _count(self) -> int:
@@ -1514,7 +1530,6 @@ cdef class PooledBuffer:
         self._exports -= 1
 
 
-
 cdef extern from *:
     """
     static PyObject *kc_tp_new(PyObject *type, PyObject *args, PyObject *kwds) {
@@ -1522,6 +1537,79 @@ cdef extern from *:
     }
     """
     object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
+
+
+cdef int _entry_at(const uint8_t *buf, Py_ssize_t limit, Py_ssize_t pos, bint strict, Py_ssize_t *total,
+                   int *magic) except -1:
+    """One step of Kafka's ``ByteBufferLogInputStream`` over ``buf[:limit]``: 1 when a complete entry
+    (``total`` bytes, ``magic``) starts at ``pos``, 0 where the walk ends.
+
+    Fewer than 12 or 17 bytes left, or an entry running past the end, end it
+    (``strict``: CorruptRecordError for those trailing bytes); a size below
+    14 or a magic outside 0..2 raises CorruptRecordError.
+    """
+    cdef Py_ssize_t remaining = limit - pos
+    cdef const uint8_t *p = buf + pos
+    cdef int32_t size
+    if remaining >= 12:
+        size = <int32_t>kc_load_be32(p + 8)
+        if size < 14:
+            raise CorruptRecordError(f"Record size {size} is less than the minimum record overhead (14)",
+                                     position=pos)
+        if remaining >= 17:
+            magic[0] = <int8_t>p[16]
+            if magic[0] < 0 or magic[0] > 2:
+                raise CorruptRecordError(f"Invalid magic found in record: {magic[0]}", position=pos)
+            total[0] = <Py_ssize_t>size + 12
+            if remaining >= total[0]:
+                return 1
+    if strict and remaining > 0:
+        raise CorruptRecordError(f"{remaining} trailing bytes do not form a complete batch", position=pos)
+    return 0
+
+
+@cython.final
+cdef class EntryWalker:
+    """``(position, size, offset, magic)`` of each complete entry of ``buf[start:end]`` (see _entry_at).
+
+    Backs :func:`kcodec.records.framing.iter_entries`; the buffer is acquired
+    afresh on every step, as :class:`BatchReader` does.
+    """
+    cdef object src
+    cdef Py_ssize_t pos
+    cdef Py_ssize_t end
+    cdef bint bounded
+    cdef bint strict
+    cdef bint done
+
+    def __cinit__(self, src, Py_ssize_t start=0, end=None, bint strict=False):
+        self.src = src
+        self.pos = start
+        self.bounded = end is not None
+        self.end = end if self.bounded else 0
+        self.strict = strict
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Py_buffer view
+        cdef Py_ssize_t total, limit, pos = self.pos
+        cdef int magic
+        if self.done:
+            raise StopIteration
+        PyObject_GetBuffer(self.src, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            limit = min(self.end, view.len) if self.bounded else view.len
+            self.done = True  # until a complete entry is found (an error ends the walk too)
+            if _entry_at(<const uint8_t *>view.buf, limit, pos, self.strict, &total, &magic):
+                self.done = False
+                self.pos = pos + total
+                return pos, total, <int64_t>kc_load_be64(<const uint8_t *>view.buf + pos), magic
+            raise StopIteration
+        finally:
+            PyBuffer_Release(&view)
 
 
 @cython.final
@@ -1532,12 +1620,9 @@ cdef class BatchReader:
     ``batch_cls`` (a RecordBatchBase subclass) without going through Python,
     and their size and CRC-32C are checked here when ``validate``; other
     magics are handed to ``legacy(src, position, size, max_decompressed_size,
-    pool, validate)``.  The buffer is acquired
-    afresh on every step, so one that changes between steps is read as it
-    is then.  Kafka's rules: fewer than 12 or 17 bytes left, or an entry
-    running past the end, end the iteration (``strict``: CorruptRecordError
-    for those trailing bytes); a size below 14 or a magic outside 0..2
-    always raises CorruptRecordError.
+    pool, validate)``.  The buffer is acquired afresh on every step, so one
+    that changes between steps is read as it is then.  The walk follows
+    Kafka's rules (see _entry_at), as :class:`EntryWalker` does.
     """
     cdef object src
     cdef object batch_cls
@@ -1569,56 +1654,26 @@ cdef class BatchReader:
     def __next__(self):
         cdef Py_buffer view
         cdef const uint8_t *p
-        cdef Py_ssize_t remaining, total, pos = self.pos
-        cdef int32_t size
+        cdef Py_ssize_t total, pos = self.pos
         cdef int magic
-        cdef uint32_t computed
         cdef RecordBatchBase batch
         if self.done:
             raise StopIteration
         PyObject_GetBuffer(self.src, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
-            remaining = view.len - pos
+            self.done = True  # until a complete entry is found (an error ends the walk too)
+            if not _entry_at(<const uint8_t *>view.buf, view.len, pos, self.strict, &total, &magic):
+                raise StopIteration
+            self.done = False
+            self.pos = pos + total
+            if magic < 2:
+                return self.legacy(self.src, pos, total, self.max_size, self.pool, self.validate)
             p = <const uint8_t *>view.buf + pos
-            if remaining >= 12:
-                size = <int32_t>kc_load_be32(p + 8)
-                if size < 14:
-                    self.done = True
-                    raise CorruptRecordError(
-                        f"Record size {size} is less than the minimum record overhead (14)", position=pos)
-                if remaining >= 17:
-                    magic = <int8_t>p[16]
-                    if magic < 0 or magic > 2:
-                        self.done = True
-                        raise CorruptRecordError(f"Invalid magic found in record: {magic}", position=pos)
-                    total = <Py_ssize_t>size + 12
-                    if remaining >= total:
-                        self.pos = pos + total
-                        if magic < 2:
-                            return self.legacy(self.src, pos, total, self.max_size, self.pool, self.validate)
-                        # tp_new directly: no Python-level call of __new__ per batch
-                        batch = <RecordBatchBase>_tp_new(self.batch_cls, (), NULL)
-                        batch._fill(self.src, p, pos, total, self.max_size, self.pool)
-                        if self.validate:
-                            if total < BATCH_OVERHEAD_:
-                                raise CorruptRecordError(
-                                    f"Record batch is corrupt (the size {total} is smaller than the minimum "
-                                    f"allowed overhead {BATCH_OVERHEAD_})", position=pos,
-                                    batch_offset=batch.base_offset)
-                            if total - 21 >= 4096:
-                                with nogil:
-                                    computed = kc_crc32c(0, p + 21, <size_t>(total - 21))
-                            else:
-                                computed = kc_crc32c(0, p + 21, <size_t>(total - 21))
-                            if computed != batch.crc:
-                                raise CorruptRecordError(
-                                    f"Record is corrupt (stored crc = {batch.crc}, computed crc = {computed})",
-                                    position=pos, batch_offset=batch.base_offset)
-                        return batch
-            self.done = True
-            if self.strict and remaining > 0:
-                raise CorruptRecordError(
-                    f"{remaining} trailing bytes do not form a complete batch", position=pos)
-            raise StopIteration
+            # tp_new directly: no Python-level call of __new__ per batch
+            batch = <RecordBatchBase>_tp_new(self.batch_cls, (), NULL)
+            batch._fill(self.src, p, pos, total, self.max_size, self.pool)
+            if self.validate:
+                batch._ensure_valid_at(p)
+            return batch
         finally:
             PyBuffer_Release(&view)

@@ -6,10 +6,9 @@ response, a produce payload, a ``.log`` segment) exactly as Kafka's
 """
 from __future__ import annotations
 
-import struct
 from typing import Iterator, NamedTuple, Optional
 
-from kcodec.errors import CorruptRecordError
+from kcodec._native.records import EntryWalker
 
 __all__ = [
     "LOG_OVERHEAD",
@@ -26,8 +25,6 @@ HEADER_SIZE_UP_TO_MAGIC = 17
 MAGIC_OFFSET = 16
 RECORD_BATCH_OVERHEAD = 61  # v2 header
 MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest legal size field
-
-_OFFSET_SIZE = struct.Struct(">qi")
 
 
 class Entry(NamedTuple):
@@ -50,32 +47,9 @@ def iter_entries(buf, start: int = 0, end: Optional[int] = None, *,
     0..2 always raises CorruptRecordError.
     """
     view = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
-    limit = len(view) if end is None else min(end, len(view))
-    pos = start
-    while True:
-        remaining = limit - pos
-        if remaining < LOG_OVERHEAD:
-            break
-        offset, size = _OFFSET_SIZE.unpack_from(view, pos)
-        if size < MIN_RECORD_OVERHEAD:
-            raise CorruptRecordError(
-                f"Record size {size} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
-                position=pos)
-        if remaining < HEADER_SIZE_UP_TO_MAGIC:
-            break
-        magic = view[pos + MAGIC_OFFSET]
-        if magic > 127:
-            magic -= 256
-        if magic < 0 or magic > 2:
-            raise CorruptRecordError(f"Invalid magic found in record: {magic}", position=pos)
-        total = size + LOG_OVERHEAD
-        if remaining < total:
-            break
-        yield Entry(pos, total, offset, magic)
-        pos += total
-    if strict and pos < limit:
-        raise CorruptRecordError(
-            f"{limit - pos} trailing bytes do not form a complete batch", position=pos)
+    # The walk is native and shared with read_batches, so both follow one set of rules.
+    for position, size, offset, magic in EntryWalker(view, start, end, strict):
+        yield Entry(position, size, offset, magic)
 
 
 def valid_bytes(buf, start: int = 0, end: Optional[int] = None) -> int:
