@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import compare  # noqa: E402
 
 import kcodec  # noqa: E402
+from kcodec._native.primitives import crc32c_backends, crc32c_portable, crc32c_using  # noqa: E402
 
 pytestmark = pytest.mark.perf
 
@@ -86,3 +87,16 @@ def test_decompress(benchmark, workloads, workload, codec, impl):
     else:
         out = benchmark(_raw(wl, codec)[1])
     assert out == regions
+
+
+@pytest.mark.parametrize("backend", crc32c_backends())
+@pytest.mark.parametrize("size", [256, 4096, 16384, 1 << 20])
+def test_crc32c(benchmark, size, backend):
+    # Every backend on the same in-cache bytes: v2 batches of these sizes are
+    # checksummed once when built and once when read.
+    data = os.urandom(size)
+    loops = max(1, (1 << 22) // size)
+    benchmark.group = f"crc32c {size} bytes x {loops}"
+    benchmark.extra_info.update({"bytes": size * loops, "backend": backend})
+    out = benchmark(lambda: [crc32c_using(backend, data) for _ in range(loops)])
+    assert out[0] == crc32c_portable(data)

@@ -1,4 +1,5 @@
 #include "kc_crc.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* Slice-by-8 tables, built once on first use.  Building them lazily keeps
@@ -188,7 +189,99 @@ static KC_HW_TARGET uint32_t crc32c_hw(uint32_t crc, const uint8_t *p, size_t le
 }
 #endif
 
-uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    (defined(__clang__) || __GNUC__ >= 8)
+#include <immintrin.h>
+#define KC_HAVE_VPCLMUL 1
+/* Carry-less multiplication folding (Intel's "Fast CRC Computation for
+ * Generic Polynomials Using PCLMULQDQ"), sixteen 128-bit lanes at a time
+ * with AVX-512 VPCLMULQDQ: about three times the CRC instruction's speed on
+ * inputs of a few KiB, which is where batch CRCs are.
+ *
+ * A 128-bit lane X, loaded little-endian, holds 16 message bytes with the
+ * coefficient of x^(127-k) in bit k (the reflected order of CRC-32C).
+ * Moving X forward by D bytes multiplies it by x^(8D) modulo P: with X's
+ * first 8 bytes L and last 8 bytes H, X * x^(8D) = L*x^(64+8D) + H*x^(8D),
+ * and in this bit order a 64x64 carry-less product carries an extra factor
+ * of x, so the constants are x^(63+8D) mod P and x^(8D-1) mod P, each with
+ * the coefficient of x^d in bit 63-d.  Folding keeps the lanes congruent to
+ * the message, so the CRC instruction finishes the job on the last 64
+ * bytes with a zero state.  tests/test_primitives.py derives these
+ * constants and checks the folding against the bitwise definition. */
+#define KC_FOLD_256_LO 0xe9a5d8be00000000ull /* x^(63+8*256) mod P */
+#define KC_FOLD_256_HI 0x1426a81500000000ull /* x^(8*256-1) mod P */
+#define KC_FOLD_64_LO 0x1c19243b00000000ull  /* x^(63+8*64) mod P */
+#define KC_FOLD_64_HI 0x75bba45b00000000ull  /* x^(8*64-1) mod P */
+#define KC_VP_TARGET __attribute__((target("avx512f,avx512vl,vpclmulqdq,sse4.2")))
+
+static int vp_checked = 0, vp_ok = 0;
+static int have_vpclmul(void)
+{
+    if (!vp_checked) {
+        const char *env = getenv("KCODEC_CRC_VPCLMUL");
+        __builtin_cpu_init();
+        vp_ok = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq") &&
+                !(env && env[0] == '0');
+        vp_checked = 1;
+    }
+    return vp_ok;
+}
+
+static inline KC_VP_TARGET __m512i fold512(__m512i x, __m512i k, __m512i data)
+{
+    /* 0x96: three-way xor */
+    return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+                                     _mm512_clmulepi64_epi128(x, k, 0x11), data, 0x96);
+}
+
+/* The raw (not inverted) state c advanced over len >= 256 bytes. */
+static KC_VP_TARGET uint32_t crc32c_vpclmul_raw(uint32_t c, const uint8_t *p, size_t len)
+{
+    const __m512i k256 = _mm512_set_epi64(KC_FOLD_256_HI, KC_FOLD_256_LO, KC_FOLD_256_HI, KC_FOLD_256_LO,
+                                          KC_FOLD_256_HI, KC_FOLD_256_LO, KC_FOLD_256_HI, KC_FOLD_256_LO);
+    const __m512i k64 = _mm512_set_epi64(KC_FOLD_64_HI, KC_FOLD_64_LO, KC_FOLD_64_HI, KC_FOLD_64_LO,
+                                         KC_FOLD_64_HI, KC_FOLD_64_LO, KC_FOLD_64_HI, KC_FOLD_64_LO);
+    uint64_t rest[8];
+    /* The state enters as a xor into the first four message bytes. */
+    __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)p),
+                                  _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
+    __m512i x1 = _mm512_loadu_si512((const void *)(p + 64));
+    __m512i x2 = _mm512_loadu_si512((const void *)(p + 128));
+    __m512i x3 = _mm512_loadu_si512((const void *)(p + 192));
+    p += 256;
+    len -= 256;
+    for (; len >= 256; p += 256, len -= 256) {
+        x0 = fold512(x0, k256, _mm512_loadu_si512((const void *)p));
+        x1 = fold512(x1, k256, _mm512_loadu_si512((const void *)(p + 64)));
+        x2 = fold512(x2, k256, _mm512_loadu_si512((const void *)(p + 128)));
+        x3 = fold512(x3, k256, _mm512_loadu_si512((const void *)(p + 192)));
+    }
+    x0 = fold512(x0, k64, x1);
+    x0 = fold512(x0, k64, x2);
+    x0 = fold512(x0, k64, x3);
+    for (; len >= 64; p += 64, len -= 64)
+        x0 = fold512(x0, k64, _mm512_loadu_si512((const void *)p));
+    _mm512_storeu_si512((void *)rest, x0);
+    c = 0;
+    for (int i = 0; i < 8; i++)
+        c = (uint32_t)_mm_crc32_u64(c, rest[i]);
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = (uint32_t)_mm_crc32_u64(c, v);
+    }
+    while (len--)
+        c = _mm_crc32_u8(c, *p++);
+    return c;
+}
+#endif
+
+/* The folding loop starts with four 64-byte accumulators; shorter inputs
+ * take the CRC instruction. */
+#define KC_VPCLMUL_MIN 256
+
+uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len)
 {
 #ifdef KC_HAVE_HW
     if (have_hw())
@@ -197,8 +290,43 @@ uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
     return kc_crc32c_portable(crc, buf, len);
 }
 
+uint32_t kc_crc32c_vpclmul(uint32_t crc, const uint8_t *buf, size_t len)
+{
+#ifdef KC_HAVE_VPCLMUL
+    if (have_vpclmul() && len >= 256)
+        return ~crc32c_vpclmul_raw(~crc, buf, len);
+#endif
+    return kc_crc32c_sse42(crc, buf, len);
+}
+
+uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
+{
+#ifdef KC_HAVE_VPCLMUL
+    if (len >= KC_VPCLMUL_MIN && have_vpclmul())
+        return ~crc32c_vpclmul_raw(~crc, buf, len);
+#endif
+#ifdef KC_HAVE_HW
+    if (have_hw())
+        return crc32c_hw(crc, buf, len);
+#endif
+    return kc_crc32c_portable(crc, buf, len);
+}
+
+int kc_crc32c_has_vpclmul(void)
+{
+#ifdef KC_HAVE_VPCLMUL
+    return have_vpclmul();
+#else
+    return 0;
+#endif
+}
+
 const char *kc_crc32c_backend(void)
 {
+#ifdef KC_HAVE_VPCLMUL
+    if (have_vpclmul())
+        return "vpclmulqdq";
+#endif
 #if defined(KC_HAVE_HW) && KC_HAVE_HW == 1
     if (have_hw())
         return "sse4.2";

@@ -1,6 +1,8 @@
 """CRC-32C, CRC-32 and Kafka's varints (spec section 1)."""
 import mmap
+import pathlib
 import random
+import re
 import zlib
 
 import numpy as np
@@ -33,7 +35,14 @@ def test_crc_known_answers():
 
 
 def test_crc32c_backend_is_reported():
-    assert p.crc32c_backend() in {"sse4.2", "armv8-crc", "portable"}
+    assert p.crc32c_backend() in {"vpclmulqdq", "sse4.2", "armv8-crc", "portable"}
+    assert p.crc32c_backend() == p.crc32c_backends()[0] or p.crc32c_backend() in p.crc32c_backends()
+    assert p.crc32c_backends()[-1] == "portable"
+    with pytest.raises(ValueError, match="not available"):
+        p.crc32c_using("no-such-backend", b"x")
+
+
+BACKENDS = p.crc32c_backends()
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 4095, 4096, 4097, 100_000])
@@ -45,21 +54,101 @@ def test_crc_backends_agree(n):
         assert p.crc32c(data) == crc32c_reference(data)
 
 
-# Long inputs are hashed in three interleaved lanes of 256 or 4096 bytes and
-# joined; these lengths sit on and around every lane boundary.
-@pytest.mark.parametrize("n", [767, 768, 769, 775, 776, 1535, 1536, 1544, 12287, 12288, 12289, 12295,
+# The CRC instruction hashes long inputs in three interleaved lanes of 256 or
+# 4096 bytes, joined; the folding backend takes 256-byte then 64-byte steps
+# and finishes the last 63 bytes with the instruction.  These lengths sit on
+# and around every boundary of both.
+@pytest.mark.parametrize("n", [255, 256, 257, 263, 319, 320, 321, 511, 512, 513, 575, 576,
+                               767, 768, 769, 775, 776, 1535, 1536, 1544, 12287, 12288, 12289, 12295,
                                12288 + 768, 12288 * 2 + 767, 1 << 20, (1 << 20) + 5])
 @pytest.mark.parametrize("start", [0, 1, 5])
-def test_crc_lanes_agree_with_the_portable_table(n, start):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_crc_lanes_agree_with_the_portable_table(n, start, backend):
     data = memoryview(random.Random(n).randbytes(n + start))[start:]
-    assert p.crc32c(data) == p.crc32c_portable(data)
+    expected = p.crc32c_portable(data)
+    assert p.crc32c_using(backend, data) == expected
+    assert p.crc32c(data) == expected
     half = n // 3
-    assert p.crc32c(data[half:], p.crc32c(data[:half])) == p.crc32c_portable(data)
+    assert p.crc32c_using(backend, data[half:], p.crc32c_using(backend, data[:half])) == expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_crc_every_length_to_1100(backend):
+    data = random.Random(7).randbytes(1100)
+    for n in range(1101):
+        assert p.crc32c_using(backend, data[:n], 0x9E3779B9) == p.crc32c_portable(data[:n], 0x9E3779B9), n
+
+
+# Carry-less folding (csrc/kc_crc.c): a 16-byte lane X moves D bytes forward as
+# L*x^(63+8D) + H*x^(8D-1) mod P, L and H its 8-byte halves, in the reflected
+# bit order where a 64x64 carry-less product carries an extra factor x.
+P_CASTAGNOLI = (1 << 32) | 0x1EDC6F41
+
+
+def _xpow_mod(n: int) -> int:
+    r = 1
+    for _ in range(n):
+        r <<= 1
+        if r >> 32:
+            r ^= P_CASTAGNOLI
+    return r
+
+
+def _reflected(c: int) -> int:
+    return sum(1 << (63 - d) for d in range(32) if c >> d & 1)
+
+
+def _fold_constants(distance: int):
+    return _reflected(_xpow_mod(63 + 8 * distance)), _reflected(_xpow_mod(8 * distance - 1))
+
+
+def _clmul(a: int, b: int) -> int:
+    r = 0
+    while b:
+        if b & 1:
+            r ^= a
+        a <<= 1
+        b >>= 1
+    return r
+
+
+def _raw_crc(state: int, data: bytes) -> int:
+    for b in data:
+        state ^= b
+        for _ in range(8):
+            state = (state >> 1) ^ 0x82F63B78 if state & 1 else state >> 1
+    return state
+
+
+def test_fold_constants_in_the_c_source_are_the_derived_ones():
+    source = (pathlib.Path(__file__).parents[1] / "csrc" / "kc_crc.c").read_text()
+    consts = {m[0]: int(m[1], 16) for m in re.findall(r"#define (KC_FOLD_\w+) (0x[0-9a-f]+)ull", source)}
+    for distance in (64, 256):
+        lo, hi = _fold_constants(distance)
+        assert consts[f"KC_FOLD_{distance}_LO"] == lo
+        assert consts[f"KC_FOLD_{distance}_HI"] == hi
+
+
+@pytest.mark.parametrize("state", [0, 0xFFFFFFFF, 0x12345678])
+def test_folding_with_the_derived_constants_is_the_crc(state):
+    # The algorithm the C code runs, in Python: a state xor-ed into the first
+    # lane, 64-byte steps, the CRC of the folded lanes and the tail.
+    data = random.Random(state).randbytes(64 * 5 + 13)
+    lo, hi = _fold_constants(64)
+    lanes = [int.from_bytes(data[16 * i:16 * i + 16], "little") for i in range(4)]
+    lanes[0] ^= state
+    pos = 64
+    while pos + 64 <= len(data):
+        lanes = [_clmul(x & (2 ** 64 - 1), lo) ^ _clmul(x >> 64, hi)
+                 ^ int.from_bytes(data[pos + 16 * i:pos + 16 * i + 16], "little") for i, x in enumerate(lanes)]
+        pos += 64
+    folded = b"".join(x.to_bytes(16, "little") for x in lanes) + data[pos:]
+    assert _raw_crc(0, folded) == _raw_crc(state, data)
 
 
 def test_crc_unaligned_and_continued():
     data = random.Random(1).randbytes(1000)
-    for start in range(9):
+    for start in range(65):
         chunk = data[start:]
         assert p.crc32c(memoryview(data)[start:]) == p.crc32c_portable(chunk)
     assert p.crc32c(data[500:], p.crc32c(data[:500])) == p.crc32c(data)

@@ -15,30 +15,29 @@ cdef int _GIL_THRESHOLD = 4096
 
 
 def crc32c_backend() -> str:
-    """Which CRC-32C implementation runs: ``"sse4.2"``, ``"armv8-crc"`` or ``"portable"``."""
+    """Which CRC-32C implementation runs on long inputs.
+
+    ``"vpclmulqdq"`` (carry-less folding with AVX-512, the CRC instruction
+    for inputs under 256 bytes), ``"sse4.2"``, ``"armv8-crc"`` or
+    ``"portable"``.  ``KCODEC_CRC_VPCLMUL=0`` in the environment turns the
+    first off.
+    """
     return kc_crc32c_backend().decode("ascii")
 
 
-cdef inline uint32_t _crc(object data, uint32_t value, int kind) except? 0xFFFFFFFF:
+ctypedef uint32_t (*crc_fn)(uint32_t, const uint8_t *, size_t) noexcept nogil
+
+
+cdef inline uint32_t _crc(object data, uint32_t value, crc_fn fn) except? 0xFFFFFFFF:
     cdef Py_buffer view
     cdef uint32_t out
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         if view.len >= _GIL_THRESHOLD:
             with nogil:
-                if kind == 0:
-                    out = kc_crc32c(value, <const uint8_t *>view.buf, <size_t>view.len)
-                elif kind == 1:
-                    out = kc_crc32(value, <const uint8_t *>view.buf, <size_t>view.len)
-                else:
-                    out = kc_crc32c_portable(value, <const uint8_t *>view.buf, <size_t>view.len)
+                out = fn(value, <const uint8_t *>view.buf, <size_t>view.len)
         else:
-            if kind == 0:
-                out = kc_crc32c(value, <const uint8_t *>view.buf, <size_t>view.len)
-            elif kind == 1:
-                out = kc_crc32(value, <const uint8_t *>view.buf, <size_t>view.len)
-            else:
-                out = kc_crc32c_portable(value, <const uint8_t *>view.buf, <size_t>view.len)
+            out = fn(value, <const uint8_t *>view.buf, <size_t>view.len)
     finally:
         PyBuffer_Release(&view)
     return out
@@ -49,17 +48,53 @@ def crc32c(data, unsigned int value=0) -> int:
 
     ``crc32c(b"123456789") == 0xE3069283``; ``crc32c(b, crc32c(a)) == crc32c(a + b)``.
     """
-    return _crc(data, value, 0)
+    return _crc(data, value, kc_crc32c)
 
 
 def crc32c_portable(data, unsigned int value=0) -> int:
     """CRC-32C computed by the table-driven fallback (for testing the dispatch)."""
-    return _crc(data, value, 2)
+    return _crc(data, value, kc_crc32c_portable)
+
+
+def crc32c_using(backend: str, data, unsigned int value=0) -> int:
+    """CRC-32C by one named backend of :func:`crc32c_backends` (for tests and benchmarks).
+
+    ``"vpclmulqdq"`` folds every input of 256 bytes or more (the CRC
+    instruction finishes shorter ones and the tail).
+    """
+    if backend == "portable":
+        return _crc(data, value, kc_crc32c_portable)
+    if backend in ("sse4.2", "armv8-crc") and backend in _BACKENDS:
+        return _crc(data, value, kc_crc32c_sse42)
+    if backend == "vpclmulqdq" and kc_crc32c_has_vpclmul():
+        return _crc(data, value, kc_crc32c_vpclmul)
+    raise ValueError(f"CRC-32C backend {backend!r} is not available here; have {crc32c_backends()}")
+
+
+def crc32c_backends() -> tuple:
+    """The CRC-32C backends this CPU can run, fastest first."""
+    return _BACKENDS
+
+
+cdef tuple _find_backends():
+    out = []
+    if kc_crc32c_has_vpclmul():
+        out.append("vpclmulqdq")
+    hw = kc_crc32c_backend().decode("ascii")
+    if hw in ("sse4.2", "armv8-crc"):
+        out.append(hw)
+    elif hw == "vpclmulqdq":
+        out.append("sse4.2")
+    out.append("portable")
+    return tuple(out)
+
+
+cdef tuple _BACKENDS = _find_backends()
 
 
 def crc32(data, unsigned int value=0) -> int:
     """CRC-32 (IEEE, as ``zlib.crc32``) of ``data``, continuing from ``value``."""
-    return _crc(data, value, 1)
+    return _crc(data, value, kc_crc32)
 
 
 def varint_size(int value) -> int:
