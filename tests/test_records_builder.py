@@ -210,6 +210,30 @@ def test_magic_v1_delegates_and_refuses_headers():
         RecordBatchBuilder(magic=1, is_transactional=True)
 
 
+def test_magic_selects_the_builder_however_it_is_passed():
+    from kcodec.records.legacy import LegacyRecordBatchBuilder
+
+    for args, kwargs in [((), {}), ((2,), {}), ((), {"magic": 2}), ((2.0,), {}), ((), {"magic": True + 1})]:
+        b = RecordBatchBuilder(*args, compression="gzip", **kwargs)
+        assert type(b) is RecordBatchBuilder and b.compression_id == 1
+    for args, kwargs in [((0,), {}), ((1,), {}), ((), {"magic": 0}), ((), {"magic": 1.0})]:
+        b = RecordBatchBuilder(*args, compression="gzip", **kwargs)
+        assert isinstance(b, LegacyRecordBatchBuilder) and b.magic in (0, 1) and b.compression == 1
+    for magic in (3, -1, 2 ** 70, "2", None):
+        with pytest.raises(RecordBuilderError, match="unsupported magic"):
+            RecordBatchBuilder(magic=magic)
+        with pytest.raises(RecordBuilderError, match="unsupported magic"):
+            RecordBatchBuilder(magic)
+
+    class Producer(RecordBatchBuilder):
+        pass
+
+    # A subclass always builds v2 (its __init__ refuses other magics).
+    assert type(Producer(compression="lz4")) is Producer
+    with pytest.raises(RecordBuilderError, match="unsupported magic"):
+        Producer(magic=1)
+
+
 def test_accepts_any_buffer():
     data = build([(memoryview(b"key"), bytearray(b"value"), TS)])
     for buf in (data, bytearray(data), memoryview(data)):

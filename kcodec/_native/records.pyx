@@ -1068,18 +1068,77 @@ cdef class BatchBuilderCore:
         return out
 
 
-def builder_new(builder_cls, legacy_factory):
-    """A ``__new__`` for ``builder_cls``: magic 0/1 go to ``legacy_factory(magic, **kwargs)``.
-
-    Native so that constructing a v2 builder, once per batch, stays cheap.
+cdef extern from *:
     """
-    def __new__(cls, magic=2, *args, **kwargs):
-        if magic == 2 or cls is not builder_cls:
-            return BatchBuilderCore.__new__(cls)
+    /* RecordBatchBuilder's tp_new.  Magic 2, the default and once per batch,
+       goes straight to BatchBuilderCore's tp_new (a __new__ written in
+       Python costs a third of a microsecond per batch); any other magic to a
+       Python function that makes a legacy builder, refuses the magic, or
+       returns None for a v2 builder after all. */
+    static newfunc kc_core_new = NULL;
+    static PyTypeObject *kc_builder_type = NULL;
+    static PyObject *kc_other_magic = NULL;
+    static PyObject *kc_magic_name = NULL;  /* interned "magic" */
+
+    static PyObject *kc_builder_tp_new(PyTypeObject *t, PyObject *args, PyObject *kwds) {
+        if (t == kc_builder_type) {
+            PyObject *magic = NULL;
+            int overflow = 0;
+            if (args && PyTuple_GET_SIZE(args) > 0)
+                magic = PyTuple_GET_ITEM(args, 0);
+            else if (kwds && PyDict_GET_SIZE(kwds))
+                magic = PyDict_GetItem(kwds, kc_magic_name);  /* borrowed; never raises */
+            if (magic && !(PyLong_CheckExact(magic) && PyLong_AsLongAndOverflow(magic, &overflow) == 2)) {
+                PyObject *head = PyTuple_Pack(1, (PyObject *)t), *all, *out;
+                if (head == NULL)
+                    return NULL;
+                all = args ? PySequence_Concat(head, args) : (Py_INCREF(head), head);
+                Py_DECREF(head);
+                if (all == NULL)
+                    return NULL;
+                out = PyObject_Call(kc_other_magic, all, kwds);
+                Py_DECREF(all);
+                if (out != Py_None)
+                    return out;  /* a legacy builder, or NULL with the error */
+                Py_DECREF(out);  /* a magic equal to 2 that is not the int 2 */
+            }
+        }
+        return kc_core_new(t, args, kwds);
+    }
+
+    static int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) {
+        if (kc_magic_name == NULL && (kc_magic_name = PyUnicode_InternFromString("magic")) == NULL)
+            return -1;
+        Py_INCREF(other_magic);
+        Py_XSETREF(kc_other_magic, other_magic);
+        Py_INCREF(cls);
+        Py_XSETREF(kc_builder_type, (PyTypeObject *)cls);
+        kc_core_new = ((PyTypeObject *)core)->tp_new;
+        ((PyTypeObject *)cls)->tp_new = kc_builder_tp_new;
+        PyType_Modified((PyTypeObject *)cls);
+        return 0;
+    }
+    """
+    int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) except -1
+
+
+def install_builder_new(type builder_cls, legacy_factory):
+    """Make ``builder_cls(magic=0|1, ...)`` return ``legacy_factory(magic, **kwargs)``.
+
+    Magic 2 (and any subclass of ``builder_cls``) constructs the native
+    builder without a Python-level ``__new__``.
+    """
+    if not issubclass(builder_cls, BatchBuilderCore):
+        raise TypeError(f"{builder_cls!r} is not a BatchBuilderCore")
+
+    def other_magic(cls, magic=2, *args, **kwargs):
+        if magic == 2:
+            return None
         if magic == 0 or magic == 1:
             return legacy_factory(magic, **kwargs)
         raise RecordBuilderError(f"unsupported magic {magic!r}: use 0, 1 or 2")
-    return __new__
+
+    kc_install_builder_new(<PyObject *>builder_cls, <PyObject *>BatchBuilderCore, <PyObject *>other_magic)
 
 
 def record_size(int32_t offset_delta, int64_t timestamp_delta, key, value, headers=()) -> int:

@@ -5,7 +5,7 @@ import struct
 import threading
 from typing import Dict, Optional, Tuple, Union
 
-from kcodec._native.records import BatchBuilderCore, builder_new
+from kcodec._native.records import BatchBuilderCore, install_builder_new
 from kcodec.compression import CompressionType, get_codec
 from kcodec.errors import RecordBuilderError
 from kcodec.records.control import ControlRecordType, EndTransactionMarker, control_key
@@ -125,7 +125,7 @@ def _legacy_builder(magic: int, **kwargs):
 
 
 # RecordBatchBuilder(magic=0|1, ...) builds a legacy message set (see the class documentation).
-RecordBatchBuilder.__new__ = builder_new(RecordBatchBuilder, _legacy_builder)
+install_builder_new(RecordBatchBuilder, _legacy_builder)
 
 
 class CompressionRatioEstimator:
