@@ -21,8 +21,14 @@ each counted at its cheapest:
   object reads must copy every value into a ``bytes`` (counted as writes
   into the same cached memory, since the benchmark frees each at once);
   builders must write every record;
-* the raw codec call itself (compare.py's "raw" closures), which includes
-  reading its input and writing its output;
+* the codec library's own work, which includes reading its input and
+  writing its output.  The targets are measured against compare.py's "raw"
+  closures, each library's plainest call; kcodec must instead write the
+  frames Java writes (to be byte-identical) and read them: snappy in 32 KiB
+  blocks, lz4 with independent blocks, zstd without a content size, whose
+  decompression goes through the library's window buffer.  The floor
+  counts the library's cheapest calls on those frames (``_kafka_frames``),
+  so for compressed cells "no" means "not with these libraries";
 * for the object API (W1's targets and every W2/W3 build and read), the
   benchmark's own Python loop with kcodec taken out: building, the loop
   that evaluates each ``append`` call's arguments over the workload's own
@@ -90,6 +96,66 @@ def _crc_hot_time(nbytes: int, reps: int) -> float:
     loops, rest = divmod(nbytes, len(chunk))
     tail = chunk[:rest]
     return compare.best(lambda: ([crc32c(chunk) for _ in range(loops)], crc32c(tail)), reps)
+
+
+def _kafka_frames(codec: str, regions: List[bytes], payloads: List[bytes]):
+    """The codec library's cheapest calls that write and read the frames Kafka uses.
+
+    compare.py's raw closures are each library's plainest call, but Java
+    writes (and kcodec must write, to be byte-identical, and read) other
+    frames: snappy in 32 KiB blocks (xerial), lz4 frames with independent
+    64 KiB blocks, zstd from a streaming compressor with no content size in
+    the frame header.  Block tables are found before timing; ``payloads``
+    are the batches' compressed records regions as kcodec wrote them.
+    """
+    if codec == "gzip":
+        import zlib
+
+        def comp():
+            out = []
+            for r in regions:
+                c = zlib.compressobj(6, zlib.DEFLATED, 31)
+                out.append(c.compress(r) + c.flush())
+            return out
+        return comp, lambda: [zlib.decompress(p, 31) for p in payloads]
+    if codec == "snappy":
+        import cramjam
+        from kcodec._native.codecs import snappy_scan
+
+        views = [memoryview(r) for r in regions]
+        blocks = []
+        for p in payloads:
+            v = memoryview(p)
+            blocks.extend(v[off:off + size] for off, size, _ in snappy_scan(p, 1 << 40)[1])
+        return (lambda: [cramjam.snappy.compress_raw(v[i:i + 32768]) for v in views for i in range(0, len(v), 32768)],
+                lambda: [cramjam.snappy.decompress_raw(b) for b in blocks])
+    if codec == "lz4":
+        import lz4.block
+        from kcodec._native.codecs import lz4_scan
+
+        views = [memoryview(r) for r in regions]
+        blocks = []
+        for p in payloads:
+            v = memoryview(p)
+            blocks.extend((v[off:off + size], stored) for off, size, stored in lz4_scan(p)[1])
+        return (lambda: [lz4.block.compress(v[i:i + 65536], store_size=False)
+                         for v in views for i in range(0, len(v), 65536)],
+                lambda: [bytes(b) if stored else lz4.block.decompress(b, uncompressed_size=65536)
+                         for b, stored in blocks])
+    import zstandard
+    from kcodec._native.codecs import zstd_scan
+
+    compressor, decompressor = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
+
+    def comp():
+        out = []
+        for r in regions:
+            c = compressor.compressobj()
+            out.append(c.compress(r) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+                       + c.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        return out
+    bounds = [zstd_scan(p)[2] for p in payloads]
+    return comp, lambda: [decompressor.decompress(p, max_output_size=b) for p, b in zip(payloads, bounds)]
 
 
 class _Rec:
@@ -162,6 +228,10 @@ def measure(workload: str, codec: str, reps: int) -> Dict[str, float]:
         raw = compare._raw(codec, keys, values, headers, ranges)
         out["raw compress"] = compare.best(raw[0], reps)
         out["raw decompress"] = compare.best(raw[1], reps)
+        regions = [bytes(compare._kc_batch("none", keys, values, headers, r))[61:] for r in ranges]
+        comp, dec = _kafka_frames(codec, regions, [b[61:] for b in batches])
+        out["kafka frames compress"] = compare.best(comp, reps)
+        out["kafka frames decompress"] = compare.best(dec, reps)
     # sanity: the batches are what kcodec reads
     assert sum(b.record_count for b in read_batches(b"".join(batches))) == n
     return out
@@ -187,11 +257,13 @@ def floors(workload: str, codec: str, m: Dict[str, float]) -> List[Tuple[str, Li
         rows.append(("object build >= 3x aiokafka build",
                      part("harness build", "read columns", "write records", "crc hot"), m["aiokafka build"] / 3))
     else:
-        rows.append(("build <= 1.15x raw compress", part("harness build", "raw compress", "crc hot"),
+        # The allowed time is the library's plainest call's; the work kcodec cannot skip is on Kafka's frames.
+        cname, dname = "kafka frames compress", "kafka frames decompress"
+        rows.append(("build <= 1.15x raw compress", part("harness build", cname, "crc hot"),
                      1.15 * m["raw compress"]))
         rows.append(("read <= 1.15x raw decompress",
-                     part("harness read", "raw decompress", "crc hot", "write values"), 1.15 * m["raw decompress"]))
-        rows.append(("to_arrow <= 1.15x raw decompress", part("raw decompress", "crc hot", "write payload"),
+                     part("harness read", dname, "crc hot", "write values"), 1.15 * m["raw decompress"]))
+        rows.append(("to_arrow <= 1.15x raw decompress", part(dname, "crc hot", "write payload"),
                      1.15 * m["raw decompress"]))
     return rows
 
@@ -226,6 +298,9 @@ def main(argv=None) -> int:
             steps = ", ".join(f"{name} {t * 1e3:.2f}" for name, t in parts)
             print(f"{w + ' ' + c:<11} {target:<34} {floor * 1e3:>9.2f} {allowed * 1e3:>11.2f} "
                   f"{floor / allowed:>13.2f}x  {verdict(parts, allowed):<9}  {steps}", flush=True)
+        if c != "none":
+            print(f"{'':<11} the targets' reference: raw compress {m['raw compress'] * 1e3:.2f} ms, "
+                  f"raw decompress {m['raw decompress'] * 1e3:.2f} ms", flush=True)
     return 0
 
 

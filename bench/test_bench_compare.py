@@ -9,6 +9,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 import compare  # noqa: E402
+import floors  # noqa: E402
 import peerbench_adapter  # noqa: E402
 
 import kcodec  # noqa: E402
@@ -38,3 +39,22 @@ def test_peerbench_adapters_build_and_read(adapter, codec):
     n, nbytes = ad.read([bytes(b) for b in built])
     assert n == 15
     assert nbytes == sum(len(k or b"") + len(v) for recs in batches for _, k, v, _ in recs)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_floors_kafka_frame_calls_round_trip_kcodec_batches(codec):
+    # The library calls floors.py times on Kafka's frames must decode kcodec's own batches
+    # back to their records regions, and their compressors must be decodable by kcodec.
+    keys, values, headers, limit = compare.make_workload("w2", 0.02)
+    ranges = compare.cut_batches(keys, values, headers, limit)
+    batches = [bytes(compare._kc_batch(codec, keys, values, headers, r)) for r in ranges]
+    regions = [bytes(compare._kc_batch("none", keys, values, headers, r))[61:] for r in ranges]
+    comp, dec = floors._kafka_frames(codec, regions, [b[61:] for b in batches])
+    assert b"".join(bytes(x) for x in dec()) == b"".join(regions)
+    assert comp()
+
+
+def test_floors_verdicts():
+    assert floors.verdict([("a", 1.0), ("b", 3.0)], 2.0) == "no"
+    assert floors.verdict([("a", 1.5), ("b", 1.0)], 2.0) == "unlikely"
+    assert floors.verdict([("a", 0.5), ("b", 1.0)], 2.0) == "open"
