@@ -423,6 +423,31 @@ def _builder_batches(rows, limit, base_offset=0, offsets=None):
     return out
 
 
+@pytest.mark.parametrize("limit", [0, 100, 300, 700, 9000, 40000, 1 << 30])
+def test_from_arrow_without_nulls_equals_builder(limit):
+    """No nulls and int32 offsets, the usual pyarrow layout: records are written before they are
+    sized exactly, with the length varint at a bound's width, moved back when narrower."""
+    rng = np.random.default_rng(5)
+    widths = [0, 1, 40, 50, 55, 60, 63, 64, 65, 100, 8100, 8150, 8180, 8191, 8192, 8200, 16383, 16384]
+    rows = []
+    for i in range(300):
+        vlen = widths[i % len(widths)] if i % 2 else int(rng.integers(0, 400))
+        hdrs = [(f"h{j}", bytes(rng.integers(0, 256, int(rng.integers(0, 30)), np.uint8))) for j in range(i % 4)]
+        rows.append((b"k%d" % i, bytes(rng.integers(0, 256, vlen, np.uint8)), T0 + 7 * i, hdrs))
+    table = pa.table({
+        "key": pa.array([r[0] for r in rows], pa.binary()),
+        "value": pa.array([r[1] for r in rows], pa.binary()),
+        "timestamp": pa.array([r[2] for r in rows], pa.int64()),
+        "headers": pa.array([[{"key": k, "value": v} for k, v in r[3]] for r in rows],
+                            kcodec.kafka_schema().field("headers").type),
+    })
+    assert all(table[c].null_count == 0 for c in table.column_names)
+    ours = kcodec.from_arrow(table, max_batch_bytes=limit)
+    assert ours == _builder_batches(rows, limit)
+    assert [(o, ts, k, v, list(h)) for o, ts, k, v, h in _records_of(ours)] == [
+        (i, ts, k, v, h) for i, (k, v, ts, h) in enumerate(rows)]
+
+
 @pytest.mark.parametrize("limit", [0, 100, 700, 5000, 1 << 30])
 @pytest.mark.parametrize("kind", ["binary", "large_binary", "string", "sliced"])
 def test_from_arrow_uncompressed_cuts_and_column_types(limit, kind):

@@ -188,6 +188,15 @@ def test_varlong_table():
     assert p.varlong_size(2 ** 63 - 1) == 10
 
 
+def test_sizes_match_encodings_at_every_bit_length():
+    for bits in range(64):
+        for v in {2 ** bits - 1, 2 ** bits, -(2 ** bits), -(2 ** bits) - 1}:
+            if -(2 ** 63) <= v < 2 ** 63:
+                assert p.varlong_size(v) == len(p.encode_varlong(v)), v
+            if -(2 ** 31) <= v < 2 ** 31:
+                assert p.varint_size(v) == len(p.encode_varint(v)), v
+
+
 @pytest.mark.parametrize("k", range(1, 10))
 def test_size_boundaries(k):
     # zigzag(v) = 2v for v >= 0: the encoding grows at 2^(7k) / 2

@@ -73,6 +73,27 @@ cdef extern from *:
         return (int32_t)(kc_off(c, i + 1) - kc_off(c, i));
     }
 
+    /* The same with `fast` (a constant in each instantiated loop): every
+       column has int32 offsets and no validity bitmap, the usual layout of
+       a table made by pyarrow, so the loop carries no per-field checks. */
+    static inline __attribute__((always_inline)) int64_t kc_off_f(const kc_col_t *c, int64_t i, int fast) {
+        return fast ? c->offs32[i] : kc_off(c, i);
+    }
+
+    static inline __attribute__((always_inline)) int32_t kc_len_f(const kc_col_t *c, int64_t i, int fast) {
+        return fast ? c->offs32[i + 1] - c->offs32[i] : kc_col_len(c, i);
+    }
+
+    static inline int kc_cols_fast(const kc_col_t *key, int has_key, const kc_col_t *value,
+                                   const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval) {
+        const kc_col_t *cols[5] = {value, has_key ? key : NULL, has_h ? hlist : NULL, has_h ? hkey : NULL,
+                                   has_h ? hval : NULL};
+        for (int c = 0; c < 5; c++)
+            if (cols[c] && (cols[c]->valid != NULL || cols[c]->offs32 == NULL))
+                return 0;
+        return 1;
+    }
+
     static inline __attribute__((always_inline)) uint8_t *kc_put_field(uint8_t *p, const uint8_t *data,
                                                                        int32_t len) {
         if (len < 0) {
@@ -86,23 +107,33 @@ cdef extern from *:
 
     /* One record of row i: length, attributes, deltas, key, value and the
        headers h0..h1 of the header columns. */
-    static inline __attribute__((always_inline)) uint8_t *kc_put_record(
-            uint8_t *p, int32_t body, int64_t td, int32_t od, const kc_col_t *k, int32_t kl,
+    /* Everything of row i's record after its length varint: attributes,
+       deltas, key, value and the headers h0..h1 of the header columns. */
+    static inline __attribute__((always_inline)) uint8_t *kc_put_body(
+            uint8_t *p, int64_t td, int32_t od, const kc_col_t *k, int32_t kl,
             const kc_col_t *v, int32_t vl, int64_t i, const kc_col_t *hk, const kc_col_t *hv,
-            int64_t h0, int64_t h1) {
-        p += kc_write_varint(p, body);
+            int64_t h0, int64_t h1, int fast) {
         *p++ = 0;
         p += kc_write_varlong(p, td);
         p += kc_write_varint(p, od);
-        p = kc_put_field(p, kl >= 0 ? k->data + kc_off(k, i) : NULL, kl);
-        p = kc_put_field(p, vl >= 0 ? v->data + kc_off(v, i) : NULL, vl);
+        p = kc_put_field(p, kl >= 0 ? k->data + kc_off_f(k, i, fast) : NULL, kl);
+        p = kc_put_field(p, vl >= 0 ? v->data + kc_off_f(v, i, fast) : NULL, vl);
         p += kc_write_varint(p, (int32_t)(h1 - h0));
         for (int64_t j = h0; j < h1; j++) {
-            int32_t hkl = kc_col_len(hk, j), hvl = kc_col_len(hv, j);
-            p = kc_put_field(p, hk->data + kc_off(hk, j), hkl);
-            p = kc_put_field(p, hvl >= 0 ? hv->data + kc_off(hv, j) : NULL, hvl);
+            int32_t hkl = kc_len_f(hk, j, fast), hvl = kc_len_f(hv, j, fast);
+            p = kc_put_field(p, hk->data + kc_off_f(hk, j, fast), hkl);
+            p = kc_put_field(p, hvl >= 0 ? hv->data + kc_off_f(hv, j, fast) : NULL, hvl);
         }
         return p;
+    }
+
+    /* One whole record whose body size is known. */
+    static inline __attribute__((always_inline)) uint8_t *kc_put_record(
+            uint8_t *p, int32_t body, int64_t td, int32_t od, const kc_col_t *k, int32_t kl,
+            const kc_col_t *v, int32_t vl, int64_t i, const kc_col_t *hk, const kc_col_t *hv,
+            int64_t h0, int64_t h1, int fast) {
+        p += kc_write_varint(p, body);
+        return kc_put_body(p, td, od, k, kl, v, vl, i, hk, hv, h0, h1, fast);
     }
 
     typedef struct {
@@ -131,12 +162,15 @@ cdef extern from *:
        single pass: each record is sized, checked against Kafka's batch.size
        rule for an uncompressed batch (the first record always fits, then
        61 + bytes so far + record <= write_limit) and written.  dst must hold
-       max(write_limit - 61, first record) bytes, or every remaining row. */
-    static void kc_fill_batch(uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
-                              const kc_col_t *key, int has_key, const kc_col_t *value,
-                              const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
-                              const int64_t *ts, const int64_t *offsets, int64_t base_offset,
-                              kc_batch_fill_t *res) {
+       max(write_limit - 61, first record) bytes, or every remaining row, at
+       kc_rows_bound's count; a record written before its exact size is
+       known stays within its share of that count. */
+    static inline __attribute__((always_inline)) void kc_fill_batch_impl(
+            uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
+            const kc_col_t *key, int has_key, const kc_col_t *value,
+            const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
+            const int64_t *ts, const int64_t *offsets, int64_t base_offset,
+            kc_batch_fill_t *res, int fast) {
         const kc_col_t k = *key, v = *value, hl = *hlist, hk = *hkey, hv = *hval;
         const int64_t first_ts = ts[r0], first_off = offsets ? offsets[r0] : base_offset + r0;
         int64_t max_ts = -1, last_off = first_off, i;
@@ -145,31 +179,58 @@ cdef extern from *:
         for (i = r0; i < n; i++) {
             int64_t off = offsets ? offsets[i] : base_offset + i;
             int64_t od = off - first_off, td = ts[i] - first_ts, hs = 0, h0 = 0, h1 = 0, body, size;
-            int32_t kl = has_key ? kc_col_len(&k, i) : -1, vl = kc_col_len(&v, i);
-            int has_hdrs = has_h && kc_bit_valid(hl.valid, hl.voff, i);
+            int32_t kl = has_key ? kc_len_f(&k, i, fast) : -1, vl = kc_len_f(&v, i, fast);
+            int has_hdrs = has_h && (fast || kc_bit_valid(hl.valid, hl.voff, i));
             if (od > 2147483647 || od < -2147483648LL) {
                 res->err = 2;
                 res->err_row = i;
                 break;
             }
             if (has_hdrs) {
-                h0 = kc_off(&hl, i);
-                h1 = kc_off(&hl, i + 1);
+                h0 = kc_off_f(&hl, i, fast);
+                h1 = kc_off_f(&hl, i + 1, fast);
+            }
+            if (fast) {
+                /* Write first, size after: a bound of the body from the
+                   field lengths alone (the framing at its widest) says
+                   whether the record surely fits; the body is then written
+                   after room for its length varint at the bound's width and
+                   moved back in the rare case its own varint is narrower.
+                   Only when the bound does not fit is the record sized
+                   exactly, below.  No header key can be null here. */
+                int64_t bound = 1 + 10 + 5 + 5 + (kl >= 0 ? kl : 0) + 5 + (vl >= 0 ? vl : 0) + 5 + 10 * (h1 - h0);
+                if (h1 > h0)
+                    bound += (hk.offs32[h1] - hk.offs32[h0]) + (hv.offs32[h1] - hv.offs32[h0]);
+                if (bound < 0x7fffff00 && (i == r0 || 61 + (p - dst) + 5 + bound <= write_limit)) {
+                    int g = kc_varint_size((int32_t)bound), a;
+                    uint8_t *end = kc_put_body(p + g, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1, 1);
+                    body = end - (p + g);
+                    a = kc_varint_size((int32_t)body);
+                    if (a != g)
+                        memmove(p + a, p + g, (size_t)body);
+                    kc_write_varint(p, (int32_t)body);
+                    p += a + body;
+                    if (ts[i] > max_ts) max_ts = ts[i];
+                    last_off = off;
+                    continue;
+                }
+            }
+            if (has_hdrs) {
                 for (int64_t j = h0; j < h1; j++) {
-                    int32_t hkl = kc_col_len(&hk, j);
+                    int32_t hkl = kc_len_f(&hk, j, fast);
                     if (hkl < 0) {
                         res->err = 1;
                         res->err_row = i;
                         goto done;
                     }
-                    hs += kc_header_size(hkl, kc_col_len(&hv, j));
+                    hs += kc_header_size(hkl, kc_len_f(&hv, j, fast));
                 }
             }
             body = kc_record_body_size(td, (int32_t)od, kl, vl, (int32_t)(h1 - h0), hs);
             size = kc_varint_size((int32_t)body) + body;
             if (i > r0 && write_limit < 61 + (p - dst) + size)
                 break;
-            p = kc_put_record(p, (int32_t)body, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1);
+            p = kc_put_record(p, (int32_t)body, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1, fast);
             if (ts[i] > max_ts) max_ts = ts[i];
             last_off = off;
         }
@@ -178,6 +239,26 @@ cdef extern from *:
         res->written = p - dst;
         res->max_ts = max_ts;
         res->last_off = last_off;
+    }
+
+    /* Write records from row r0 into one batch's records region at dst, in a
+       single pass: each record is sized, checked against Kafka's batch.size
+       rule for an uncompressed batch (the first record always fits, then
+       61 + bytes so far + record <= write_limit) and written.  dst must hold
+       max(write_limit - 61, first record) bytes, or every remaining row, at
+       kc_rows_bound's count; a record written before its exact size is
+       known stays within its share of that count. */
+    static void kc_fill_batch(uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
+                              const kc_col_t *key, int has_key, const kc_col_t *value,
+                              const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
+                              const int64_t *ts, const int64_t *offsets, int64_t base_offset,
+                              kc_batch_fill_t *res) {
+        if (kc_cols_fast(key, has_key, value, hlist, has_h, hkey, hval))
+            kc_fill_batch_impl(dst, r0, n, write_limit, key, has_key, value, hlist, has_h, hkey, hval, ts,
+                               offsets, base_offset, res, 1);
+        else
+            kc_fill_batch_impl(dst, r0, n, write_limit, key, has_key, value, hlist, has_h, hkey, hval, ts,
+                               offsets, base_offset, res, 0);
     }
 
     /* The records of rows [r0, r1) at dst, one batch's records region, with
@@ -201,7 +282,7 @@ cdef extern from *:
                 h1 = kc_off(&hl, i + 1);
             }
             p = kc_put_record(p, bodies[i], ts[i] - first_ts, (int32_t)(off - first_off), &k, kl, &v, vl, i,
-                              &hk, &hv, h0, h1);
+                              &hk, &hv, h0, h1, 0);
         }
         return p - dst;
     }
