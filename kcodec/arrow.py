@@ -286,11 +286,26 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
     within the limit; the result equals what :class:`RecordBatchBuilder`
     writes for the same records and write limit.
     """
+    yield from _from_arrow(table, compression=compression, level=level, max_batch_bytes=max_batch_bytes,
+                           base_offset=base_offset, magic=magic, timestamp_type=timestamp_type,
+                           log_append_time=log_append_time, producer_id=producer_id, producer_epoch=producer_epoch,
+                           base_sequence=base_sequence, is_transactional=is_transactional,
+                           partition_leader_epoch=partition_leader_epoch,
+                           estimated_compression_ratio=estimated_compression_ratio)
+
+
+def _from_arrow(table: "pyarrow.Table", *, compression: Union[CompressionType, int, str] = "none",
+                level: Optional[int] = None, max_batch_bytes: int = 1_048_576, base_offset: int = 0,
+                magic: int = 2, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+                log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
+                base_sequence: int = -1, is_transactional: bool = False,
+                partition_leader_epoch: int = -1, estimated_compression_ratio: float = 1.0
+                ) -> Union[List[bytes], Iterator[bytes]]:
+    # A list when the batches are made in one native call (uncompressed v2), else a generator.
     pa = _pa()
     if magic != 2:
-        yield from _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset,
-                                      timestamp_type, log_append_time)
-        return
+        return _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset,
+                                  timestamp_type, log_append_time)
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     codec = get_codec(compression)
@@ -303,7 +318,7 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
         raise RecordBuilderError("from_arrow needs a 'value' column")
     n = len(value)
     if n == 0:
-        return
+        return []
     key = _column(table, "key")
     hdrs = _column(table, "headers")
     hdr_spec = hk_spec = hv_spec = None
@@ -335,10 +350,15 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
                codec.id != 0)
     if codec.id == 0:
         # Uncompressed: records are written straight into each batch's final bytes.
-        yield from encode_columnar(*columns, direct=(attributes, producer_id, producer_epoch, base_sequence,
-                                                     partition_leader_epoch, log_append_time if lat else -1))
-        return
-    out, rows, pos, first_ts, max_ts, first_off, last_off = encode_columnar(*columns)
+        return encode_columnar(*columns, direct=(attributes, producer_id, producer_epoch, base_sequence,
+                                                 partition_leader_epoch, log_append_time if lat else -1))
+    return _compressed_batches(encode_columnar(*columns), codec, lvl, base_sequence, log_append_time if lat else None,
+                               attributes, producer_id, producer_epoch, partition_leader_epoch)
+
+
+def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, attributes, producer_id,
+                        producer_epoch, partition_leader_epoch) -> Iterator[bytes]:
+    out, rows, pos, first_ts, max_ts, first_off, last_off = encoded
     mv = memoryview(out)
     # Per batch: one slice, one compression call and one native call that
     # writes header, CRC and payload into the result.
@@ -348,13 +368,16 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
         payload = codec.compress(mv[pos[b]:pos[b + 1]], lvl, magic=2)
         seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
         yield batch_bytes(payload, first_off[b], last_off[b] - first_off[b], first_ts[b],
-                          log_append_time if lat else max_ts[b], rows[b + 1] - rows[b], attributes,
-                          producer_id, producer_epoch, seq, partition_leader_epoch)
+                          max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
+                          attributes, producer_id, producer_epoch, seq, partition_leader_epoch)
 
 
 def from_arrow(table: "pyarrow.Table", **options) -> List[bytes]:
     """:func:`from_arrow_iter` as a list of batch bytes."""
-    return list(from_arrow_iter(table, **options))
+    batches = _from_arrow(table, **options)
+    # The native encoder's own list as it is: iterating it again would touch
+    # every batch object, long out of cache for large tables.
+    return batches if type(batches) is list else list(batches)
 
 
 def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset, timestamp_type,

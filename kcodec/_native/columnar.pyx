@@ -503,6 +503,29 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
 
 
 
+# from_arrow drops the GIL while it fills a batch once this many bytes of
+# batches were filled with it held: a switch costs more than a small batch's
+# fill, and other threads still get the GIL every ~0.1 ms of work.
+cdef enum:
+    _GIL_DROP_BYTES = 1 << 20
+
+
+cdef inline void _fill_direct(uint8_t *dst, int64_t r0, Py_ssize_t n, int64_t write_limit, const _Col *ck,
+                              bint has_key, const _Col *cv, const _Col *chl, bint has_h, const _Col *chk,
+                              const _Col *chv, const int64_t *ts, const int64_t *offs, int64_t base_offset,
+                              int64_t first_off, int16_t attributes, int64_t producer_id, int16_t producer_epoch,
+                              int32_t base_sequence, int32_t leader_epoch, int64_t lat,
+                              kc_batch_fill_t *res) noexcept nogil:
+    cdef int32_t seq
+    kc_fill_batch(dst + 61, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset, res)
+    if res.err == 0:
+        # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
+        seq = base_sequence if base_sequence < 0 else <int32_t>((<int64_t>base_sequence + r0) & 0x7fffffff)
+        _write_batch(dst, res.written, first_off, <int32_t>(res.last_off - first_off), ts[r0],
+                     lat if lat >= 0 else res.max_ts, <int32_t>(res.row_end - r0), attributes, producer_id,
+                     producer_epoch, seq, leader_epoch)
+
+
 cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col *cv, const _Col *chl, bint has_h,
                          const _Col *chk, const _Col *chv, const int64_t *ts, const int64_t *offs,
                          int64_t base_offset, int64_t write_limit, tuple direct):
@@ -513,8 +536,8 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
     rows when they are smaller), filled, and shrunk to what was written.
     """
     cdef int16_t attributes, producer_epoch
-    cdef int64_t producer_id, lat, r0 = 0, cap, first_off, count
-    cdef int32_t base_sequence, leader_epoch, seq
+    cdef int64_t producer_id, lat, r0 = 0, cap, first_off, held = 0
+    cdef int32_t base_sequence, leader_epoch
     attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat = direct
     cdef list out = []
     cdef kc_batch_fill_t res
@@ -527,16 +550,16 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
         blob = _raw_bytes(NULL, 61 + cap)
         dst = <uint8_t *>_raw_bytes_data(blob)
         first_off = offs[r0] if offs != NULL else base_offset + r0
-        with nogil:
-            kc_fill_batch(dst + 61, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs,
-                          base_offset, &res)
-            if res.err == 0:
-                count = res.row_end - r0
-                # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
-                seq = base_sequence if base_sequence < 0 else <int32_t>((<int64_t>base_sequence + r0) & 0x7fffffff)
-                _write_batch(dst, res.written, first_off, <int32_t>(res.last_off - first_off), ts[r0],
-                             lat if lat >= 0 else res.max_ts, <int32_t>count, attributes, producer_id,
-                             producer_epoch, seq, leader_epoch)
+        held += cap
+        if held >= _GIL_DROP_BYTES:
+            held = 0
+            with nogil:
+                _fill_direct(dst, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
+                             first_off, attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat,
+                             &res)
+        else:
+            _fill_direct(dst, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
+                         first_off, attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat, &res)
         if res.err:
             Py_DECREF(<object>blob)
             if res.err == 1:
