@@ -266,6 +266,8 @@ def _timestamps_ms(arr, n: int) -> np.ndarray:
         div = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
         vals = arr.fill_null(int(time.time() * 1000) * (div or 1)).to_numpy()
         return vals * 1000 if div is None else vals // div
+    if arr.null_count == 0:
+        return arr.cast(pa.int64()).to_numpy()  # no copy for an int64 column
     return arr.cast(pa.int64()).fill_null(int(time.time() * 1000)).to_numpy().astype(np.int64)
 
 
@@ -337,7 +339,7 @@ def _from_arrow(table: "pyarrow.Table", *, compression: Union[CompressionType, i
         if n > 1 and not np.all(np.diff(offsets) > 0):
             raise RecordBuilderError("the offset column must increase strictly")
     ts = np.ascontiguousarray(_timestamps_ms(_column(table, "timestamp"), n), dtype=np.int64)
-    if np.any((ts < 0) & (ts != -1)):
+    if n and ts.min() < -1:  # -1 (no timestamp) is the only negative Kafka accepts
         raise RecordBuilderError(f"Invalid negative timestamp {int(ts[(ts < 0) & (ts != -1)][0])}")
     attributes = codec.id
     if ts_type == TimestampType.LOG_APPEND_TIME:

@@ -503,6 +503,26 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
 
 
 
+cdef extern from *:
+    """
+    /* Shrink a new bytes object (its only reference) to n bytes.  A batch
+       is allocated at a bound and filled to within a record of it: when
+       little would be returned, the size field is set in place (the object
+       keeps its allocation) instead of a realloc, which splits the block
+       and leaves the allocator a small free chunk to sort per batch. */
+    static int kc_bytes_shrink(PyObject **b, Py_ssize_t n) {
+        Py_ssize_t have = PyBytes_GET_SIZE(*b);
+        if (have - n <= 1024 || have - n <= have / 32) {
+            Py_SET_SIZE(*b, n);
+            PyBytes_AS_STRING(*b)[n] = 0;
+            return 0;
+        }
+        return _PyBytes_Resize(b, n);
+    }
+    """
+    int kc_bytes_shrink(PyObject **b, Py_ssize_t n) except -1
+
+
 # from_arrow drops the GIL while it fills a batch once this many bytes of
 # batches were filled with it held: a switch costs more than a small batch's
 # fill, and other threads still get the GIL every ~0.1 ms of work.
@@ -566,7 +586,7 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
                 raise RecordBuilderError(f"row {res.err_row}: header keys must not be null")
             raise RecordBuilderError(f"row {res.err_row}: offset too far from the first offset of its batch")
         if res.written != cap:
-            _PyBytes_Resize(&blob, 61 + res.written)
+            kc_bytes_shrink(&blob, 61 + res.written)
         out.append(<object>blob)
         Py_DECREF(<object>blob)
         r0 = res.row_end
