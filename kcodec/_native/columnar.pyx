@@ -12,7 +12,7 @@ from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
 
-from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data
+from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_bytes_shrink
 
 import numpy as np
 cimport numpy as cnp
@@ -503,24 +503,6 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
 
 
 
-cdef extern from *:
-    """
-    /* Shrink a new bytes object (its only reference) to n bytes.  A batch
-       is allocated at a bound and filled to within a record of it: when
-       little would be returned, the size field is set in place (the object
-       keeps its allocation) instead of a realloc, which splits the block
-       and leaves the allocator a small free chunk to sort per batch. */
-    static int kc_bytes_shrink(PyObject **b, Py_ssize_t n) {
-        Py_ssize_t have = PyBytes_GET_SIZE(*b);
-        if (have - n <= 1024 || have - n <= have / 32) {
-            Py_SET_SIZE(*b, n);
-            PyBytes_AS_STRING(*b)[n] = 0;
-            return 0;
-        }
-        return _PyBytes_Resize(b, n);
-    }
-    """
-    int kc_bytes_shrink(PyObject **b, Py_ssize_t n) except -1
 
 
 # from_arrow drops the GIL while it fills a batch once this many bytes of

@@ -9,6 +9,10 @@ cdef extern from "Python.h":
     PyObject *_raw_bytes "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t size) except NULL
     char *_raw_bytes_data "PyBytes_AS_STRING"(PyObject *b)
 
+cdef extern from "kc_pybytes.h":
+    # a new bytes object shrunk to n bytes (see the header)
+    int kc_bytes_shrink(PyObject **b, Py_ssize_t n) except -1
+
 cdef extern from "kc_crc.h" nogil:
     uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
     uint32_t kc_crc32c_portable(uint32_t crc, const uint8_t *buf, size_t len)

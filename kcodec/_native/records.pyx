@@ -22,7 +22,7 @@ cimport numpy as cnp
 
 from kcodec._native.primitives cimport kc_crc32c, kc_store_be16, kc_store_be32, kc_store_be64
 from kcodec._native.primitives cimport kc_load_be16, kc_load_be32, kc_load_be64
-from kcodec._native.primitives cimport kc_varint_size
+from kcodec._native.primitives cimport kc_varint_size, kc_bytes_shrink
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (BufferReleasedError, CorruptRecordError, InvalidRecordError, KcodecError,
                            RecordBuilderError)
@@ -1053,8 +1053,7 @@ cdef class BatchBuilderCore:
                                   self.producer_id, self.producer_epoch, self.base_sequence, self._count)
         self._built = True
         if self.pool is None:
-            if total != self._cap:
-                _PyBytes_Resize(&self._store, total)
+            kc_bytes_shrink(&self._store, total)
             out = <object>self._store
             Py_DECREF(out)
             self._store = NULL
