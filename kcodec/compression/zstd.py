@@ -31,6 +31,7 @@ __all__ = ["ZstdCodec", "ZSTD_WINDOW_LOG_MAX"]
 #: zstd-jni decodes with libzstd's default ``ZSTD_d_windowLogMax``: windows up to 128 MiB.
 ZSTD_WINDOW_LOG_MAX = 27
 _MAX_PIECE = 64 * 1024 * 1024
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CACHED_LEVELS = 4
 
 
@@ -112,8 +113,16 @@ class ZstdCodec(Codec):
             raise LimitExceededError(
                 f"zstd: the frames declare {content_size} bytes, more than the limit of {max_size}",
                 position=0)
-        reader = self._decompressor().stream_reader(view, read_across_frames=True)
         error = self._zstd.ZstdError  # type: ignore[union-attr]
+        if frames == 1 and 0 <= bound <= max_size and view[:4] == _ZSTD_MAGIC:
+            # One frame first (as Java writes per batch; zstd_scan allows only
+            # skippable frames after it) whose blocks cannot decode to more
+            # than the limit: one call into an output at that bound.
+            try:
+                return self._decompressor().decompress(view, max_output_size=max(bound, 1))
+            except error as exc:
+                raise CorruptCompressedDataError(f"zstd: {exc}", position=0) from None
+        reader = self._decompressor().stream_reader(view, read_across_frames=True)
         # First read: the declared size, else the blocks' upper bound, which
         # is tight for zstd's 128 KiB blocks; never more than the budget + 1.
         expected = content_size if content_size >= 0 else bound
