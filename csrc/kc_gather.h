@@ -83,32 +83,68 @@ static inline int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8
     const uint8_t *pf = end, *pf_end = stream ? end : end + (end - p < 262144 ? end - p : 262144);
     for (int32_t j = 0; j < count; j++) {
         kc_record_t r;
-        int64_t used = stream ? kc_parse_record_stream(p, end, &r) : kc_parse_record(p, end, &r);
-        if (used < 0) {
+        const uint8_t *bound, *body;
+        int len_n = kc_parse_record_length(p, end, stream, &r, &bound);
+        if (len_n < 0 || kc_parse_record_fields(body = p + len_n, bound, &r) < 0) {
             rc = 1;
             break;
+        }
+        if (headers) {
+            /* Headers are checked and gathered in one walk; a bad one takes
+               back what this record put in the header columns. */
+            const uint8_t *hp = r.headers_start;
+            const int64_t nh0 = nh, hk_len0 = hk_len, hv_len0 = hv_len, hv_nulls0 = hv_nulls;
+            for (int32_t h = 0; h < r.header_count; h++) {
+                kc_header_t hd;
+                int used = kc_parse_header(hp, bound, &hd);
+                if (used < 0) {
+                    rc = 1;
+                    break;
+                }
+                hp += used;
+                KC_PUT(hk, nh, hd.key, hd.key_len);
+                KC_PUT(hv, nh, hd.value, hd.value_len);
+                nh++;
+            }
+            if (rc == 0 && hp - body != r.length)
+                rc = 1;
+            if (rc) {
+                for (int64_t x = nh0; x < nh; x++)
+                    hv_nullmap[x >> 3] &= (uint8_t)~(1u << (x & 7));
+                nh = nh0;
+                hk_len = hk_len0;
+                hv_len = hv_len0;
+                hv_nulls = hv_nulls0;
+                break;
+            }
+            r.end = hp;
+            if (r.header_count == 0) {
+                hnm[n >> 3] |= (uint8_t)(1u << (n & 7));
+                hnulls++;
+            }
+            o_hl[n + 1] = (int32_t)nh;
+        } else {
+            const uint8_t *hp = r.headers_start;
+            for (int32_t h = 0; h < r.header_count; h++) {
+                kc_header_t hd;
+                int used = kc_parse_header(hp, bound, &hd);
+                if (used < 0) {
+                    rc = 1;
+                    break;
+                }
+                hp += used;
+            }
+            if (rc == 0 && hp - body != r.length)
+                rc = 1;
+            if (rc)
+                break;
+            r.end = hp;
         }
         o_off[n] = base_off + r.offset_delta;
         o_ts[n] = lat ? max_ts : base_ts + r.timestamp_delta;
         o_ty[n] = lat ? 1 : 0;
         KC_PUT(k, n, r.key, r.key_len);
         KC_PUT(v, n, r.value, r.value_len);
-        if (headers) {
-            const uint8_t *hp = r.headers_start;
-            for (int32_t h = 0; h < r.header_count; h++) {
-                kc_header_t hd;
-                /* kc_parse_record has checked every header of this record */
-                hp += kc_parse_header(hp, r.end, &hd);
-                KC_PUT(hk, nh, hd.key, hd.key_len);
-                KC_PUT(hv, nh, hd.value, hd.value_len);
-                nh++;
-            }
-            if (r.header_count == 0) {
-                hnm[n >> 3] |= (uint8_t)(1u << (n & 7));
-                hnulls++;
-            }
-            o_hl[n + 1] = (int32_t)nh;
-        }
         n++;
         p = r.end;
         if (pf < pf_end) {

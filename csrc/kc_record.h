@@ -198,8 +198,10 @@ static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_heade
     return (int)(p - start);
 }
 
-/* The record body from `body` (attributes onwards), fields bounded by end. */
-static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, kc_record_t *r)
+/* The record body from `body` (attributes onwards) up to and including the
+ * header count, fields bounded by end; r->headers_start is then the first
+ * header byte.  Returns KC_REC_OK or a negative KC_REC_*. */
+static inline int kc_parse_record_fields(const uint8_t *body, const uint8_t *end, kc_record_t *r)
 {
     const uint8_t *p = body;
     int n;
@@ -239,9 +241,19 @@ static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, 
     if (r->header_count < 0) { r->bad_value = r->header_count; return KC_REC_NEG_HEADERS; }
     if (r->header_count > end - p) { r->bad_value = r->header_count; return KC_REC_MANY_HEADERS; }
     r->headers_start = p;
+    return KC_REC_OK;
+}
+
+/* The record body from `body` (attributes onwards), fields bounded by end. */
+static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, kc_record_t *r)
+{
+    const uint8_t *p;
+    int rc = kc_parse_record_fields(body, end, r);
+    if (rc < 0) return rc;
+    p = r->headers_start;
     for (int32_t i = 0; i < r->header_count; i++) {
         kc_header_t h;
-        int rc = kc_parse_header(p, end, &h);
+        rc = kc_parse_header(p, end, &h);
         if (rc < 0) { r->bad_value = h.bad_value; return rc; }
         p += rc;
     }
@@ -251,19 +263,41 @@ static inline int kc_parse_record_body(const uint8_t *body, const uint8_t *end, 
     return KC_REC_OK;
 }
 
+/* The length prefix at p, read as Kafka reads an uncompressed batch
+ * (stream 0) or a decompressed stream (stream 1): returns the prefix's size
+ * and sets *bound, the end the body's fields are bounded by, or returns a
+ * negative KC_REC_*. */
+static inline int kc_parse_record_length(const uint8_t *p, const uint8_t *end, int stream, kc_record_t *r,
+                                         const uint8_t **bound)
+{
+    int n;
+    if (p >= end) return KC_REC_EOF;
+    n = kc_rec_varint(p, end, &r->length);
+    if (stream) {
+        /* EOF reads as 0xFF bytes in Kafka, so a cut prefix becomes "Varint is too long",
+         * and a negative length fails ByteBuffer.allocate: both are "premature EOF". */
+        if (n < 0 || r->length < 0) return KC_REC_EOF;
+        if (r->length > end - (p + n)) return KC_REC_STREAM_SHORT;
+        *bound = p + n + r->length;
+    } else {
+        /* Kafka: BufferUnderflowException on the length prefix is "premature EOF";
+         * an over-long prefix escapes Kafka as IllegalArgumentException, reported here as structure. */
+        if (n == KC_VARINT_TRUNCATED) return KC_REC_EOF;
+        if (n < 0) return KC_REC_STRUCTURE;
+        if (r->length > end - (p + n)) { r->bad_value = (int32_t)(end - (p + n)); return KC_REC_SHORT; }
+        *bound = end;
+    }
+    return n;
+}
+
 /* Parse one record of an uncompressed batch whose records region ends at end.
  * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
 static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
 {
-    int n, rc;
-    if (p >= end) return KC_REC_EOF;
-    n = kc_rec_varint(p, end, &r->length);
-    /* Kafka: BufferUnderflowException on the length prefix is "premature EOF";
-     * an over-long prefix escapes Kafka as IllegalArgumentException, reported here as structure. */
-    if (n == KC_VARINT_TRUNCATED) return KC_REC_EOF;
-    if (n < 0) return KC_REC_STRUCTURE;
-    if (r->length > end - (p + n)) { r->bad_value = (int32_t)(end - (p + n)); return KC_REC_SHORT; }
-    rc = kc_parse_record_body(p + n, end, r);
+    const uint8_t *bound;
+    int rc, n = kc_parse_record_length(p, end, 0, r, &bound);
+    if (n < 0) return n;
+    rc = kc_parse_record_body(p + n, bound, r);
     if (rc < 0) return rc;
     return r->end - p;
 }
@@ -272,14 +306,10 @@ static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_r
  * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
 static inline int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
 {
-    int n, rc;
-    if (p >= end) return KC_REC_EOF;
-    n = kc_rec_varint(p, end, &r->length);
-    /* EOF reads as 0xFF bytes in Kafka, so a cut prefix becomes "Varint is too long",
-     * and a negative length fails ByteBuffer.allocate: both are "premature EOF". */
-    if (n < 0 || r->length < 0) return KC_REC_EOF;
-    if (r->length > end - (p + n)) return KC_REC_STREAM_SHORT;
-    rc = kc_parse_record_body(p + n, p + n + r->length, r);
+    const uint8_t *bound;
+    int rc, n = kc_parse_record_length(p, end, 1, r, &bound);
+    if (n < 0) return n;
+    rc = kc_parse_record_body(p + n, bound, r);
     if (rc < 0) return rc;
     return r->end - p;
 }

@@ -536,3 +536,68 @@ def test_to_arrow_after_fork(small_column_cache):
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _object_outcome(data):
+    try:
+        return [(r.offset, r.timestamp, r.key, r.value, [(k.encode("utf-8", "surrogateescape"), v) for k, v in r.headers])
+                for b in read_batches(data, validate=False) for r in b]
+    except kcodec.KcodecError as exc:
+        return (type(exc), str(exc))
+
+
+def _arrow_outcome(data, headers=True):
+    try:
+        t = kcodec.to_arrow(data, validate=False, headers=headers)
+    except kcodec.KcodecError as exc:
+        return (type(exc), str(exc))
+    try:
+        hs = t.column("headers").to_pylist() if headers else [None] * t.num_rows
+    except UnicodeDecodeError:  # a header key of invalid UTF-8 in Arrow's string column
+        return "undecodable header key"
+    return [(o, ts.timestamp() * 1000 // 1, k, v, [(h["key"].encode("utf-8", "surrogateescape"), h["value"])
+                                                     for h in (hl or [])])
+            for o, ts, k, v, hl in zip(t.column("offset").to_pylist(), t.column("timestamp").to_pylist(),
+                                       t.column("key").to_pylist(), t.column("value").to_pylist(), hs)]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_damaged_records_give_the_object_paths_outcome(codec):
+    """Every byte of the records flipped, checksums off: to_arrow's one-walk gather of records and
+    headers either yields what the object path yields or raises the object path's error."""
+    b = kcodec.RecordBatchBuilder(compression=codec)
+    for i in range(5):
+        b.append(None if i == 2 else b"k%d" % i, b"v" * (i * 7), T0 + i,
+                 [("a", b"x"), ("bb", None)] if i % 2 else [("c", b"yz")])
+    good = bytes(b.build())
+    if codec == "none":
+        positions, mutate = range(61, len(good)), lambda d, i, x: d.__setitem__(i, d[i] ^ x)
+        cases = []
+        for i in positions:
+            for x in (0x01, 0x40, 0x80, 0xFF):
+                d = bytearray(good)
+                mutate(d, i, x)
+                cases.append(bytes(d))
+    else:
+        # Damage the decompressed records, then compress them again under a fresh header.
+        region = kcodec.get_codec("gzip").decompress(good[61:])
+        cases = []
+        for i in range(len(region)):
+            for x in (0x01, 0x80, 0xFF):
+                r = bytearray(region)
+                r[i] ^= x
+                payload = kcodec.get_codec("gzip").compress(bytes(r))
+                d = bytearray(good[:61] + payload)
+                d[8:12] = (len(d) - 12).to_bytes(4, "big")
+                cases.append(bytes(d))
+    differing = 0
+    for data in cases:
+        obj, arr = _object_outcome(data), _arrow_outcome(data)
+        if arr == "undecodable header key":
+            continue
+        if isinstance(obj, list) and isinstance(arr, list):
+            assert [(o, ts, k, v, h) for o, ts, k, v, h in arr] == obj
+        else:
+            assert arr == obj
+        differing += obj != _object_outcome(good)
+    assert differing > len(cases) // 4  # the damage mostly matters
