@@ -1111,6 +1111,38 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     return err
 
 
+cdef int _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total) noexcept nogil:
+    """Reserve, once the first batches are in, what all ``rows`` records will need.
+
+    Growing by doubling copies each column about once more in all; sizing
+    from what ``seen`` of the ``total`` input bytes produced (with an eighth
+    to spare) leaves growth for uneven data only.  0, or -1 out of memory.
+    """
+    cdef int k
+    cdef double scale
+    cdef int64_t want
+    if seen <= 0 or a.n <= 0 or rows <= a.n:
+        return 0
+    scale = <double>total / <double>seen * 1.125
+    for k in range(4 if a.headers else 2):
+        want = <int64_t>(a.g[3 * k].len * scale) + 64
+        if want > 2147483647:
+            want = 2147483647
+        if want > a.g[3 * k].len and _reserve(&a.g[3 * k], want - a.g[3 * k].len) < 0:
+            return -1
+        # int32 offsets: one per record (key, value) or per header, with the same spare
+        want = (rows if k < 2 else <int64_t>(a.nh * scale) + 16) + 1
+        if _reserve(&a.g[3 * k + 1], 4 * want - a.g[3 * k + 1].len) < 0:
+            return -1
+        if _reserve(&a.g[3 * k + 2], want // 8 + 2 - a.g[3 * k + 2].len, True) < 0:
+            return -1
+    if (_reserve(&a.g[_G_OFFSET], 8 * (rows - a.n)) < 0 or _reserve(&a.g[_G_TS], 8 * (rows - a.n)) < 0
+            or _reserve(&a.g[_G_TYPE], 4 * (rows - a.n)) < 0 or _reserve(&a.g[_G_HLIST], 4 * (rows - a.n)) < 0
+            or _reserve(&a.g[_G_HNULL], (rows + 7) // 8 + 2 - a.g[_G_HNULL].len, True) < 0):
+        return -1
+    return 0
+
+
 cdef object _validity(_Grow *g, int64_t rows, int64_t nulls):
     if not nulls:
         return None
@@ -1253,6 +1285,7 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     cdef int64_t rc = 0
     cdef uint8_t attrs
     cdef int err = 0
+    cdef bint presized = False
     cdef _Acc a
     if _acc_init(&a, headers) < 0:
         _acc_free(&a)
@@ -1274,6 +1307,9 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
                                    <int64_t>kc_load_be64(buf + pos), <int64_t>kc_load_be64(buf + pos + 27),
                                    <int64_t>kc_load_be64(buf + pos + 35), (attrs & 0x08) != 0, False)
                 pos += size
+                if not presized and err == 0 and pos >= 65536:
+                    presized = True
+                    err = _acc_presize(&a, n, pos, length)
         if err == -1:
             raise MemoryError()
         if err == -2:
