@@ -73,15 +73,21 @@ typedef struct {
     const uint8_t *value;
 } kc_header_t;
 
-/* Record fields are mostly one-byte varints (attributes aside: deltas, short
- * lengths, header counts): decode those inline and leave the rest to
- * kc_varint.h, which applies Kafka's rules for longer encodings. */
+/* Record fields are mostly one- or two-byte varints (deltas, lengths, header
+ * counts): decode those inline and leave the rest to kc_varint.h, which
+ * applies Kafka's rules for longer encodings. */
 static inline int kc_rec_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
 {
     if (p < end && p[0] < 0x80) {
         uint32_t z = p[0];
         *out = (int32_t)((z >> 1) ^ (~(z & 1) + 1));
         return 1;
+    }
+    /* two bytes: lengths of 64 to 8191 bytes, the usual key, value and record */
+    if (end - p >= 2 && p[1] < 0x80) {
+        uint32_t z = (p[0] & 0x7fu) | ((uint32_t)p[1] << 7);
+        *out = (int32_t)((z >> 1) ^ (~(z & 1) + 1));
+        return 2;
     }
     return kc_read_varint(p, end, out);
 }
