@@ -161,8 +161,9 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     """
     pa = _pa()
     schema = kafka_schema(headers, batch_fields)
+    total = 0
     try:
-        memoryview(buffer)
+        total = memoryview(buffer).nbytes
     except TypeError:
         batches = buffer
     else:
@@ -182,6 +183,12 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
         before = acc.n
         if batch.magic >= 2:
             _add_v2(acc, batch)
+            if total:
+                seen = batch.position + batch.size_in_bytes
+                if seen >= 65536:
+                    # Columns sized for the whole buffer: growing them would copy them again.
+                    acc.presize(seen, total)
+                    total = 0
         else:
             _add_legacy(acc, batch)
         if batch_fields and acc.n > before:

@@ -1112,7 +1112,7 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
 
 
 cdef int _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total) noexcept nogil:
-    """Reserve, once the first batches are in, what all ``rows`` records will need.
+    """Reserve, once the first batches are in, what all ``rows`` records (<= 0: estimated) will need.
 
     Growing by doubling copies each column about once more in all; sizing
     from what ``seen`` of the ``total`` input bytes produced (with an eighth
@@ -1121,9 +1121,13 @@ cdef int _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total) noexce
     cdef int k
     cdef double scale
     cdef int64_t want
-    if seen <= 0 or a.n <= 0 or rows <= a.n:
+    if seen <= 0 or a.n <= 0 or total <= seen:
         return 0
     scale = <double>total / <double>seen * 1.125
+    if rows <= 0:  # not known: as many per input byte as so far
+        rows = <int64_t>(a.n * scale) + 16
+    if rows <= a.n:
+        return 0
     for k in range(4 if a.headers else 2):
         want = <int64_t>(a.g[3 * k].len * scale) + 64
         if want > 2147483647:
@@ -1183,6 +1187,11 @@ cdef class ColumnAccumulator:
 
     def __dealloc__(self):
         _acc_free(&self.a)
+
+    def presize(self, int64_t seen, int64_t total) -> None:
+        """Reserve room for a whole input of ``total`` bytes, judged by what its first ``seen`` bytes gave."""
+        if _acc_presize(&self.a, 0, seen, total) < 0:
+            raise MemoryError()
 
     def add(self, data, int32_t count, int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
             bint log_append_time, bint stream) -> bool:
