@@ -234,6 +234,28 @@ def test_magic_selects_the_builder_however_it_is_passed():
         Producer(magic=1)
 
 
+def test_headers_from_sequences_that_make_their_items():
+    # A header pair that is not a tuple may hand out new objects on each
+    # iteration: the key's bytes must outlive the scan (AddressSanitizer
+    # builds catch a pointer into a freed key).
+    class Pair:
+        def __init__(self, i):
+            self.i = i
+
+        def __iter__(self):
+            yield "key-%d-" % self.i + "x" * 600
+            yield bytearray(b"value")
+
+    b = RecordBatchBuilder()
+    for i in range(20):
+        assert b.has_room_for(b"k", b"v", [Pair(i)], TS)
+        b.append(b"k", b"v", TS, [Pair(i), Pair(i + 1000), ("plain", b"v"), (b"raw", None)])
+        ["y" * 600 for _ in range(20)]  # reuse freed memory
+    for i, r in enumerate(one(bytes(b.build())).records()):
+        assert list(r.headers) == [("key-%d-" % i + "x" * 600, b"value"), ("key-%d-" % (i + 1000) + "x" * 600, b"value"),
+                                   ("plain", b"v"), ("raw", None)]
+
+
 def test_accepts_any_buffer():
     data = build([(memoryview(b"key"), bytearray(b"value"), TS)])
     for buf in (data, bytearray(data), memoryview(data)):

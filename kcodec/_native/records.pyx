@@ -500,6 +500,62 @@ cdef inline bint _is_none_codec(compression):
     return False
 
 
+cdef extern from *:
+    """
+    /* Borrowed-reference reads for the builder's header scan. */
+    static inline PyObject *kc_seq_item(PyObject *seq, int is_list, Py_ssize_t i) {
+        return is_list ? PyList_GET_ITEM(seq, i) : PyTuple_GET_ITEM(seq, i);
+    }
+    static inline int kc_is_pair(PyObject *o) { return PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2; }
+    static inline PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i) { return PyTuple_GET_ITEM(t, i); }
+    static inline int kc_is_bytes(PyObject *o) { return PyBytes_CheckExact(o); }
+    static inline int kc_is_str(PyObject *o) { return PyUnicode_CheckExact(o); }
+    static inline int kc_is_none(PyObject *o) { return o == Py_None; }
+    static inline const char *kc_bytes_data(PyObject *o) { return PyBytes_AS_STRING(o); }
+    static inline Py_ssize_t kc_bytes_len(PyObject *o) { return PyBytes_GET_SIZE(o); }
+    """
+    PyObject *kc_seq_item(PyObject *seq, bint is_list, Py_ssize_t i)
+    bint kc_is_pair(PyObject *o)
+    PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i)
+    bint kc_is_bytes(PyObject *o)
+    bint kc_is_str(PyObject *o)
+    bint kc_is_none(PyObject *o)
+    const char *kc_bytes_data(PyObject *o)
+    Py_ssize_t kc_bytes_len(PyObject *o)
+    const char *kc_utf8 "PyUnicode_AsUTF8AndSize"(PyObject *o, Py_ssize_t *size) except NULL
+
+
+cdef list _header_slow(h, const char **kp, Py_ssize_t *kl, const char **vp, Py_ssize_t *vl, list keep):
+    # Any other header: a 2-sequence, a key of any buffer, a value of any buffer.  Every
+    # object a pointer points into is kept, since h may hand out new objects.
+    if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
+        hk = (<tuple>h)[0]
+        hv = (<tuple>h)[1]
+    else:
+        hk, hv = h
+    if hk is None:
+        raise RecordBuilderError("Invalid null header key found in headers")
+    if keep is None:
+        keep = []
+    if type(hk) is str:
+        kp[0] = PyUnicode_AsUTF8AndSize(hk, kl)
+        keep.append(hk)
+    else:
+        b = hk if type(hk) is bytes else bytes(memoryview(hk))
+        keep.append(b)
+        kp[0] = PyBytes_AS_STRING(b)
+        kl[0] = PyBytes_GET_SIZE(b)
+    if hv is None:
+        vp[0] = NULL
+        vl[0] = -1
+    else:
+        b = _to_bytes(hv)
+        keep.append(b)
+        vp[0] = PyBytes_AS_STRING(b)
+        vl[0] = PyBytes_GET_SIZE(b)
+    return keep
+
+
 cdef class BatchBuilderCore:
     """Native state and per-record work of :class:`~kcodec.records.RecordBatchBuilder`.
 
@@ -754,12 +810,18 @@ cdef class BatchBuilderCore:
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size):
         # Pointers and lengths of every header key and value into the scratch arrays;
         # returns the temporaries those pointers need alive (None when there are none).
+        # headers is a list or a tuple, which keeps every (str|bytes, bytes|None)
+        # pair in it alive: those are read through borrowed references.
         cdef list keep = None
+        cdef bint is_list = type(headers) is list
         cdef Py_ssize_t n = len(headers), i
-        cdef Py_ssize_t kl, vl
+        cdef Py_ssize_t kl = 0, vl = 0
         cdef const char *kp
-        cdef const char *vp
+        cdef const char *vp = NULL
         cdef int64_t total = 0
+        cdef PyObject *h
+        cdef PyObject *hk
+        cdef PyObject *hv
         if n > INT32_MAX_:
             raise RecordBuilderError("too many headers")
         if n > self._hcap:
@@ -770,39 +832,26 @@ cdef class BatchBuilderCore:
                 raise MemoryError()
             self._hcap = n
         for i in range(n):
-            h = headers[i]
-            if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
-                hk = (<tuple>h)[0]
-                hv = (<tuple>h)[1]
-            else:
-                hk, hv = h
-            if type(hk) is str:
-                kp = PyUnicode_AsUTF8AndSize(hk, &kl)
-            elif hk is None:
-                raise RecordBuilderError("Invalid null header key found in headers")
-            else:
-                if type(hk) is bytes:
-                    b = hk
-                else:
-                    b = bytes(memoryview(hk))
-                    if keep is None:
-                        keep = []
-                    keep.append(b)
-                kp = PyBytes_AS_STRING(b)
-                kl = PyBytes_GET_SIZE(b)
-            if hv is None:
-                vp = NULL
-                vl = -1
-            elif type(hv) is bytes:
-                vp = PyBytes_AS_STRING(hv)
-                vl = PyBytes_GET_SIZE(hv)
-            else:
-                b = _to_bytes(hv)
-                if keep is None:
-                    keep = []
-                keep.append(b)
-                vp = PyBytes_AS_STRING(b)
-                vl = PyBytes_GET_SIZE(b)
+            h = kc_seq_item(<PyObject *>headers, is_list, i)
+            kp = NULL
+            if kc_is_pair(h):
+                hk = kc_tuple_item(h, 0)
+                hv = kc_tuple_item(h, 1)
+                if kc_is_bytes(hv) or kc_is_none(hv):
+                    if kc_is_str(hk):
+                        kp = kc_utf8(hk, &kl)
+                    elif kc_is_bytes(hk):
+                        kp = kc_bytes_data(hk)
+                        kl = kc_bytes_len(hk)
+                if kp != NULL:
+                    if kc_is_none(hv):
+                        vp = NULL
+                        vl = -1
+                    else:
+                        vp = kc_bytes_data(hv)
+                        vl = kc_bytes_len(hv)
+            if kp == NULL:
+                keep = _header_slow(<object>h, &kp, &kl, &vp, &vl, keep)
             if kl > INT32_MAX_ - 5 or vl > INT32_MAX_ - 5:
                 raise RecordBuilderError("header of more than 2 GiB")
             self._hptr[2 * i] = kp
