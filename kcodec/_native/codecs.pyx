@@ -18,7 +18,8 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 
-from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_load_be32, kc_load_le32
+from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_load_be32, kc_load_le32, kc_store_be32
+from kcodec._native.primitives cimport kc_bytes_shrink
 
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
@@ -673,6 +674,51 @@ cdef inline void _le32(uint8_t *p, uint32_t v) noexcept nogil:
     p[1] = (v >> 8) & 0xFF
     p[2] = (v >> 16) & 0xFF
     p[3] = v >> 24
+
+
+def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py_ssize_t max_block_out) -> bytes:
+    """snappy-java's framing of ``data``: ``header``, then per ``block_size`` bytes a big-endian length and a block.
+
+    ``compress_into(block, out)`` compresses one block into the writable
+    view ``out`` (``max_block_out`` bytes, the library's bound for a full
+    block) and returns the bytes written.  Blocks go straight into the
+    result, which is allocated once and shrunk at the end.
+    """
+    cdef Py_buffer view, hview
+    cdef Py_ssize_t nblocks, bound, pos, start, written
+    cdef PyObject *out
+    cdef uint8_t *o
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    PyObject_GetBuffer(header, &hview, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        nblocks = (view.len + block_size - 1) // block_size
+        bound = hview.len + nblocks * (4 + max_block_out)
+        out = _raw_bytes(NULL, bound)
+        o = <uint8_t *>_raw_bytes_data(out)
+        memcpy(o, hview.buf, hview.len)
+        pos = hview.len
+        src = memoryview(data).cast("B")
+        dst = PyMemoryView_FromMemory(<char *>o, bound, PyBUF_WRITE)
+        try:
+            for start in range(0, view.len, block_size):
+                written = compress_into(src[start:start + block_size], dst[pos + 4:pos + 4 + max_block_out])
+                if written < 0 or written > max_block_out:
+                    raise ValueError(f"snappy: the library reported {written} bytes for one block")
+                kc_store_be32(o + pos, <uint32_t>written)
+                pos += 4 + written
+        except BaseException:
+            dst.release()
+            Py_DECREF(<object>out)
+            raise
+        dst.release()
+        src.release()
+        kc_bytes_shrink(&out, pos)
+        result = <object>out
+        Py_DECREF(result)
+        return result
+    finally:
+        PyBuffer_Release(&hview)
+        PyBuffer_Release(&view)
 
 
 def lz4_frame_compress(data, header, int level, size_t compress_addr, size_t compress_hc_addr,

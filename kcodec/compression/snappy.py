@@ -22,7 +22,7 @@ import struct
 from types import ModuleType
 from typing import Any, Callable, List, Optional
 
-from kcodec._native.codecs import alloc_bytes, snappy_scan
+from kcodec._native.codecs import alloc_bytes, snappy_frame_compress, snappy_scan
 from kcodec.compression._lib import byte_view, import_library, library_version
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
 from kcodec.errors import CodecLibraryMissingError, CorruptCompressedDataError
@@ -48,6 +48,8 @@ class SnappyCodec(Codec):
         self._module: Optional[ModuleType] = None
         self._compress_block: Optional[Callable[[Any], Any]] = None
         self._decompress_into: Optional[Callable[[memoryview, memoryview], int]] = None
+        self._compress_into: Optional[Callable[[memoryview, memoryview], int]] = None
+        self._max_block_out = 0
         self._errors: tuple = ()
 
     def __reduce__(self):
@@ -65,6 +67,8 @@ class SnappyCodec(Codec):
             return
         self._module = cj
         self._compress_block = cj.snappy.compress_raw
+        self._compress_into = cj.snappy.compress_raw_into
+        self._max_block_out = cj.snappy.compress_raw_max_len(bytes(SNAPPY_JAVA_BLOCK_SIZE))
         self._decompress_into = cj.snappy.decompress_raw_into
         self._errors = (cj.DecompressionError,)
 
@@ -92,6 +96,10 @@ class SnappyCodec(Codec):
         self.resolve_level(level)
         self.load()
         view = byte_view(data)
+        if self._compress_into is not None:
+            # Each block compressed straight into the result.
+            return snappy_frame_compress(view, SNAPPY_JAVA_HEADER, SNAPPY_JAVA_BLOCK_SIZE, self._compress_into,
+                                         self._max_block_out)
         compress_block = self._compress_block
         pieces: List[Any] = [SNAPPY_JAVA_HEADER]
         for start in range(0, len(view), SNAPPY_JAVA_BLOCK_SIZE):
