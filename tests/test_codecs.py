@@ -304,6 +304,29 @@ def test_snappy_chunks_cut_every_32k():
     assert sizes == [32768, 32768, 32768, 100_000 - 3 * 32768]
 
 
+def test_snappy_framing_into_one_result_checks_the_library():
+    import cramjam
+    from kcodec._native.codecs import snappy_frame_compress
+
+    data = bytes(random.Random(2).getrandbits(8) for _ in range(70_000)) + b"a" * 30_000
+    bound = cramjam.snappy.compress_raw_max_len(bytes(32768))
+    out = snappy_frame_compress(data, b"HEAD", 32768, cramjam.snappy.compress_raw_into, bound)
+    expected = [b"HEAD"]
+    for i in range(0, len(data), 32768):
+        block = bytes(cramjam.snappy.compress_raw(data[i:i + 32768]))
+        expected += [struct.pack(">i", len(block)), block]
+    assert out == b"".join(expected)
+    assert snappy_frame_compress(b"", b"HEAD", 32768, cramjam.snappy.compress_raw_into, bound) == b"HEAD"
+    for lie in (-1, bound + 1):
+        with pytest.raises(ValueError, match=f"reported {lie} bytes"):
+            snappy_frame_compress(data, b"HEAD", 32768, lambda src, dst: lie, bound)
+
+    def boom(src, dst):
+        raise RuntimeError("library failure")
+    with pytest.raises(RuntimeError, match="library failure"):
+        snappy_frame_compress(data, b"HEAD", 32768, boom, bound)
+
+
 def _snappy_preamble(b: bytes) -> Tuple[int, int]:
     v = shift = i = 0
     while True:
