@@ -1111,40 +1111,42 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     return err
 
 
-cdef int _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total) noexcept nogil:
+cdef void _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total, bint bounded) noexcept nogil:
     """Reserve, once the first batches are in, what all ``rows`` records (<= 0: estimated) will need.
 
     Growing by doubling copies each column about once more in all; sizing
     from what ``seen`` of the ``total`` input bytes produced (with an eighth
-    to spare) leaves growth for uneven data only.  0, or -1 out of memory.
+    to spare) leaves growth for uneven data only.  ``bounded``: the input is
+    uncompressed, so no column holds more than ``total`` bytes.  Best effort:
+    a reservation that fails is left to growth, which reports a real lack of
+    memory.
     """
     cdef int k
     cdef double scale
-    cdef int64_t want
+    cdef int64_t want, most = total if bounded else 2147483647
     if seen <= 0 or a.n <= 0 or total <= seen:
-        return 0
+        return
     scale = <double>total / <double>seen * 1.125
     if rows <= 0:  # not known: as many per input byte as so far
         rows = <int64_t>(a.n * scale) + 16
     if rows <= a.n:
-        return 0
+        return
+    if most > 2147483647:
+        most = 2147483647
     for k in range(4 if a.headers else 2):
-        want = <int64_t>(a.g[3 * k].len * scale) + 64
-        if want > 2147483647:
-            want = 2147483647
+        want = min(<int64_t>(a.g[3 * k].len * scale) + 64, most)
         if want > a.g[3 * k].len and _reserve(&a.g[3 * k], want - a.g[3 * k].len) < 0:
-            return -1
+            return
         # int32 offsets: one per record (key, value) or per header, with the same spare
         want = (rows if k < 2 else <int64_t>(a.nh * scale) + 16) + 1
         if _reserve(&a.g[3 * k + 1], 4 * want - a.g[3 * k + 1].len) < 0:
-            return -1
+            return
         if _reserve(&a.g[3 * k + 2], want // 8 + 2 - a.g[3 * k + 2].len, True) < 0:
-            return -1
+            return
     if (_reserve(&a.g[_G_OFFSET], 8 * (rows - a.n)) < 0 or _reserve(&a.g[_G_TS], 8 * (rows - a.n)) < 0
-            or _reserve(&a.g[_G_TYPE], 4 * (rows - a.n)) < 0 or _reserve(&a.g[_G_HLIST], 4 * (rows - a.n)) < 0
-            or _reserve(&a.g[_G_HNULL], (rows + 7) // 8 + 2 - a.g[_G_HNULL].len, True) < 0):
-        return -1
-    return 0
+            or _reserve(&a.g[_G_TYPE], 4 * (rows - a.n)) < 0 or _reserve(&a.g[_G_HLIST], 4 * (rows - a.n)) < 0):
+        return
+    _reserve(&a.g[_G_HNULL], (rows + 7) // 8 + 2 - a.g[_G_HNULL].len, True)
 
 
 cdef object _validity(_Grow *g, int64_t rows, int64_t nulls):
@@ -1189,9 +1191,11 @@ cdef class ColumnAccumulator:
         _acc_free(&self.a)
 
     def presize(self, int64_t seen, int64_t total) -> None:
-        """Reserve room for a whole input of ``total`` bytes, judged by what its first ``seen`` bytes gave."""
-        if _acc_presize(&self.a, 0, seen, total) < 0:
-            raise MemoryError()
+        """Reserve room for a whole input of ``total`` bytes, judged by what its first ``seen`` bytes gave.
+
+        A hint: nothing is raised when the room cannot be had.
+        """
+        _acc_presize(&self.a, 0, seen, total, False)
 
     def add(self, data, int32_t count, int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
             bint log_append_time, bint stream) -> bool:
@@ -1318,7 +1322,7 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
                 pos += size
                 if not presized and err == 0 and pos >= 65536:
                     presized = True
-                    err = _acc_presize(&a, n, pos, length)
+                    _acc_presize(&a, n, pos, length, True)
         if err == -1:
             raise MemoryError()
         if err == -2:
