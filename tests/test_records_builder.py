@@ -233,6 +233,19 @@ def test_magic_selects_the_builder_however_it_is_passed():
     with pytest.raises(RecordBuilderError, match="unsupported magic"):
         Producer(magic=1)
 
+    class Counting(RecordBatchBuilder):
+        made = 0
+
+        def __new__(cls, *args, **kwargs):
+            cls.made += 1
+            return super().__new__(cls, *args, **kwargs)
+
+    b = Counting(compression="gzip", write_limit=100)
+    assert type(b) is Counting and b.compression_id == 1 and b.write_limit == 100 and Counting.made == 1
+    assert type(RecordBatchBuilder.__new__(RecordBatchBuilder, magic=1)) is LegacyRecordBatchBuilder
+    with pytest.raises(TypeError, match="not a subtype"):
+        RecordBatchBuilder.__new__(int)
+
 
 def test_headers_from_sequences_that_make_their_items():
     # A header pair that is not a tuple may hand out new objects on each

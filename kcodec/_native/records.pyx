@@ -1154,7 +1154,33 @@ cdef extern from *:
         return kc_core_new(t, args, kwds);
     }
 
+    /* RecordBatchBuilder.__new__ as Python sees it (super().__new__ in a
+       subclass, copy protocols): the same dispatch for any subclass. */
+    static PyObject *kc_builder_new_wrapper(PyObject *self, PyObject *args, PyObject *kwds) {
+        PyObject *sub, *rest, *out;
+        if (PyTuple_GET_SIZE(args) < 1) {
+            PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder.__new__(): not enough arguments");
+            return NULL;
+        }
+        sub = PyTuple_GET_ITEM(args, 0);
+        if (!PyType_Check(sub) || !PyType_IsSubtype((PyTypeObject *)sub, kc_builder_type)) {
+            PyErr_Format(PyExc_TypeError, "RecordBatchBuilder.__new__(%R): not a subtype of RecordBatchBuilder", sub);
+            return NULL;
+        }
+        rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
+        if (rest == NULL)
+            return NULL;
+        out = kc_builder_tp_new((PyTypeObject *)sub, rest, kwds);
+        Py_DECREF(rest);
+        return out;
+    }
+
+    static PyMethodDef kc_builder_new_def = {
+        "__new__", (PyCFunction)(void (*)(void))kc_builder_new_wrapper, METH_VARARGS | METH_KEYWORDS,
+        "Create and return a new builder: RecordBatchBuilder for magic 2, a legacy builder for 0 and 1."};
+
     static int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) {
+        PyObject *wrapper;
         if (kc_magic_name == NULL && (kc_magic_name = PyUnicode_InternFromString("magic")) == NULL)
             return -1;
         Py_INCREF(other_magic);
@@ -1163,6 +1189,16 @@ cdef extern from *:
         Py_XSETREF(kc_builder_type, (PyTypeObject *)cls);
         kc_core_new = ((PyTypeObject *)core)->tp_new;
         ((PyTypeObject *)cls)->tp_new = kc_builder_tp_new;
+        /* Set in the type's dict directly: setting the attribute would make
+           the slot call __new__ through Python again. */
+        wrapper = PyCFunction_NewEx(&kc_builder_new_def, cls, NULL);
+        if (wrapper == NULL)
+            return -1;
+        if (PyDict_SetItemString(((PyTypeObject *)cls)->tp_dict, "__new__", wrapper) < 0) {
+            Py_DECREF(wrapper);
+            return -1;
+        }
+        Py_DECREF(wrapper);
         PyType_Modified((PyTypeObject *)cls);
         return 0;
     }
