@@ -16,7 +16,8 @@ import numpy as np
 if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
 
-from kcodec._native.columnar import ColumnAccumulator, batch_bytes, columns_uncompressed_v2, encode_columnar
+from kcodec._native.columnar import (ColumnAccumulator, batch_bytes, batch_header_into, columns_uncompressed_v2,
+                                     encode_columnar)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import InvalidRecordError, RecordBuilderError
@@ -373,12 +374,19 @@ def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, att
     # writes header, CRC and payload into the result.
     pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
     first_off, last_off = first_off.tolist(), last_off.tolist()
+    # kcodec's own lz4 and snappy write each frame after room for the header, sparing a copy.
+    after = getattr(codec, "_compress_after", None)
     for b in range(len(first_ts)):
-        payload = codec.compress(mv[pos[b]:pos[b + 1]], lvl, magic=2)
+        region = mv[pos[b]:pos[b + 1]]
         seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
-        yield batch_bytes(payload, first_off[b], last_off[b] - first_off[b], first_ts[b],
-                          max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
-                          attributes, producer_id, producer_epoch, seq, partition_leader_epoch)
+        header = (first_off[b], last_off[b] - first_off[b], first_ts[b],
+                  max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
+                  attributes, producer_id, producer_epoch, seq, partition_leader_epoch)
+        batch = after(region, lvl, 61) if after is not None else None
+        if batch is not None:
+            yield batch_header_into(batch, *header)
+        else:
+            yield batch_bytes(codec.compress(region, lvl, magic=2), *header)
 
 
 def from_arrow(table: "pyarrow.Table", **options) -> List[bytes]:

@@ -503,3 +503,21 @@ def test_batch_outside_the_buffer_is_corrupt():
         batch.ensure_valid()
     with pytest.raises(CorruptRecordError):
         list(batch)
+
+
+@pytest.mark.parametrize("codec", ["lz4", "snappy", "zstd", "gzip"])
+def test_compressed_build_while_the_records_are_exported(codec):
+    # With a view of the records held, the builder cannot swap its buffer for the codec's
+    # output and copies the payload instead; both ways give the same batch.
+    records = [(b"k%d" % i, b"value %d " % i * 20, TS + i) for i in range(200)]
+    plain = RecordBatchBuilder(compression=codec)
+    held = RecordBatchBuilder(compression=codec)
+    for k, v, ts in records:
+        plain.append(k, v, ts)
+        held.append(k, v, ts)
+    view = memoryview(held)
+    expected = bytes(plain.build())
+    assert bytes(held.build()) == expected
+    view.release()
+    batch = one(expected)
+    assert batch.is_valid() and [(r.key, r.value, r.timestamp) for r in batch.records()] == records

@@ -676,13 +676,15 @@ cdef inline void _le32(uint8_t *p, uint32_t v) noexcept nogil:
     p[3] = v >> 24
 
 
-def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py_ssize_t max_block_out) -> bytes:
+def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py_ssize_t max_block_out,
+                          Py_ssize_t headroom=0) -> bytes:
     """snappy-java's framing of ``data``: ``header``, then per ``block_size`` bytes a big-endian length and a block.
 
     ``compress_into(block, out)`` compresses one block into the writable
     view ``out`` (``max_block_out`` bytes, the library's bound for a full
     block) and returns the bytes written.  Blocks go straight into the
-    result, which is allocated once and shrunk at the end.
+    result, which is allocated once and shrunk at the end.  ``headroom``
+    bytes (uninitialised) come first in the result.
     """
     cdef Py_buffer view, hview
     cdef Py_ssize_t nblocks, bound, pos, start, written
@@ -693,8 +695,8 @@ def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py
     try:
         nblocks = (view.len + block_size - 1) // block_size
         bound = hview.len + nblocks * (4 + max_block_out)
-        out = _raw_bytes(NULL, bound)
-        o = <uint8_t *>_raw_bytes_data(out)
+        out = _raw_bytes(NULL, headroom + bound)
+        o = <uint8_t *>_raw_bytes_data(out) + headroom
         memcpy(o, hview.buf, hview.len)
         pos = hview.len
         src = memoryview(data).cast("B")
@@ -712,7 +714,7 @@ def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py
             raise
         dst.release()
         src.release()
-        kc_bytes_shrink(&out, pos)
+        kc_bytes_shrink(&out, headroom + pos)
         result = <object>out
         Py_DECREF(result)
         return result
@@ -722,12 +724,14 @@ def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py
 
 
 def lz4_frame_compress(data, header, int level, size_t compress_addr, size_t compress_hc_addr,
-                       Py_ssize_t block_size=65536) -> bytes:
+                       Py_ssize_t block_size=65536, Py_ssize_t headroom=0) -> bytes:
     """Kafka's LZ4 frame of ``data``: ``header``, one block per ``block_size`` bytes, the end mark.
 
     ``level`` 0 selects ``LZ4_compress_default`` (Kafka's fast compressor),
     otherwise ``LZ4_compress_HC`` at that level; a block that does not
-    shrink is stored raw with bit 31 of its size set.
+    shrink is stored raw with bit 31 of its size set.  ``headroom`` bytes
+    (uninitialised) come first in the result, for a caller that writes its
+    own header there.
     """
     cdef Py_buffer view, hview
     cdef _lz4_compress_fn fast = <_lz4_compress_fn>compress_addr
@@ -743,8 +747,8 @@ def lz4_frame_compress(data, header, int level, size_t compress_addr, size_t com
         nblocks = (view.len + block_size - 1) // block_size
         # LZ4_compressBound per block, plus its size word, plus header and end mark
         bound = hview.len + nblocks * (4 + block_size + block_size // 255 + 16) + 4
-        out = _raw_bytes(NULL, bound)
-        o = <uint8_t *>_raw_bytes_data(out)
+        out = _raw_bytes(NULL, headroom + bound)
+        o = <uint8_t *>_raw_bytes_data(out) + headroom
         memcpy(o, hview.buf, hview.len)
         pos = hview.len
         src = <const char *>view.buf
@@ -766,7 +770,7 @@ def lz4_frame_compress(data, header, int level, size_t compress_addr, size_t com
                 start += chunk
             _le32(o + pos, 0)
             pos += 4
-        _PyBytes_Resize(&out, pos)
+        kc_bytes_shrink(&out, headroom + pos)
         result = <object>out
         Py_DECREF(result)
         return result

@@ -5,7 +5,7 @@ every per-record step is a C loop without the GIL.
 """
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS,
                              PyBUF_FORMAT, PyBUF_ND)
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, _PyBytes_Resize
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, _PyBytes_Resize
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
@@ -618,6 +618,25 @@ def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t
     finally:
         PyBuffer_Release(&view)
     return out
+
+
+def batch_header_into(bytes batch, int64_t base_offset, int32_t last_offset_delta, int64_t first_timestamp,
+                      int64_t max_timestamp, int32_t count, int16_t attributes, int64_t producer_id,
+                      int16_t producer_epoch, int32_t base_sequence, int32_t partition_leader_epoch) -> bytes:
+    """Write the v2 header and CRC-32C into the first 61 bytes of ``batch``, whose records region follows.
+
+    For a ``bytes`` object just made by a codec with room for the header
+    (its ``_compress_after``) and not yet shared: it is filled in place and
+    returned.
+    """
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(batch)
+    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(batch)
+    if n < 61:
+        raise ValueError("a batch needs 61 bytes of header")
+    with nogil:
+        _write_batch(p, n - 61, base_offset, last_offset_delta, first_timestamp, max_timestamp, count, attributes,
+                     producer_id, producer_epoch, base_sequence, partition_leader_epoch)
+    return batch
 
 
 cdef inline int32_t _murmur2(const uint8_t *data, int64_t length) noexcept nogil:

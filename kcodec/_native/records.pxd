@@ -111,6 +111,7 @@ cdef class BatchBuilderCore:
     cdef int _new_store(self, Py_ssize_t cap) except -1
     cdef void _drop_store(self)
     cdef int _grow(self, Py_ssize_t need, bint keep) except -1
+    cdef bint _compress_after(self) except -1
     cdef int64_t _estimated(self)
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
     cdef int _key_value(self, obj, Py_buffer *buf, bint *have, const uint8_t **ptr, int32_t *length) except -1

@@ -1034,6 +1034,27 @@ cdef class BatchBuilderCore:
         self._last_override = offset
 
     # -- building --------------------------------------------------------------
+    cdef bint _compress_after(self) except -1:
+        # Codecs that can (kcodec's own lz4 and snappy) write the frame after
+        # room for the header, into a new bytes object that becomes the
+        # batch: the compressed payload is then never copied.
+        after = getattr(self.codec, "_compress_after", None)
+        if after is None:
+            return False
+        out = after(self, self.level, BATCH_OVERHEAD_)
+        if out is None:
+            return False
+        if type(out) is not bytes or PyBytes_GET_SIZE(out) < BATCH_OVERHEAD_:
+            raise TypeError("a codec's _compress_after() must return bytes with room for the batch header")
+        if PyBytes_GET_SIZE(out) > INT32_MAX_:
+            raise RecordBuilderError(f"batch of {PyBytes_GET_SIZE(out)} bytes exceeds the int32 size field")
+        self._drop_store()
+        self._store = <PyObject *>out
+        Py_INCREF(out)
+        self._buf = <uint8_t *>PyBytes_AS_STRING(out)
+        self._cap = PyBytes_GET_SIZE(out)
+        return True
+
     def build(self):
         """Write header, CRC-32C and (compressed) records.
 
@@ -1073,6 +1094,8 @@ cdef class BatchBuilderCore:
         last = self._last_override if self._has_override else self._last_offset
         if self.compression_id == 0:
             plen = self._size
+        elif self.pool is None and self._exports == 0 and self._compress_after():
+            plen = self._cap - BATCH_OVERHEAD_
         else:
             payload = self.codec.compress(self, self.level, magic=2)
             PyObject_GetBuffer(payload, &pv, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)

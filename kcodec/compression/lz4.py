@@ -95,6 +95,17 @@ class Lz4Codec(Codec):
         lib = self._lz4.library_version_string()  # type: ignore[union-attr]
         return f"{library_version(self._lz4)} (liblz4 {lib})"
 
+    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
+        # The v2 frame after `headroom` bytes the caller fills (a batch header), so that the
+        # batch needs no copy of its payload; None when only the per-block path is there.
+        level = self.resolve_level(level)
+        self.load()
+        if self._native is None:
+            return None
+        fast, hc, _ = self._native
+        return lz4_frame_compress(data, LZ4_FRAME_HEADER, 0 if level == FAST_LEVEL else min(level, LZ4_HC_MAX_LEVEL),
+                                  fast, hc, LZ4_BLOCK_SIZE, headroom)
+
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         level = self.resolve_level(level)

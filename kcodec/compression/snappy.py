@@ -91,6 +91,16 @@ class SnappyCodec(Codec):
         self.load()
         return library_version(self._module)
 
+    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
+        # The frame after `headroom` bytes the caller fills (a batch header), so that the
+        # batch needs no copy of its payload; None without cramjam.
+        self.resolve_level(level)
+        self.load()
+        if self._compress_into is None:
+            return None
+        return snappy_frame_compress(byte_view(data), SNAPPY_JAVA_HEADER, SNAPPY_JAVA_BLOCK_SIZE,
+                                     self._compress_into, self._max_block_out, headroom)
+
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         self.resolve_level(level)
