@@ -89,56 +89,41 @@ static inline int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8
             rc = 1;
             break;
         }
-        if (headers) {
-            /* Headers are checked and gathered in one walk; a bad one takes
-               back what this record put in the header columns. */
-            const uint8_t *hp = r.headers_start;
-            const int64_t nh0 = nh, hk_len0 = hk_len, hv_len0 = hv_len, hv_nulls0 = hv_nulls;
-            for (int32_t h = 0; h < r.header_count; h++) {
-                kc_header_t hd;
-                int used = kc_parse_header(hp, bound, &hd);
-                if (used < 0) {
-                    rc = 1;
-                    break;
-                }
-                hp += used;
+        /* Headers are checked (and, with headers, gathered) in one walk;
+           a bad one takes back what this record put in the header columns. */
+        const uint8_t *hp = r.headers_start;
+        const int64_t nh0 = nh, hk_len0 = hk_len, hv_len0 = hv_len, hv_nulls0 = hv_nulls;
+        for (int32_t h = 0; h < r.header_count; h++) {
+            kc_header_t hd;
+            int used = kc_parse_header(hp, bound, &hd);
+            if (used < 0) {
+                rc = 1;
+                break;
+            }
+            hp += used;
+            if (headers) {
                 KC_PUT(hk, nh, hd.key, hd.key_len);
                 KC_PUT(hv, nh, hd.value, hd.value_len);
                 nh++;
             }
-            if (rc == 0 && hp - body != r.length)
-                rc = 1;
-            if (rc) {
-                for (int64_t x = nh0; x < nh; x++)
-                    hv_nullmap[x >> 3] &= (uint8_t)~(1u << (x & 7));
-                nh = nh0;
-                hk_len = hk_len0;
-                hv_len = hv_len0;
-                hv_nulls = hv_nulls0;
-                break;
-            }
-            r.end = hp;
+        }
+        if (rc == 0 && hp - body != r.length)
+            rc = 1;
+        if (rc) {
+            for (int64_t x = nh0; x < nh; x++)
+                hv_nullmap[x >> 3] &= (uint8_t)~(1u << (x & 7));
+            nh = nh0;
+            hk_len = hk_len0;
+            hv_len = hv_len0;
+            hv_nulls = hv_nulls0;
+            break;
+        }
+        if (headers) {
             if (r.header_count == 0) {
                 hnm[n >> 3] |= (uint8_t)(1u << (n & 7));
                 hnulls++;
             }
             o_hl[n + 1] = (int32_t)nh;
-        } else {
-            const uint8_t *hp = r.headers_start;
-            for (int32_t h = 0; h < r.header_count; h++) {
-                kc_header_t hd;
-                int used = kc_parse_header(hp, bound, &hd);
-                if (used < 0) {
-                    rc = 1;
-                    break;
-                }
-                hp += used;
-            }
-            if (rc == 0 && hp - body != r.length)
-                rc = 1;
-            if (rc)
-                break;
-            r.end = hp;
         }
         o_off[n] = base_off + r.offset_delta;
         o_ts[n] = lat ? max_ts : base_ts + r.timestamp_delta;
@@ -146,7 +131,7 @@ static inline int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8
         KC_PUT(k, n, r.key, r.key_len);
         KC_PUT(v, n, r.value, r.value_len);
         n++;
-        p = r.end;
+        p = hp;
         if (pf < pf_end) {
             __builtin_prefetch(pf);
             __builtin_prefetch(pf + 64);
