@@ -145,26 +145,27 @@ cdef extern from *:
         int64_t err_row;
     } kc_batch_fill_t;
 
+    /* The most framing a record can take: length 5, attributes 1, timestamp
+       delta 10, offset delta 5, key and value lengths 5 each, header count
+       5; and a header: key and value lengths 5 each. */
+    #define KC_RECORD_FRAMING_MAX 36
+    #define KC_HEADER_FRAMING_MAX 10
+
     /* Upper bound of the records region of rows [r0, n): their data bytes
-       plus the most framing a record (36 bytes) and a header (10) can take. */
+       plus the most framing their records and headers can take. */
     static int64_t kc_rows_bound(int64_t r0, int64_t n, const kc_col_t *key, int has_key, const kc_col_t *value,
                                  const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval) {
-        int64_t b = 36 * (n - r0) + (kc_off(value, n) - kc_off(value, r0));
+        int64_t b = KC_RECORD_FRAMING_MAX * (n - r0) + (kc_off(value, n) - kc_off(value, r0));
         if (has_key) b += kc_off(key, n) - kc_off(key, r0);
         if (has_h) {
             int64_t h0 = kc_off(hlist, r0), h1 = kc_off(hlist, n);
-            b += 10 * (h1 - h0) + (kc_off(hkey, h1) - kc_off(hkey, h0)) + (kc_off(hval, h1) - kc_off(hval, h0));
+            b += KC_HEADER_FRAMING_MAX * (h1 - h0) + (kc_off(hkey, h1) - kc_off(hkey, h0))
+                 + (kc_off(hval, h1) - kc_off(hval, h0));
         }
         return b;
     }
 
-    /* Write records from row r0 into one batch's records region at dst, in a
-       single pass: each record is sized, checked against Kafka's batch.size
-       rule for an uncompressed batch (the first record always fits, then
-       61 + bytes so far + record <= write_limit) and written.  dst must hold
-       max(write_limit - 61, first record) bytes, or every remaining row, at
-       kc_rows_bound's count; a record written before its exact size is
-       known stays within its share of that count. */
+    /* kc_fill_batch's loop; `fast` is a constant in each of its two copies. */
     static inline __attribute__((always_inline)) void kc_fill_batch_impl(
             uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
             const kc_col_t *key, int has_key, const kc_col_t *value,
@@ -198,7 +199,8 @@ cdef extern from *:
                    moved back in the rare case its own varint is narrower.
                    Only when the bound does not fit is the record sized
                    exactly, below.  No header key can be null here. */
-                int64_t bound = 1 + 10 + 5 + 5 + (kl >= 0 ? kl : 0) + 5 + (vl >= 0 ? vl : 0) + 5 + 10 * (h1 - h0);
+                /* the body's bound: kc_rows_bound's share of this record, less its length varint */
+                int64_t bound = KC_RECORD_FRAMING_MAX - 5 + (kl >= 0 ? kl : 0) + vl + KC_HEADER_FRAMING_MAX * (h1 - h0);
                 if (h1 > h0)
                     bound += (hk.offs32[h1] - hk.offs32[h0]) + (hv.offs32[h1] - hv.offs32[h0]);
                 if (bound < 0x7fffff00 && (i == r0 || 61 + (p - dst) + 5 + bound <= write_limit)) {
