@@ -290,26 +290,13 @@ uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len)
     return kc_crc32c_portable(crc, buf, len);
 }
 
-uint32_t kc_crc32c_vpclmul(uint32_t crc, const uint8_t *buf, size_t len)
-{
-#ifdef KC_HAVE_VPCLMUL
-    if (have_vpclmul() && len >= 256)
-        return ~crc32c_vpclmul_raw(~crc, buf, len);
-#endif
-    return kc_crc32c_sse42(crc, buf, len);
-}
-
 uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
 {
 #ifdef KC_HAVE_VPCLMUL
     if (len >= KC_VPCLMUL_MIN && have_vpclmul())
         return ~crc32c_vpclmul_raw(~crc, buf, len);
 #endif
-#ifdef KC_HAVE_HW
-    if (have_hw())
-        return crc32c_hw(crc, buf, len);
-#endif
-    return kc_crc32c_portable(crc, buf, len);
+    return kc_crc32c_sse42(crc, buf, len);
 }
 
 int kc_crc32c_has_vpclmul(void)

@@ -14,11 +14,10 @@ extern "C" {
 uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len);
 uint32_t kc_crc32c_portable(uint32_t crc, const uint8_t *buf, size_t len);
 uint32_t kc_crc32(uint32_t crc, const uint8_t *buf, size_t len);
-/* One backend each, for tests and benchmarks: the CRC instruction alone
- * (portable table without it), and carry-less folding from 256 bytes (the
- * CRC instruction below that, or without AVX-512 VPCLMULQDQ). */
+/* The CRC instruction alone (the portable table without it), for tests and
+ * benchmarks; kc_crc32c adds carry-less folding from 256 bytes when
+ * kc_crc32c_has_vpclmul(). */
 uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len);
-uint32_t kc_crc32c_vpclmul(uint32_t crc, const uint8_t *buf, size_t len);
 int kc_crc32c_has_vpclmul(void);
 
 /* "vpclmulqdq", "sse4.2", "armv8-crc" or "portable": the implementation

@@ -67,7 +67,7 @@ def crc32c_using(backend: str, data, unsigned int value=0) -> int:
     if backend in ("sse4.2", "armv8-crc") and backend in _BACKENDS:
         return _crc(data, value, kc_crc32c_sse42)
     if backend == "vpclmulqdq" and kc_crc32c_has_vpclmul():
-        return _crc(data, value, kc_crc32c_vpclmul)
+        return _crc(data, value, kc_crc32c)
     raise ValueError(f"CRC-32C backend {backend!r} is not available here; have {crc32c_backends()}")
 
 
