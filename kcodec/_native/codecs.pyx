@@ -11,7 +11,7 @@ input nor make anything allocate before the size limits are checked.
 Errors carry Kafka's (Java) messages where Kafka has one.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, _PyBytes_Resize
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t
@@ -676,6 +676,14 @@ cdef inline void _le32(uint8_t *p, uint32_t v) noexcept nogil:
     p[3] = v >> 24
 
 
+cdef object _bytes_of(PyObject *out, Py_ssize_t n):
+    """The new bytes object ``out``, whose only reference the caller hands over, shrunk to ``n`` bytes."""
+    kc_bytes_shrink(&out, n)  # on failure the object is freed and the error raised
+    result = <object>out
+    Py_DECREF(result)
+    return result
+
+
 def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py_ssize_t max_block_out,
                           Py_ssize_t headroom=0) -> bytes:
     """snappy-java's framing of ``data``: ``header``, then per ``block_size`` bytes a big-endian length and a block.
@@ -714,10 +722,7 @@ def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py
             raise
         dst.release()
         src.release()
-        kc_bytes_shrink(&out, headroom + pos)
-        result = <object>out
-        Py_DECREF(result)
-        return result
+        return _bytes_of(out, headroom + pos)
     finally:
         PyBuffer_Release(&hview)
         PyBuffer_Release(&view)
@@ -770,10 +775,7 @@ def lz4_frame_compress(data, header, int level, size_t compress_addr, size_t com
                 start += chunk
             _le32(o + pos, 0)
             pos += 4
-        kc_bytes_shrink(&out, headroom + pos)
-        result = <object>out
-        Py_DECREF(result)
-        return result
+        return _bytes_of(out, headroom + pos)
     finally:
         PyBuffer_Release(&hview)
         PyBuffer_Release(&view)
@@ -795,6 +797,7 @@ def lz4_frame_decompress(data, bint check_hc, int64_t max_size, size_t decompres
     cdef int got = 0
     cdef int err = 0        # 1 corrupt, 2 over the limit
     cdef int64_t err_pos = 0
+    cdef PyObject *done
     cdef PyObject *out = NULL
     cdef uint8_t *o
     cdef char *probe
@@ -855,12 +858,9 @@ def lz4_frame_decompress(data, bint check_hc, int64_t max_size, size_t decompres
         if err == 2:
             raise LimitExceededError(f"lz4: decompressed data exceeds the limit of {max_size} bytes",
                                      position=err_pos)
-        if pos != cap:
-            _PyBytes_Resize(&out, pos)
-        result = <object>out
-        out = NULL
-        Py_DECREF(result)
-        return result
+        done = out
+        out = NULL  # handed to _bytes_of: the finally clause must not free it
+        return _bytes_of(done, pos)
     finally:
         if out != NULL:
             Py_DECREF(<object>out)
