@@ -95,26 +95,29 @@ class Lz4Codec(Codec):
         lib = self._lz4.library_version_string()  # type: ignore[union-attr]
         return f"{library_version(self._lz4)} (liblz4 {lib})"
 
+    def _native_frame(self, data: Buffer, level: int, header: bytes, headroom: int = 0) -> Optional[bytes]:
+        # One native call for the whole frame, after `headroom` bytes; None without native lz4.
+        if self._native is None:
+            return None
+        fast, hc, _ = self._native
+        return lz4_frame_compress(data, header, 0 if level == FAST_LEVEL else min(level, LZ4_HC_MAX_LEVEL),
+                                  fast, hc, LZ4_BLOCK_SIZE, headroom)
+
     def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
         # The v2 frame after `headroom` bytes the caller fills (a batch header), so that the
         # batch needs no copy of its payload; None when only the per-block path is there.
         level = self.resolve_level(level)
         self.load()
-        if self._native is None:
-            return None
-        fast, hc, _ = self._native
-        return lz4_frame_compress(data, LZ4_FRAME_HEADER, 0 if level == FAST_LEVEL else min(level, LZ4_HC_MAX_LEVEL),
-                                  fast, hc, LZ4_BLOCK_SIZE, headroom)
+        return self._native_frame(data, level, LZ4_FRAME_HEADER, headroom)
 
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         level = self.resolve_level(level)
         self.load()
         header = LZ4_FRAME_HEADER_V0 if magic == 0 else LZ4_FRAME_HEADER
-        if self._native is not None:
-            fast, hc, _ = self._native
-            return lz4_frame_compress(data, header, 0 if level == FAST_LEVEL else min(level, LZ4_HC_MAX_LEVEL),
-                                      fast, hc, LZ4_BLOCK_SIZE)
+        frame = self._native_frame(data, level, header)
+        if frame is not None:
+            return frame
         compress_block = self._block.compress
         if level == FAST_LEVEL:
             options = {"mode": "default"}

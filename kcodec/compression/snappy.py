@@ -106,10 +106,9 @@ class SnappyCodec(Codec):
         self.resolve_level(level)
         self.load()
         view = byte_view(data)
-        if self._compress_into is not None:
-            # Each block compressed straight into the result.
-            return snappy_frame_compress(view, SNAPPY_JAVA_HEADER, SNAPPY_JAVA_BLOCK_SIZE, self._compress_into,
-                                         self._max_block_out)
+        framed = self._compress_after(view, level, 0)  # each block straight into the result
+        if framed is not None:
+            return framed
         compress_block = self._compress_block
         pieces: List[Any] = [SNAPPY_JAVA_HEADER]
         for start in range(0, len(view), SNAPPY_JAVA_BLOCK_SIZE):
