@@ -162,9 +162,9 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     """
     pa = _pa()
     schema = kafka_schema(headers, batch_fields)
-    total = 0
+    unsized = 0  # the buffer's size while the columns are not yet sized for it
     try:
-        total = memoryview(buffer).nbytes
+        unsized = memoryview(buffer).nbytes
     except TypeError:
         batches = buffer
     else:
@@ -184,12 +184,10 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
         before = acc.n
         if batch.magic >= 2:
             _add_v2(acc, batch)
-            if total:
-                seen = batch.position + batch.size_in_bytes
-                if seen >= 65536:
-                    # Columns sized for the whole buffer: growing them would copy them again.
-                    acc.presize(seen, total)
-                    total = 0
+            if unsized and batch.position + batch.size_in_bytes >= 65536:
+                # Columns sized for the whole buffer: growing them would copy them again.
+                acc.presize(batch.position + batch.size_in_bytes, unsized)
+                unsized = 0
         else:
             _add_legacy(acc, batch)
         if batch_fields and acc.n > before:
