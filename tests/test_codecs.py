@@ -12,6 +12,8 @@ import hashlib
 import os
 import random
 import struct
+import subprocess
+import sys
 import zlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -728,7 +730,96 @@ def test_lz4_native_errors_equal_the_per_block_path():
         assert outcomes[0] == outcomes[1], (limit, outcomes)
 
 
-@pytest.mark.parametrize("name", ["lz4", "snappy"])
+def _zstd_pair():
+    from kcodec.compression.zstd import ZstdCodec
+    native, python = ZstdCodec(), ZstdCodec()
+    native.load()
+    python.load()
+    python._native = None
+    if not native.native:
+        pytest.skip("libzstd's entry points are not exported by python-zstandard here")
+    return native, python
+
+
+def _zstd_sample(size, seed):
+    rng = np.random.default_rng(seed)
+    text = b"".join(b"%d request path=/api/items/%d took %dms\n" % (i, i * 7919 % 1000, i % 97)
+                    for i in range(size // 30 + 1))
+    return (text[: size // 2] + rng.bytes(size // 4) + text[: size - size // 2 - size // 4])[:size]
+
+
+@pytest.mark.parametrize("level", [-50, -5, -1, 1, 2, 3, 5, 9, 12, 19])
+def test_zstd_native_frames_equal_the_streaming_path(level):
+    # Up to the window the direct call must give the streaming path's (Java's)
+    # bytes; above it the codec must fall back to the streaming path.
+    import zstandard
+    native, python = _zstd_pair()
+    window = 1 << zstandard.ZstdCompressionParameters.from_level(level).window_log
+    sizes = [0, 1, 1000, 131071, 131072, 131073, 1 << 20, window - 1, window, window + 1]
+    if level <= 5:
+        sizes.append(window + window // 2)
+    if level > 12:  # slow levels: the block boundaries only
+        sizes = sizes[:6]
+    for size in sorted(set(sizes)):
+        data = _zstd_sample(size, size + abs(level))
+        framed = native.compress(data, level)
+        assert framed == python.compress(data, level), size
+        assert (native._compress_after(data, level, 61) is None) == (size > window)
+        assert native.decompress(framed) == data == python.decompress(framed)
+
+
+def test_zstd_native_context_checks_and_errors():
+    from kcodec._native.codecs import ZstdContext
+    native, python = _zstd_pair()
+    with pytest.raises(ValueError, match="11 addresses"):
+        ZstdContext(native._native[:3])
+    with pytest.raises(ValueError, match="no address for ZSTD_createCCtx"):
+        ZstdContext((0,) + native._native[1:])
+    ctx = ZstdContext(native._native)
+    data = _zstd_sample(300_000, 1)
+    framed = ctx.compress(data, 3)
+    assert ctx.decompress(framed, len(data)) == data
+    with pytest.raises(kcodec.CorruptCompressedDataError, match="zstd: .*too small"):
+        ctx.decompress(framed, len(data) - 1)
+    assert ctx.decompress(framed, len(data)) == data  # the context is still usable
+    corrupt = framed[:40] + bytes(200) + framed[240:]
+    for codec in (native, python):
+        with pytest.raises(kcodec.CorruptCompressedDataError):
+            codec.decompress(corrupt)
+        with pytest.raises(kcodec.CorruptCompressedDataError):
+            codec.decompress(framed[:-5])
+
+
+def test_zstd_native_contexts_are_per_thread():
+    import concurrent.futures
+    native, python = _zstd_pair()
+    datas = [_zstd_sample(200_000 + 999 * i, i) for i in range(8)]
+    expected = [python.compress(d, 1 + i % 4) for i, d in enumerate(datas)]
+
+    def work(i):
+        out = []
+        for _ in range(5):
+            framed = native.compress(datas[i], 1 + i % 4)
+            out.append(framed == expected[i] and native.decompress(framed) == datas[i])
+        return all(out)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+
+
+def test_zstd_native_can_be_turned_off():
+    code = ("from kcodec.compression.zstd import ZstdCodec; z = ZstdCodec(); "
+            "print(z.native, z.backend, z.compress(b'x' * 5000).hex())")
+    out = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, KCODEC_ZSTD_NATIVE=flag)
+        out[flag] = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                   text=True, check=True).stdout.split()
+    assert out["0"][0] == "False" and "direct calls" not in " ".join(out["0"])
+    assert out["0"][-1] == out["1"][-1]
+
+
+@pytest.mark.parametrize("name", ["lz4", "snappy", "zstd"])
 def test_compress_after_headroom_is_the_same_frame(name):
     codec = get_codec(name)
     data = bytes(random.Random(3).getrandbits(8) for _ in range(150_000)) + b"z" * 100_000

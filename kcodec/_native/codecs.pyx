@@ -866,3 +866,190 @@ def lz4_frame_decompress(data, bint check_hc, int64_t max_size, size_t decompres
             Py_DECREF(<object>out)
         PyBuffer_Release(&view)
         free(blocks.v)
+
+
+# --------------------------------------------------------------------------
+# zstd frames natively, through libzstd entry points handed in as addresses
+# (the ones python-zstandard's CFFI extension carries; see
+# kcodec.compression.zstd).  python-zstandard's streaming API copies the
+# input into its window buffer and the output through a bounce buffer and a
+# join; with libzstd's stable-buffer modes the frame is compressed from the
+# caller's buffer straight into the result, and a frame is decoded straight
+# into its bytes object, with the GIL released.
+
+ctypedef struct _ZstdBuffer:    # ZSTD_inBuffer and ZSTD_outBuffer share this layout
+    void *ptr
+    size_t size
+    size_t pos
+
+ctypedef void *(*_zstd_create_fn)() noexcept nogil
+ctypedef size_t (*_zstd_free_fn)(void *ctx) noexcept nogil
+ctypedef size_t (*_zstd_set_fn)(void *ctx, int param, int value) noexcept nogil
+ctypedef size_t (*_zstd_reset_fn)(void *ctx, int directive) noexcept nogil
+ctypedef size_t (*_zstd_stream_fn)(void *ctx, _ZstdBuffer *out, _ZstdBuffer *inp, int end_op) noexcept nogil
+ctypedef size_t (*_zstd_bound_fn)(size_t size) noexcept nogil
+ctypedef size_t (*_zstd_dctx_fn)(void *ctx, void *dst, size_t cap, const void *src, size_t size) noexcept nogil
+ctypedef unsigned (*_zstd_is_error_fn)(size_t code) noexcept nogil
+ctypedef const char *(*_zstd_error_name_fn)(size_t code) noexcept nogil
+
+#: The libzstd functions a ZstdContext calls, in the order of its ``addresses``.
+ZSTD_ENTRY_POINTS = ("ZSTD_createCCtx", "ZSTD_freeCCtx", "ZSTD_CCtx_setParameter", "ZSTD_CCtx_reset",
+                     "ZSTD_compressStream2", "ZSTD_compressBound", "ZSTD_createDCtx", "ZSTD_freeDCtx",
+                     "ZSTD_decompressDCtx", "ZSTD_isError", "ZSTD_getErrorName")
+
+# zstd.h's values; ZSTD_c_stableInBuffer/OutBuffer are experimental
+# parameters, unchanged since libzstd 1.4.6 (the codec's self-check
+# compares whole frames before it trusts them).
+cdef enum:
+    _ZSTD_c_compressionLevel = 100
+    _ZSTD_c_contentSizeFlag = 200
+    _ZSTD_c_checksumFlag = 201
+    _ZSTD_c_dictIDFlag = 202
+    _ZSTD_c_stableInBuffer = 1006
+    _ZSTD_c_stableOutBuffer = 1007
+    _ZSTD_e_continue = 0
+    _ZSTD_e_flush = 1
+    _ZSTD_e_end = 2
+    _ZSTD_reset_session_only = 1
+    _ZSTD_FRAME_SLACK = 64      # the flushed block's and the empty last block's headers, beyond compressBound
+
+
+cdef class ZstdContext:
+    """One thread's libzstd contexts for Kafka's zstd frames; not to be shared between threads.
+
+    ``addresses`` are those of :data:`ZSTD_ENTRY_POINTS`, in that order.
+    Frames are written as zstd-jni's stream writes them: no content size,
+    checksum or dictionary id, the data flushed as a block, then an empty
+    last block.
+    """
+    cdef _zstd_create_fn _create_cctx, _create_dctx
+    cdef _zstd_free_fn _free_cctx, _free_dctx
+    cdef _zstd_set_fn _set
+    cdef _zstd_reset_fn _reset
+    cdef _zstd_stream_fn _stream
+    cdef _zstd_bound_fn _bound
+    cdef _zstd_dctx_fn _decompress
+    cdef _zstd_is_error_fn _is_error
+    cdef _zstd_error_name_fn _error_name
+    cdef void *_cctx
+    cdef void *_dctx
+    cdef int _level
+    cdef bint _level_set
+
+    def __cinit__(self, tuple addresses):
+        cdef size_t a[11]
+        cdef int i
+        if len(addresses) != len(ZSTD_ENTRY_POINTS):
+            raise ValueError(f"ZstdContext needs {len(ZSTD_ENTRY_POINTS)} addresses, got {len(addresses)}")
+        for i in range(11):
+            a[i] = addresses[i]
+            if a[i] == 0:
+                raise ValueError(f"no address for {ZSTD_ENTRY_POINTS[i]}")
+        self._create_cctx = <_zstd_create_fn>a[0]
+        self._free_cctx = <_zstd_free_fn>a[1]
+        self._set = <_zstd_set_fn>a[2]
+        self._reset = <_zstd_reset_fn>a[3]
+        self._stream = <_zstd_stream_fn>a[4]
+        self._bound = <_zstd_bound_fn>a[5]
+        self._create_dctx = <_zstd_create_fn>a[6]
+        self._free_dctx = <_zstd_free_fn>a[7]
+        self._decompress = <_zstd_dctx_fn>a[8]
+        self._is_error = <_zstd_is_error_fn>a[9]
+        self._error_name = <_zstd_error_name_fn>a[10]
+        self._cctx = self._create_cctx()
+        self._dctx = self._create_dctx()
+        if self._cctx == NULL or self._dctx == NULL:
+            raise MemoryError("zstd: cannot create a context")
+        self._check(self._set(self._cctx, _ZSTD_c_contentSizeFlag, 0))
+        self._check(self._set(self._cctx, _ZSTD_c_checksumFlag, 0))
+        self._check(self._set(self._cctx, _ZSTD_c_dictIDFlag, 0))
+        self._check(self._set(self._cctx, _ZSTD_c_stableInBuffer, 1))
+        self._check(self._set(self._cctx, _ZSTD_c_stableOutBuffer, 1))
+
+    def __dealloc__(self):
+        if self._cctx != NULL:
+            self._free_cctx(self._cctx)
+        if self._dctx != NULL:
+            self._free_dctx(self._dctx)
+
+    cdef int _check(self, size_t code) except -1:
+        if self._is_error(code):
+            raise ValueError(f"zstd: {self._error_name(code).decode('ascii', 'replace')}")
+        return 0
+
+    def compress(self, data, int level, Py_ssize_t headroom=0) -> bytes:
+        """One frame of ``data`` at ``level``, after ``headroom`` uninitialised bytes."""
+        cdef Py_buffer view
+        cdef _ZstdBuffer inp, out
+        cdef size_t code = 0, cap
+        cdef int step, op, stalls
+        cdef PyObject *result
+        if headroom < 0:
+            raise ValueError("negative headroom")
+        if not self._level_set or level != self._level:
+            self._check(self._set(self._cctx, _ZSTD_c_compressionLevel, level))
+            self._level = level
+            self._level_set = True
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            cap = self._bound(<size_t>view.len) + _ZSTD_FRAME_SLACK
+            result = _raw_bytes(NULL, headroom + <Py_ssize_t>cap)
+            inp.ptr = view.buf
+            inp.size = <size_t>view.len
+            inp.pos = 0
+            out.ptr = _raw_bytes_data(result) + headroom
+            out.size = cap
+            out.pos = 0
+            with nogil:   # zstd takes microseconds even on a small frame
+                code = self._reset(self._cctx, _ZSTD_reset_session_only)
+                # e_continue first, so that the parameters are chosen for an
+                # unknown size, as for Java's stream; then flush and end.
+                for step in range(3):
+                    if self._is_error(code):
+                        break
+                    op = step     # _ZSTD_e_continue, _ZSTD_e_flush, _ZSTD_e_end
+                    stalls = 0
+                    while True:
+                        code = self._stream(self._cctx, &out, &inp, op)
+                        if self._is_error(code) or op == _ZSTD_e_continue or code == 0:
+                            break
+                        stalls += 1
+                        if stalls > 4:   # cannot happen with an output at the bound
+                            break
+            if self._is_error(code) or (step == 2 and code != 0):
+                Py_DECREF(<object>result)
+                if self._is_error(code):
+                    self._reset(self._cctx, _ZSTD_reset_session_only)
+                    self._check(code)
+                raise ValueError("zstd: the frame did not fit its bound")
+            return _bytes_of(result, headroom + <Py_ssize_t>out.pos)
+        finally:
+            PyBuffer_Release(&view)
+
+    def decompress(self, data, Py_ssize_t capacity) -> bytes:
+        """The content of the frames in ``data``, which the caller knows to fit ``capacity`` bytes.
+
+        Raises CorruptCompressedDataError with libzstd's message when they do
+        not decode (a content larger than ``capacity`` reads as corrupt: the
+        caller's bound comes from the blocks themselves).
+        """
+        cdef Py_buffer view
+        cdef size_t code
+        cdef PyObject *result
+        cdef char *dst
+        if capacity < 0:
+            raise ValueError("negative capacity")
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            result = _raw_bytes(NULL, capacity)
+            dst = _raw_bytes_data(result)
+            with nogil:   # zstd takes microseconds even on a small frame
+                code = self._decompress(self._dctx, dst, <size_t>capacity,
+                                        view.buf, <size_t>view.len)
+            if self._is_error(code):
+                Py_DECREF(<object>result)
+                raise CorruptCompressedDataError(
+                    f"zstd: {self._error_name(code).decode('ascii', 'replace')}", position=0)
+            return _bytes_of(result, <Py_ssize_t>code)
+        finally:
+            PyBuffer_Release(&view)

@@ -13,15 +13,28 @@ frame (``Unknown frame descriptor``) and windows above 128 MiB
 (``Frame requires too much memory for decoding``).  The frames are walked
 first; the output is then read in bounded pieces so that a bomb stops at
 ``max_size``.
+
+Where python-zstandard's CFFI extension exports libzstd's functions (its
+wheels do), kcodec calls them directly: a frame is compressed from the
+caller's buffer straight into its result with libzstd's stable-buffer modes,
+and a single frame is decoded straight into its ``bytes``, both with the GIL
+released.  This is used for inputs up to the level's window (2 MiB at the
+default level): beyond it, libzstd's streaming ring buffer -- which zstd-jni
+uses -- finds other matches than a stable input would, and only the
+streaming path gives Java's bytes.  ``KCODEC_ZSTD_NATIVE=0`` turns the
+direct calls off.
 """
 from __future__ import annotations
 
+import ctypes
+import importlib.util
+import os
 import threading
 from collections import OrderedDict
 from types import ModuleType
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from kcodec._native.codecs import zstd_scan
+from kcodec._native.codecs import ZSTD_ENTRY_POINTS, ZstdContext, zstd_scan
 from kcodec.compression._lib import byte_view, import_library, library_version
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
@@ -48,6 +61,8 @@ class ZstdCodec(Codec):
 
     def __init__(self) -> None:
         self._zstd: Optional[ModuleType] = None
+        self._native: Optional[Tuple[int, ...]] = None
+        self._windows: Dict[int, int] = {}
         # Compression and decompression contexts are costly to create and
         # not safe to share between threads: one set per thread.
         self._local = threading.local()
@@ -59,14 +74,23 @@ class ZstdCodec(Codec):
     def load(self) -> None:
         if self._zstd is None:
             self._zstd = import_library("zstandard", self.requires, self.name)
+            # Until the check is done, another thread takes the streaming path: the same bytes.
+            self._native = _native_entry_points(self._zstd, self._stream_compress)
+
+    @property
+    def native(self) -> bool:
+        """Whether libzstd is called directly (its functions found in python-zstandard's CFFI extension)."""
+        self.load()
+        return self._native is not None
 
     @property
     def backend(self) -> str:
-        """``zstandard <version> (libzstd <version>, <c|cffi> backend)``."""
+        """``zstandard <version> (libzstd <version>, <c|cffi> backend[, direct calls])``."""
         self.load()
         z = self._zstd
         lib = ".".join(map(str, z.ZSTD_VERSION))  # type: ignore[union-attr]
-        return f"{library_version(z)} (libzstd {lib}, {z.backend} backend)"  # type: ignore[union-attr]
+        direct = ", direct calls" if self._native is not None else ""
+        return f"{library_version(z)} (libzstd {lib}, {z.backend} backend{direct})"  # type: ignore[union-attr]
 
     def _compressor(self, level: int) -> Any:
         cache = getattr(self._local, "compressors", None)
@@ -83,6 +107,20 @@ class ZstdCodec(Codec):
             cache.move_to_end(level)
         return cctx
 
+    def _context(self) -> ZstdContext:
+        ctx = getattr(self._local, "context", None)
+        if ctx is None:
+            ctx = self._local.context = ZstdContext(self._native)
+        return ctx
+
+    def _window(self, level: int) -> int:
+        # The window libzstd picks at this level for a stream of unknown size.
+        window = self._windows.get(level)
+        if window is None:
+            params = self._zstd.ZstdCompressionParameters.from_level(level)  # type: ignore[union-attr]
+            window = self._windows[level] = 1 << params.window_log
+        return window
+
     def _decompressor(self) -> Any:
         dctx = getattr(self._local, "decompressor", None)
         if dctx is None:
@@ -90,10 +128,25 @@ class ZstdCodec(Codec):
                 max_window_size=1 << ZSTD_WINDOW_LOG_MAX)
         return dctx
 
-    def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
-        self.check_magic(magic)
+    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
+        # The frame after `headroom` bytes the caller fills (a batch header), so that the
+        # batch needs no copy of its payload; None where only the streaming path gives Java's bytes.
         level = self.resolve_level(level)
         self.load()
+        view = byte_view(data)
+        if self._native is None or len(view) > self._window(level):
+            return None
+        return self._context().compress(view, level, headroom)
+
+    def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
+        self.check_magic(magic)
+        framed = self._compress_after(data, level, 0)
+        if framed is not None:
+            return framed
+        return self._stream_compress(data, self.resolve_level(level))
+
+    def _stream_compress(self, data: Buffer, level: int) -> bytes:
+        # python-zstandard's streaming API, as zstd-jni drives libzstd: any size, any level.
         z = self._zstd
         view = byte_view(data)
         cobj = self._compressor(level).compressobj()
@@ -118,6 +171,8 @@ class ZstdCodec(Codec):
             # One frame first (as Java writes per batch; zstd_scan allows only
             # skippable frames after it) whose blocks cannot decode to more
             # than the limit: one call into an output at that bound.
+            if self._native is not None:
+                return self._context().decompress(view, max(bound, 1))
             try:
                 return self._decompressor().decompress(view, max_output_size=max(bound, 1))
             except error as exc:
@@ -152,3 +207,39 @@ class ZstdCodec(Codec):
         if len(pieces) == 1:
             return pieces[0]
         return b"".join(pieces)
+
+
+def _native_entry_points(zstd: ModuleType, stream_compress: Any) -> Optional[Tuple[int, ...]]:
+    """Addresses of :data:`ZSTD_ENTRY_POINTS` in python-zstandard's CFFI extension.
+
+    That extension links libzstd in and exports its functions; it is loaded
+    as a shared library, not imported, so the ``cffi`` package is not
+    needed.  Its libzstd must be the version python-zstandard reports, and
+    frames on a sample must equal the streaming path's bytes at several
+    levels and read back, before it is trusted.  None (python-zstandard's
+    API alone) when the extension is missing or anything disagrees, and when
+    ``KCODEC_ZSTD_NATIVE=0``.
+    """
+    if os.environ.get("KCODEC_ZSTD_NATIVE", "1") == "0":
+        return None
+    try:
+        spec = importlib.util.find_spec("zstandard._cffi")
+        if spec is None or not spec.origin:
+            return None
+        lib = ctypes.CDLL(spec.origin)
+        addresses = tuple(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+                          for name in ZSTD_ENTRY_POINTS)
+        lib.ZSTD_versionNumber.restype = ctypes.c_uint
+        major, minor, patch = zstd.ZSTD_VERSION
+        if lib.ZSTD_versionNumber() != major * 10000 + minor * 100 + patch or not all(addresses):
+            return None
+        ctx = ZstdContext(addresses)
+    except (OSError, AttributeError, TypeError, ValueError, ImportError):
+        return None
+    sample = (b"kcodec zstd self-check " * 600 + bytes(range(256)) * 40) * 2 + os.urandom(2048)
+    for level in (-5, 3, 9):
+        for data in (sample, sample[:1000], b""):
+            frame = ctx.compress(data, level)
+            if frame != stream_compress(data, level) or ctx.decompress(frame, len(data) + 1) != data:
+                return None
+    return addresses
