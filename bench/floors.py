@@ -25,11 +25,11 @@ each counted at its cheapest:
   writing its output.  The targets are measured against compare.py's "raw"
   closures, each library's plainest call; kcodec must instead write the
   frames Java writes (to be byte-identical) and read them: snappy in 32 KiB
-  blocks, lz4 with independent blocks, zstd without a content size, whose
-  decompression goes through the library's window buffer.  The floor
-  counts the cheaper of the library's own calls on those frames
-  (``_kafka_frames``) and kcodec's codec call on them (native for lz4), so
-  for compressed cells "no" means "not with these libraries";
+  blocks, lz4 with independent blocks, zstd streamed without a content
+  size.  The floor counts the cheaper of the library's own calls on those
+  frames (``_kafka_frames``) and kcodec's codec call on them (native for
+  lz4 and zstd), so for compressed cells "no" means "not with these
+  libraries";
 * for the object API (W1's targets and every W2/W3 build and read), the
   benchmark's own Python loop with kcodec taken out: building, the loop
   that evaluates each ``append`` call's arguments over the workload's own
