@@ -372,7 +372,7 @@ def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, att
     # writes header, CRC and payload into the result.
     pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
     first_off, last_off = first_off.tolist(), last_off.tolist()
-    # kcodec's own lz4 and snappy write each frame after room for the header, sparing a copy.
+    # kcodec's own lz4, snappy and zstd write each frame after room for the header, sparing a copy.
     after = getattr(codec, "_compress_after", None)
     for b in range(len(first_ts)):
         region = mv[pos[b]:pos[b + 1]]

@@ -1035,7 +1035,7 @@ cdef class BatchBuilderCore:
 
     # -- building --------------------------------------------------------------
     cdef bint _compress_after(self) except -1:
-        # Codecs that can (kcodec's own lz4 and snappy) write the frame after
+        # Codecs that can (kcodec's own lz4, snappy and zstd) write the frame after
         # room for the header, into a new bytes object that becomes the
         # batch: the compressed payload is then never copied.
         after = getattr(self.codec, "_compress_after", None)
