@@ -17,7 +17,9 @@ decompression and every record's key and value as Python objects (object
 APIs) or as Arrow columns (to_arrow).  "raw" = the codec library alone on
 each batch's uncompressed records region: the ceiling for compressed
 workloads.  Figures are the best of --reps passes in process CPU time
-(robust on a shared machine); ratios compare with kcodec's object API.
+(robust on a shared machine), the passes taken in rounds that time every
+implementation once, so that a slow spell of the machine falls on all of
+them alike; ratios compare with kcodec's object API.
 from_arrow cuts batches itself by the same batch.size rule (for compressed
 codecs with estimated_compression_ratio 1/1.05, so the cuts match the
 uncompressed ones); its batch count is printed when it differs.
@@ -87,6 +89,27 @@ def cut_batches(keys, values, headers, limit) -> List[range]:
     return out
 
 
+def best_of_rounds(fns: Dict[str, Callable], reps: int) -> Dict[str, float]:
+    """Each function's best time over ``reps`` rounds, a round timing every function once.
+
+    Interleaved, so that a slow spell of the machine falls on all of them
+    alike instead of on whichever happened to be measured then.
+    """
+    for fn in fns.values():
+        fn()  # warm up
+    times: Dict[str, List[float]] = {name: [] for name in fns}
+    gc.disable()
+    try:
+        for _ in range(reps):
+            for name, fn in fns.items():
+                t = time.process_time()
+                fn()
+                times[name].append(time.process_time() - t)
+    finally:
+        gc.enable()
+    return {name: min(ts) for name, ts in times.items()}
+
+
 def best(fn: Callable, reps: int) -> float:
     fn()  # warm up
     times = []
@@ -137,16 +160,15 @@ def run(workload: str, codec: str, scale: float, reps: int, peers=("aiokafka", "
 
     results = {"workload": workload, "codec": codec, "records": n, "payload_mb": payload / 1e6,
                "stored_mb": len(blob) / 1e6, "batches": len(batches), "from_arrow_batches": len(kc_from_arrow())}
-    timings = {"kcodec build": best(kc_build, reps), "kcodec read": best(kc_read, reps),
-               "kcodec from_arrow": best(kc_from_arrow, reps), "kcodec to_arrow": best(kc_to_arrow, reps)}
+    fns = {"kcodec build": kc_build, "kcodec read": kc_read,
+           "kcodec from_arrow": kc_from_arrow, "kcodec to_arrow": kc_to_arrow}
     for name, (build, read) in _peers(codec, keys, values, headers, ranges, batches, n, peers).items():
-        timings[f"{name} build"] = best(build, reps)
-        timings[f"{name} read"] = best(read, reps)
+        fns[f"{name} build"] = build
+        fns[f"{name} read"] = read
     raw = _raw(codec, keys, values, headers, ranges)
     if raw is not None:
-        timings["raw compress"] = best(raw[0], reps)
-        timings["raw decompress"] = best(raw[1], reps)
-    results["seconds"] = timings
+        fns["raw compress"], fns["raw decompress"] = raw
+    results["seconds"] = best_of_rounds(fns, reps)
     return results
 
 
