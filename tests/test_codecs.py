@@ -685,15 +685,20 @@ def test_snappy_legacy_python_snappy_backend():
         codec.decompress(b"\x10" + b"\xff" * 8)
 
 
-def _lz4_pair():
-    from kcodec.compression.lz4 import Lz4Codec
-    native, python = Lz4Codec(), Lz4Codec()
+def _native_pair(codec_class, missing: str):
+    """A codec calling its library's C functions directly, and one held to the Python API."""
+    native, python = codec_class(), codec_class()
     native.load()
     python.load()
     python._native = None
     if not native.native:
-        pytest.skip("liblz4's entry points are not exported by python-lz4 here")
+        pytest.skip(missing)
     return native, python
+
+
+def _lz4_pair():
+    from kcodec.compression.lz4 import Lz4Codec
+    return _native_pair(Lz4Codec, "liblz4's entry points are not exported by python-lz4 here")
 
 
 @pytest.mark.parametrize("size", [0, 1, 4096, 65535, 65536, 65537, 300_000])
@@ -732,13 +737,7 @@ def test_lz4_native_errors_equal_the_per_block_path():
 
 def _zstd_pair():
     from kcodec.compression.zstd import ZstdCodec
-    native, python = ZstdCodec(), ZstdCodec()
-    native.load()
-    python.load()
-    python._native = None
-    if not native.native:
-        pytest.skip("libzstd's entry points are not exported by python-zstandard here")
-    return native, python
+    return _native_pair(ZstdCodec, "libzstd's entry points are not exported by python-zstandard here")
 
 
 def _zstd_sample(size, seed):
