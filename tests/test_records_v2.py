@@ -166,6 +166,56 @@ def test_append_many_and_numpy_inputs():
     assert one(b.build()).records()[0].key == b"key"
 
 
+def test_append_many_lists_and_iterables_give_the_same_batch():
+    keys = [b"k%d" % i if i % 3 else None for i in range(50)]
+    values = [b"v" * i for i in range(50)]
+    stamps = [T0 + i if i % 7 else None for i in range(50)]
+    stamps[5] = np.int64(T0 + 5)  # not an int: converted with int(), as on the iterator path
+    headers = [[("h", b"%d" % i), ("n", None)] if i % 2 else None for i in range(50)]
+    built = []
+    for args in ((keys, values, stamps, headers), (tuple(keys), tuple(values), tuple(stamps), tuple(headers)),
+                 (iter(keys), (v for v in values), iter(stamps), iter(headers))):
+        b = RecordBatchBuilder(base_offset=7, log_append_time=None)
+        assert b.append_many(*args) == 50
+        built.append(bytes(b.build()))
+    # records without a timestamp take the time of the call, so compare everything else
+    recs = [one(x).records() for x in built]
+    assert [(r.offset, r.key, r.value, r.headers) for r in recs[0]] == \
+        [(r.offset, r.key, r.value, r.headers) for r in recs[1]] == \
+        [(r.offset, r.key, r.value, r.headers) for r in recs[2]]
+    assert [r.timestamp for r in recs[0] if r.offset % 7 != 0] == [T0 + i for i in range(50) if i % 7]
+    b = RecordBatchBuilder()
+    assert b.append_many(keys[:3], values[:5]) == 3  # as many as keys and values both have
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_append_many_names_a_short_sequence(listed):
+    keys, values = [b"a", b"b", b"c"], [b"1", b"2", b"3"]
+    for kw, name in (({"timestamps": [T0, T0 + 1]}, "timestamps"), ({"headers": [(), ()]}, "headers")):
+        b = RecordBatchBuilder()
+        if not listed:
+            kw = {k: iter(v) for k, v in kw.items()}
+        with pytest.raises(RecordBuilderError, match=f"{name} has only 2 items"):
+            b.append_many(keys if listed else iter(keys), values, **kw)
+        assert len(one(b.build()).records()) == 2  # the records before it stay appended
+
+
+def test_append_many_survives_lists_changed_while_appending():
+    keys, values = [b"a", b"b", b"c", b"d"], [b"1", b"2", b"3", b"4"]
+
+    class Shrinking:
+        def __init__(self, ts):
+            self.ts = ts
+
+        def __int__(self):
+            keys.clear()  # runs inside append_many, between records
+            return self.ts
+
+    b = RecordBatchBuilder()
+    assert b.append_many(keys, values, [T0, Shrinking(T0 + 1), T0 + 2, T0 + 3]) == 2
+    assert [(r.key, r.timestamp) for r in one(b.build()).records()] == [(b"a", T0), (b"b", T0 + 1)]
+
+
 def test_batch_properties_and_reiteration():
     data, doc, _ = load_case("v2_zstd_json100")
     batch = one(data)

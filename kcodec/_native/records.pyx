@@ -11,6 +11,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE
+from cpython.sequence cimport PySequence_Fast_GET_SIZE, PySequence_Fast_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8AndSize
 from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
@@ -62,6 +63,22 @@ cdef inline str _header_key(k):
     if isinstance(k, str):
         return <str>k
     return bytes(memoryview(k)).decode("utf-8", "replace")
+
+
+cdef inline bint _list_or_tuple(obj):
+    return type(obj) is list or type(obj) is tuple
+
+
+cdef object _item_of(seq, Py_ssize_t i, str name):
+    if i >= PySequence_Fast_GET_SIZE(seq):
+        raise RecordBuilderError(f"append_many: {name} has only {i} items, fewer than keys and values")
+    return <object>PySequence_Fast_GET_ITEM(seq, i)
+
+
+cdef object _next_of(it, Py_ssize_t i, str name):
+    for item in it:
+        return item
+    raise RecordBuilderError(f"append_many: {name} has only {i} items, fewer than keys and values")
 
 
 @cython.freelist(64)
@@ -883,18 +900,32 @@ cdef class BatchBuilderCore:
     def append_many(self, keys, values, timestamps=None, headers=None) -> int:
         """Append records from parallel sequences (lists, tuples, numpy object arrays).
 
-        ``timestamps`` and ``headers`` are optional sequences of the same
-        length; returns how many records were appended.
+        As many records are appended as ``keys`` and ``values`` both have;
+        ``timestamps`` and ``headers`` are optional sequences with at least
+        as many items (RecordBuilderError when one runs out, after the
+        records before it are appended).  Returns how many were appended.
         """
         cdef Py_ssize_t n = 0
         if self.is_control:
             raise RecordBuilderError("Control records can only be appended to control batches; "
                                      "use append_control() on this control batch")
+        if _list_or_tuple(keys) and _list_or_tuple(values) and \
+                (timestamps is None or _list_or_tuple(timestamps)) and (headers is None or _list_or_tuple(headers)):
+            # Indexed directly, without iterator objects; sizes are read again at
+            # every step (as list iterators do), since a key's buffer or a
+            # timestamp's __index__ may run code that changes the lists.
+            while n < PySequence_Fast_GET_SIZE(keys) and n < PySequence_Fast_GET_SIZE(values):
+                ts = None if timestamps is None else _item_of(timestamps, n, "timestamps")
+                hs = () if headers is None else _item_of(headers, n, "headers")
+                self._add(<object>PySequence_Fast_GET_ITEM(keys, n), <object>PySequence_Fast_GET_ITEM(values, n),
+                          ts if ts is None or type(ts) is int else int(ts), () if hs is None else hs, None)
+                n += 1
+            return n
         ts_iter = iter(timestamps) if timestamps is not None else None
         h_iter = iter(headers) if headers is not None else None
         for key, value in zip(keys, values):
-            ts = next(ts_iter) if ts_iter is not None else None
-            hs = next(h_iter) if h_iter is not None else ()
+            ts = _next_of(ts_iter, n, "timestamps") if ts_iter is not None else None
+            hs = _next_of(h_iter, n, "headers") if h_iter is not None else ()
             self._add(key, value, None if ts is None else int(ts), hs if hs is not None else (), None)
             n += 1
         return n
