@@ -201,19 +201,36 @@ def test_append_many_names_a_short_sequence(listed):
 
 
 def test_append_many_survives_lists_changed_while_appending():
-    keys, values = [b"a", b"b", b"c", b"d"], [b"1", b"2", b"3", b"4"]
+    # Keys and values made at run time, so that clearing the lists frees them
+    # (the AddressSanitizer build with PYTHONMALLOC=malloc catches a use after free).
+    def fresh():
+        return [bytes([97 + i]) * 3 for i in range(4)], [bytes([48 + i]) * 5 for i in range(4)]
+
+    keys, values = fresh()
 
     class Shrinking:
         def __init__(self, ts):
             self.ts = ts
 
         def __int__(self):
-            keys.clear()  # runs inside append_many, between records
+            keys.clear()  # runs inside append_many, before record 1
             return self.ts
 
     b = RecordBatchBuilder()
-    assert b.append_many(keys, values, [T0, Shrinking(T0 + 1), T0 + 2, T0 + 3]) == 2
-    assert [(r.key, r.timestamp) for r in one(b.build()).records()] == [(b"a", T0), (b"b", T0 + 1)]
+    assert b.append_many(keys, values, [T0, Shrinking(T0 + 1), T0 + 2, T0 + 3]) == 1
+    assert [(r.key, r.timestamp) for r in one(b.build()).records()] == [(b"aaa", T0)]
+
+    keys, values = fresh()
+
+    def clearing_headers():
+        keys.clear()
+        values.clear()  # while record 1 is being appended
+        yield ("h", b"v")
+
+    b = RecordBatchBuilder()
+    assert b.append_many(keys, values, [T0] * 4, [(), clearing_headers(), (), ()]) == 2
+    assert [(r.key, r.value, r.headers) for r in one(b.build()).records()] == \
+        [(b"aaa", b"00000", ()), (b"bbb", b"11111", (("h", b"v"),))]
 
 
 def test_batch_properties_and_reiteration():

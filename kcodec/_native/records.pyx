@@ -916,9 +916,15 @@ cdef class BatchBuilderCore:
             # timestamp's __index__ may run code that changes the lists.
             while n < PySequence_Fast_GET_SIZE(keys) and n < PySequence_Fast_GET_SIZE(values):
                 ts = None if timestamps is None else _item_of(timestamps, n, "timestamps")
+                if ts is not None and type(ts) is not int:
+                    ts = int(ts)
                 hs = () if headers is None else _item_of(headers, n, "headers")
-                self._add(<object>PySequence_Fast_GET_ITEM(keys, n), <object>PySequence_Fast_GET_ITEM(values, n),
-                          ts if ts is None or type(ts) is int else int(ts), () if hs is None else hs, None)
+                if n >= PySequence_Fast_GET_SIZE(keys) or n >= PySequence_Fast_GET_SIZE(values):
+                    break  # int() above ran code that shortened them
+                # Owned references: _add may run code (a headers iterable) that empties the lists.
+                key = <object>PySequence_Fast_GET_ITEM(keys, n)
+                value = <object>PySequence_Fast_GET_ITEM(values, n)
+                self._add(key, value, ts, () if hs is None else hs, None)
                 n += 1
             return n
         ts_iter = iter(timestamps) if timestamps is not None else None
