@@ -1,14 +1,19 @@
 """Shared helpers of the built-in codecs: lazy library imports and buffer views."""
 from __future__ import annotations
 
+import ctypes
 import importlib
 import sys
+import threading
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from kcodec.errors import CodecLibraryMissingError
 
-__all__ = ["import_library", "byte_view", "library_version"]
+__all__ = ["import_library", "byte_view", "library_version", "native_library"]
+
+_LOADED: Dict[str, ctypes.CDLL] = {}
+_LOADED_LOCK = threading.Lock()
 
 
 def import_library(module: str, package: str, codec: str) -> ModuleType:
@@ -49,3 +54,16 @@ def library_version(module: Optional[ModuleType]) -> str:
     if version is None:
         version = getattr(sys.modules.get(top), "__version__", None)
     return f"{top} {version}" if version else top
+
+
+def native_library(path: str) -> ctypes.CDLL:
+    """The shared library at ``path``, loaded once and kept loaded for the life of the process.
+
+    Codecs hand the addresses of its functions to native code, so the
+    mapping must outlive every context that holds them.
+    """
+    with _LOADED_LOCK:
+        lib = _LOADED.get(path)
+        if lib is None:
+            lib = _LOADED[path] = ctypes.CDLL(path)
+        return lib

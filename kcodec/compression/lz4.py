@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any, List, Optional, Tuple
 
 from kcodec._native.codecs import lz4_frame_compress, lz4_frame_decompress, lz4_scan, xxh32
-from kcodec.compression._lib import byte_view, import_library, library_version
+from kcodec.compression._lib import byte_view, import_library, library_version, native_library
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
@@ -205,7 +205,7 @@ def _native_entry_points(block_module: ModuleType) -> Optional[Tuple[int, int, i
         return None
     extension = getattr(block_module, "_block", block_module)  # python-lz4's compiled module
     try:
-        lib = ctypes.CDLL(extension.__file__)
+        lib = native_library(extension.__file__)
         fast, hc, dec = (ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
                          for name in ("LZ4_compress_default", "LZ4_compress_HC", "LZ4_decompress_safe"))
     except (OSError, AttributeError, TypeError):

@@ -35,7 +35,7 @@ from types import ModuleType
 from typing import Any, Dict, List, Optional, Tuple
 
 from kcodec._native.codecs import ZSTD_ENTRY_POINTS, ZstdContext, zstd_scan
-from kcodec.compression._lib import byte_view, import_library, library_version
+from kcodec.compression._lib import byte_view, import_library, library_version, native_library
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
@@ -226,7 +226,7 @@ def _native_entry_points(zstd: ModuleType, stream_compress: Any) -> Optional[Tup
         spec = importlib.util.find_spec("zstandard._cffi")
         if spec is None or not spec.origin:
             return None
-        lib = ctypes.CDLL(spec.origin)
+        lib = native_library(spec.origin)
         addresses = tuple(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
                           for name in ZSTD_ENTRY_POINTS)
         lib.ZSTD_versionNumber.restype = ctypes.c_uint
