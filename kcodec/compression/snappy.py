@@ -91,22 +91,27 @@ class SnappyCodec(Codec):
         self.load()
         return library_version(self._module)
 
-    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
-        # The frame after `headroom` bytes the caller fills (a batch header), so that the
-        # batch needs no copy of its payload; None without cramjam.
-        self.resolve_level(level)
-        self.load()
+    def _native_frame(self, view: memoryview, headroom: int) -> Optional[bytes]:
+        # The whole frame in one native call, each block compressed straight into the
+        # result after `headroom` bytes; None without cramjam.
         if self._compress_into is None:
             return None
-        return snappy_frame_compress(byte_view(data), SNAPPY_JAVA_HEADER, SNAPPY_JAVA_BLOCK_SIZE,
+        return snappy_frame_compress(view, SNAPPY_JAVA_HEADER, SNAPPY_JAVA_BLOCK_SIZE,
                                      self._compress_into, self._max_block_out, headroom)
+
+    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
+        # The frame after `headroom` bytes the caller fills (a batch header), so that the
+        # batch needs no copy of its payload.
+        self.resolve_level(level)
+        self.load()
+        return self._native_frame(byte_view(data), headroom)
 
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         self.resolve_level(level)
         self.load()
         view = byte_view(data)
-        framed = self._compress_after(view, level, 0)  # each block straight into the result
+        framed = self._native_frame(view, 0)
         if framed is not None:
             return framed
         compress_block = self._compress_block

@@ -128,22 +128,27 @@ class ZstdCodec(Codec):
                 max_window_size=1 << ZSTD_WINDOW_LOG_MAX)
         return dctx
 
-    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
-        # The frame after `headroom` bytes the caller fills (a batch header), so that the
-        # batch needs no copy of its payload; None where only the streaming path gives Java's bytes.
-        level = self.resolve_level(level)
-        self.load()
-        view = byte_view(data)
+    def _direct_frame(self, view: memoryview, level: int, headroom: int) -> Optional[bytes]:
+        # One frame by the direct calls, after `headroom` bytes; None where only the
+        # streaming path gives Java's bytes (no direct calls, or beyond the window).
         if self._native is None or len(view) > self._window(level):
             return None
         return self._context().compress(view, level, headroom)
 
+    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
+        # The frame after `headroom` bytes the caller fills (a batch header), so that the
+        # batch needs no copy of its payload.
+        level = self.resolve_level(level)
+        self.load()
+        return self._direct_frame(byte_view(data), level, headroom)
+
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
-        framed = self._compress_after(data, level, 0)
-        if framed is not None:
-            return framed
-        return self._stream_compress(data, self.resolve_level(level))
+        level = self.resolve_level(level)
+        self.load()
+        view = byte_view(data)
+        framed = self._direct_frame(view, level, 0)
+        return framed if framed is not None else self._stream_compress(view, level)
 
     def _stream_compress(self, data: Buffer, level: int) -> bytes:
         # python-zstandard's streaming API, as zstd-jni drives libzstd: any size, any level.
