@@ -707,9 +707,10 @@ def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py
         o = <uint8_t *>_raw_bytes_data(out) + headroom
         memcpy(o, hview.buf, hview.len)
         pos = hview.len
-        src = memoryview(data).cast("B")
-        dst = PyMemoryView_FromMemory(<char *>o, bound, PyBUF_WRITE)
+        dst = None
         try:
+            src = memoryview(data).cast("B")
+            dst = PyMemoryView_FromMemory(<char *>o, bound, PyBUF_WRITE)
             for start in range(0, view.len, block_size):
                 written = compress_into(src[start:start + block_size], dst[pos + 4:pos + 4 + max_block_out])
                 if written < 0 or written > max_block_out:
@@ -717,7 +718,8 @@ def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py
                 kc_store_be32(o + pos, <uint32_t>written)
                 pos += 4 + written
         except BaseException:
-            dst.release()
+            if dst is not None:
+                dst.release()
             Py_DECREF(<object>out)
             raise
         dst.release()
