@@ -105,8 +105,6 @@ cdef extern from *:
         return p + len;
     }
 
-    /* One record of row i: length, attributes, deltas, key, value and the
-       headers h0..h1 of the header columns. */
     /* Everything of row i's record after its length varint: attributes,
        deltas, key, value and the headers h0..h1 of the header columns. */
     static inline __attribute__((always_inline)) uint8_t *kc_put_body(
@@ -569,8 +567,7 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
             if res.err == 1:
                 raise RecordBuilderError(f"row {res.err_row}: header keys must not be null")
             raise RecordBuilderError(f"row {res.err_row}: offset too far from the first offset of its batch")
-        if res.written != cap:
-            kc_bytes_shrink(&blob, 61 + res.written)
+        kc_bytes_shrink(&blob, 61 + res.written)
         out.append(<object>blob)
         Py_DECREF(<object>blob)
         r0 = res.row_end
