@@ -89,6 +89,27 @@ def test_headers_round_trip_order_repeats_null_utf8():
     assert batch.records()[0].headers == tuple(headers)
 
 
+class _Key(str):
+    pass
+
+
+@pytest.mark.parametrize("key", ["ascii", "", "caf\u00e9", "\u043a\u043b\u044e\u0447", "\U0001f511key",
+                                 _Key("sub"), _Key("s\u00fcb")])
+def test_str_header_keys_are_written_as_utf8(key):
+    # Every str kind (ASCII, latin-1, UCS-2, UCS-4, a subclass) gives the bytes of its UTF-8 encoding.
+    as_str = build([(b"x", b"y", TS, [(key, b"v"), ("k2", None)])])
+    as_bytes = build([(b"x", b"y", TS, [(str(key).encode("utf-8"), b"v"), (b"k2", None)])])
+    assert as_str == as_bytes
+    assert one(as_str).records()[0].headers == ((str(key), b"v"), ("k2", None))
+
+
+def test_header_key_that_is_not_utf8_is_refused():
+    b = RecordBatchBuilder()
+    with pytest.raises(UnicodeEncodeError):
+        b.append(b"x", b"y", TS, [("bad\ud800", b"v")])
+    assert b.record_count == 0
+
+
 def test_null_header_key_rejected():
     with pytest.raises(RecordBuilderError):
         build([(b"x", b"y", TS, [(None, b"v")])])

@@ -114,7 +114,6 @@ cdef class BatchBuilderCore:
     cdef bint _compress_after(self) except -1
     cdef int64_t _estimated(self)
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
-    cdef int _key_value(self, obj, Py_buffer *buf, bint *have, const uint8_t **ptr, int32_t *length) except -1
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807
 
 

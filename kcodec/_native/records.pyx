@@ -530,6 +530,17 @@ cdef extern from *:
     static inline int kc_is_none(PyObject *o) { return o == Py_None; }
     static inline const char *kc_bytes_data(PyObject *o) { return PyBytes_AS_STRING(o); }
     static inline Py_ssize_t kc_bytes_len(PyObject *o) { return PyBytes_GET_SIZE(o); }
+    static inline int kc_is_seq(PyObject *o) { return PyList_CheckExact(o) || PyTuple_CheckExact(o); }
+    static inline Py_ssize_t kc_seq_size(PyObject *o) { return Py_SIZE(o); }
+    /* Header keys are nearly always ASCII str, whose characters are already UTF-8:
+       read them in place instead of calling into the UTF-8 cache. */
+    static inline const char *kc_utf8(PyObject *o, Py_ssize_t *size) {
+        if (PyUnicode_IS_COMPACT_ASCII(o)) {
+            *size = PyUnicode_GET_LENGTH(o);
+            return (const char *)(((PyASCIIObject *)o) + 1);
+        }
+        return PyUnicode_AsUTF8AndSize(o, size);
+    }
     """
     PyObject *kc_seq_item(PyObject *seq, bint is_list, Py_ssize_t i)
     bint kc_is_pair(PyObject *o)
@@ -539,7 +550,28 @@ cdef extern from *:
     bint kc_is_none(PyObject *o)
     const char *kc_bytes_data(PyObject *o)
     Py_ssize_t kc_bytes_len(PyObject *o)
-    const char *kc_utf8 "PyUnicode_AsUTF8AndSize"(PyObject *o, Py_ssize_t *size) except NULL
+    bint kc_is_seq(PyObject *o)
+    Py_ssize_t kc_seq_size(PyObject *o)
+    const char *kc_utf8(PyObject *o, Py_ssize_t *size) except NULL
+
+
+cdef inline int _key_value(obj, Py_buffer *buf, bint *have, const uint8_t **ptr, int32_t *length) except -1:
+    if obj is None:
+        length[0] = -1
+        ptr[0] = NULL
+    elif type(obj) is bytes:
+        ptr[0] = <const uint8_t *>PyBytes_AS_STRING(obj)
+        if PyBytes_GET_SIZE(obj) > INT32_MAX_ - 5:
+            raise RecordBuilderError("key or value of more than 2 GiB")
+        length[0] = <int32_t>PyBytes_GET_SIZE(obj)
+    else:
+        PyObject_GetBuffer(obj, buf, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        have[0] = True
+        if buf.len > INT32_MAX_ - 5:
+            raise RecordBuilderError("key or value of more than 2 GiB")
+        ptr[0] = <const uint8_t *>buf.buf
+        length[0] = <int32_t>buf.len
+    return 0
 
 
 cdef list _header_slow(h, const char **kp, Py_ssize_t *kl, const char **vp, Py_ssize_t *vl, list keep):
@@ -554,7 +586,7 @@ cdef list _header_slow(h, const char **kp, Py_ssize_t *kl, const char **vp, Py_s
         raise RecordBuilderError("Invalid null header key found in headers")
     if keep is None:
         keep = []
-    if type(hk) is str:
+    if isinstance(hk, str):
         kp[0] = PyUnicode_AsUTF8AndSize(hk, kl)
         keep.append(hk)
     else:
@@ -831,7 +863,7 @@ cdef class BatchBuilderCore:
         # pair in it alive: those are read through borrowed references.
         cdef list keep = None
         cdef bint is_list = type(headers) is list
-        cdef Py_ssize_t n = len(headers), i
+        cdef Py_ssize_t n = kc_seq_size(<PyObject *>headers), i
         cdef Py_ssize_t kl = 0, vl = 0
         cdef const char *kp
         cdef const char *vp = NULL
@@ -936,25 +968,6 @@ cdef class BatchBuilderCore:
             n += 1
         return n
 
-    cdef int _key_value(self, obj, Py_buffer *buf, bint *have, const uint8_t **ptr,
-                               int32_t *length) except -1:
-        if obj is None:
-            length[0] = -1
-            ptr[0] = NULL
-        elif type(obj) is bytes:
-            ptr[0] = <const uint8_t *>PyBytes_AS_STRING(obj)
-            if PyBytes_GET_SIZE(obj) > INT32_MAX_ - 5:
-                raise RecordBuilderError("key or value of more than 2 GiB")
-            length[0] = <int32_t>PyBytes_GET_SIZE(obj)
-        else:
-            PyObject_GetBuffer(obj, buf, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-            have[0] = True
-            if buf.len > INT32_MAX_ - 5:
-                raise RecordBuilderError("key or value of more than 2 GiB")
-            ptr[0] = <const uint8_t *>buf.buf
-            length[0] = <int32_t>buf.len
-        return 0
-
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807:
         cdef Py_buffer kb, vb
         cdef int32_t klen = -1, vlen = -1, hcount = 0, j
@@ -992,13 +1005,14 @@ cdef class BatchBuilderCore:
             base = self._first_ts
         else:
             base = ts
-        if headers:
-            if type(headers) is not list and type(headers) is not tuple:
-                headers = tuple(headers)
-            keep = self._scan_headers(headers, &hcount, &hsize)
+        if kc_is_seq(<PyObject *>headers):
+            if kc_seq_size(<PyObject *>headers):
+                keep = self._scan_headers(headers, &hcount, &hsize)
+        elif headers:
+            keep = self._scan_headers(tuple(headers), &hcount, &hsize)
         try:
-            self._key_value(key, &kb, &have_k, &kp, &klen)
-            self._key_value(value, &vb, &have_v, &vp, &vlen)
+            _key_value(key, &kb, &have_k, &kp, &klen)
+            _key_value(value, &vb, &have_v, &vp, &vlen)
             body = kc_record_body_size(ts - base, <int32_t>delta, klen, vlen, hcount, hsize)
             if body > INT32_MAX_ - 5:
                 raise RecordBuilderError(f"record of {body} bytes is too large")
@@ -1047,13 +1061,14 @@ cdef class BatchBuilderCore:
         # Kafka sizes the delta from the first record's timestamp, whatever the base timestamp.
         tsd = ts - self._first_ts
         offd = <int32_t>(self._last_offset - self.base_offset + 1)
-        if headers:
-            if type(headers) is not list and type(headers) is not tuple:
-                headers = tuple(headers)
-            keep = self._scan_headers(headers, &hcount, &hsize)
+        if kc_is_seq(<PyObject *>headers):
+            if kc_seq_size(<PyObject *>headers):
+                keep = self._scan_headers(headers, &hcount, &hsize)
+        elif headers:
+            keep = self._scan_headers(tuple(headers), &hcount, &hsize)
         try:
-            self._key_value(key, &kb, &have_k, &kp, &klen)
-            self._key_value(value, &vb, &have_v, &vp, &vlen)
+            _key_value(key, &kb, &have_k, &kp, &klen)
+            _key_value(value, &vb, &have_v, &vp, &vlen)
         finally:
             if have_k:
                 PyBuffer_Release(&kb)
