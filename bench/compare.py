@@ -13,9 +13,13 @@ Workloads (deterministic):
 Every implementation builds the same batches (the records are cut into
 batches once, by kcodec's batch.size rule) and reads the same bytes (built by
 kcodec).  "build" = records -> complete v2 batches, one append() call per
-record ("build, bulk", uncompressed only: append_many() over each batch's
-slices of the record lists, shown for information; the targets are per
-record); "read" = CRC check,
+record.  Each batch's records are given as (timestamp, key, value, headers)
+tuples, made once before timing, as a producer holds them and as
+peerbench's adapters receive them; every implementation runs the same loop
+over them (a bound ``append``, the tuple unpacked into its arguments), so
+the loop costs every implementation the same.  "build, bulk" (uncompressed
+only, shown for information; the targets are per record) is append_many()
+over each batch's slices of the record lists.  "read" = CRC check,
 decompression and every record's key and value as Python objects (object
 APIs) or as Arrow columns (to_arrow).  "raw" = the codec library alone on
 each batch's uncompressed records region: the ceiling for compressed
@@ -133,8 +137,10 @@ def run(workload: str, codec: str, scale: float, reps: int, peers=("aiokafka", "
     n = len(values)
     payload = sum(len(v) for v in values) + sum(len(k) for k in keys if k)
 
+    records = batch_records(keys, values, headers, ranges)
+
     def kc_build():
-        return [bytes(_kc_batch(codec, keys, values, headers, r)) for r in ranges]
+        return kc_build_batches(codec, records)
 
     stamps = [T0 + i for i in range(n)]
 
@@ -180,31 +186,59 @@ def run(workload: str, codec: str, scale: float, reps: int, peers=("aiokafka", "
     if codec == "none":  # with a codec, the codec's time hides the difference
         assert kc_build_bulk() == batches
         fns["kcodec build, bulk"] = kc_build_bulk
-    for name, (build, read) in _peers(codec, keys, values, headers, ranges, batches, n, peers).items():
+    for name, (build, read) in _peers(codec, records, batches, n, peers).items():
         fns[f"{name} build"] = build
         fns[f"{name} read"] = read
-    raw = _raw(codec, keys, values, headers, ranges)
+    raw = _raw(codec, records)
     if raw is not None:
         fns["raw compress"], fns["raw decompress"] = raw
     results["seconds"] = best_of_rounds(fns, reps)
     return results
 
 
+def batch_records(keys, values, headers, ranges) -> List[List[tuple]]:
+    """Each batch's records as ``(timestamp, key, value, headers)`` tuples, the build loops' input."""
+    return [[(T0 + i, keys[i], values[i], headers[i]) for i in r] for r in ranges]
+
+
+def kc_build_batches(codec: str, records: List[List[tuple]]) -> List[bytes]:
+    """kcodec's build: one ``append`` per record, one batch per list of records."""
+    out = []
+    for recs in records:
+        b = RecordBatchBuilder(compression=codec, write_limit=1 << 30)
+        append = b.append
+        for ts, key, value, hs in recs:
+            append(key, value, ts, hs)
+        out.append(bytes(b.build()))
+    return out
+
+
 def _kc_batch(codec, keys, values, headers, r):
+    # One reference batch, untimed: the batches every reader reads and every build is held to.
     b = RecordBatchBuilder(compression=codec, write_limit=1 << 30)
     for i in r:
         b.append(keys[i], values[i], T0 + i, headers[i])
     return b.build()
 
 
-def _peer(builder_cls, batch_cls, codec_id, keys, values, headers, ranges, batches, n):
+def peer_build_batches(builder_cls, codec_id: int, records: List[List[tuple]]) -> List[bytes]:
+    """A client library's build (aiokafka, kafka-python) in kcodec's loop; their append takes the offset."""
+    out = []
+    for recs in records:
+        b = builder_cls(2, codec_id, False, -1, -1, -1, 1 << 30)
+        append = b.append
+        offset = 0
+        for ts, key, value, hs in recs:
+            append(offset, ts, key, value, hs)
+            offset += 1
+        out.append(bytes(b.build()))
+    return out
+
+
+def _peer(builder_cls, batch_cls, codec_id, records, batches, n):
     """Build and read closures over a client library's v2 record classes (aiokafka, kafka-python)."""
     def build():
-        for r in ranges:
-            b = builder_cls(2, codec_id, False, -1, -1, -1, 1 << 30)
-            for i in r:
-                b.append(i - r.start, T0 + i, keys[i], values[i], headers[i])
-            bytes(b.build())
+        peer_build_batches(builder_cls, codec_id, records)
 
     def read():
         c = 0
@@ -220,10 +254,10 @@ def _peer(builder_cls, batch_cls, codec_id, keys, values, headers, ranges, batch
     return build, read
 
 
-def _peers(codec, keys, values, headers, ranges, batches, n, which=("aiokafka", "kafka-python")):
+def _peers(codec, records, batches, n, which=("aiokafka", "kafka-python")):
     peers = {}
     codec_id = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[codec]
-    args = (codec_id, keys, values, headers, ranges, batches, n)
+    args = (codec_id, records, batches, n)
     try:
         if "aiokafka" in which:
             from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -239,15 +273,10 @@ def _peers(codec, keys, values, headers, ranges, batches, n, which=("aiokafka", 
     return peers
 
 
-def _raw(codec, keys, values, headers, ranges):
+def _raw(codec, records):
     if codec == "none":
         return None
-    regions = []
-    for r in ranges:
-        b = RecordBatchBuilder(write_limit=1 << 30)
-        for i in r:
-            b.append(keys[i], values[i], T0 + i, headers[i])
-        regions.append(bytes(b.build())[61:])
+    regions = [b[61:] for b in kc_build_batches("none", records)]
     if codec == "gzip":
         import zlib
         comp = lambda d: zlib.compress(d, 6)

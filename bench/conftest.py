@@ -38,6 +38,7 @@ class Workload:
         self.name = name
         self.keys, self.values, self.headers, self.limit = compare.make_workload(name, scale)
         self.ranges = compare.cut_batches(self.keys, self.values, self.headers, self.limit)
+        self.records = compare.batch_records(self.keys, self.values, self.headers, self.ranges)
         self.n = len(self.values)
         self.mb = (sum(map(len, self.values)) + sum(len(k) for k in self.keys if k)) / 1e6
         self._batches = {}

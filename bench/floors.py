@@ -33,8 +33,8 @@ each counted at its cheapest:
   libraries";
 * for the object API (W1's targets and every W2/W3 build and read), the
   benchmark's own Python loop with kcodec taken out: building, the loop
-  that evaluates each ``append`` call's arguments over the workload's own
-  records, without the call; reading, the loop over ready-made record
+  that unpacks each batch's record tuples into ``append``'s arguments,
+  without the call; reading, the loop over ready-made record
   objects that reads ``key`` and ``value`` and counts (creating those
   objects is not counted).
 
@@ -168,32 +168,27 @@ class _Rec:
         self.value = value
 
 
-def _harness(keys, values, headers, ranges, reps: int) -> Tuple[float, float]:
+def _harness(keys, values, records, ranges, reps: int) -> Tuple[float, float]:
     """compare.py's build and read loops with kcodec's work taken out.
 
-    Building evaluates each ``append`` call's arguments but makes no call,
-    over the workload's own lists: the benchmark's loop touches every
-    record's key, value and headers objects where they lie in memory, and
-    those cache misses are part of any builder's time (they are about half
-    of this loop's).  Reading loops over references to 64 ready-made record
-    objects, in cache as a record just made is.
+    Building unpacks every record tuple as the build loop does but makes no
+    call.  Unpacking takes a reference to each item, so the loop touches the
+    tuple and the key, value and headers objects where they lie in memory,
+    and those cache misses are part of any builder's time.  Reading loops
+    over references to 64 ready-made record objects, in cache as a record
+    just made is.
     """
-    t0 = compare.T0
-
     def build():
-        for r in ranges:
-            for i in r:
-                keys[i]
-                values[i]
-                t0 + i
-                headers[i]
+        for recs in records:
+            for ts, key, value, hs in recs:
+                pass
 
     pool = [_Rec(keys[i], values[i]) for i in range(64)]
-    records = [[pool[i % 64] for i in r] for r in ranges]
+    made = [[pool[i % 64] for i in r] for r in ranges]
 
     def read():
         c = 0
-        for batch in records:
+        for batch in made:
             for rec in batch:
                 rec.key
                 rec.value
@@ -221,17 +216,17 @@ def measure(workload: str, codec: str, reps: int) -> Dict[str, float]:
            "write records": _write_time(uncompressed, reps),
            # a compressing builder can write its records into one cached buffer, batch after batch
            "write records hot": _write_time(uncompressed, reps, reused=True)}
-    out["harness build"], out["harness read"] = _harness(keys, values, headers, ranges, reps)
+    records = compare.batch_records(keys, values, headers, ranges)
+    out["harness build"], out["harness read"] = _harness(keys, values, records, ranges, reps)
     if codec == "none":
         from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-        build, read = compare._peer(DefaultRecordBatchBuilder, DefaultRecordBatch, 0, keys, values, headers,
-                                    ranges, batches, n)
+        build, read = compare._peer(DefaultRecordBatchBuilder, DefaultRecordBatch, 0, records, batches, n)
         out["aiokafka build"] = compare.best(build, reps)
         out["aiokafka read"] = compare.best(read, reps)
         # reading the table's values from memory once, as "read input" reads the batches
         out["read columns"] = _read_time([b"".join(values)], reps)
     else:
-        raw = compare._raw(codec, keys, values, headers, ranges)
+        raw = compare._raw(codec, records)
         out["raw compress"] = compare.best(raw[0], reps)
         out["raw decompress"] = compare.best(raw[1], reps)
         payloads = [b[61:] for b in batches]

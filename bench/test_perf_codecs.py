@@ -43,7 +43,7 @@ def _raw_decoder(codec):
 def _raw(wl, codec):
     key = ("raw", codec)
     if key not in wl.cache:
-        wl.cache[key] = compare._raw(codec, wl.keys, wl.values, wl.headers, wl.ranges)
+        wl.cache[key] = compare._raw(codec, wl.records)
     return wl.cache[key]
 
 

@@ -36,21 +36,9 @@ def _need(impl):
 
 
 def _peer_build(impl, codec, wl):
-    # compare._peer's build with the same calls, returning the bytes so they can be checked.
     builder_cls = importlib.import_module(PEER_MODULES[impl]).DefaultRecordBatchBuilder
-    codec_id, keys, values, headers, ranges = CODEC_IDS[codec], wl.keys, wl.values, wl.headers, wl.ranges
-    t0 = compare.T0
-
-    def build():
-        out = []
-        for r in ranges:
-            b = builder_cls(2, codec_id, False, -1, -1, -1, 1 << 30)
-            for i in r:
-                b.append(i - r.start, t0 + i, keys[i], values[i], headers[i])
-            out.append(bytes(b.build()))
-        return out
-
-    return build
+    codec_id, records = CODEC_IDS[codec], wl.records
+    return lambda: compare.peer_build_batches(builder_cls, codec_id, records)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -63,8 +51,8 @@ def test_build(benchmark, workloads, workload, codec, impl):
     benchmark.group = f"{workload} {codec} build"
     benchmark.extra_info.update(wl.info(impl))
     if impl == "kcodec":
-        keys, values, headers, ranges = wl.keys, wl.values, wl.headers, wl.ranges
-        out = benchmark(lambda: [bytes(compare._kc_batch(codec, keys, values, headers, r)) for r in ranges])
+        records = wl.records
+        out = benchmark(lambda: compare.kc_build_batches(codec, records))
         assert out == reference
     else:
         out = benchmark(_peer_build(impl, codec, wl))
@@ -94,5 +82,5 @@ def test_read(benchmark, workloads, workload, codec, impl):
         assert benchmark(read) == (wl.n, wl.values[-1])
     else:
         # The peer's read asserts the record count itself.
-        _, read = compare._peers(codec, wl.keys, wl.values, wl.headers, wl.ranges, wl.batches(codec), wl.n)[impl]
+        _, read = compare._peers(codec, wl.records, wl.batches(codec), wl.n)[impl]
         benchmark(read)
