@@ -10,6 +10,7 @@ from kcodec import CompressionType, RecordBatchBuilder, TimestampType, read_batc
 from kcodec.errors import InvalidRecordError, RecordBuilderError, UnsupportedCodecError
 from kcodec.records import ControlRecordType, EndTransactionMarker, Record, RecordBatch
 from kcodec.records.batch import increment_sequence
+from oracle_util import oracle_available, oracle_verify
 
 TS = 1_700_000_000_000
 
@@ -101,6 +102,15 @@ def test_str_header_keys_are_written_as_utf8(key):
     as_bytes = build([(b"x", b"y", TS, [(str(key).encode("utf-8"), b"v"), (b"k2", None)])])
     assert as_str == as_bytes
     assert one(as_str).records()[0].headers == ((str(key), b"v"), ("k2", None))
+
+
+@pytest.mark.skipif(not oracle_available(), reason="Java oracle not available")
+def test_java_reads_every_str_header_key_kind():
+    keys = ["ascii", "", "caf\u00e9", "\u043a\u043b\u044e\u0447", "\U0001f511key", _Key("sub"), _Key("s\u00fcb")]
+    data = build([(b"k", b"v", TS + i, [(k, b"x"), ("n", None)]) for i, k in enumerate(keys)])
+    rc, doc = oracle_verify(data)
+    assert rc == 0, doc
+    assert [[h[0] for h in r["headers"]] for r in doc["batches"][0]["records"]] == [[str(k), "n"] for k in keys]
 
 
 def test_header_key_that_is_not_utf8_is_refused():
