@@ -318,6 +318,27 @@ def test_record_object():
         r.value = b"other"
 
 
+def test_record_key_value_and_timestamp_type_are_plain_read_only_fields():
+    # Exposed as member descriptors (read inline by the interpreter) over the same fields
+    # that native code fills: every way of making a record must show them.
+    import types
+    for name in ("key", "value", "timestamp_type"):
+        assert isinstance(Record.__dict__[name], types.MemberDescriptorType)
+    made = Record(5, TS, TimestampType.LOG_APPEND_TIME, b"k", None)
+    read = next(iter(one(build([(b"k", None, TS)]))))
+    bare = Record.__new__(Record)
+    for r, ts_type in ((made, TimestampType.LOG_APPEND_TIME), (read, TimestampType.CREATE_TIME)):
+        assert (r.key, r.value, r.timestamp_type) == (b"k", None, ts_type)
+        for name in ("key", "value", "timestamp_type"):
+            with pytest.raises(AttributeError):
+                setattr(r, name, b"x")
+            with pytest.raises(AttributeError):
+                delattr(r, name)
+    assert (bare.key, bare.value, bare.timestamp_type) == (None, None, None)
+    for _ in range(100):  # the interpreter specialises the reads after some runs
+        assert [(r.key, r.value) for r in (made, read, bare)] == [(b"k", None), (b"k", None), (None, None)]
+
+
 records_st = st.lists(st.tuples(
     st.one_of(st.none(), st.binary(max_size=40)),
     st.one_of(st.none(), st.binary(max_size=200)),

@@ -8,7 +8,7 @@ cimport cython
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, _PyBytes_Resize
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE
 from cpython.sequence cimport PySequence_Fast_GET_SIZE, PySequence_Fast_GET_ITEM
@@ -148,6 +148,55 @@ cdef class Record:
         return (Record, (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
                          self.headers, self.sequence, self.is_control, self.control_type,
                          self.coordinator_epoch))
+
+
+cdef extern from *:
+    """
+    #include <structmember.h>
+    #ifndef Py_T_OBJECT_EX
+    #define Py_T_OBJECT_EX T_OBJECT_EX
+    #define Py_READONLY READONLY
+    #endif
+    /* Replaces a type's getset descriptor `name` by a read-only member
+       descriptor over the object field at `offset`.  CPython's interpreter
+       (3.11+) reads member descriptors of object fields inline, with no call,
+       where getset descriptors cost a full attribute lookup and a call each:
+       rec.key and rec.value are read for every record. */
+    static int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) {
+        PyMemberDef *def = (PyMemberDef *)PyMem_Calloc(1, sizeof(PyMemberDef));
+        PyObject *descr;
+        int rc;
+        if (def == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        /* The type keeps using the definition for as long as it lives: never freed. */
+        def->name = name;
+        def->type = Py_T_OBJECT_EX;
+        def->offset = offset;
+        def->flags = Py_READONLY;
+        descr = PyDescr_NewMember(type, def);
+        if (descr == NULL)
+            return -1;
+        rc = PyDict_SetItemString(type->tp_dict, name, descr);
+        Py_DECREF(descr);
+        PyType_Modified(type);
+        return rc;
+    }
+    /* Expanded where used, after Cython has defined Record's struct; a
+       renamed class or field fails to compile. */
+    #define KC_RECORD_FIELD(name) offsetof(struct __pyx_obj_6kcodec_7_native_7records_Record, name)
+    #define KC_RECORD_KEY KC_RECORD_FIELD(key)
+    #define KC_RECORD_VALUE KC_RECORD_FIELD(value)
+    #define KC_RECORD_TIMESTAMP_TYPE KC_RECORD_FIELD(timestamp_type)
+    """
+    int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
+    Py_ssize_t KC_RECORD_KEY, KC_RECORD_VALUE, KC_RECORD_TIMESTAMP_TYPE
+
+
+kc_expose_object_field(<PyTypeObject *>Record, "key", KC_RECORD_KEY)
+kc_expose_object_field(<PyTypeObject *>Record, "value", KC_RECORD_VALUE)
+kc_expose_object_field(<PyTypeObject *>Record, "timestamp_type", KC_RECORD_TIMESTAMP_TYPE)
 
 
 cdef inline object _bytes_or_none(const uint8_t *p, int32_t n):
