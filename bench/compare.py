@@ -151,7 +151,7 @@ def run(workload: str, codec: str, scale: float, reps: int, peers=("aiokafka", "
             b = RecordBatchBuilder(compression=codec, write_limit=1 << 30)
             b.append_many(keys[r.start:r.stop], values[r.start:r.stop], stamps[r.start:r.stop],
                           headers[r.start:r.stop])
-            out.append(bytes(b.build()))
+            out.append(b.build())
         return out
 
     batches = kc_build()
@@ -201,15 +201,21 @@ def batch_records(keys, values, headers, ranges) -> List[List[tuple]]:
     return [[(T0 + i, keys[i], values[i], headers[i]) for i in r] for r in ranges]
 
 
-def kc_build_batches(codec: str, records: List[List[tuple]]) -> List[bytes]:
-    """kcodec's build: one ``append`` per record, one batch per list of records."""
+def kc_build_batches(codec: str, records: List[List[tuple]]) -> list:
+    """kcodec's build: one ``append`` per record, one batch per list of records.
+
+    Each implementation's batches are kept as its ``build()`` returns them
+    (kcodec: ``bytes``; aiokafka and kafka-python: ``bytearray``), as
+    peerbench's adapters keep them: a conversion would be the benchmark's
+    copy, not the library's.
+    """
     out = []
     for recs in records:
         b = RecordBatchBuilder(compression=codec, write_limit=1 << 30)
         append = b.append
         for ts, key, value, hs in recs:
             append(key, value, ts, hs)
-        out.append(bytes(b.build()))
+        out.append(b.build())
     return out
 
 
@@ -221,7 +227,7 @@ def _kc_batch(codec, keys, values, headers, r):
     return b.build()
 
 
-def peer_build_batches(builder_cls, codec_id: int, records: List[List[tuple]]) -> List[bytes]:
+def peer_build_batches(builder_cls, codec_id: int, records: List[List[tuple]]) -> list:
     """A client library's build (aiokafka, kafka-python) in kcodec's loop; their append takes the offset."""
     out = []
     for recs in records:
@@ -231,7 +237,7 @@ def peer_build_batches(builder_cls, codec_id: int, records: List[List[tuple]]) -
         for ts, key, value, hs in recs:
             append(offset, ts, key, value, hs)
             offset += 1
-        out.append(bytes(b.build()))
+        out.append(b.build())
     return out
 
 
