@@ -300,6 +300,22 @@ def test_headers_from_sequences_that_make_their_items():
                                    ("plain", b"v"), ("raw", None)]
 
 
+def test_headers_from_an_iterable_of_new_pairs():
+    # Pairs that only the iterable's tuple holds (fresh keys and values each
+    # time) must outlive the scan: AddressSanitizer builds catch a pointer
+    # into a freed pair.
+    def pairs(i):
+        return (("key-%d-" % i + "x" * 600, bytes([i]) * 700) for _ in range(3))
+
+    b = RecordBatchBuilder()
+    for i in range(20):
+        assert b.has_room_for(b"k", b"v", pairs(i), TS)
+        b.append(b"k", b"v", TS, pairs(i))
+        [bytes([255]) * 700 for _ in range(20)]  # reuse freed memory
+    for i, r in enumerate(one(bytes(b.build())).records()):
+        assert r.headers == (("key-%d-" % i + "x" * 600, bytes([i]) * 700),) * 3
+
+
 def test_accepts_any_buffer():
     data = build([(memoryview(b"key"), bytearray(b"value"), TS)])
     for buf in (data, bytearray(data), memoryview(data)):

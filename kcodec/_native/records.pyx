@@ -908,11 +908,12 @@ cdef class BatchBuilderCore:
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size):
         # Pointers and lengths of every header key and value into the scratch arrays;
         # returns the temporaries those pointers need alive (None when there are none).
-        # headers is a list or a tuple, which keeps every (str|bytes, bytes|None)
-        # pair in it alive: those are read through borrowed references.
+        # The pairs of a list or a tuple are read through borrowed references (the
+        # caller's sequence keeps them alive); any other iterable is made a tuple
+        # first, which is kept with the temporaries.
         cdef list keep = None
-        cdef bint is_list = type(headers) is list
-        cdef Py_ssize_t n = kc_seq_size(<PyObject *>headers), i
+        cdef bint is_list
+        cdef Py_ssize_t n, i
         cdef Py_ssize_t kl = 0, vl = 0
         cdef const char *kp
         cdef const char *vp = NULL
@@ -920,6 +921,17 @@ cdef class BatchBuilderCore:
         cdef PyObject *h
         cdef PyObject *hk
         cdef PyObject *hv
+        count[0] = 0
+        size[0] = 0
+        if not kc_is_seq(<PyObject *>headers):
+            if not headers:
+                return None
+            headers = tuple(headers)
+            keep = [headers]
+        n = kc_seq_size(<PyObject *>headers)
+        if n == 0:
+            return keep
+        is_list = type(headers) is list
         if n > INT32_MAX_:
             raise RecordBuilderError("too many headers")
         if n > self._hcap:
@@ -1054,11 +1066,7 @@ cdef class BatchBuilderCore:
             base = self._first_ts
         else:
             base = ts
-        if kc_is_seq(<PyObject *>headers):
-            if kc_seq_size(<PyObject *>headers):
-                keep = self._scan_headers(headers, &hcount, &hsize)
-        elif headers:
-            keep = self._scan_headers(tuple(headers), &hcount, &hsize)
+        keep = self._scan_headers(headers, &hcount, &hsize)
         try:
             _key_value(key, &kb, &have_k, &kp, &klen)
             _key_value(value, &vb, &have_v, &vp, &vlen)
@@ -1110,11 +1118,7 @@ cdef class BatchBuilderCore:
         # Kafka sizes the delta from the first record's timestamp, whatever the base timestamp.
         tsd = ts - self._first_ts
         offd = <int32_t>(self._last_offset - self.base_offset + 1)
-        if kc_is_seq(<PyObject *>headers):
-            if kc_seq_size(<PyObject *>headers):
-                keep = self._scan_headers(headers, &hcount, &hsize)
-        elif headers:
-            keep = self._scan_headers(tuple(headers), &hcount, &hsize)
+        keep = self._scan_headers(headers, &hcount, &hsize)
         try:
             _key_value(key, &kb, &have_k, &kp, &klen)
             _key_value(value, &vb, &have_v, &vp, &vlen)
