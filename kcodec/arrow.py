@@ -27,6 +27,7 @@ from kcodec.records.batch import (
     TRANSACTIONAL_MASK,
     RecordBatch,
 )
+from kcodec.records.framing import RECORD_BATCH_OVERHEAD
 from kcodec.records.reader import read_batches
 
 __all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "column_cache", "BATCH_FIELDS"]
@@ -380,7 +381,7 @@ def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, att
         header = (first_off[b], last_off[b] - first_off[b], first_ts[b],
                   max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
                   attributes, producer_id, producer_epoch, seq, partition_leader_epoch)
-        batch = after(region, lvl, 61) if after is not None else None
+        batch = after(region, lvl, RECORD_BATCH_OVERHEAD) if after is not None else None
         if batch is not None:
             yield batch_header_into(batch, *header)
         else:
