@@ -219,14 +219,6 @@ def kc_build_batches(codec: str, records: List[List[tuple]]) -> list:
     return out
 
 
-def _kc_batch(codec, keys, values, headers, r):
-    # One reference batch, untimed: the batches every reader reads and every build is held to.
-    b = RecordBatchBuilder(compression=codec, write_limit=1 << 30)
-    for i in r:
-        b.append(keys[i], values[i], T0 + i, headers[i])
-    return b.build()
-
-
 def peer_build_batches(builder_cls, codec_id: int, records: List[List[tuple]]) -> list:
     """A client library's build (aiokafka, kafka-python) in kcodec's loop; their append takes the offset."""
     out = []

@@ -53,7 +53,7 @@ class Workload:
     def batches(self, codec: str) -> list:
         """kcodec's batches, the reference every build is held to and every reader reads."""
         if codec not in self._batches:
-            out = [bytes(compare._kc_batch(codec, self.keys, self.values, self.headers, r)) for r in self.ranges]
+            out = compare.kc_build_batches(codec, self.records)
             self._check_reference(out)
             self._batches[codec] = out
         return self._batches[codec]

@@ -201,11 +201,11 @@ def measure(workload: str, codec: str, reps: int) -> Dict[str, float]:
     keys, values, headers, limit = compare.make_workload(workload, 1.0)
     ranges = compare.cut_batches(keys, values, headers, limit)
     n = len(values)
-    batches = [bytes(compare._kc_batch(codec, keys, values, headers, r)) for r in ranges]
+    records = compare.batch_records(keys, values, headers, ranges)
+    batches = compare.kc_build_batches(codec, records)
     stored = sum(len(b) for b in batches)
     # the records regions as written uncompressed (each batch's bytes after its 61-byte header)
-    regions = [b[61:] for b in batches] if codec == "none" else \
-        [bytes(compare._kc_batch("none", keys, values, headers, r))[61:] for r in ranges]
+    regions = [b[61:] for b in (batches if codec == "none" else compare.kc_build_batches("none", records))]
     uncompressed = sum(61 + len(r) for r in regions)
     payload = sum(len(v) for v in values) + sum(len(k) for k in keys if k) + \
         sum(len(hk) + len(hv) for h in headers for hk, hv in h)
@@ -216,7 +216,6 @@ def measure(workload: str, codec: str, reps: int) -> Dict[str, float]:
            "write records": _write_time(uncompressed, reps),
            # a compressing builder can write its records into one cached buffer, batch after batch
            "write records hot": _write_time(uncompressed, reps, reused=True)}
-    records = compare.batch_records(keys, values, headers, ranges)
     out["harness build"], out["harness read"] = _harness(keys, values, records, ranges, reps)
     if codec == "none":
         from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder

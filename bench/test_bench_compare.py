@@ -47,8 +47,9 @@ def test_floors_kafka_frame_calls_round_trip_kcodec_batches(codec):
     # back to their records regions, and their compressors must be decodable by kcodec.
     keys, values, headers, limit = compare.make_workload("w2", 0.02)
     ranges = compare.cut_batches(keys, values, headers, limit)
-    batches = [bytes(compare._kc_batch(codec, keys, values, headers, r)) for r in ranges]
-    regions = [bytes(compare._kc_batch("none", keys, values, headers, r))[61:] for r in ranges]
+    records = compare.batch_records(keys, values, headers, ranges)
+    batches = compare.kc_build_batches(codec, records)
+    regions = [b[61:] for b in compare.kc_build_batches("none", records)]
     comp, dec = floors._kafka_frames(codec, regions, [b[61:] for b in batches])
     assert b"".join(bytes(x) for x in dec()) == b"".join(regions)
     assert comp()
