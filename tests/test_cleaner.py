@@ -1,6 +1,8 @@
 """Log compaction of a partition directory: the cleaner rules of spec section 12."""
 import os
 
+import pytest
+
 import kcodec
 from kcodec.compression import CompressionType
 from kcodec.log.cleaner import (
@@ -458,3 +460,21 @@ def test_indexes_agree_with_segment_recovery(tmp_path):
     assert open(seg.path(".index"), "rb").read() == (copy / os.path.basename(seg.path(".index"))).read_bytes()
     assert open(seg.path(".timeindex"), "rb").read() == \
         (copy / os.path.basename(seg.path(".timeindex"))).read_bytes()
+
+
+def test_offsets_beyond_an_int32_above_the_base_are_reported(tmp_path):
+    # A segment holding a batch 2^33 above its base offset (Kafka would have
+    # rolled a new segment): the rebuilt indexes cannot express it, and the
+    # cleaner says so with a kcodec error instead of a struct.error.
+    from kcodec.errors import CorruptDataError
+    data = batch(0, [kv("a")]) + batch(2 ** 33, [kv("b")], ts=T0 + 1)
+    with pytest.raises(CorruptDataError, match=f"offset {2 ** 33} cannot be stored relative to base offset 0"):
+        build_indexes(data, 0)
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], [batch(2 ** 33 + 1, [kv("z")])]])
+    with open(os.path.join(d, segment_file_name(0)), "wb") as f:
+        f.write(data)
+    before = sorted(os.listdir(d))
+    with pytest.raises(CorruptDataError, match="cannot be stored relative"):
+        run(d)
+    assert dir_records(d)  # the log is still readable
+    assert sorted(os.listdir(d)) == before

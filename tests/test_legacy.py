@@ -185,6 +185,15 @@ def test_47_wrapper_offset_below_last_inner():
     assert e.value.position == 0 and e.value.batch_offset == 1
 
 
+def test_47_offsets_wrap_as_java_longs():
+    # Kafka computes wrapper - lastInner and base + inner in long arithmetic:
+    # extreme offsets wrap instead of leaving the int64 range.
+    b = one(wrapper(2 ** 63 - 1, inner_set([0, -2 ** 63])))
+    assert b.base_offset == -1
+    assert [r.offset for r in b] == [-1, 2 ** 63 - 1]
+    assert one(message(2 ** 63 - 1, b"k", b"v")).next_offset == -2 ** 63
+
+
 def test_48_inner_offset_gaps():
     b = one(wrapper(105, inner_set([0, 5])))
     assert [r.offset for r in b] == [100, 105]

@@ -276,3 +276,12 @@ def test_java_and_kcodec_agree_on_damaged_messages():
                 assert (type(e).__name__, e.message) == (_JAVA_ERRORS[java["class"]], java["message"])
             continue
         assert status == 0 and doc == mine, data.hex()
+
+
+@pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
+def test_java_and_kcodec_wrap_extreme_offsets_alike():
+    from test_legacy import inner_set, wrapper
+    data = wrapper(2 ** 63 - 1, inner_set([0, -2 ** 63])) + wrapper(2 ** 62, inner_set([-2 ** 63 + 5, 3]))
+    status, doc = oracle_verify(data)
+    assert status == 0, doc
+    assert doc == render(data)

@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from kcodec.errors import KcodecError
+from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log.filter import (
     BatchRetention,
     BatchRetentionResult,
@@ -60,6 +60,7 @@ from kcodec.log.filter import (
     RecordFilter,
     filter_batch,
 )
+from kcodec.log.index import MAX_RELATIVE
 from kcodec.records.framing import iter_entries
 
 __all__ = [
@@ -268,10 +269,16 @@ def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -
     max_ts, max_ts_offset = -1, -1
     last_time = -1  # TimeIndex.lastEntry of an empty index is (NO_TIMESTAMP, baseOffset)
 
+    def relative(off: int) -> int:
+        # Kafka's AbstractIndex.relativeOffset: the entry must fit an int32 above the base.
+        if not 0 <= off - base_offset <= MAX_RELATIVE:
+            raise CorruptDataError(f"offset {off} cannot be stored relative to base offset {base_offset}")
+        return off - base_offset
+
     def time_append(ts: int, off: int) -> None:
         nonlocal last_time
         if ts > last_time:
-            tindex.extend(_TIME_ENTRY.pack(ts, off - base_offset))
+            tindex.extend(_TIME_ENTRY.pack(ts, relative(off)))
             last_time = ts
 
     for e in iter_entries(log_buf):
@@ -279,7 +286,7 @@ def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -
         if ts > max_ts:
             max_ts, max_ts_offset = ts, last
         if valid - last_entry > index_interval_bytes:
-            index.extend(_OFFSET_ENTRY.pack(last - base_offset, valid))
+            index.extend(_OFFSET_ENTRY.pack(relative(last), valid))
             time_append(max_ts, max_ts_offset)
             last_entry = valid
         valid += e.size
@@ -814,13 +821,25 @@ def clean_group(log_dir: str, group: Sequence[SegmentInfo], state: LogState, off
     offsets would lie past the new segment's end, where recovery could not
     tell them from segments outside the group); the caller deletes them.
     """
-    from kcodec.records import read_batches
     ops = ops or FileOps()
     base = group[0].base_offset
     meta = _TxnMeta()
     flt = CleanerFilter(now, config, offset_map, meta,
                         state.active_producers(now, config.producer_id_expiration_ms), upper_bound)
     result = FilterResult()
+    try:
+        return _clean_group_files(log_dir, group, state, config, legacy_horizon, ops, base, meta, flt, result)
+    except KcodecError:
+        # Bad data, not a crash: nothing of this run is left for recovery to sort out.
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+            ops.delete(os.path.join(log_dir, segment_file_name(base, suffix) + CLEANED))
+        raise
+
+
+def _clean_group_files(log_dir: str, group: Sequence[SegmentInfo], state: LogState, config: CleanerConfig,
+                       legacy_horizon: int, ops: FileOps, base: int, meta: "_TxnMeta", flt: "CleanerFilter",
+                       result: FilterResult) -> GroupOutput:
+    from kcodec.records import read_batches
     log_path = os.path.join(log_dir, segment_file_name(base, ".log") + CLEANED)
     produced: List[bool] = []
     with ops.writer(log_path) as w:

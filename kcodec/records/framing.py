@@ -16,6 +16,7 @@ __all__ = [
     "RECORD_BATCH_OVERHEAD",
     "MIN_RECORD_OVERHEAD",
     "Entry",
+    "java_long",
     "iter_entries",
     "valid_bytes",
 ]
@@ -25,6 +26,12 @@ HEADER_SIZE_UP_TO_MAGIC = 17
 MAGIC_OFFSET = 16
 RECORD_BATCH_OVERHEAD = 61  # v2 header
 MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest legal size field
+
+
+def java_long(value: int) -> int:
+    """``value`` as a Java ``long`` holds it: Kafka computes offsets with long
+    arithmetic, which wraps past the int64 range instead of growing."""
+    return ((value + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
 
 
 class Entry(NamedTuple):

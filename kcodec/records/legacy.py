@@ -43,7 +43,7 @@ from kcodec.errors import (
     RecordBuilderError,
     UnsupportedCodecError,
 )
-from kcodec.records.framing import LOG_OVERHEAD
+from kcodec.records.framing import LOG_OVERHEAD, java_long
 
 if TYPE_CHECKING:
     from kcodec.records.pool import BufferPool
@@ -243,7 +243,7 @@ class LegacyRecordBatch:
         """Offset of the first record (decompresses a wrapper)."""
         if not self.is_compressed:
             return self._offset
-        return self._inner_entries()[0][0] + self._base
+        return java_long(self._inner_entries()[0][0] + self._base)
 
     @property
     def last_offset(self) -> int:
@@ -252,7 +252,7 @@ class LegacyRecordBatch:
 
     @property
     def next_offset(self) -> int:
-        return self._offset + 1
+        return java_long(self._offset + 1)
 
     producer_id = property(lambda self: -1, doc="Always -1: v0/v1 carry no producer state.")
     producer_epoch = property(lambda self: -1, doc="Always -1.")
@@ -359,11 +359,11 @@ class LegacyRecordBatch:
             if magic == 1:
                 # Inner v1 messages take the wrapper's timestamp type, and its
                 # timestamp when the wrapper says LogAppendTime.
-                yield Record(offset + base, wrapper_ts if wrapper_lat else ts, wrapper_type, key, value)
+                yield Record(java_long(offset + base), wrapper_ts if wrapper_lat else ts, wrapper_type, key, value)
             elif magic == 0:
-                yield Record(offset + base, NO_TIMESTAMP, no_type, key, value)
+                yield Record(java_long(offset + base), NO_TIMESTAMP, no_type, key, value)
             else:
-                yield Record(offset + base, ts, _TS_TYPES[(attributes & _TIMESTAMP_TYPE_MASK) >> 3], key, value)
+                yield Record(java_long(offset + base), ts, _TS_TYPES[(attributes & _TIMESTAMP_TYPE_MASK) >> 3], key, value)
 
     def records(self) -> List["Record"]:
         return list(self)
@@ -433,7 +433,7 @@ class LegacyRecordBatch:
                         "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
                         f"'{wrapper_offset}' is less than the last inner message offset "
                         f"'{last_inner}' and it is not zero.")
-                base = wrapper_offset - last_inner
+                base = java_long(wrapper_offset - last_inner)
         self._data = data
         self._base = base
         self._inner = entries
