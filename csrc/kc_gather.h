@@ -125,8 +125,8 @@ static inline int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8
             }
             o_hl[n + 1] = (int32_t)nh;
         }
-        o_off[n] = base_off + r.offset_delta;
-        o_ts[n] = lat ? max_ts : base_ts + r.timestamp_delta;
+        o_off[n] = kc_add_i64(base_off, r.offset_delta);
+        o_ts[n] = lat ? max_ts : kc_add_i64(base_ts, r.timestamp_delta);
         o_ty[n] = lat ? 1 : 0;
         KC_PUT(k, n, r.key, r.key_len);
         KC_PUT(v, n, r.value, r.value_len);

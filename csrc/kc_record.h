@@ -28,6 +28,18 @@
 #define KC_REC_STREAM_SHORT (-8)   /* compressed stream ended inside a record */
 #define KC_REC_ERROR_COUNT 9
 
+/* The smallest record that parses: a one-byte length, then attributes and five
+ * one-byte varints (timestamp delta, offset delta, key length, value length,
+ * header count).  Readers bound record counts read from a batch with it. */
+#define KC_MIN_RECORD_SIZE 7
+
+/* Java's long addition, which the record fields' offsets and timestamps are
+ * computed with (base + delta): it wraps where C's signed overflow is undefined. */
+static inline int64_t kc_add_i64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 /* Kafka's InvalidRecordException texts; %d is kc_record_t.length for
  * KC_REC_SHORT/KC_REC_SIZE_MISMATCH/KC_REC_STREAM_SHORT, then bad_value (or consumed). */
 static const char *const kc_record_error_formats[KC_REC_ERROR_COUNT] = {

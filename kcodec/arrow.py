@@ -16,11 +16,12 @@ import numpy as np
 if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
 
-from kcodec._native.columnar import (ColumnAccumulator, batch_bytes, batch_header_into, columns_uncompressed_v2,
-                                     encode_columnar)
+from kcodec._java_utf8 import decode as java_utf8_decode
+from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, batch_header_into,
+                                     columns_uncompressed_v2, encode_columnar)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
-from kcodec.errors import InvalidRecordError, RecordBuilderError
+from kcodec.errors import InvalidRecordError, LimitExceededError, RecordBuilderError
 from kcodec.records.batch import (
     COMPRESSION_MASK,
     TIMESTAMP_TYPE_MASK,
@@ -57,6 +58,7 @@ def _pa():
 
 
 _CACHE: dict = {}
+_MAX_MS, _MIN_MS = 2 ** 63 - 1, -2 ** 63
 
 
 def _types():
@@ -212,12 +214,29 @@ def _table(scan, schema, topic, partition, headers: bool, extra):
     n, offsets, stamps, types, hdrs, (key, value, hkey, hval) = scan
     columns = [_owned_binary(pa.binary(), key), _owned_binary(pa.binary(), value),
                _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
-               _primitive(pa.int64(), offsets), _primitive(_types()["ts"], stamps * 1000),
+               _primitive(pa.int64(), offsets), _primitive(_types()["ts"], stamps),
                _primitive(pa.int32(), types)]
     if headers:
-        columns.append(_list_of_headers(_owned_binary(pa.string(), hkey), _owned_binary(pa.binary(), hval),
-                                        hdrs, n))
+        columns.append(_list_of_headers(_header_keys(hkey), _owned_binary(pa.binary(), hval), hdrs, n))
     return pa.Table.from_arrays(columns + list(extra), schema=schema)
+
+
+def _header_keys(column):
+    """The header key column as Arrow strings, which must be valid UTF-8.
+
+    Keys are copied as Kafka stores them; the rare key that is not UTF-8 is
+    decoded as Kafka's Java clients decode it (U+FFFD for what is malformed).
+    """
+    pa = _pa()
+    keys = _owned_binary(pa.string(), column)
+    if all_ascii(column[1]):
+        return keys
+    try:
+        keys.validate(full=True)
+        return keys
+    except pa.ArrowInvalid:
+        raw = keys.view(pa.binary()).to_pylist()
+        return pa.array([None if k is None else java_utf8_decode(k) for k in raw], pa.string())
 
 
 def _list_of_headers(hkey, hval, hdrs, n: int):
@@ -272,7 +291,11 @@ def _timestamps_ms(arr, n: int) -> np.ndarray:
         arr = arr.cast(pa.timestamp(unit)).cast(pa.int64())
         div = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
         vals = arr.fill_null(int(time.time() * 1000) * (div or 1)).to_numpy()
-        return vals * 1000 if div is None else vals // div
+        if div is None:
+            if n and (vals.max() > _MAX_MS // 1000 or vals.min() < _MIN_MS // 1000):
+                raise LimitExceededError("a timestamp('s') value does not fit Kafka's 64-bit milliseconds")
+            return vals * 1000
+        return vals // div
     if arr.null_count == 0:
         return arr.cast(pa.int64()).to_numpy()  # no copy for an int64 column
     return arr.cast(pa.int64()).fill_null(int(time.time() * 1000)).to_numpy().astype(np.int64)
@@ -331,19 +354,32 @@ def _from_arrow(table: "pyarrow.Table", *, compression: Union[CompressionType, i
     key = _column(table, "key")
     hdrs = _column(table, "headers")
     hdr_spec = hk_spec = hv_spec = None
-    if hdrs is not None and (pa.types.is_list(hdrs.type) or pa.types.is_large_list(hdrs.type)):
+    if hdrs is not None and not pa.types.is_null(hdrs.type):
+        value_type = getattr(hdrs.type, "value_type", None)
+        if (not (pa.types.is_list(hdrs.type) or pa.types.is_large_list(hdrs.type))
+                or not pa.types.is_struct(value_type) or value_type.num_fields != 2):
+            raise RecordBuilderError(f"the headers column must be list<struct<key: string, value: binary>>, "
+                                     f"not {hdrs.type}")
         bufs = hdrs.buffers()
         loffs = _offsets(hdrs, bufs[1])
         structs = hdrs.values
-        hkey = _as_binary(structs.field(0))
-        hval = _as_binary(structs.field(1))
+        if structs.null_count:
+            used = hdrs.offsets
+            if structs.slice(used[0].as_py(), used[-1].as_py() - used[0].as_py()).null_count:
+                # The children hold some value under a null entry: writing it would invent a header.
+                raise RecordBuilderError("Invalid null header found in headers")
+        ki, vi = value_type.get_field_index("key"), value_type.get_field_index("value")
+        if ki < 0 or vi < 0:
+            ki, vi = 0, 1
+        hkey = _as_binary(structs.field(ki))
+        hval = _as_binary(structs.field(vi))
         hdr_spec = (bufs[0] if hdrs.null_count else None, hdrs.offset, loffs, None)
         hk_spec, hv_spec = _spec(hkey), _spec(hval)
     offs_col = _column(table, "offset")
     offsets = None
     if offs_col is not None and offs_col.null_count == 0:
         offsets = np.ascontiguousarray(offs_col.cast(pa.int64()).to_numpy())
-        if n > 1 and not np.all(np.diff(offsets) > 0):
+        if n > 1 and not np.all(offsets[1:] > offsets[:-1]):  # np.diff would wrap at the int64 ends
             raise RecordBuilderError("the offset column must increase strictly")
     ts = np.ascontiguousarray(_timestamps_ms(_column(table, "timestamp"), n), dtype=np.int64)
     if n and ts.min() < -1:  # -1 (no timestamp) is the only negative Kafka accepts
@@ -401,20 +437,29 @@ def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_o
     # Old message formats exist for conversions only; records go through the builder.
     from kcodec.records import RecordBatchBuilder
 
-    rows = table.to_pylist()
+    pa = _pa()
+    value = _column(table, "value")
+    if value is None:
+        raise RecordBuilderError("from_arrow needs a 'value' column")
+    n = len(value)
+    values = _as_binary(value).cast(pa.large_binary()).to_pylist()
+    key = _column(table, "key")
+    keys = [None] * n if key is None else _as_binary(key).cast(pa.large_binary()).to_pylist()
+    stamps = _timestamps_ms(_column(table, "timestamp"), n).tolist()
+    offs = _column(table, "offset")
+    offsets = list(range(base_offset, base_offset + n)) if offs is None else offs.cast(pa.int64()).to_pylist()
     builder = None
-    for i, row in enumerate(rows):
-        ts = row.get("timestamp")
-        if ts is not None and not isinstance(ts, int):
-            ts = int(ts.timestamp() * 1000)
-        off = row.get("offset", base_offset + i)
-        if builder is not None and not builder.has_room_for(row.get("key"), row["value"]):
+    for i in range(n):
+        ts, off = stamps[i], offsets[i]
+        if off is None:
+            off = base_offset + i
+        if builder is not None and not builder.has_room_for(keys[i], values[i]):
             yield bytes(builder.build())
             builder = None
         if builder is None:
             builder = RecordBatchBuilder(magic=magic, compression=compression, level=level, base_offset=off,
                                          timestamp_type=timestamp_type, log_append_time=log_append_time,
                                          write_limit=max_batch_bytes)
-        builder.append(row.get("key"), row["value"], ts, offset=off)
+        builder.append(keys[i], values[i], ts, offset=off)
     if builder is not None:
         yield bytes(builder.build())

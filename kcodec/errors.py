@@ -107,7 +107,8 @@ class CodecLibraryMissingError(KcodecError, ImportError):
 
 
 class LimitExceededError(KcodecError):
-    """Decompressed output, a record or a batch would exceed a configured limit."""
+    """Decompressed output, a record or a batch would exceed a configured limit, or a value
+    would not fit the form it is converted to (Arrow's 2 GiB columns and microsecond timestamps)."""
 
 
 class BufferReleasedError(KcodecError):

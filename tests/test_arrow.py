@@ -229,6 +229,21 @@ def test_null_and_empty_are_distinct():
             [[{"key": None, "value": b"x"}]], kcodec.kafka_schema().field("headers").type)}))
 
 
+def test_a_null_header_entry_is_refused():
+    # A null struct in the headers list still has child slots underneath; writing
+    # them would invent a header ("", b""), so from_arrow refuses it as it refuses
+    # a null key.  Nulls outside the rows' slice of the children do not count.
+    ht = kcodec.kafka_schema().field("headers").type
+    hdrs = pa.array([[{"key": "a", "value": b"1"}, None]], ht)
+    for codec in ("none", "zstd"):
+        with pytest.raises(kcodec.RecordBuilderError, match="null header"):
+            kcodec.from_arrow(pa.table({"value": [b"v"], "headers": hdrs}), compression=codec)
+    hdrs = pa.array([[None], [{"key": "a", "value": b"1"}]], ht)
+    t = pa.table({"value": [b"v", b"w"], "headers": hdrs}).slice(1)
+    (blob,) = kcodec.from_arrow(t)
+    assert [r.headers for r in next(read_batches(blob))] == [(("a", b"1"),)]
+
+
 def test_from_arrow_accepts_plain_columns():
     t = pa.table({"value": pa.array(["a", "bb", None]), "key": pa.array([b"k", None, b""], pa.large_binary()),
                   "timestamp": pa.array([T0, T0 + 1, T0 + 2], pa.int64())})
@@ -601,3 +616,51 @@ def test_damaged_records_give_the_object_paths_outcome(codec, headers):
             obj = [(o, ts, k, v, []) for o, ts, k, v, _ in obj]
         assert arr == obj
     assert differing > len(cases) // 4  # the damage mostly matters
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_timestamps_beyond_microsecond_range_are_reported(codec):
+    # Kafka takes any non-negative long of milliseconds; Arrow's timestamp("us")
+    # holds up to 2^63 / 1000 of them.  Past that the column would wrap, so
+    # to_arrow says which record does not fit instead.
+    b = kcodec.RecordBatchBuilder(base_offset=5, compression=codec)
+    b.append(b"k", b"v", T0)
+    b.append(b"k", b"v", (2 ** 63 - 1) // 1000)  # the largest that fits
+    b.append(b"k", b"v", (2 ** 63 - 1) // 1000 + 1)
+    data = b.build()
+    with pytest.raises(kcodec.LimitExceededError, match=r"offset 7 has timestamp 9223372036854776 ms"):
+        kcodec.to_arrow(data)
+    b = kcodec.RecordBatchBuilder(base_offset=5, compression=codec)
+    b.append(b"k", b"v", (2 ** 63 - 1) // 1000)
+    assert kcodec.to_arrow(b.build()).column("timestamp").cast(pa.int64()).to_pylist() == \
+        [(2 ** 63 - 1) // 1000 * 1000]
+
+
+def test_from_arrow_second_timestamps_that_overflow_milliseconds():
+    table = pa.table({"key": [b"a"], "value": [b"b"], "timestamp": pa.array([2 ** 62], pa.timestamp("s"))})
+    with pytest.raises(kcodec.LimitExceededError, match="timestamp\\('s'\\)"):
+        kcodec.from_arrow(table)
+    table = pa.table({"key": [b"a"], "value": [b"b"], "timestamp": pa.array([T0 // 1000], pa.timestamp("s"))})
+    assert kcodec.to_arrow(kcodec.from_arrow(table)[0]).column("timestamp").cast(pa.int64()).to_pylist() == \
+        [T0 // 1000 * 1_000_000]
+
+
+def test_from_arrow_header_columns_it_cannot_read_are_refused():
+    one_field = pa.array([[{"key": "a"}]], pa.list_(pa.struct([("key", pa.string())])))
+    as_map = pa.array([[("a", b"1")]], pa.map_(pa.string(), pa.binary()))
+    for hdrs in (one_field, as_map, pa.array([b"x"])):
+        with pytest.raises(kcodec.RecordBuilderError, match="headers column must be list<struct"):
+            kcodec.from_arrow(pa.table({"value": [b"v"], "headers": hdrs}))
+    swapped = pa.array([[{"value": b"1", "key": "a"}]], pa.list_(pa.struct([("value", pa.binary()),
+                                                                             ("key", pa.string())])))
+    (blob,) = kcodec.from_arrow(pa.table({"value": [b"v"], "headers": swapped}))
+    assert [r.headers for r in next(read_batches(blob))] == [(("a", b"1"),)]
+    (blob,) = kcodec.from_arrow(pa.table({"value": [b"v"], "headers": pa.nulls(1)}))
+    assert [r.headers for r in next(read_batches(blob))] == [()]
+
+
+def test_from_arrow_offsets_must_increase_without_wrapping():
+    t = pa.table({"value": [b"a", b"b"], "offset": pa.array([2 ** 63 - 1, -2 ** 63], pa.int64())})
+    for codec in ("none", "lz4"):
+        with pytest.raises(kcodec.RecordBuilderError, match="must increase strictly"):
+            kcodec.from_arrow(t, compression=codec)

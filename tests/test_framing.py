@@ -130,3 +130,20 @@ def test_batch_walk_reads_the_buffer_as_it_is_at_each_step():
     del buf[len(one) + 30:]
     with pytest.raises(CorruptRecordError, match="30 trailing bytes"):
         next(it)
+
+
+def test_positions_outside_the_buffer_are_refused():
+    from kcodec import RecordBatchBuilder
+    from kcodec._native.records import read_batch_header, write_batch_header
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", 1)
+    data = bytearray(b.build())
+    with pytest.raises(ValueError):
+        list(iter_entries(data, start=-64))
+    buf = bytearray(200)
+    for pos in (2 ** 63 - 30, 2 ** 63 - 1, -1, 150):
+        with pytest.raises(ValueError):
+            read_batch_header(buf, pos)
+        with pytest.raises(ValueError):
+            write_batch_header(buf, pos, 0, 100, -1, 0, 0, 0, 0, -1, -1, -1, 1)
+    assert read_batch_header(data, 0)[0] == 0

@@ -143,6 +143,58 @@ def test_absurd_counts_and_lengths_stay_bounded():
     assert peak < 50 * 1024 * 1024
 
 
+@pytest.mark.parametrize("count", [2 ** 31 - 1, 2 ** 31 - 2, 2 ** 28, 10 ** 9])
+def test_absurd_counts_bound_the_index_and_columns(count):
+    # One good record under a count it cannot hold: the index and the Arrow
+    # columns are sized by the data, not by the count, and the error is
+    # Kafka's premature EOF after the first record.
+    import kcodec
+    data = _batch_with(_record(b"\x00" + encode_varlong(0) + encode_varint(0) + encode_varint(-1)
+                               + encode_varint(-1) + encode_varint(0)), count)
+    tracemalloc.start()
+    for convert in (lambda: next(read_batches(data)).scan(), lambda: kcodec.to_arrow(data),
+                    lambda: kcodec.to_arrow(data, validate=False, include_control=True)):
+        with pytest.raises(InvalidRecordError, match="premature EOF") as info:
+            convert()
+        assert info.value.position == 61 + 7
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 10 * 1024 * 1024
+
+
+_LATER_BAD_COUNT = """
+import resource, struct
+import kcodec
+good = []
+for i in range(80):
+    b = kcodec.RecordBatchBuilder(base_offset=i * 10)
+    for _ in range(10):
+        b.append(b"k", b"v" * 100, 1700000000000)
+    good.append(b.build())
+bad = bytearray(good[0])
+struct.pack_into(">i", bad, 57, 2 ** 31 - 1)  # the CRC is left stale
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    kcodec.to_arrow(b"".join(good) + bytes(bad))
+except kcodec.CorruptRecordError as e:
+    assert "Record is corrupt" in str(e), e
+else:
+    raise AssertionError("no error")
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+def test_a_later_batchs_absurd_count_does_not_size_the_columns():
+    # to_arrow sizes its columns from the batches' record counts once 64 KiB
+    # are in; a corrupt count further on, whose CRC is not checked yet, must
+    # not make it reserve (and zero) memory for that many rows.  The columns
+    # are malloc'ed, out of tracemalloc's sight: a child process measures RSS.
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _LATER_BAD_COUNT], capture_output=True, text=True, check=True)
+    assert int(out.stdout) < 64, out.stdout  # MiB; 1 GiB before counts were bounded by batch sizes
+
+
 def test_compressed_payload_that_lies_about_its_size():
     from kcodec import get_codec, LimitExceededError
     bomb = get_codec("zstd").compress(b"\0" * (64 * 1024 * 1024))

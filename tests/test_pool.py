@@ -153,3 +153,40 @@ def test_threads_share_a_pool():
         t.join()
     assert not errors
     assert pool.allocations <= 4
+
+
+def test_a_lent_bytearray_cannot_be_resized_under_its_views():
+    store = bytearray(b"A" * 64)
+    pb = PooledBuffer(store, 64, BufferPool())
+    view = memoryview(pb)
+    with pytest.raises(BufferError):
+        store.clear()
+    with pytest.raises(BufferError):
+        store.extend(b"B")
+    assert bytes(view[:4]) == b"AAAA"
+    view.release()
+    pb.release()
+    store.clear()  # given back: the pool's to resize
+
+
+def test_lent_length_must_fit_the_bytearray():
+    pool = BufferPool()
+    with pytest.raises(ValueError, match="outside"):
+        pool.wrap(bytearray(16), 100000)
+    with pytest.raises(ValueError, match="outside"):
+        pool.wrap(bytearray(16), -1)
+    assert len(pool.wrap(bytearray(16), 16)) == 16
+
+
+def test_a_pool_that_returns_too_little_is_refused():
+    class ShortPool:
+        def get(self, n):
+            return bytearray(8)
+
+        def put(self, b):
+            pass
+
+        _give_back = put
+
+    with pytest.raises(ValueError, match=r"returned a bytearray of 8 bytes"):
+        RecordBatchBuilder(pool=ShortPool())

@@ -523,6 +523,71 @@ def test_builder_state_after_build():
         memoryview(b)
 
 
+@pytest.mark.parametrize("pooled", [False, True])
+@pytest.mark.parametrize("codec", ["none", "gzip", "zstd"])
+def test_builder_views_outlive_build_safely(codec, pooled):
+    # A memoryview of the builder (the records so far, as codecs read them) keeps
+    # the builder's memory alive: build() then assembles the batch apart, and
+    # starting over or growing is refused while the view lives.
+    from kcodec.records import BufferPool
+    pool = BufferPool() if pooled else None
+    b = RecordBatchBuilder(compression=codec, pool=pool)
+    ref = RecordBatchBuilder(compression=codec)
+    for _ in range(3):
+        b.append(b"k", b"v" * 100, TS)
+        ref.append(b"k", b"v" * 100, TS)
+    view = memoryview(b)
+    size = len(view)
+    records = bytes(view)
+    with pytest.raises(BufferError):
+        b.__init__()
+    b.append(b"k", b"v", TS)  # room left: appending is fine, the view keeps its length
+    ref.append(b"k", b"v", TS)
+    assert len(view) == size and view.shape == (size,)
+    grown = RecordBatchBuilder(compression=codec)
+    grown.append(b"k", b"v", TS)
+    held = memoryview(grown)
+    with pytest.raises(BufferError):
+        for _ in range(200):  # growing would move the memory
+            grown.append(b"k", b"v" * 1000, TS)
+    held.release()
+    out = b.build()
+    expected = ref.build()
+    assert bytes(out) == expected
+    if codec == "none":
+        assert bytes(view) == records
+    with pytest.raises(BufferError):
+        memoryview(b)
+    del b, out
+    assert len(bytes(view)) == size  # still readable after the batch and the builder are dropped
+    view.release()
+
+
+def test_a_codec_that_returns_a_view_of_its_input():
+    from kcodec.compression import Codec, register_codec, unregister_codec
+
+    class Identity(Codec):
+        id = 7
+        name = "identity-view"
+
+        def compress(self, data, level=None, magic=2):
+            return memoryview(data)
+
+        def decompress(self, data, magic=2, max_size=None):
+            return bytes(data)
+
+    register_codec(Identity())
+    try:
+        b = RecordBatchBuilder(compression="identity-view")
+        b.append(b"k", b"v" * 100, TS)
+        out = b.build()
+        plain = RecordBatchBuilder()
+        plain.append(b"k", b"v" * 100, TS)
+        assert out[61:] == plain.build()[61:]
+    finally:
+        unregister_codec("identity-view")
+
+
 # -- records of bytes buffers decode their headers on first access -----------------------------
 
 def test_lazy_headers_from_bytes_and_eager_from_mutable_buffers():
@@ -589,3 +654,49 @@ def test_compressed_build_while_the_records_are_exported(codec):
     view.release()
     batch = one(expected)
     assert batch.is_valid() and [(r.key, r.value, r.timestamp) for r in batch.records()] == records
+
+
+def test_headers_list_changed_by_a_pair_that_runs_python_code():
+    # Unpacking a pair that is not a tuple runs Python code, which may change the
+    # headers list and drop the pairs already read: the builder must then read a
+    # snapshot, not pointers into freed keys and values.
+    headers = []
+
+    class Replacing:
+        def __iter__(self):
+            headers[0] = ("x", b"y")
+            return iter(("k2", b"v2"))
+
+    class Clearing:
+        def __iter__(self):
+            headers.clear()
+            return iter(("k2", b"v2"))
+
+    for evil in (Replacing, Clearing):
+        headers[:] = [("key-" + str(12345), bytes(bytearray(b"V" * 4000))), evil(), ("k3", b"v3")]
+        b = RecordBatchBuilder()
+        b.append(b"k", b"v", TS, headers=headers)
+        (rec,) = next(iter(read_batches(b.build()))).records()
+        assert rec.headers == (("key-12345", b"V" * 4000), ("k2", b"v2"), ("k3", b"v3"))
+
+
+def test_append_from_a_header_pair_of_the_same_builder_is_refused():
+    # A pair that is not a tuple is unpacked by running its __iter__; appending to
+    # (or restarting) the same builder from there would reuse the header scratch
+    # space and the offsets of the record being appended.
+    b = RecordBatchBuilder()
+
+    class Reenter:
+        def __init__(self, action):
+            self.action = action
+
+        def __iter__(self):
+            self.action()
+            return iter(("k2", b"v2"))
+
+    for action in (lambda: b.append(b"x", b"y", TS, headers=[("n", b"N" * 3000)]), lambda: b.__init__()):
+        with pytest.raises(RecordBuilderError, match="while it is appending"):
+            b.append(b"k", b"v", TS, headers=[("outer", b"O" * 10), Reenter(action)])
+    b.append(b"k", b"v", TS, headers=[("fine", b"1")])  # the builder is usable afterwards
+    (rec,) = next(iter(read_batches(b.build()))).records()
+    assert rec.headers == (("fine", b"1"),)

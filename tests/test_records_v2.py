@@ -93,6 +93,28 @@ def test_producer_fields_and_sequence_wrap():
     assert batch.last_sequence == 0
 
 
+@pytest.mark.parametrize("base_sequence, last, records", [
+    (-2, 0, [-1, -1, -1]),  # only -1 is "no sequence" for the batch; records of a negative base have none
+    (-2147483648, -2147483646, [-1, -1, -1]),
+    (2147483647, 1, [2147483647, 0, 1]),
+])
+def test_sequences_of_any_base_follow_java(base_sequence, last, records):
+    from kcodec._native.primitives import crc32c
+    from oracle_util import oracle_available, oracle_verify
+    b = RecordBatchBuilder(producer_id=5, producer_epoch=0, base_sequence=0)
+    for _ in range(3):
+        b.append(b"k", b"v", T0)
+    buf = bytearray(b.build())
+    struct.pack_into(">i", buf, 53, base_sequence)
+    struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[21:]))
+    batch = one(bytes(buf))
+    assert (batch.base_sequence, batch.last_sequence) == (base_sequence, last)
+    assert [r.sequence for r in batch] == records
+    if oracle_available():
+        status, doc = oracle_verify(bytes(buf))
+        assert status == 0 and doc["batches"][0]["lastSequence"] == last
+
+
 def test_end_txn_marker_is_javas_78_bytes():
     data, doc, _ = load_case("v2_none_control_commit")
     b = RecordBatchBuilder(base_offset=210, producer_id=1234567890123, producer_epoch=7, is_transactional=True,

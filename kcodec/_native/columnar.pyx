@@ -17,11 +17,12 @@ from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_bytes_shr
 import numpy as np
 cimport numpy as cnp
 
-from kcodec.errors import RecordBuilderError
+from kcodec.errors import LimitExceededError, RecordBuilderError
 
 cnp.import_array()
 
 cdef extern from "kc_record.h" nogil:
+    int KC_MIN_RECORD_SIZE
     int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_len,
                                 int32_t value_len, int32_t header_count, int64_t headers_size)
     int64_t kc_header_size(int32_t key_len, int32_t value_len)
@@ -742,7 +743,9 @@ cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, 
         if attrs & 0x07:
             return -1
         count = <int32_t>kc_load_be32(buf + pos + 57)
-        if count < 0:
+        # A count the records region cannot hold is damage (reported by the general
+        # path); it must not reach the column sizing, which trusts n_records.
+        if count < 0 or count > (size - 49) // KC_MIN_RECORD_SIZE:
             return -1
         if include_control or not (attrs & 0x20):
             n_records[0] += count
@@ -1093,8 +1096,9 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     cdef kc_gather_t g
     if count < 0:
         return 1
-    # Everything this region can add: its bytes, its records (each >= 7 bytes), a header per 2 bytes.
-    if count > region // 7 + 1:
+    # Everything this region can add: its bytes, its records (each >= KC_MIN_RECORD_SIZE bytes),
+    # a header per 2 bytes.
+    if count > region // KC_MIN_RECORD_SIZE + 1:
         return 1
     for k in range(4 if a.headers else 2):
         err = _reserve_batch(&a.g[3 * k], count if k < 2 else region // 2, region)
@@ -1174,10 +1178,66 @@ cdef object _validity(_Grow *g, int64_t rows, int64_t nulls):
     return _own(g)
 
 
+cdef extern from *:
+    """
+    /* Kafka's millisecond timestamps as Arrow's microseconds, in place.  Returns
+       -1, or the index of the first one that a 64-bit microsecond count cannot
+       hold (that one and the rest are left in milliseconds). */
+    static Py_ssize_t kc_ms_to_us(int64_t *ts, Py_ssize_t n)
+    {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (ts[i] > INT64_MAX / 1000 || ts[i] < INT64_MIN / 1000)
+                return i;
+            ts[i] *= 1000;
+        }
+        return -1;
+    }
+    """
+    Py_ssize_t kc_ms_to_us(int64_t *ts, Py_ssize_t n) nogil
+
+
+cdef extern from *:
+    """
+    static int kc_all_ascii(const uint8_t *p, Py_ssize_t n)
+    {
+        uint64_t acc = 0, w;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, p + i, 8);
+            acc |= w;
+        }
+        for (; i < n; i++)
+            acc |= p[i];
+        return (acc & 0x8080808080808080ull) == 0;
+    }
+    """
+    int kc_all_ascii(const uint8_t *p, Py_ssize_t n) nogil
+
+
+def all_ascii(data) -> bool:
+    """Whether every byte of ``data`` is below 0x80 (GIL released)."""
+    cdef Py_buffer view
+    cdef int r
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        with nogil:
+            r = kc_all_ascii(<const uint8_t *>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return r != 0
+
+
 cdef tuple _acc_result(_Acc *a):
-    """(n, offsets, timestamps ms, timestamp types, headers, columns); see columns_uncompressed_v2."""
+    """(n, offsets, timestamps us, timestamp types, headers, columns); see columns_uncompressed_v2."""
     cdef int k
     cdef int64_t rows
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = kc_ms_to_us(<int64_t *>a.g[_G_TS].p, a.n)
+    if bad >= 0:
+        raise LimitExceededError(
+            f"The record at offset {(<int64_t *>a.g[_G_OFFSET].p)[bad]} has timestamp "
+            f"{(<int64_t *>a.g[_G_TS].p)[bad]} ms, outside the range of Arrow's timestamp('us')")
     columns = []
     for k in range(4):
         rows = a.n if k < 2 else a.nh
@@ -1229,7 +1289,7 @@ cdef class ColumnAccumulator:
         if err == -1:
             raise MemoryError()
         if err == -2:
-            raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
+            raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
         return err == 0
 
     def add_record(self, int64_t offset, int64_t timestamp, int32_t timestamp_type, key, value,
@@ -1280,7 +1340,7 @@ cdef class ColumnAccumulator:
         if err == -1:
             raise MemoryError()
         if err == -2:
-            raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
+            raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
         return 0
 
     @property
@@ -1303,7 +1363,7 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     keys, values and headers straight into the column buffers.  Returns None
     when the buffer holds anything else (compressed or legacy batches,
     trailing bytes, damage): the general path then decodes it and reports
-    errors with Kafka's messages.  Otherwise ``(n, offsets, timestamps ms,
+    errors with Kafka's messages.  Otherwise ``(n, offsets, timestamps us,
     timestamp types, headers, columns)`` where ``columns`` holds, for key,
     value, header key and header value, ``(length, data, int32 offsets,
     validity bitmap or None, null count)`` (header columns empty unless
@@ -1330,6 +1390,9 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
             pos = 0
             while rc >= 0 and pos < length and err == 0:
                 size = <int32_t>kc_load_be32(buf + pos + 8) + 12
+                if size < 61 or size > length - pos:  # changed since _walk (a writer in another thread)
+                    err = 1
+                    break
                 attrs = buf[pos + 22]
                 if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size - 21):
                     err = 1
@@ -1344,7 +1407,7 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
         if err == -1:
             raise MemoryError()
         if err == -2:
-            raise OverflowError("more than 2 GiB in one column; convert fewer batches at a time")
+            raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
         if rc < 0 or err:
             return None
         return _acc_result(&a)

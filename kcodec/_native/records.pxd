@@ -7,6 +7,8 @@ from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t
 cdef extern from "kc_record.h" nogil:
     int KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS, KC_REC_MANY_HEADERS
     int KC_REC_NEG_HKEY, KC_REC_SIZE_MISMATCH, KC_REC_EOF, KC_REC_STREAM_SHORT
+    int KC_MIN_RECORD_SIZE
+    int64_t kc_add_i64(int64_t a, int64_t b)
     ctypedef struct kc_record_t:
         int32_t length
         int32_t consumed
@@ -108,12 +110,15 @@ cdef class BatchBuilderCore:
     cdef const char **_hptr
     cdef Py_ssize_t *_hlen
     cdef Py_ssize_t _hcap
+    cdef uint8_t *_detached_buf      # build(): the data of a batch assembled apart from the store
+    cdef bint _appending             # _add() is between scanning headers and writing the record
     cdef int _new_store(self, Py_ssize_t cap) except -1
     cdef void _drop_store(self)
     cdef int _grow(self, Py_ssize_t need, bint keep) except -1
     cdef bint _compress_after(self) except -1
     cdef int64_t _estimated(self)
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
+    cdef object _detached(self, Py_ssize_t size)
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807
 
 

@@ -11,9 +11,10 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE
+from cpython.list cimport PyList_AsTuple
 from cpython.sequence cimport PySequence_Fast_GET_SIZE, PySequence_Fast_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8AndSize
-from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t, INT64_MIN
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
@@ -24,6 +25,7 @@ cimport numpy as cnp
 from kcodec._native.primitives cimport kc_crc32c, kc_store_be16, kc_store_be32, kc_store_be64
 from kcodec._native.primitives cimport kc_load_be16, kc_load_be32, kc_load_be64
 from kcodec._native.primitives cimport kc_varint_size, kc_bytes_shrink
+from kcodec._java_utf8 import decode as _java_utf8_decode
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (BufferReleasedError, CorruptRecordError, InvalidRecordError, KcodecError,
                            RecordBuilderError)
@@ -34,7 +36,7 @@ cdef enum:
     INT32_MAX_ = 2147483647
     BATCH_OVERHEAD_ = 61
 cdef int64_t NO_TIMESTAMP = -1
-cdef int64_t _NO_LAST = -9223372036854775807 - 1
+cdef int64_t _NO_LAST = INT64_MIN
 
 
 def record_error_message(int code, int32_t length, int32_t bad) -> str:
@@ -62,7 +64,16 @@ cdef inline object _to_bytes(x):
 cdef inline str _header_key(k):
     if isinstance(k, str):
         return <str>k
-    return bytes(memoryview(k)).decode("utf-8", "replace")
+    return _java_utf8_decode(bytes(memoryview(k)))
+
+
+cdef str _decode_key(const char *p, Py_ssize_t n):
+    # Header keys as Kafka's Java clients see them (String(bytes, UTF_8)): valid UTF-8
+    # decodes the same everywhere; malformed keys get Java's U+FFFD placement.
+    try:
+        return PyUnicode_DecodeUTF8(p, n, NULL)
+    except UnicodeDecodeError:
+        return _java_utf8_decode(PyBytes_FromStringAndSize(p, n))
 
 
 cdef inline bint _list_or_tuple(obj):
@@ -218,7 +229,7 @@ cdef tuple _headers(const uint8_t *p, const uint8_t *end, int32_t count):
         if n < 0:  # only reachable for bytes that changed after the record was checked
             raise InvalidRecordError(record_error_message(n, 0, h.bad_value))
         p += n
-        item = (PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, "replace"),
+        item = (_decode_key(<const char *>h.key, h.key_len),
                 _bytes_or_none(h.value, h.value_len))
         Py_INCREF(item)
         PyTuple_SET_ITEM(out, i, item)
@@ -237,12 +248,20 @@ cdef inline object _lazy_owner(data):
     return None
 
 
-cdef inline int32_t _sequence(int32_t base_seq, int32_t delta):
+cdef inline int32_t _increment_sequence(int32_t seq, int32_t inc) noexcept nogil:
+    # DefaultRecordBatch.incrementSequence in Java's wrapping int arithmetic (wraps from
+    # 2^31-1 to 0; a corrupt negative delta must not be C's undefined overflow).
+    cdef int32_t limit = <int32_t>(<uint32_t>INT32_MAX_ - <uint32_t>inc)
+    if seq > limit:
+        return <int32_t>(<uint32_t>inc - (<uint32_t>INT32_MAX_ - <uint32_t>seq) - 1u)
+    return <int32_t>(<uint32_t>seq + <uint32_t>inc)
+
+
+cdef inline int32_t _sequence(int32_t base_seq, int32_t delta) noexcept nogil:
+    # A record's sequence (DefaultRecord.readFrom): none when the batch's base is negative.
     if base_seq < 0:
         return -1
-    if base_seq > INT32_MAX_ - delta:
-        return delta - (INT32_MAX_ - base_seq) - 1
-    return base_seq + delta
+    return _increment_sequence(base_seq, delta)
 
 
 cdef inline int64_t _parse(const uint8_t *p, const uint8_t *end, kc_record_t *r, bint stream) nogil:
@@ -255,8 +274,8 @@ cdef inline Record _make_record(kc_record_t *r, int64_t base_offset, int64_t bas
                                 object timestamp_type, bint log_append_time, int64_t max_timestamp,
                                 int32_t base_sequence, bint is_control, object owner):
     cdef Record rec = Record.__new__(Record)
-    rec.offset = base_offset + r.offset_delta
-    rec.timestamp = max_timestamp if log_append_time else base_timestamp + r.timestamp_delta
+    rec.offset = kc_add_i64(base_offset, r.offset_delta)
+    rec.timestamp = max_timestamp if log_append_time else kc_add_i64(base_timestamp, r.timestamp_delta)
     rec.timestamp_type = timestamp_type
     rec.key = _bytes_or_none(r.key, r.key_len)
     rec.value = _bytes_or_none(r.value, r.value_len)
@@ -455,31 +474,42 @@ def scan_v2_records(data, int32_t count, Py_ssize_t base_pos=0, bint stream=Fals
     cdef const uint8_t *p
     cdef const uint8_t *end
     cdef int64_t rc = 0
-    cdef int32_t i
-    cdef Py_ssize_t err_pos = 0, nh = 0
+    cdef Py_ssize_t i, cap, err_pos = 0, nh = 0
+    cdef int32_t *c_off
+    cdef int64_t *c_ts
+    cdef int64_t *c_kp
+    cdef int32_t *c_kl
+    cdef int64_t *c_vp
+    cdef int32_t *c_vl
+    cdef int64_t *c_hs
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=base_pos)
-    cdef cnp.ndarray[int32_t] off_d = np.empty(count, np.int32)
-    cdef cnp.ndarray[int64_t] ts_d = np.empty(count, np.int64)
-    cdef cnp.ndarray[int64_t] k_pos = np.empty(count, np.int64)
-    cdef cnp.ndarray[int32_t] k_len = np.empty(count, np.int32)
-    cdef cnp.ndarray[int64_t] v_pos = np.empty(count, np.int64)
-    cdef cnp.ndarray[int32_t] v_len = np.empty(count, np.int32)
-    cdef cnp.ndarray[int64_t] h_start = np.empty(count + 1, np.int64)
-    cdef int32_t *c_off = <int32_t *>off_d.data
-    cdef int64_t *c_ts = <int64_t *>ts_d.data
-    cdef int64_t *c_kp = <int64_t *>k_pos.data
-    cdef int32_t *c_kl = <int32_t *>k_len.data
-    cdef int64_t *c_vp = <int64_t *>v_pos.data
-    cdef int32_t *c_vl = <int32_t *>v_len.data
-    cdef int64_t *c_hs = <int64_t *>h_start.data
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
+        # The count is the batch's word, not the data's: every record that parses
+        # takes at least KC_MIN_RECORD_SIZE bytes, so one slot more than the data can
+        # hold is enough to reach the error a larger count must end in, and a
+        # corrupt count cannot make the arrays outgrow the data.
+        cap = min(<Py_ssize_t>count, view.len // KC_MIN_RECORD_SIZE + 1)
+        off_d = np.empty(cap, np.int32)
+        ts_d = np.empty(cap, np.int64)
+        k_pos = np.empty(cap, np.int64)
+        k_len = np.empty(cap, np.int32)
+        v_pos = np.empty(cap, np.int64)
+        v_len = np.empty(cap, np.int32)
+        h_start = np.empty(cap + 1, np.int64)
+        c_off = <int32_t *>cnp.PyArray_DATA(off_d)
+        c_ts = <int64_t *>cnp.PyArray_DATA(ts_d)
+        c_kp = <int64_t *>cnp.PyArray_DATA(k_pos)
+        c_kl = <int32_t *>cnp.PyArray_DATA(k_len)
+        c_vp = <int64_t *>cnp.PyArray_DATA(v_pos)
+        c_vl = <int32_t *>cnp.PyArray_DATA(v_len)
+        c_hs = <int64_t *>cnp.PyArray_DATA(h_start)
         start = <const uint8_t *>view.buf
         end = start + view.len
         p = start
         with nogil:
-            for i in range(count):
+            for i in range(cap):
                 rc = _parse(p, end, &r, stream)
                 if rc < 0:
                     err_pos = p - start
@@ -495,16 +525,20 @@ def scan_v2_records(data, int32_t count, Py_ssize_t base_pos=0, bint stream=Fals
                 p = r.end
         if rc < 0:
             _raise_record(<int>rc, &r, base_pos + err_pos)
+        if cap < count:  # unreachable while records take KC_MIN_RECORD_SIZE bytes or more
+            raise InvalidRecordError(f"Record count {count} cannot fit in {view.len} bytes of records",
+                                     position=base_pos)
         if p != end:
             raise InvalidRecordError("Incorrect declared batch size, records still remaining in file",
                                      position=base_pos + (p - start))
-        h_start[count] = nh
+        h_start[cap] = nh
         hk_pos = np.empty(nh, np.int64)
         hk_len = np.empty(nh, np.int32)
         hv_pos = np.empty(nh, np.int64)
         hv_len = np.empty(nh, np.int32)
-        if nh:
-            _fill_headers(start, end, count, stream, hk_pos, hk_len, hv_pos, hv_len)
+        if nh and _fill_headers(start, end, count, stream, hk_pos, hk_len, hv_pos, hv_len) < 0:
+            raise CorruptRecordError("The records changed while they were being read "
+                                     "(a buffer written to by another thread)", position=base_pos)
     finally:
         PyBuffer_Release(&view)
     cdef RecordIndex idx = RecordIndex.__new__(RecordIndex)
@@ -523,32 +557,41 @@ def scan_v2_records(data, int32_t count, Py_ssize_t base_pos=0, bint stream=Fals
     return idx
 
 
-cdef void _fill_headers(const uint8_t *start, const uint8_t *end, int32_t count, bint stream,
-                        hk_pos_o, hk_len_o, hv_pos_o, hv_len_o):
-    # A second pass over already validated records: headers are rare enough that
-    # sizing the arrays first is cheaper than growing them.
+cdef int _fill_headers(const uint8_t *start, const uint8_t *end, int32_t count, bint stream,
+                       hk_pos_o, hk_len_o, hv_pos_o, hv_len_o) except? -2:
+    # A second pass over records the first pass validated: headers are rare
+    # enough that sizing the arrays first is cheaper than growing them.  The
+    # caller's buffer may be a bytearray another thread writes to, so this pass
+    # checks again rather than trust the first one; -1 means the records changed.
     cdef kc_record_t r
     cdef kc_header_t h
     cdef const uint8_t *p = start
     cdef const uint8_t *hp
     cdef int32_t i, j
+    cdef int rc
     cdef Py_ssize_t n = 0
     cdef int64_t[::1] hkp = hk_pos_o
     cdef int32_t[::1] hkl = hk_len_o
     cdef int64_t[::1] hvp = hv_pos_o
     cdef int32_t[::1] hvl = hv_len_o
+    cdef Py_ssize_t cap = hkp.shape[0]
     with nogil:
         for i in range(count):
-            _parse(p, end, &r, stream)
+            if _parse(p, end, &r, stream) < 0 or r.header_count > cap - n:
+                return -1
             hp = r.headers_start
             for j in range(r.header_count):
-                hp += kc_parse_header(hp, end, &h)
+                rc = kc_parse_header(hp, end, &h)
+                if rc < 0:
+                    return -1
+                hp += rc
                 hkp[n] = h.key - start
                 hkl[n] = h.key_len
                 hvp[n] = (h.value - start) if h.value_len >= 0 else 0
                 hvl[n] = h.value_len
                 n += 1
             p = r.end
+    return 0 if n == cap else -1
 
 
 cdef inline int64_t _now_ms():
@@ -686,7 +729,12 @@ cdef class BatchBuilderCore:
         cdef Py_ssize_t initial
         if magic != 2:
             raise RecordBuilderError(f"unsupported magic {magic!r} for a v2 batch builder")
+        if self._appending:
+            raise RecordBuilderError("the builder cannot start over while it is appending a record")
         if self._store != NULL:  # __init__ called again: start over
+            if self._exports:
+                raise BufferError("the records are exported (a memoryview of the builder is alive); "
+                                  "release it before starting over")
             self._drop_store()
         if _is_none_codec(compression) and level is None:
             self._codec = None
@@ -766,6 +814,8 @@ cdef class BatchBuilderCore:
             store = self.pool.get(cap)
             if type(store) is not bytearray:
                 raise TypeError("BufferPool.get() must return a bytearray")
+            if PyByteArray_GET_SIZE(store) < cap:
+                raise ValueError(f"BufferPool.get({cap}) returned a bytearray of {PyByteArray_GET_SIZE(store)} bytes")
             self._store = <PyObject *>store
             Py_INCREF(store)
             self._buf = <uint8_t *>PyByteArray_AS_STRING(store)
@@ -815,7 +865,7 @@ cdef class BatchBuilderCore:
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         # The records written so far: the input of the codec in build().
-        if self._store == NULL:
+        if self._built or self._store == NULL:
             raise BufferError("this builder has already built its batch")
         view.buf = self._buf + BATCH_OVERHEAD_
         view.obj = self
@@ -824,7 +874,7 @@ cdef class BatchBuilderCore:
         view.itemsize = 1
         view.format = "B"
         view.ndim = 1
-        view.shape = &self._size
+        view.shape = &view.len  # this view's length, not the builder's, which grows
         view.strides = &view.itemsize
         view.suboffsets = NULL
         view.internal = NULL
@@ -909,8 +959,10 @@ cdef class BatchBuilderCore:
         # Pointers and lengths of every header key and value into the scratch arrays;
         # returns the temporaries those pointers need alive (None when there are none).
         # The pairs of a list or a tuple are read through borrowed references (the
-        # caller's sequence keeps them alive); any other iterable is made a tuple
-        # first, which is kept with the temporaries.
+        # caller's sequence keeps them alive, and no Python code runs while exact
+        # (str | bytes, bytes | None) tuples are read); any other iterable, or a list
+        # with a pair that needs the slow path, is made a tuple first, which is
+        # kept with the temporaries.
         cdef list keep = None
         cdef bint is_list
         cdef Py_ssize_t n, i
@@ -941,7 +993,8 @@ cdef class BatchBuilderCore:
                 self._hcap = 0
                 raise MemoryError()
             self._hcap = n
-        for i in range(n):
+        i = 0
+        while i < n:
             h = kc_seq_item(<PyObject *>headers, is_list, i)
             kp = NULL
             if kc_is_pair(h):
@@ -961,6 +1014,16 @@ cdef class BatchBuilderCore:
                         vp = kc_bytes_data(hv)
                         vl = kc_bytes_len(hv)
             if kp == NULL:
+                if is_list:
+                    # The slow path runs Python code (unpacking, buffer exports) that could
+                    # change the list and free the pairs read so far: scan a snapshot
+                    # from the start instead.
+                    headers = PyList_AsTuple(headers)
+                    keep = [headers]
+                    is_list = False
+                    total = 0
+                    i = 0
+                    continue
                 keep = _header_slow(<object>h, &kp, &kl, &vp, &vl, keep)
             if kl > INT32_MAX_ - 5 or vl > INT32_MAX_ - 5:
                 raise RecordBuilderError("header of more than 2 GiB")
@@ -969,6 +1032,7 @@ cdef class BatchBuilderCore:
             self._hptr[2 * i + 1] = vp
             self._hlen[2 * i + 1] = vl
             total += kc_header_size(<int32_t>kl, <int32_t>vl)
+            i += 1
         count[0] = <int32_t>n
         size[0] = total
         return keep
@@ -1066,8 +1130,13 @@ cdef class BatchBuilderCore:
             base = self._first_ts
         else:
             base = ts
-        keep = self._scan_headers(headers, &hcount, &hsize)
+        if self._appending:
+            # Python code run by this append (a header pair to unpack, a buffer to export)
+            # called it again: the scratch header arrays and the offsets above are in use.
+            raise RecordBuilderError("append() was called again on this builder while it is appending a record")
+        self._appending = True
         try:
+            keep = self._scan_headers(headers, &hcount, &hsize)
             _key_value(key, &kb, &have_k, &kp, &klen)
             _key_value(value, &vb, &have_v, &vp, &vlen)
             body = kc_record_body_size(ts - base, <int32_t>delta, klen, vlen, hcount, hsize)
@@ -1080,6 +1149,7 @@ cdef class BatchBuilderCore:
                 p += kc_write_header(p, <const uint8_t *>self._hptr[2 * j], <int32_t>self._hlen[2 * j],
                                      <const uint8_t *>self._hptr[2 * j + 1], <int32_t>self._hlen[2 * j + 1])
         finally:
+            self._appending = False
             if have_k:
                 PyBuffer_Release(&kb)
             if have_v:
@@ -1174,6 +1244,9 @@ cdef class BatchBuilderCore:
         cdef float ratio
         cdef object out
         cdef object store
+        cdef object detached = None
+        cdef uint8_t *dst = NULL
+        cdef int exports
         if self._built:
             raise RecordBuilderError("build() was already called")
         if self._count == 0:
@@ -1197,20 +1270,34 @@ cdef class BatchBuilderCore:
         if self._has_dh:
             attributes |= 0x40
         last = self._last_override if self._has_override else self._last_offset
+        # A live view of the records (memoryview(builder)) keeps this builder and its
+        # store alive and must keep seeing valid memory: the batch is then assembled
+        # in a separate buffer (`detached`) and the store stays until the builder goes.
         if self.compression_id == 0:
             plen = self._size
         elif self.pool is None and self._exports == 0 and self._compress_after():
             plen = self._cap - BATCH_OVERHEAD_
         else:
+            exports = self._exports
             payload = self.codec.compress(self, self.level, magic=2)
+            if self._exports > exports:
+                # The codec's result (or something it kept) views the records: work from a copy.
+                payload = bytes(payload)
+                if self._exports > exports:
+                    raise BufferError(f"codec {self.codec.name!r} kept a view of the records it compressed")
             PyObject_GetBuffer(payload, &pv, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
             try:
                 plen = pv.len
                 if BATCH_OVERHEAD_ + plen > INT32_MAX_:
                     raise RecordBuilderError(f"batch of {BATCH_OVERHEAD_ + plen} bytes exceeds the int32 size field")
-                # The records are in the payload now: their memory takes the compressed bytes.
-                self._grow(BATCH_OVERHEAD_ + plen, False)
-                memcpy(self._buf + BATCH_OVERHEAD_, pv.buf, plen)
+                if self._exports:
+                    detached = self._detached(BATCH_OVERHEAD_ + plen)
+                    dst = self._detached_buf
+                else:
+                    # The records are in the payload now: their memory takes the compressed bytes.
+                    self._grow(BATCH_OVERHEAD_ + plen, False)
+                    dst = self._buf
+                memcpy(dst + BATCH_OVERHEAD_, pv.buf, plen)
             finally:
                 PyBuffer_Release(&pv)
             del payload
@@ -1219,16 +1306,26 @@ cdef class BatchBuilderCore:
         total = BATCH_OVERHEAD_ + plen
         if total > INT32_MAX_:
             raise RecordBuilderError(f"batch of {total} bytes exceeds the int32 size field")
+        if detached is None:
+            if self._exports:
+                detached = self._detached(total)
+                dst = self._detached_buf
+                memcpy(dst + BATCH_OVERHEAD_, self._buf + BATCH_OVERHEAD_, plen)
+            else:
+                dst = self._buf
         if total < 65536:
-            _write_header_raw(self._buf, self.base_offset, <int32_t>total, self.partition_leader_epoch,
+            _write_header_raw(dst, self.base_offset, <int32_t>total, self.partition_leader_epoch,
                               attributes, <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
                               self.producer_epoch, self.base_sequence, self._count)
         else:  # the CRC of a large batch runs without the GIL
             with nogil:
-                _write_header_raw(self._buf, self.base_offset, <int32_t>total, self.partition_leader_epoch,
+                _write_header_raw(dst, self.base_offset, <int32_t>total, self.partition_leader_epoch,
                                   attributes, <int32_t>(last - self.base_offset), base_ts, max_ts,
                                   self.producer_id, self.producer_epoch, self.base_sequence, self._count)
         self._built = True
+        if detached is not None:
+            self._detached_buf = NULL
+            return detached if self.pool is None else PooledBuffer(detached, total, self.pool)
         if self.pool is None:
             kc_bytes_shrink(&self._store, total)
             out = <object>self._store
@@ -1241,6 +1338,18 @@ cdef class BatchBuilderCore:
             out = PooledBuffer(store, total, self.pool)
         self._buf = NULL
         self._cap = 0
+        return out
+
+    cdef object _detached(self, Py_ssize_t size):
+        # A buffer for the batch apart from the store (see build()); its data in _detached_buf.
+        if self.pool is None:
+            out = PyBytes_FromStringAndSize(NULL, size)
+            self._detached_buf = <uint8_t *>PyBytes_AS_STRING(out)
+            return out
+        out = self.pool.get(size)
+        if type(out) is not bytearray or PyByteArray_GET_SIZE(out) < size:
+            raise ValueError(f"BufferPool.get({size}) must return a bytearray of at least {size} bytes")
+        self._detached_buf = <uint8_t *>PyByteArray_AS_STRING(out)
         return out
 
 
@@ -1453,17 +1562,19 @@ cdef class RecordBatchBase:
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
+        return kc_add_i64(self.base_offset, self.last_offset_delta)
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta + 1
+        return kc_add_i64(kc_add_i64(self.base_offset, self.last_offset_delta), 1)
 
     @property
     def last_sequence(self) -> int:
+        # DefaultRecordBatch.lastSequence: only -1 means "no sequence" here; any other
+        # base, negative ones included, is incremented.
         if self.base_sequence == -1:
             return -1
-        return _sequence(self.base_sequence, self.last_offset_delta)
+        return _increment_sequence(self.base_sequence, self.last_offset_delta)
 
     @property
     def has_producer_id(self) -> bool:
@@ -1625,7 +1736,7 @@ def write_batch_header(out, Py_ssize_t pos, int64_t base_offset, int32_t total_s
     cdef uint32_t crc
     PyObject_GetBuffer(out, &view, PyBUF_SIMPLE | PyBUF_WRITABLE)
     try:
-        if pos < 0 or total_size < 61 or pos + total_size > view.len:
+        if pos < 0 or total_size < 61 or pos > view.len or total_size > view.len - pos:
             raise ValueError("the batch does not fit in the output buffer")
         p = <uint8_t *>view.buf + pos
         kc_store_be64(p, <uint64_t>base_offset)
@@ -1711,7 +1822,7 @@ def read_batch_header(buf, Py_ssize_t pos=0) -> tuple:
     cdef const uint8_t *p
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
-        if pos < 0 or pos + 61 > view.len:
+        if pos < 0 or pos > view.len or view.len - pos < 61:
             raise ValueError("fewer than 61 bytes for a v2 batch header")
         p = <const uint8_t *>view.buf + pos
         return (<int64_t>kc_load_be64(p), <int32_t>kc_load_be32(p + 8), <int32_t>kc_load_be32(p + 12),
@@ -1734,17 +1845,28 @@ cdef class PooledBuffer:
     """
     cdef object _store  # the bytearray owned by the pool
     cdef object _pool
+    cdef Py_buffer _held  # an export of _store until release(): a bytearray cannot be resized under it
+    cdef bint _holding
     cdef Py_ssize_t _len
-    cdef Py_ssize_t _shape
     cdef int _exports
     cdef bint _released
 
     def __cinit__(self, store, Py_ssize_t length, pool):
+        self._holding = False
+        PyObject_GetBuffer(store, &self._held, PyBUF_SIMPLE)
+        self._holding = True
+        if length < 0 or length > self._held.len:
+            raise ValueError(f"length {length} is outside the pooled buffer's {self._held.len} bytes")
         self._store = store
         self._len = length
         self._pool = pool
         self._exports = 0
         self._released = False
+
+    def __dealloc__(self):
+        if self._holding:
+            PyBuffer_Release(&self._held)
+            self._holding = False
 
     @property
     def released(self) -> bool:
@@ -1764,8 +1886,11 @@ cdef class PooledBuffer:
         if self._exports:
             raise BufferError(f"pooled buffer still has {self._exports} live memoryview(s); release them first")
         self._released = True
-        self._pool._give_back(self._store)
+        PyBuffer_Release(&self._held)
+        self._holding = False
+        store = self._store
         self._store = None
+        self._pool._give_back(store)
 
     def __enter__(self):
         return self
@@ -1775,23 +1900,19 @@ cdef class PooledBuffer:
 
     def tobytes(self) -> bytes:
         self._check()
-        return bytes(memoryview(self._store)[:self._len])
+        return PyBytes_FromStringAndSize(<const char *>self._held.buf, self._len)
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         if self._released:
             raise BufferReleasedError("this pooled buffer was released back to its pool")
-        cdef Py_buffer inner
-        PyObject_GetBuffer(self._store, &inner, PyBUF_SIMPLE)
-        view.buf = inner.buf
-        PyBuffer_Release(&inner)  # the bytearray stays alive and unresized: the pool holds it
-        self._shape = self._len
+        view.buf = self._held.buf
         view.obj = self
         view.len = self._len
         view.readonly = 1
         view.itemsize = 1
         view.format = "B"
         view.ndim = 1
-        view.shape = &self._shape
+        view.shape = &view.len
         view.strides = &view.itemsize
         view.suboffsets = NULL
         view.internal = NULL
@@ -1854,6 +1975,8 @@ cdef class EntryWalker:
     cdef bint done
 
     def __cinit__(self, src, Py_ssize_t start=0, end=None, bint strict=False):
+        if start < 0:
+            raise ValueError(f"start must not be negative, got {start}")
         self.src = src
         self.pos = start
         self.bounded = end is not None
@@ -1916,6 +2039,8 @@ cdef class BatchReader:
         self.strict = strict
         self.max_size = max_decompressed_size
         self.pool = pool
+        if start < 0:
+            raise ValueError(f"start must not be negative, got {start}")
         self.pos = start
         self.done = False
 

@@ -24,10 +24,14 @@ DELETE_HORIZON_MASK = 0x40
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
-    """Kafka's DefaultRecordBatch.incrementSequence: wraps from 2^31-1 to 0."""
-    if sequence > 2147483647 - increment:
-        return increment - (2147483647 - sequence) - 1
-    return sequence + increment
+    """Kafka's DefaultRecordBatch.incrementSequence: wraps from 2^31-1 to 0 (Java int arithmetic)."""
+    if sequence > _java_int(2147483647 - increment):
+        return _java_int(increment - _java_int(2147483647 - sequence) - 1)
+    return _java_int(sequence + increment)
+
+
+def _java_int(value: int) -> int:
+    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 class RecordBatch(RecordBatchBase):

@@ -1,0 +1,92 @@
+"""UTF-8 decoding as Java's ``new String(bytes, UTF_8)`` does it, malformed input included.
+
+Kafka clients read header keys with that constructor, so a key that is not
+valid UTF-8 reaches Java applications with U+FFFD where Java's decoder puts
+them.  Python's ``errors="replace"`` follows the Unicode "maximal subpart"
+rule instead, which differs for some sequences (an encoded surrogate
+``ED A0 80`` is one U+FFFD in Java and three in Python), so kcodec decodes
+invalid keys here.  Valid UTF-8 never comes this way: both decoders agree on
+it, and the strict built-in decoder is tried first.
+"""
+from __future__ import annotations
+
+__all__ = ["decode"]
+
+_REPL = "\ufffd"
+
+
+def _cont(b: int) -> bool:
+    return (b & 0xC0) == 0x80
+
+
+def decode(data: bytes) -> str:
+    """``data`` decoded as JDK 17's ``String(byte[], UTF_8)`` decodes it."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    out = []
+    put = out.append
+    n = len(data)
+    i = 0
+    while i < n:
+        b1 = data[i]
+        i += 1
+        if b1 < 0x80:
+            put(chr(b1))
+        elif 0xC2 <= b1 <= 0xDF:  # two bytes
+            if i < n:
+                if _cont(data[i]):
+                    put(chr(((b1 & 0x1F) << 6) | (data[i] & 0x3F)))
+                    i += 1
+                else:
+                    put(_REPL)
+                continue
+            put(_REPL)
+            break
+        elif 0xE0 <= b1 <= 0xEF:  # three bytes
+            if i + 1 < n:
+                b2, b3 = data[i], data[i + 1]
+                if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) or not _cont(b3):
+                    put(_REPL)
+                    # Java resumes after the lead, or after the lead and a good second byte.
+                    i += 0 if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) else 1
+                else:
+                    c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+                    put(_REPL if 0xD800 <= c <= 0xDFFF else chr(c))
+                    i += 2
+                continue
+            if i < n and ((b1 == 0xE0 and (data[i] & 0xE0) == 0x80) or not _cont(data[i])):
+                put(_REPL)
+                continue
+            put(_REPL)
+            break
+        elif 0xF0 <= b1 <= 0xF7:  # four bytes
+            if i + 2 < n:
+                b2, b3, b4 = data[i], data[i + 1], data[i + 2]
+                uc = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
+                if not (_cont(b2) and _cont(b3) and _cont(b4)) or not 0x10000 <= uc <= 0x10FFFF:
+                    put(_REPL)
+                    if (b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF)
+                            or (b1 == 0xF4 and (b2 & 0xF0) != 0x80) or not _cont(b2)):
+                        pass  # resume after the lead
+                    elif not _cont(b3):
+                        i += 1
+                    else:
+                        i += 2
+                else:
+                    put(chr(uc))
+                    i += 3
+                continue
+            if b1 > 0xF4 or (i < n and ((b1 == 0xF0 and not 0x90 <= data[i] <= 0xBF)
+                                        or (b1 == 0xF4 and (data[i] & 0xF0) != 0x80) or not _cont(data[i]))):
+                put(_REPL)
+                continue
+            i += 1
+            put(_REPL)
+            if i < n and not _cont(data[i]):
+                continue
+            break
+        else:
+            put(_REPL)
+    return "".join(out)
