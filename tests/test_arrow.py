@@ -664,3 +664,14 @@ def test_from_arrow_offsets_must_increase_without_wrapping():
     for codec in ("none", "lz4"):
         with pytest.raises(kcodec.RecordBuilderError, match="must increase strictly"):
             kcodec.from_arrow(t, compression=codec)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_from_arrow_legacy_reads_columns_like_v2(magic):
+    # String columns are UTF-8 bytes and timestamp columns exact milliseconds, as for magic 2.
+    t = pa.table({"value": pa.array(["v1", "v2"]), "key": pa.array(["k", None]),
+                  "timestamp": pa.array([1700000000123, 1700000000999], pa.timestamp("ms"))})
+    got = [(r.key, r.value, r.timestamp) for raw in kcodec.from_arrow(t, magic=magic, compression="gzip")
+           for b in read_batches(raw) for r in b]
+    stamps = [1700000000123, 1700000000999] if magic == 1 else [-1, -1]
+    assert got == [(b"k", b"v1", stamps[0]), (None, b"v2", stamps[1])]
