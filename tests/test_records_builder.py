@@ -680,10 +680,12 @@ def test_headers_list_changed_by_a_pair_that_runs_python_code():
         assert rec.headers == (("key-12345", b"V" * 4000), ("k2", b"v2"), ("k3", b"v3"))
 
 
-def test_append_from_a_header_pair_of_the_same_builder_is_refused():
-    # A pair that is not a tuple is unpacked by running its __iter__; appending to
-    # (or restarting) the same builder from there would reuse the header scratch
-    # space and the offsets of the record being appended.
+def test_a_builder_called_again_from_code_it_runs_refuses():
+    # A pair that is not a tuple is unpacked by running its __iter__, and a pool's
+    # get() is Python too; calling the same builder from there would reuse the
+    # header scratch space, the offsets of the record being appended, or a store
+    # that is between two buffers.
+    from kcodec.records import BufferPool
     b = RecordBatchBuilder()
 
     class Reenter:
@@ -694,9 +696,57 @@ def test_append_from_a_header_pair_of_the_same_builder_is_refused():
             self.action()
             return iter(("k2", b"v2"))
 
-    for action in (lambda: b.append(b"x", b"y", TS, headers=[("n", b"N" * 3000)]), lambda: b.__init__()):
-        with pytest.raises(RecordBuilderError, match="while it is appending"):
+    big = [("n%d" % i, bytes(bytearray(b"N" * 3000))) for i in range(3)]
+    for action in (lambda: b.append(b"x", b"y", TS, headers=big), lambda: b.__init__(),
+                   lambda: b.has_room_for(b"k", b"v", headers=big), lambda: b.build()):
+        with pytest.raises(RecordBuilderError, match="called again from Python code it was running"):
             b.append(b"k", b"v", TS, headers=[("outer", b"O" * 10), Reenter(action)])
     b.append(b"k", b"v", TS, headers=[("fine", b"1")])  # the builder is usable afterwards
     (rec,) = next(iter(read_batches(b.build()))).records()
     assert rec.headers == (("fine", b"1"),)
+
+    real = BufferPool()
+    armed = []
+
+    class CallingPool:
+        def get(self, n):
+            if armed:
+                armed.pop()()
+            return real.get(n)
+
+        def put(self, buf):
+            real.put(buf)
+
+        _give_back = put
+
+    views = []
+    for action in (lambda: pb.build(), lambda: pb.has_room_for(b"k", b"v", headers=big),
+                   lambda: views.append(memoryview(pb))):
+        pb = RecordBatchBuilder(pool=CallingPool(), write_limit=1000)
+        pb.append(b"k", b"v", TS)
+        armed.append(action)
+        with pytest.raises((RecordBuilderError, BufferError)):
+            pb.append(b"k", b"v" * 50000, TS)  # grows: pool.get() runs the action
+        for view in views:
+            assert bytes(view) == bytes(memoryview(pb))  # the old store, still whole
+            view.release()
+        views.clear()
+        pb.append(b"k", b"v" * 50000, TS)
+        with pb.build() as out:
+            assert [len(r.value) for r in next(iter(read_batches(bytes(out))))] == [1, 50000]
+
+
+def test_column_accumulator_does_all_python_work_before_writing():
+    from kcodec._native.columnar import ColumnAccumulator
+    acc = ColumnAccumulator(True)
+
+    class Headers:
+        def __iter__(self):
+            acc.result()  # would free the buffers mid-write
+            return iter([("a", b"1")])
+
+    acc.add_record(5, TS, 0, b"k", b"v", Headers())
+    n, offsets, stamps, types, hdrs, columns = acc.result()
+    assert n == 1 and list(offsets) == [5]
+
+

@@ -1296,16 +1296,22 @@ cdef class ColumnAccumulator:
                    headers) -> None:
         """Append one decoded record (legacy v0/v1 batches, which are rare, come this way)."""
         cdef int k
-        cdef int64_t i = self.a.n
-        cdef bytes hk
-        for k, field in enumerate((key, value)):
-            self._put_object(3 * k, i, field, &self.a.nulls[k])
+        cdef int64_t i
+        # Everything that can run Python code (iteration, encoding, buffer exports) first,
+        # into bytes: that code could otherwise re-enter this accumulator mid-write.
+        fields = [None if f is None else (f if type(f) is bytes else bytes(memoryview(f))) for f in (key, value)]
+        pairs = []
         if self.a.headers:
             for name, hv in headers:
-                hk = name.encode("utf-8") if isinstance(name, str) else bytes(name)
-                self._put_object(6, self.a.nh, hk, &self.a.nulls[2])
-                self._put_object(9, self.a.nh, hv, &self.a.nulls[3])
-                self.a.nh += 1
+                pairs.append((name.encode("utf-8") if isinstance(name, str) else bytes(memoryview(name)),
+                              None if hv is None else (hv if type(hv) is bytes else bytes(memoryview(hv)))))
+        i = self.a.n
+        for k in range(2):
+            self._put_object(3 * k, i, fields[k], &self.a.nulls[k])
+        for hk, hv in pairs:
+            self._put_object(6, self.a.nh, hk, &self.a.nulls[2])
+            self._put_object(9, self.a.nh, hv, &self.a.nulls[3])
+            self.a.nh += 1
         for k, size in ((_G_OFFSET, 8), (_G_TS, 8), (_G_TYPE, 4), (_G_HLIST, 4)):
             if _reserve(&self.a.g[k], size) < 0:
                 raise MemoryError()
@@ -1315,7 +1321,7 @@ cdef class ColumnAccumulator:
         (<int64_t *>self.a.g[_G_TS].p)[i] = timestamp
         (<int32_t *>self.a.g[_G_TYPE].p)[i] = timestamp_type
         (<int32_t *>self.a.g[_G_HLIST].p)[i + 1] = <int32_t>self.a.nh
-        if self.a.headers and not headers:
+        if self.a.headers and not pairs:
             self.a.g[_G_HNULL].p[i >> 3] |= <uint8_t>(1 << (i & 7))
             self.a.hnulls += 1
         self.a.n += 1

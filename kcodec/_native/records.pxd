@@ -111,14 +111,16 @@ cdef class BatchBuilderCore:
     cdef Py_ssize_t *_hlen
     cdef Py_ssize_t _hcap
     cdef uint8_t *_detached_buf      # build(): the data of a batch assembled apart from the store
-    cdef bint _appending             # _add() is between scanning headers and writing the record
+    cdef bint _busy                  # in _add() or build(): Python code they run may not re-enter
     cdef int _new_store(self, Py_ssize_t cap) except -1
+    cdef object _pool_get(self, Py_ssize_t cap)
     cdef void _drop_store(self)
     cdef int _grow(self, Py_ssize_t need, bint keep) except -1
     cdef bint _compress_after(self) except -1
     cdef int64_t _estimated(self)
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
     cdef object _detached(self, Py_ssize_t size)
+    cdef object _build(self)
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807
 
 

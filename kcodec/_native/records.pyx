@@ -697,6 +697,10 @@ cdef list _header_slow(h, const char **kp, Py_ssize_t *kl, const char **vp, Py_s
     return keep
 
 
+_REENTERED = ("the builder was called again from Python code it was running "
+              "(a header pair, a buffer export, its codec or its pool)")
+
+
 cdef class BatchBuilderCore:
     """Native state and per-record work of :class:`~kcodec.records.RecordBatchBuilder`.
 
@@ -729,8 +733,8 @@ cdef class BatchBuilderCore:
         cdef Py_ssize_t initial
         if magic != 2:
             raise RecordBuilderError(f"unsupported magic {magic!r} for a v2 batch builder")
-        if self._appending:
-            raise RecordBuilderError("the builder cannot start over while it is appending a record")
+        if self._busy:
+            raise RecordBuilderError(_REENTERED)
         if self._store != NULL:  # __init__ called again: start over
             if self._exports:
                 raise BufferError("the records are exported (a memoryview of the builder is alive); "
@@ -811,16 +815,20 @@ cdef class BatchBuilderCore:
             self._buf = <uint8_t *>PyBytes_AS_STRING(store)
             self._cap = cap
         else:
-            store = self.pool.get(cap)
-            if type(store) is not bytearray:
-                raise TypeError("BufferPool.get() must return a bytearray")
-            if PyByteArray_GET_SIZE(store) < cap:
-                raise ValueError(f"BufferPool.get({cap}) returned a bytearray of {PyByteArray_GET_SIZE(store)} bytes")
+            store = self._pool_get(cap)
             self._store = <PyObject *>store
             Py_INCREF(store)
             self._buf = <uint8_t *>PyByteArray_AS_STRING(store)
             self._cap = PyByteArray_GET_SIZE(store)
         return 0
+
+    cdef object _pool_get(self, Py_ssize_t cap):
+        store = self.pool.get(cap)
+        if type(store) is not bytearray:
+            raise TypeError("BufferPool.get() must return a bytearray")
+        if PyByteArray_GET_SIZE(store) < cap:
+            raise ValueError(f"BufferPool.get({cap}) returned a bytearray of {PyByteArray_GET_SIZE(store)} bytes")
+        return store
 
     cdef void _drop_store(self):
         cdef object store
@@ -854,12 +862,20 @@ cdef class BatchBuilderCore:
             self._buf = <uint8_t *>PyBytes_AS_STRING(<object>self._store)
             self._cap = cap
             return 0
+        # The pool is Python: until it has answered, the builder keeps its old store
+        # whole, so a failing get() loses nothing.
+        store = self._pool_get(cap)
+        if self._exports:  # a view was taken meanwhile: it must keep seeing the old store
+            self.pool.put(store)
+            raise BufferError("the records buffer is exported and cannot grow")
         old = <object>self._store
-        Py_DECREF(old)
-        self._store = NULL
-        self._new_store(cap)
         if keep:
-            memcpy(self._buf, PyByteArray_AS_STRING(old), BATCH_OVERHEAD_ + self._size)
+            memcpy(PyByteArray_AS_STRING(store), self._buf, BATCH_OVERHEAD_ + self._size)
+        Py_INCREF(store)
+        self._store = <PyObject *>store
+        self._buf = <uint8_t *>PyByteArray_AS_STRING(store)
+        self._cap = PyByteArray_GET_SIZE(store)
+        Py_DECREF(old)
         self.pool.put(old)
         return 0
 
@@ -1130,11 +1146,12 @@ cdef class BatchBuilderCore:
             base = self._first_ts
         else:
             base = ts
-        if self._appending:
-            # Python code run by this append (a header pair to unpack, a buffer to export)
-            # called it again: the scratch header arrays and the offsets above are in use.
-            raise RecordBuilderError("append() was called again on this builder while it is appending a record")
-        self._appending = True
+        if self._busy:
+            # Python code run by this builder (a header pair to unpack, a buffer to export,
+            # its pool) called it again: the scratch header arrays and the offsets above
+            # are in use, and the store may be between two buffers.
+            raise RecordBuilderError(_REENTERED)
+        self._busy = True
         try:
             keep = self._scan_headers(headers, &hcount, &hsize)
             _key_value(key, &kb, &have_k, &kp, &klen)
@@ -1149,7 +1166,7 @@ cdef class BatchBuilderCore:
                 p += kc_write_header(p, <const uint8_t *>self._hptr[2 * j], <int32_t>self._hlen[2 * j],
                                      <const uint8_t *>self._hptr[2 * j + 1], <int32_t>self._hlen[2 * j + 1])
         finally:
-            self._appending = False
+            self._busy = False
             if have_k:
                 PyBuffer_Release(&kb)
             if have_v:
@@ -1180,6 +1197,8 @@ cdef class BatchBuilderCore:
         cdef list keep = None
         cdef int64_t hsize = 0, ts, tsd, body
         cdef int32_t offd
+        if self._busy:
+            raise RecordBuilderError(_REENTERED)
         if self.is_full():
             return False
         if self._count == 0 or self._write_limit < 0:
@@ -1237,6 +1256,15 @@ cdef class BatchBuilderCore:
         builder's own buffer, handed over without a copy).  With a pool it is
         a :class:`~kcodec.records.PooledBuffer` to ``release()`` after use.
         """
+        if self._busy:
+            raise RecordBuilderError(_REENTERED)
+        self._busy = True  # the codec and the pool run Python code
+        try:
+            return self._build()
+        finally:
+            self._busy = False
+
+    cdef object _build(self):
         cdef Py_buffer pv
         cdef Py_ssize_t plen, total
         cdef int16_t attributes
