@@ -52,6 +52,13 @@ class RecordBatchBuilder(BatchBuilderCore):
     block); after that any use raises BufferReleasedError and the memory
     serves the next batch, so a producer loop allocates nothing in steady
     state.  The Java builder's checks raise RecordBuilderError.
+
+    ``memoryview(builder)`` shows the records written so far (what the codec
+    compresses).  While such a view lives the buffer cannot grow or be
+    started over (BufferError), and :meth:`build` assembles the batch in a
+    separate buffer so that the view keeps valid memory.  Python code the
+    builder runs (a header pair to unpack, a buffer export, its codec or its
+    pool) may not call the same builder again: that raises RecordBuilderError.
     """
 
     __slots__ = ()
