@@ -110,10 +110,10 @@ cdef class BatchBuilderCore:
     cdef const char **_hptr
     cdef Py_ssize_t *_hlen
     cdef Py_ssize_t _hcap
-    cdef uint8_t *_detached_buf      # build(): the data of a batch assembled apart from the store
     cdef bint _busy                  # in _add() or build(): Python code they run may not re-enter
     cdef int _new_store(self, Py_ssize_t cap) except -1
     cdef object _pool_get(self, Py_ssize_t cap)
+    cdef void _adopt(self, object store)
     cdef void _drop_store(self)
     cdef int _grow(self, Py_ssize_t need, bint keep) except -1
     cdef bint _compress_after(self) except -1

@@ -815,12 +815,15 @@ cdef class BatchBuilderCore:
             self._buf = <uint8_t *>PyBytes_AS_STRING(store)
             self._cap = cap
         else:
-            store = self._pool_get(cap)
-            self._store = <PyObject *>store
-            Py_INCREF(store)
-            self._buf = <uint8_t *>PyByteArray_AS_STRING(store)
-            self._cap = PyByteArray_GET_SIZE(store)
+            self._adopt(self._pool_get(cap))
         return 0
+
+    cdef void _adopt(self, object store):
+        # Make a pooled bytearray the store (the caller has let go of the previous one).
+        Py_INCREF(store)
+        self._store = <PyObject *>store
+        self._buf = <uint8_t *>PyByteArray_AS_STRING(store)
+        self._cap = PyByteArray_GET_SIZE(store)
 
     cdef object _pool_get(self, Py_ssize_t cap):
         store = self.pool.get(cap)
@@ -871,11 +874,8 @@ cdef class BatchBuilderCore:
         old = <object>self._store
         if keep:
             memcpy(PyByteArray_AS_STRING(store), self._buf, BATCH_OVERHEAD_ + self._size)
-        Py_INCREF(store)
-        self._store = <PyObject *>store
-        self._buf = <uint8_t *>PyByteArray_AS_STRING(store)
-        self._cap = PyByteArray_GET_SIZE(store)
-        Py_DECREF(old)
+        Py_DECREF(old)  # the store's own reference; `old` keeps it for the pool
+        self._adopt(store)
         self.pool.put(old)
         return 0
 
@@ -1320,7 +1320,7 @@ cdef class BatchBuilderCore:
                     raise RecordBuilderError(f"batch of {BATCH_OVERHEAD_ + plen} bytes exceeds the int32 size field")
                 if self._exports:
                     detached = self._detached(BATCH_OVERHEAD_ + plen)
-                    dst = self._detached_buf
+                    dst = _data_of(detached)
                 else:
                     # The records are in the payload now: their memory takes the compressed bytes.
                     self._grow(BATCH_OVERHEAD_ + plen, False)
@@ -1337,7 +1337,7 @@ cdef class BatchBuilderCore:
         if detached is None:
             if self._exports:
                 detached = self._detached(total)
-                dst = self._detached_buf
+                dst = _data_of(detached)
                 memcpy(dst + BATCH_OVERHEAD_, self._buf + BATCH_OVERHEAD_, plen)
             else:
                 dst = self._buf
@@ -1352,7 +1352,6 @@ cdef class BatchBuilderCore:
                                   self.producer_id, self.producer_epoch, self.base_sequence, self._count)
         self._built = True
         if detached is not None:
-            self._detached_buf = NULL
             return detached if self.pool is None else PooledBuffer(detached, total, self.pool)
         if self.pool is None:
             kc_bytes_shrink(&self._store, total)
@@ -1369,16 +1368,17 @@ cdef class BatchBuilderCore:
         return out
 
     cdef object _detached(self, Py_ssize_t size):
-        # A buffer for the batch apart from the store (see build()); its data in _detached_buf.
+        # A buffer for the batch apart from the store (see build()): bytes, or a pooled bytearray.
         if self.pool is None:
-            out = PyBytes_FromStringAndSize(NULL, size)
-            self._detached_buf = <uint8_t *>PyBytes_AS_STRING(out)
-            return out
-        out = self.pool.get(size)
-        if type(out) is not bytearray or PyByteArray_GET_SIZE(out) < size:
-            raise ValueError(f"BufferPool.get({size}) must return a bytearray of at least {size} bytes")
-        self._detached_buf = <uint8_t *>PyByteArray_AS_STRING(out)
-        return out
+            return PyBytes_FromStringAndSize(NULL, size)
+        return self._pool_get(size)
+
+
+cdef inline uint8_t *_data_of(obj):
+    # The memory of a bytes or bytearray made by BatchBuilderCore._detached().
+    if type(obj) is bytes:
+        return <uint8_t *>PyBytes_AS_STRING(obj)
+    return <uint8_t *>PyByteArray_AS_STRING(obj)
 
 
 cdef extern from *:

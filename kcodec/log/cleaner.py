@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from kcodec.errors import CorruptDataError, KcodecError
+from kcodec.errors import KcodecError
 from kcodec.log.filter import (
     BatchRetention,
     BatchRetentionResult,
@@ -60,7 +60,7 @@ from kcodec.log.filter import (
     RecordFilter,
     filter_batch,
 )
-from kcodec.log.index import MAX_RELATIVE
+from kcodec.log.index import relative_offset
 from kcodec.records.framing import iter_entries
 
 __all__ = [
@@ -269,16 +269,10 @@ def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -
     max_ts, max_ts_offset = -1, -1
     last_time = -1  # TimeIndex.lastEntry of an empty index is (NO_TIMESTAMP, baseOffset)
 
-    def relative(off: int) -> int:
-        # Kafka's AbstractIndex.relativeOffset: the entry must fit an int32 above the base.
-        if not 0 <= off - base_offset <= MAX_RELATIVE:
-            raise CorruptDataError(f"offset {off} cannot be stored relative to base offset {base_offset}")
-        return off - base_offset
-
     def time_append(ts: int, off: int) -> None:
         nonlocal last_time
         if ts > last_time:
-            tindex.extend(_TIME_ENTRY.pack(ts, relative(off)))
+            tindex.extend(_TIME_ENTRY.pack(ts, relative_offset(off, base_offset)))
             last_time = ts
 
     for e in iter_entries(log_buf):
@@ -286,7 +280,7 @@ def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -
         if ts > max_ts:
             max_ts, max_ts_offset = ts, last
         if valid - last_entry > index_interval_bytes:
-            index.extend(_OFFSET_ENTRY.pack(relative(last), valid))
+            index.extend(_OFFSET_ENTRY.pack(relative_offset(last, base_offset), valid))
             time_append(max_ts, max_ts_offset)
             last_entry = valid
         valid += e.size

@@ -14,12 +14,21 @@ import numpy as np
 
 from kcodec.errors import CorruptDataError
 
-__all__ = ["OffsetIndex", "TimeIndex", "IndexBuilder", "CorruptIndexError", "OffsetPosition", "TimestampOffset"]
+__all__ = ["OffsetIndex", "TimeIndex", "IndexBuilder", "CorruptIndexError", "OffsetPosition", "TimestampOffset",
+           "relative_offset"]
 
 _OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 _TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 NO_TIMESTAMP = -1
 MAX_RELATIVE = 2 ** 31 - 1
+
+
+def relative_offset(offset: int, base_offset: int) -> int:
+    """``offset - base_offset`` as an index entry stores it (Kafka's ``AbstractIndex.relativeOffset``):
+    CorruptDataError unless it fits an int32 at or above the base."""
+    if not 0 <= offset - base_offset <= MAX_RELATIVE:
+        raise CorruptDataError(f"offset {offset} cannot be stored relative to base offset {base_offset}")
+    return offset - base_offset
 
 
 class CorruptIndexError(CorruptDataError):
@@ -153,9 +162,7 @@ class IndexBuilder:
 
     def append(self, position: int, size: int, largest_offset: int, max_timestamp: int,
                shallow_offset_of_max: int) -> None:
-        if largest_offset - self.base_offset > MAX_RELATIVE or largest_offset < self.base_offset:
-            raise CorruptDataError(
-                f"offset {largest_offset} cannot be stored relative to base offset {self.base_offset}")
+        relative_offset(largest_offset, self.base_offset)
         if max_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = max_timestamp
             self.shallow_offset_of_max = shallow_offset_of_max

@@ -7,7 +7,7 @@ from typing import List
 from kcodec._native.records import RecordBatchBase, decode_records, scan_v2_records
 from kcodec.errors import KcodecError
 from kcodec.records.control import ControlRecordType, EndTransactionMarker, parse_control_key
-from kcodec.records.framing import RECORD_BATCH_OVERHEAD
+from kcodec.records.framing import RECORD_BATCH_OVERHEAD, java_int
 
 __all__ = ["RecordBatch", "HEADER", "increment_sequence"]
 
@@ -25,13 +25,9 @@ DELETE_HORIZON_MASK = 0x40
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """Kafka's DefaultRecordBatch.incrementSequence: wraps from 2^31-1 to 0 (Java int arithmetic)."""
-    if sequence > _java_int(2147483647 - increment):
-        return _java_int(increment - _java_int(2147483647 - sequence) - 1)
-    return _java_int(sequence + increment)
-
-
-def _java_int(value: int) -> int:
-    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    if sequence > java_int(2147483647 - increment):
+        return java_int(increment - java_int(2147483647 - sequence) - 1)
+    return java_int(sequence + increment)
 
 
 class RecordBatch(RecordBatchBase):

@@ -16,6 +16,7 @@ __all__ = [
     "RECORD_BATCH_OVERHEAD",
     "MIN_RECORD_OVERHEAD",
     "Entry",
+    "java_int",
     "java_long",
     "iter_entries",
     "valid_bytes",
@@ -32,6 +33,11 @@ def java_long(value: int) -> int:
     """``value`` as a Java ``long`` holds it: Kafka computes offsets with long
     arithmetic, which wraps past the int64 range instead of growing."""
     return ((value + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+
+
+def java_int(value: int) -> int:
+    """``value`` as a Java ``int`` holds it (sequence numbers wrap this way)."""
+    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 class Entry(NamedTuple):

@@ -356,14 +356,15 @@ class LegacyRecordBatch:
                 # buffer; the wrapper's position does.
                 e.position = None
                 raise e.with_context(position=self.position, batch_offset=self._offset) from None
+            offset = java_long(offset + base)
             if magic == 1:
                 # Inner v1 messages take the wrapper's timestamp type, and its
                 # timestamp when the wrapper says LogAppendTime.
-                yield Record(java_long(offset + base), wrapper_ts if wrapper_lat else ts, wrapper_type, key, value)
+                yield Record(offset, wrapper_ts if wrapper_lat else ts, wrapper_type, key, value)
             elif magic == 0:
-                yield Record(java_long(offset + base), NO_TIMESTAMP, no_type, key, value)
+                yield Record(offset, NO_TIMESTAMP, no_type, key, value)
             else:
-                yield Record(java_long(offset + base), ts, _TS_TYPES[(attributes & _TIMESTAMP_TYPE_MASK) >> 3], key, value)
+                yield Record(offset, ts, _TS_TYPES[(attributes & _TIMESTAMP_TYPE_MASK) >> 3], key, value)
 
     def records(self) -> List["Record"]:
         return list(self)
