@@ -8,7 +8,11 @@ straight from a table's Arrow buffers into batches.  Legacy v0/v1 batches
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -18,7 +22,7 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
 
 from kcodec._java_utf8 import decode as java_utf8_decode
 from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, batch_header_into,
-                                     columns_uncompressed_v2, encode_columnar)
+                                     columns_uncompressed_v2, encode_columnar, split_batches)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import InvalidRecordError, LimitExceededError, RecordBuilderError
@@ -148,10 +152,57 @@ def _add_legacy(acc: ColumnAccumulator, batch) -> None:
         acc.add_record(r.offset, r.timestamp, ts_type, r.key, r.value, r.headers)
 
 
+#: The least bytes of batches one thread of to_arrow(use_threads=True) converts.
+MIN_THREAD_PART = 4 << 20
+
+_pool_lock = threading.Lock()
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_key: Tuple[int, int] = (0, 0)
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    """One shared pool, made on first use and again in a forked child (a fork copies no threads)."""
+    global _pool, _pool_key
+    key = (os.getpid(), threads)
+    with _pool_lock:
+        if _pool_key != key:
+            if _pool is not None and _pool_key[0] == key[0]:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kcodec-to-arrow")
+            _pool_key = key
+        return _pool
+
+
+def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, headers: bool, use_threads: bool):
+    """The fast pass's columns for each part of the buffer, or None when it must take the general path.
+
+    With ``use_threads`` the buffer is cut at batch boundaries into about
+    one part per core (each at least :data:`MIN_THREAD_PART`); the native
+    pass releases the GIL, so the parts convert in parallel.
+    """
+    cuts = [0, -1]
+    if use_threads:
+        threads = _pa().cpu_count()
+        if threads > 1:
+            cuts = split_batches(buffer, threads, MIN_THREAD_PART)
+    if len(cuts) == 2:
+        fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
+        return None if fast is None else [fast]
+    pool = _executor(len(cuts) - 2)
+    others = [pool.submit(columns_uncompressed_v2, buffer, validate, include_control, headers, a, b)
+              for a, b in zip(cuts[1:-1], cuts[2:])]
+    try:
+        parts = [columns_uncompressed_v2(buffer, validate, include_control, headers, cuts[0], cuts[1])]
+    finally:
+        futures_wait(others)  # no thread still reads the buffer once this returns or raises
+    parts += [f.result() for f in others]
+    return None if any(p is None for p in parts) else parts
+
+
 def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
              batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
-             headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
-             ) -> "pyarrow.Table":
+             headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+             use_threads: bool = True) -> "pyarrow.Table":
     """The records of every batch in ``buffer`` as a ``pyarrow.Table`` (Spark's Kafka schema).
 
     ``buffer`` is any buffer of concatenated batches (any magic), or an
@@ -162,6 +213,12 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     ``include_control``.  ``batch_fields`` appends per-record copies of batch
     header fields (see :data:`BATCH_FIELDS`).  Errors carry positions
     relative to the start of ``buffer``.
+
+    ``use_threads`` (as in pyarrow's readers) converts a large buffer of
+    uncompressed v2 batches on up to ``pyarrow.cpu_count()`` threads, one
+    part of at least :data:`MIN_THREAD_PART` bytes each; the table then has
+    one chunk per part.  Pass ``use_threads=False`` where the caller already
+    runs one conversion per core (Spark tasks do).
     """
     pa = _pa()
     schema = kafka_schema(headers, batch_fields)
@@ -174,9 +231,10 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
         if not batch_fields:
             # One native pass when the buffer holds only uncompressed v2 batches
             # (anything else, including damage, takes the general path below).
-            fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
-            if fast is not None:
-                return _table(fast, schema, topic, partition, headers, ())
+            parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads)
+            if parts is not None:
+                tables = [_table(p, schema, topic, partition, headers, ()) for p in parts]
+                return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
     acc = ColumnAccumulator(headers)
     counts: List[int] = []

@@ -675,3 +675,100 @@ def test_from_arrow_legacy_reads_columns_like_v2(magic):
            for b in read_batches(raw) for r in b]
     stamps = [1700000000123, 1700000000999] if magic == 1 else [-1, -1]
     assert got == [(b"k", b"v1", stamps[0]), (None, b"v2", stamps[1])]
+
+
+@pytest.fixture
+def threaded_parts(monkeypatch):
+    """to_arrow(use_threads=True) cutting small buffers into up to four parts."""
+    import kcodec.arrow as arrow_mod
+
+    monkeypatch.setattr(arrow_mod, "MIN_THREAD_PART", 2048)
+    before = pa.cpu_count()
+    pa.set_cpu_count(4)
+    yield
+    pa.set_cpu_count(before)
+
+
+def _many_batches(n=3000, limit=4096, seed=5):
+    keys, values, headers = _records_table(n, seed, 3)
+    return b"".join(kcodec.from_arrow(pa.table({
+        "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
+        "timestamp": pa.array([T0 + i for i in range(n)], pa.int64()),
+        "headers": pa.array([[{"key": k, "value": v} for k, v in h] or None for h in headers],
+                            kcodec.kafka_schema().field("headers").type)}), max_batch_bytes=limit))
+
+
+def test_split_batches_cuts_at_batch_boundaries():
+    from kcodec._native.columnar import split_batches
+
+    blob = _many_batches()
+    starts = [b.position for b in read_batches(blob)] + [len(blob)]
+    cuts = split_batches(blob, 4, 2048)
+    assert cuts[0] == 0 and cuts[-1] == len(blob) and len(cuts) == 5
+    assert set(cuts) <= set(starts) and cuts == sorted(set(cuts))
+    assert all(b - a >= 2048 for a, b in zip(cuts, cuts[1:]))
+    assert split_batches(blob, 1, 2048) == [0, len(blob)]
+    assert split_batches(blob, 4, len(blob)) == [0, len(blob)]  # too small to share
+    assert split_batches(blob[:-3], 4, 2048)[-1] == len(blob) - 3  # a partial tail stays in the last part
+    damaged = bytearray(blob)
+    damaged[starts[3] + 8:starts[3] + 12] = (2 ** 30).to_bytes(4, "big")  # a length past the end
+    assert split_batches(bytes(damaged), 4, 2048) == [0, len(blob)]
+
+
+def test_fast_pass_over_a_part_of_the_buffer():
+    from kcodec._native.columnar import columns_uncompressed_v2
+
+    blob = _many_batches()
+    with pytest.raises(ValueError, match="outside the buffer"):
+        columns_uncompressed_v2(blob, True, False, True, 10, len(blob) + 1)
+    with pytest.raises(ValueError, match="outside the buffer"):
+        columns_uncompressed_v2(blob, True, False, True, 20, 10)
+    assert columns_uncompressed_v2(blob, True, False, True, 1, len(blob)) is None  # not a batch boundary
+
+
+def test_threaded_to_arrow_equals_one_thread(threaded_parts):
+    blob = _many_batches()
+    one = kcodec.to_arrow(blob, topic="t", partition=3, use_threads=False)
+    many = kcodec.to_arrow(blob, topic="t", partition=3)
+    assert one.column("value").num_chunks == 1
+    assert many.column("value").num_chunks == 4
+    assert many.schema == one.schema and many.equals(one)
+    for source in (bytearray(blob), memoryview(blob), np.frombuffer(blob, np.uint8)):
+        assert kcodec.to_arrow(source, topic="t", partition=3).equals(one)
+
+
+def test_threaded_to_arrow_reports_damage_like_one_thread(threaded_parts):
+    blob = bytearray(_many_batches())
+    last = [b.position for b in read_batches(bytes(blob))][-2]
+    blob[last + 70] ^= 0xFF  # records of a batch in the last part
+    errors = []
+    for use_threads in (True, False):
+        with pytest.raises(kcodec.CorruptRecordError) as info:
+            kcodec.to_arrow(bytes(blob), use_threads=use_threads)
+        errors.append((str(info.value), info.value.position))
+    assert errors[0] == errors[1] and errors[0][1] == last
+    # the general path handles what the fast pass does not, whichever part holds it
+    gz = kcodec.from_arrow(pa.table({"value": [b"z" * 100] * 50}), compression="gzip", base_offset=3000)
+    mixed = _many_batches() + b"".join(gz)
+    assert kcodec.to_arrow(mixed).equals(kcodec.to_arrow(mixed, use_threads=False))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_threaded_to_arrow_after_fork(threaded_parts):
+    """A forked child has none of the parent's pool threads: it must start its own, not wait forever."""
+    import os
+    import time
+
+    blob = _many_batches()
+    expected = kcodec.to_arrow(blob).to_pylist()
+    for _ in range(3):
+        kcodec.to_arrow(blob)
+    time.sleep(0.2)  # the parent's pool threads all idle: a stale pool in the child would start none
+    pid = os.fork()
+    if pid == 0:
+        import signal
+        signal.alarm(60)  # a hang fails the test instead of stalling it
+        ok = kcodec.to_arrow(blob).to_pylist() == expected
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

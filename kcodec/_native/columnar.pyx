@@ -1368,8 +1368,45 @@ cdef class ColumnAccumulator:
         return out
 
 
-def columns_uncompressed_v2(data, bint validate=True, bint include_control=False, bint headers=True):
+def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part):
+    """Cut points ``[0, ..., len]`` that split a buffer into at most ``parts`` runs of whole batches.
+
+    Each run but the last holds at least ``min_part`` bytes (and about an
+    equal share).  Only the batch length fields are read; a buffer the walk
+    cannot follow (a length that is too small or overruns the buffer) is
+    returned whole, for the caller's single pass to judge.
+    """
+    cdef Py_buffer view
+    cdef Py_ssize_t length, pos = 0, last = 0, share, size
+    cdef const uint8_t *buf
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        buf = <const uint8_t *>view.buf
+        length = view.len
+        cuts = [0]
+        if parts < 2 or length < 2 * min_part:
+            return [0, length]
+        share = max(min_part, length // parts)
+        while length - pos >= 12:
+            size = <int32_t>kc_load_be32(buf + pos + 8)
+            if size < 0 or size > length - pos - 12:
+                return [0, length]
+            pos += size + 12
+            if pos - last >= share and length - pos >= min_part and len(cuts) < parts:
+                cuts.append(pos)
+                last = pos
+        cuts.append(length)
+        return cuts
+    finally:
+        PyBuffer_Release(&view)
+
+
+def columns_uncompressed_v2(data, bint validate=True, bint include_control=False, bint headers=True,
+                            Py_ssize_t start=0, Py_ssize_t stop=-1):
     """Every record of a buffer of uncompressed v2 batches, as Arrow-ready buffers, in one native pass.
+
+    ``start`` and ``stop`` (batch boundaries) restrict the pass to a part of
+    the buffer, so that several threads can share one buffer.
 
     Each batch is CRC-checked and then parsed while it is in cache, copying
     keys, values and headers straight into the column buffers.  Returns None
@@ -1395,8 +1432,12 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
         raise MemoryError()
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
-        buf = <const uint8_t *>view.buf
-        length = view.len
+        if stop < 0:
+            stop = view.len
+        if not 0 <= start <= stop <= view.len:
+            raise ValueError(f"part [{start}, {stop}) is outside the buffer of {view.len} bytes")
+        buf = <const uint8_t *>view.buf + start
+        length = stop - start
         with nogil:
             rc = _walk(buf, length, include_control, &n)
             pos = 0

@@ -48,7 +48,7 @@ def measure_table(table, settings: Iterable[Setting], repeat: int = 3) -> List[D
             compress_s = min(compress_s, time.perf_counter() - t0)
             blob = b"".join(batches)
             t0 = time.perf_counter()
-            back = kcodec.to_arrow(blob)
+            back = kcodec.to_arrow(blob, use_threads=False)  # every codec read alike, on one core
             read_s = min(read_s, time.perf_counter() - t0)
         if back.num_rows != table.num_rows:
             raise RuntimeError(f"{s.label}: read back {back.num_rows} records of {table.num_rows}")

@@ -137,7 +137,8 @@ class KafkaLogReader(DataSourceReader):
             view = memoryview(seg.data)[partition.start:partition.end]
             try:
                 table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
-                                        include_control=include_control, validate=validate)
+                                        include_control=include_control, validate=validate,
+                                        use_threads=False)  # Spark runs one task per core
             except KcodecError as exc:
                 raise exc.with_context(position=partition.start, source=partition.path) from None
             del view

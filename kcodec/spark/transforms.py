@@ -43,7 +43,8 @@ def decode(df, column: str = "value", *, topic: Optional[str] = None, partition:
                 buf = cell.as_buffer()
                 t = topics[i] if topics is not None else topic
                 p = parts[i] if parts is not None else partition
-                table = kcodec.to_arrow(buf, topic=t, partition=p, include_control=include_control)
+                table = kcodec.to_arrow(buf, topic=t, partition=p, include_control=include_control,
+                                        use_threads=False)  # Spark runs one task per core
                 yield from table.to_batches()
 
     return df.mapInArrow(fn, KAFKA_DDL)
