@@ -25,7 +25,7 @@ from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, 
                                      columns_uncompressed_v2, encode_columnar, split_batches)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
-from kcodec.errors import InvalidRecordError, LimitExceededError, RecordBuilderError
+from kcodec.errors import InvalidRecordError, KcodecError, LimitExceededError, RecordBuilderError
 from kcodec.records.batch import (
     COMPRESSION_MASK,
     TIMESTAMP_TYPE_MASK,
@@ -154,6 +154,9 @@ def _add_legacy(acc: ColumnAccumulator, batch) -> None:
 
 #: The least bytes of batches one thread of to_arrow(use_threads=True) converts.
 MIN_THREAD_PART = 4 << 20
+#: The least mean batch size for which threads speed up the general (compressed) path: below it
+#: the per-batch Python steps, which hold the GIL, outweigh the decompression they overlap.
+MIN_THREAD_MEAN_BATCH = 64 << 10
 
 _pool_lock = threading.Lock()
 _pool: Optional[ThreadPoolExecutor] = None
@@ -214,11 +217,13 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     header fields (see :data:`BATCH_FIELDS`).  Errors carry positions
     relative to the start of ``buffer``.
 
-    ``use_threads`` (as in pyarrow's readers) converts a large buffer of
-    uncompressed v2 batches on up to ``pyarrow.cpu_count()`` threads, one
-    part of at least :data:`MIN_THREAD_PART` bytes each; the table then has
-    one chunk per part.  Pass ``use_threads=False`` where the caller already
-    runs one conversion per core (Spark tasks do).
+    ``use_threads`` (as in pyarrow's readers) converts a large buffer on up
+    to ``pyarrow.cpu_count()`` threads, one part of at least
+    :data:`MIN_THREAD_PART` bytes each, when it holds uncompressed v2
+    batches or batches of :data:`MIN_THREAD_MEAN_BATCH` bytes on average;
+    the table then has one chunk per part.  Results and errors are those of
+    one thread.  Pass ``use_threads=False`` where the caller already runs one
+    conversion per core (Spark tasks do).
     """
     pa = _pa()
     schema = kafka_schema(headers, batch_fields)
@@ -233,9 +238,60 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
             # (anything else, including damage, takes the general path below).
             parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads)
             if parts is not None:
-                tables = [_table(p, schema, topic, partition, headers, ()) for p in parts]
-                return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+                return _concat([_table(p, schema, topic, partition, headers, ()) for p in parts])
+            if use_threads:
+                tables = _general_parts(buffer, schema, topic, partition, include_control, validate, headers,
+                                        max_decompressed_size)
+                if tables is not None:
+                    return _concat(tables)
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
+    return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, headers)
+
+
+def _concat(tables):
+    return tables[0] if len(tables) == 1 else _pa().concat_tables(tables)
+
+
+def _general_parts(buffer, schema, topic, partition, include_control, validate, headers, max_decompressed_size):
+    """The general path over parts of the buffer on threads, or None to convert it in one piece.
+
+    Decompression and the record gather release the GIL, so compressed
+    batches convert in parallel.  A part that raises kcodec's error gives
+    None: the one-piece pass then reports it, positioned in the whole buffer.
+    """
+    threads = _pa().cpu_count()
+    if threads < 2:
+        return None
+    cuts = split_batches(buffer, threads, MIN_THREAD_PART, MIN_THREAD_MEAN_BATCH)
+    if len(cuts) == 2:
+        return None
+    try:
+        view = memoryview(buffer)
+        if view.ndim != 1 or view.itemsize != 1:
+            view = view.cast("B")
+    except TypeError:  # not C-contiguous: converted in one piece
+        return None
+
+    def part(a: int, b: int):
+        try:
+            batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size)
+            return _general(batches, b - a, schema, topic, partition, (), include_control, headers)
+        except KcodecError:
+            return None
+
+    pool = _executor(len(cuts) - 2)
+    others = [pool.submit(part, a, b) for a, b in zip(cuts[1:-1], cuts[2:])]
+    try:
+        tables = [part(cuts[0], cuts[1])]
+    finally:
+        futures_wait(others)  # no thread still reads the buffer once this returns or raises
+    tables += [f.result() for f in others]
+    return None if any(t is None for t in tables) else tables
+
+
+def _general(batches, unsized: int, schema, topic, partition, batch_fields, include_control: bool, headers: bool):
+    """Batches of any magic and codec, one at a time, into the columns."""
+    pa = _pa()
     acc = ColumnAccumulator(headers)
     counts: List[int] = []
     values: dict = {name: [] for name in batch_fields}

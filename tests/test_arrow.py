@@ -683,19 +683,21 @@ def threaded_parts(monkeypatch):
     import kcodec.arrow as arrow_mod
 
     monkeypatch.setattr(arrow_mod, "MIN_THREAD_PART", 2048)
+    monkeypatch.setattr(arrow_mod, "MIN_THREAD_MEAN_BATCH", 1024)
     before = pa.cpu_count()
     pa.set_cpu_count(4)
     yield
     pa.set_cpu_count(before)
 
 
-def _many_batches(n=3000, limit=4096, seed=5):
+def _many_batches(n=3000, limit=4096, seed=5, compression="none"):
     keys, values, headers = _records_table(n, seed, 3)
     return b"".join(kcodec.from_arrow(pa.table({
         "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
         "timestamp": pa.array([T0 + i for i in range(n)], pa.int64()),
         "headers": pa.array([[{"key": k, "value": v} for k, v in h] or None for h in headers],
-                            kcodec.kafka_schema().field("headers").type)}), max_batch_bytes=limit))
+                            kcodec.kafka_schema().field("headers").type)}), max_batch_bytes=limit,
+        compression=compression))
 
 
 def test_split_batches_cuts_at_batch_boundaries():
@@ -710,6 +712,9 @@ def test_split_batches_cuts_at_batch_boundaries():
     assert split_batches(blob, 1, 2048) == [0, len(blob)]
     assert split_batches(blob, 4, len(blob)) == [0, len(blob)]  # too small to share
     assert split_batches(blob[:-3], 4, 2048)[-1] == len(blob) - 3  # a partial tail stays in the last part
+    mean = len(blob) // (len(starts) - 1)
+    assert len(split_batches(blob, 4, 2048, mean)) == 5
+    assert split_batches(blob, 4, 2048, mean + 1) == [0, len(blob)]  # batches too small on average
     damaged = bytearray(blob)
     damaged[starts[3] + 8:starts[3] + 12] = (2 ** 30).to_bytes(4, "big")  # a length past the end
     assert split_batches(bytes(damaged), 4, 2048) == [0, len(blob)]
@@ -772,3 +777,32 @@ def test_threaded_to_arrow_after_fork(threaded_parts):
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "lz4"])
+def test_threaded_to_arrow_of_compressed_batches(threaded_parts, codec):
+    blob = _many_batches(limit=8192, compression=codec)
+    one = kcodec.to_arrow(blob, topic="t", use_threads=False)
+    many = kcodec.to_arrow(blob, topic="t")
+    assert many.column("value").num_chunks > 1 and many.equals(one)
+    # a part that fails is converted again in one piece, so the error is positioned in the whole buffer
+    data = bytearray(blob)
+    positions = [b.position for b in read_batches(blob)]
+    data[positions[-2] + 70] ^= 0xFF  # the compressed payload of a batch in the last part
+    outcomes = []
+    for use_threads in (True, False):
+        for validate in (True, False):
+            try:
+                outcomes.append(kcodec.to_arrow(bytes(data), validate=validate, use_threads=use_threads).num_rows)
+            except kcodec.KcodecError as exc:
+                outcomes.append((type(exc), str(exc), exc.position))
+    assert outcomes[:2] == outcomes[2:]
+    assert outcomes[0][2] == positions[-2]
+
+
+def test_threads_are_not_used_for_small_compressed_batches(threaded_parts, monkeypatch):
+    import kcodec.arrow as arrow_mod
+
+    monkeypatch.setattr(arrow_mod, "MIN_THREAD_MEAN_BATCH", 1 << 20)
+    blob = _many_batches(limit=8192, compression="gzip")
+    assert kcodec.to_arrow(blob).column("value").num_chunks == 1

@@ -1368,16 +1368,17 @@ cdef class ColumnAccumulator:
         return out
 
 
-def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part):
+def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part, Py_ssize_t min_mean_batch=0):
     """Cut points ``[0, ..., len]`` that split a buffer into at most ``parts`` runs of whole batches.
 
     Each run but the last holds at least ``min_part`` bytes (and about an
     equal share).  Only the batch length fields are read; a buffer the walk
-    cannot follow (a length that is too small or overruns the buffer) is
-    returned whole, for the caller's single pass to judge.
+    cannot follow (a length that is too small or overruns the buffer), or
+    whose batches average fewer than ``min_mean_batch`` bytes, is returned
+    whole, for the caller's single pass to judge.
     """
     cdef Py_buffer view
-    cdef Py_ssize_t length, pos = 0, last = 0, share, size
+    cdef Py_ssize_t length, pos = 0, last = 0, share, size, count = 0
     cdef const uint8_t *buf
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
@@ -1392,9 +1393,12 @@ def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part):
             if size < 0 or size > length - pos - 12:
                 return [0, length]
             pos += size + 12
+            count += 1
             if pos - last >= share and length - pos >= min_part and len(cuts) < parts:
                 cuts.append(pos)
                 last = pos
+        if count * min_mean_batch > pos:
+            return [0, length]
         cuts.append(length)
         return cuts
     finally:
