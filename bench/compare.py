@@ -23,9 +23,9 @@ over each batch's slices of the record lists.  "read" = CRC check,
 decompression and every record's key and value as Python objects (object
 APIs) or as Arrow columns (to_arrow).  "raw" = the codec library alone on
 each batch's uncompressed records region: the ceiling for compressed
-workloads.  "to_arrow" runs on one thread; "to_arrow, thr" (uncompressed
-only) is to_arrow's default use_threads=True, timed by the wall clock and
-compared with the peers' wall-clock times.  Other figures are the best of
+workloads.  "to_arrow" runs on one thread; "to_arrow, thr" is to_arrow's
+default use_threads=True, timed by the wall clock and compared with the
+peers' wall-clock times.  Other figures are the best of
 --reps passes in process CPU time (robust on a shared machine), the passes taken in rounds that time every
 implementation once, so that a slow spell of the machine falls on all of
 them alike; ratios compare with kcodec's object API.
@@ -195,8 +195,7 @@ def run(workload: str, codec: str, scale: float, reps: int, peers=("aiokafka", "
                "stored_mb": len(blob) / 1e6, "batches": len(batches), "from_arrow_batches": len(kc_from_arrow())}
     fns = {"kcodec build": kc_build, "kcodec read": kc_read,
            "kcodec from_arrow": kc_from_arrow, "kcodec to_arrow": kc_to_arrow}
-    if codec == "none":  # the only input to_arrow spreads over threads (see to_arrow's use_threads)
-        fns["kcodec to_arrow, thr"] = kc_to_arrow_threads
+    fns["kcodec to_arrow, thr"] = kc_to_arrow_threads
     if codec == "none":  # with a codec, the codec's time hides the difference
         assert kc_build_bulk() == batches
         fns["kcodec build, bulk"] = kc_build_bulk
