@@ -191,15 +191,18 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
     if len(cuts) == 2:
         fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
         return None if fast is None else [fast]
-    pool = _executor(len(cuts) - 2)
-    others = [pool.submit(columns_uncompressed_v2, buffer, validate, include_control, headers, a, b)
-              for a, b in zip(cuts[1:-1], cuts[2:])]
+    return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b), cuts)
+
+
+def _on_threads(convert, cuts: List[int]):
+    """``convert(start, stop)`` of every part, the first on the calling thread; None if any gave None."""
+    others = [_executor(len(cuts) - 2).submit(convert, a, b) for a, b in zip(cuts[1:-1], cuts[2:])]
     try:
-        parts = [columns_uncompressed_v2(buffer, validate, include_control, headers, cuts[0], cuts[1])]
+        results = [convert(cuts[0], cuts[1])]
     finally:
         futures_wait(others)  # no thread still reads the buffer once this returns or raises
-    parts += [f.result() for f in others]
-    return None if any(p is None for p in parts) else parts
+    results += [f.result() for f in others]
+    return None if any(r is None for r in results) else results
 
 
 def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
@@ -279,14 +282,7 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
         except KcodecError:
             return None
 
-    pool = _executor(len(cuts) - 2)
-    others = [pool.submit(part, a, b) for a, b in zip(cuts[1:-1], cuts[2:])]
-    try:
-        tables = [part(cuts[0], cuts[1])]
-    finally:
-        futures_wait(others)  # no thread still reads the buffer once this returns or raises
-    tables += [f.result() for f in others]
-    return None if any(t is None for t in tables) else tables
+    return _on_threads(part, cuts)
 
 
 def _general(batches, unsized: int, schema, topic, partition, batch_fields, include_control: bool, headers: bool):

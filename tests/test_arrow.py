@@ -806,3 +806,19 @@ def test_threads_are_not_used_for_small_compressed_batches(threaded_parts, monke
     monkeypatch.setattr(arrow_mod, "MIN_THREAD_MEAN_BATCH", 1 << 20)
     blob = _many_batches(limit=8192, compression="gzip")
     assert kcodec.to_arrow(blob).column("value").num_chunks == 1
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_threaded_to_arrow_lets_go_of_an_mmap(threaded_parts, tmp_path, codec):
+    """Once to_arrow returns, no part still holds the buffer: the map can be closed."""
+    import mmap
+
+    blob = _many_batches(limit=8192, compression=codec)
+    path = tmp_path / "seg.log"
+    path.write_bytes(blob)
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        table = kcodec.to_arrow(mm)
+        assert table.column("value").num_chunks > 1
+        mm.close()  # BufferError if a view of it were still alive
+    assert table.equals(kcodec.to_arrow(blob, use_threads=False))
