@@ -25,10 +25,10 @@ APIs) or as Arrow columns (to_arrow).  "raw" = the codec library alone on
 each batch's uncompressed records region: the ceiling for compressed
 workloads.  "to_arrow" runs on one thread; "to_arrow, thr" is to_arrow's
 default use_threads=True, timed by the wall clock and compared with the
-peers' wall-clock times.  Other figures are the best of
---reps passes in process CPU time (robust on a shared machine), the passes taken in rounds that time every
-implementation once, so that a slow spell of the machine falls on all of
-them alike; ratios compare with kcodec's object API.
+peers' wall-clock times.  Other figures are the best of --reps passes in
+process CPU time (robust on a shared machine), the passes taken in rounds
+that time every implementation once, so that a slow spell of the machine
+falls on all of them alike; ratios compare with kcodec's object API.
 from_arrow cuts batches itself by the same batch.size rule (for compressed
 codecs with estimated_compression_ratio 1/1.05, so the cuts match the
 uncompressed ones); its batch count is printed when it differs.
@@ -193,9 +193,8 @@ def run(workload: str, codec: str, scale: float, reps: int, peers=("aiokafka", "
 
     results = {"workload": workload, "codec": codec, "records": n, "payload_mb": payload / 1e6,
                "stored_mb": len(blob) / 1e6, "batches": len(batches), "from_arrow_batches": len(kc_from_arrow())}
-    fns = {"kcodec build": kc_build, "kcodec read": kc_read,
-           "kcodec from_arrow": kc_from_arrow, "kcodec to_arrow": kc_to_arrow}
-    fns["kcodec to_arrow, thr"] = kc_to_arrow_threads
+    fns = {"kcodec build": kc_build, "kcodec read": kc_read, "kcodec from_arrow": kc_from_arrow,
+           "kcodec to_arrow": kc_to_arrow, "kcodec to_arrow, thr": kc_to_arrow_threads}
     if codec == "none":  # with a codec, the codec's time hides the difference
         assert kc_build_bulk() == batches
         fns["kcodec build, bulk"] = kc_build_bulk

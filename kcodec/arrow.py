@@ -183,15 +183,20 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
     one part per core (each at least :data:`MIN_THREAD_PART`); the native
     pass releases the GIL, so the parts convert in parallel.
     """
-    cuts = [0, -1]
-    if use_threads:
-        threads = _pa().cpu_count()
-        if threads > 1:
-            cuts = split_batches(buffer, threads, MIN_THREAD_PART)
-    if len(cuts) == 2:
+    cuts = _cuts(buffer, 0) if use_threads else None
+    if cuts is None:
         fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
         return None if fast is None else [fast]
     return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b), cuts)
+
+
+def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
+    """Where to cut the buffer into one part per thread, or None to convert it in one piece."""
+    threads = _pa().cpu_count()
+    if threads < 2:
+        return None
+    cuts = split_batches(buffer, threads, MIN_THREAD_PART, min_mean_batch)
+    return cuts if len(cuts) > 2 else None
 
 
 def _on_threads(convert, cuts: List[int]):
@@ -262,11 +267,8 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
     batches convert in parallel.  A part that raises kcodec's error gives
     None: the one-piece pass then reports it, positioned in the whole buffer.
     """
-    threads = _pa().cpu_count()
-    if threads < 2:
-        return None
-    cuts = split_batches(buffer, threads, MIN_THREAD_PART, MIN_THREAD_MEAN_BATCH)
-    if len(cuts) == 2:
+    cuts = _cuts(buffer, MIN_THREAD_MEAN_BATCH)
+    if cuts is None:
         return None
     try:
         view = memoryview(buffer)
