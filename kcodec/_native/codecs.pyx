@@ -901,7 +901,11 @@ ZSTD_ENTRY_POINTS = ("ZSTD_createCCtx", "ZSTD_freeCCtx", "ZSTD_CCtx_setParameter
 
 # zstd.h's values; ZSTD_c_stableInBuffer/OutBuffer are experimental
 # parameters, unchanged since libzstd 1.4.6 (the codec's self-check
-# compares whole frames before it trusts them).
+# compares whole frames before it trusts them).  ZSTD_c_blockSplitterLevel
+# (experimental parameter 20) came with libzstd 1.5.7's pre-splitter, which
+# ends a 128 KiB block early where the data changes; zstd-jni 1.5.6, which
+# Kafka's Java client uses, has no such step, so kcodec turns it off (1) to
+# write Java's blocks.  Older libraries reject the parameter: nothing to turn off.
 cdef enum:
     _ZSTD_c_compressionLevel = 100
     _ZSTD_c_contentSizeFlag = 200
@@ -909,6 +913,9 @@ cdef enum:
     _ZSTD_c_dictIDFlag = 202
     _ZSTD_c_stableInBuffer = 1006
     _ZSTD_c_stableOutBuffer = 1007
+    _ZSTD_c_blockSplitterLevel = 1017
+    _ZSTD_NO_PRESPLIT = 1
+    _ZSTD_NO_LEVEL = -2147483647 - 1   # no level set on a context yet
     _ZSTD_e_continue = 0
     _ZSTD_e_flush = 1
     _ZSTD_e_end = 2
@@ -922,7 +929,7 @@ cdef class ZstdContext:
     ``addresses`` are those of :data:`ZSTD_ENTRY_POINTS`, in that order.
     Frames are written as zstd-jni's stream writes them: no content size,
     checksum or dictionary id, the data flushed as a block, then an empty
-    last block.
+    last block, and blocks cut only at 128 KiB (no pre-splitting).
     """
     cdef _zstd_create_fn _create_cctx, _create_dctx
     cdef _zstd_free_fn _free_cctx, _free_dctx
@@ -933,10 +940,10 @@ cdef class ZstdContext:
     cdef _zstd_dctx_fn _decompress
     cdef _zstd_is_error_fn _is_error
     cdef _zstd_error_name_fn _error_name
-    cdef void *_cctx
+    cdef void *_cctx     # stable buffers: from the caller's input straight into the result
+    cdef void *_scctx    # libzstd's own input ring buffer, as zstd-jni's stream uses it
     cdef void *_dctx
-    cdef int _level
-    cdef bint _level_set
+    cdef int _level, _slevel
 
     def __cinit__(self, tuple addresses):
         cdef size_t a[11]
@@ -958,19 +965,22 @@ cdef class ZstdContext:
         self._decompress = <_zstd_dctx_fn>a[8]
         self._is_error = <_zstd_is_error_fn>a[9]
         self._error_name = <_zstd_error_name_fn>a[10]
+        self._level = self._slevel = _ZSTD_NO_LEVEL
         self._cctx = self._create_cctx()
+        self._scctx = self._create_cctx()
         self._dctx = self._create_dctx()
-        if self._cctx == NULL or self._dctx == NULL:
+        if self._cctx == NULL or self._scctx == NULL or self._dctx == NULL:
             raise MemoryError("zstd: cannot create a context")
-        self._check(self._set(self._cctx, _ZSTD_c_contentSizeFlag, 0))
-        self._check(self._set(self._cctx, _ZSTD_c_checksumFlag, 0))
-        self._check(self._set(self._cctx, _ZSTD_c_dictIDFlag, 0))
+        self._java_frames(self._cctx)
+        self._java_frames(self._scctx)
         self._check(self._set(self._cctx, _ZSTD_c_stableInBuffer, 1))
         self._check(self._set(self._cctx, _ZSTD_c_stableOutBuffer, 1))
 
     def __dealloc__(self):
         if self._cctx != NULL:
             self._free_cctx(self._cctx)
+        if self._scctx != NULL:
+            self._free_cctx(self._scctx)
         if self._dctx != NULL:
             self._free_dctx(self._dctx)
 
@@ -979,19 +989,58 @@ cdef class ZstdContext:
             raise ValueError(f"zstd: {self._error_name(code).decode('ascii', 'replace')}")
         return 0
 
-    def compress(self, data, int level, Py_ssize_t headroom=0) -> bytes:
-        """One frame of ``data`` at ``level``, after ``headroom`` uninitialised bytes."""
+    cdef int _java_frames(self, void *cctx) except -1:
+        self._check(self._set(cctx, _ZSTD_c_contentSizeFlag, 0))
+        self._check(self._set(cctx, _ZSTD_c_checksumFlag, 0))
+        self._check(self._set(cctx, _ZSTD_c_dictIDFlag, 0))
+        self._set(cctx, _ZSTD_c_blockSplitterLevel, _ZSTD_NO_PRESPLIT)   # an error: a library without it
+        return 0
+
+    cdef size_t _frame(self, void *cctx, _ZstdBuffer *out, _ZstdBuffer *inp) noexcept nogil:
+        """All of inp in one frame: 0, a libzstd error code, or 1 when the output stopped moving."""
+        cdef size_t code = self._reset(cctx, _ZSTD_reset_session_only)
+        cdef size_t in_before, out_before
+        cdef int op, stalls
+        # e_continue until the input is taken, so that the parameters are chosen
+        # for an unknown size, as for Java's stream; then flush and end.
+        for op in range(3):   # _ZSTD_e_continue, _ZSTD_e_flush, _ZSTD_e_end
+            stalls = 0
+            while not self._is_error(code):
+                in_before = inp.pos
+                out_before = out.pos
+                code = self._stream(cctx, out, inp, op)
+                if self._is_error(code):
+                    return code
+                if (inp.pos == inp.size) if op == _ZSTD_e_continue else code == 0:
+                    break
+                if inp.pos == in_before and out.pos == out_before:
+                    stalls += 1
+                    if stalls > 4:   # cannot happen with an output at the bound
+                        return 1
+            if self._is_error(code):
+                return code
+        return 0
+
+    def compress(self, data, int level, Py_ssize_t headroom=0, bint stream=False) -> bytes:
+        """One frame of ``data`` at ``level``, after ``headroom`` uninitialised bytes.
+
+        ``stream`` compresses through libzstd's input ring buffer, as
+        zstd-jni's stream does; without it the input is read in place, which
+        finds the same matches as the ring buffer only up to the level's window.
+        """
         cdef Py_buffer view
         cdef _ZstdBuffer inp, out
         cdef size_t code = 0, cap
-        cdef int step, op, stalls
         cdef PyObject *result
+        cdef void *cctx = self._scctx if stream else self._cctx
         if headroom < 0:
             raise ValueError("negative headroom")
-        if not self._level_set or level != self._level:
-            self._check(self._set(self._cctx, _ZSTD_c_compressionLevel, level))
-            self._level = level
-            self._level_set = True
+        if level != (self._slevel if stream else self._level):
+            self._check(self._set(cctx, _ZSTD_c_compressionLevel, level))
+            if stream:
+                self._slevel = level
+            else:
+                self._level = level
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
             cap = self._bound(<size_t>view.len) + _ZSTD_FRAME_SLACK
@@ -1003,25 +1052,11 @@ cdef class ZstdContext:
             out.size = cap
             out.pos = 0
             with nogil:   # zstd takes microseconds even on a small frame
-                code = self._reset(self._cctx, _ZSTD_reset_session_only)
-                # e_continue first, so that the parameters are chosen for an
-                # unknown size, as for Java's stream; then flush and end.
-                for step in range(3):
-                    if self._is_error(code):
-                        break
-                    op = step     # _ZSTD_e_continue, _ZSTD_e_flush, _ZSTD_e_end
-                    stalls = 0
-                    while True:
-                        code = self._stream(self._cctx, &out, &inp, op)
-                        if self._is_error(code) or op == _ZSTD_e_continue or code == 0:
-                            break
-                        stalls += 1
-                        if stalls > 4:   # cannot happen with an output at the bound
-                            break
-            if self._is_error(code) or (step == 2 and code != 0):
+                code = self._frame(cctx, &out, &inp)
+            if code != 0:
                 Py_DECREF(<object>result)
                 if self._is_error(code):
-                    self._reset(self._cctx, _ZSTD_reset_session_only)
+                    self._reset(cctx, _ZSTD_reset_session_only)
                     self._check(code)
                 raise ValueError("zstd: the frame did not fit its bound")
             return _bytes_of(result, headroom + <Py_ssize_t>out.pos)

@@ -15,14 +15,17 @@ first; the output is then read in bounded pieces so that a bomb stops at
 ``max_size``.
 
 Where python-zstandard's CFFI extension exports libzstd's functions (its
-wheels do), kcodec calls them directly: a frame is compressed from the
-caller's buffer straight into its result with libzstd's stable-buffer modes,
-and a single frame is decoded straight into its ``bytes``, both with the GIL
-released.  This is used for inputs up to the level's window (2 MiB at the
-default level): beyond it, libzstd's streaming ring buffer -- which zstd-jni
-uses -- finds other matches than a stable input would, and only the
-streaming path gives Java's bytes.  ``KCODEC_ZSTD_NATIVE=0`` turns the
-direct calls off.
+wheels do), kcodec calls them directly, with the GIL released: a single
+frame is decoded straight into its ``bytes``, and a frame is compressed into
+its result -- from the caller's buffer in place (libzstd's stable-buffer
+modes) up to the level's window (2 MiB at the default level), and beyond it
+through libzstd's input ring buffer, as zstd-jni's stream does, because
+there the ring buffer finds other matches than an input read in place.
+Direct calls also turn off the block pre-splitting libzstd 1.5.7 added: it
+ends blocks of inputs over 128 KiB where zstd-jni 1.5.6 does not, so frames
+would still be valid but no longer Java's bytes.  python-zstandard's own
+API, which the codec falls back to without direct calls
+(``KCODEC_ZSTD_NATIVE=0``), cannot turn it off.
 """
 from __future__ import annotations
 
@@ -129,11 +132,10 @@ class ZstdCodec(Codec):
         return dctx
 
     def _direct_frame(self, view: memoryview, level: int, headroom: int) -> Optional[bytes]:
-        # One frame by the direct calls, after `headroom` bytes; None where only the
-        # streaming path gives Java's bytes (no direct calls, or beyond the window).
-        if self._native is None or len(view) > self._window(level):
+        # One frame by the direct calls, after `headroom` bytes; None without them.
+        if self._native is None:
             return None
-        return self._context().compress(view, level, headroom)
+        return self._context().compress(view, level, headroom, len(view) > self._window(level))
 
     def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
         # The frame after `headroom` bytes the caller fills (a batch header), so that the
@@ -151,7 +153,8 @@ class ZstdCodec(Codec):
         return framed if framed is not None else self._stream_compress(view, level)
 
     def _stream_compress(self, data: Buffer, level: int) -> bytes:
-        # python-zstandard's streaming API, as zstd-jni drives libzstd: any size, any level.
+        # python-zstandard's streaming API, as zstd-jni drives libzstd: any size, any level
+        # (with libzstd 1.5.7's pre-splitting, which the direct calls turn off).
         z = self._zstd
         view = byte_view(data)
         cobj = self._compressor(level).compressobj()
@@ -220,8 +223,9 @@ def _native_entry_points(zstd: ModuleType, stream_compress: Any) -> Optional[Tup
     That extension links libzstd in and exports its functions; it is loaded
     as a shared library, not imported, so the ``cffi`` package is not
     needed.  Its libzstd must be the version python-zstandard reports, and
-    frames on a sample must equal the streaming path's bytes at several
-    levels and read back, before it is trusted.  None (python-zstandard's
+    frames on a sample (below the 128 KiB where pre-splitting could start),
+    read in place and through the ring buffer, must equal the streaming
+    path's bytes at several levels and read back, before it is trusted.  None (python-zstandard's
     API alone) when the extension is missing or anything disagrees, and when
     ``KCODEC_ZSTD_NATIVE=0``.
     """
@@ -245,6 +249,7 @@ def _native_entry_points(zstd: ModuleType, stream_compress: Any) -> Optional[Tup
     for level in (-5, 3, 9):
         for data in (sample, sample[:1000], b""):
             frame = ctx.compress(data, level)
-            if frame != stream_compress(data, level) or ctx.decompress(frame, len(data) + 1) != data:
+            if (frame != stream_compress(data, level) or ctx.compress(data, level, 0, True) != frame
+                    or ctx.decompress(frame, len(data) + 1) != data):
                 return None
     return addresses
