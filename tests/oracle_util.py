@@ -12,10 +12,14 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from kcodec import RecordBatchBuilder, TimestampType, get_codec
+from kcodec.records import ControlRecordType
 
 FIXTURES = Path(__file__).parent / "fixtures" / "oracle"
 ORACLE_DIR = Path(__file__).resolve().parents[2] / "shared" / "oracle"
@@ -81,3 +85,68 @@ def oracle_verify(data: bytes, strict: bool = False) -> Tuple[int, Dict[str, Any
         finally:
             os.unlink(f.name)
     return oracle.verify_bytes(data)
+
+
+def _b(v: Optional[str]) -> Optional[bytes]:
+    return None if v is None else base64.b64decode(v)
+
+
+def rebuild(doc: Dict[str, Any], level: Optional[int]) -> bytes:
+    """Every v2 batch of an oracle document built again with RecordBatchBuilder.
+
+    ``level`` is the case's level from its manifest (None: the codec's default).
+    """
+    out = []
+    for b in doc["batches"]:
+        codec = b["compression"]
+        lat = b["timestampType"] == "LOG_APPEND_TIME"
+        builder = RecordBatchBuilder(
+            compression=codec, level=level if codec in ("gzip", "lz4", "zstd") else None,
+            base_offset=b["baseOffset"],
+            timestamp_type=TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME,
+            log_append_time=b["maxTimestamp"] if lat else None,
+            producer_id=b["producerId"], producer_epoch=b["producerEpoch"], base_sequence=b["baseSequence"],
+            is_transactional=b["isTransactional"], is_control=b["isControlBatch"],
+            partition_leader_epoch=b["partitionLeaderEpoch"], delete_horizon_ms=b["deleteHorizonMs"])
+        for r in b["records"]:
+            if b["isControlBatch"]:
+                builder.append_control(ControlRecordType.of_id(r["control"]["typeId"]), _b(r["value"]),
+                                       timestamp=r["timestamp"], offset=r["offset"])
+            else:
+                builder.append(_b(r["key"]), _b(r["value"]), r["timestamp"],
+                               [(k, _b(v)) for k, v in r["headers"]], offset=r["offset"])
+        if b["records"] and b["lastOffset"] != b["records"][-1]["offset"]:
+            builder.override_last_offset(b["lastOffset"])
+        out.append(bytes(builder.build()))
+    return b"".join(out)
+
+
+def _largest_region(data: bytes) -> int:
+    """The largest records region (decompressed) among the v2 batches in ``data``."""
+    largest, pos = 0, 0
+    while len(data) - pos >= 61:
+        size = struct.unpack_from(">i", data, pos + 8)[0] + 12
+        codec = struct.unpack_from(">h", data, pos + 21)[0] & 7
+        payload = data[pos + 61:pos + size]
+        largest = max(largest, len(get_codec(codec).decompress(payload) if codec else payload))
+        pos += size
+    return largest
+
+
+def identical_expected(doc: Dict[str, Any], level: Optional[int], data: bytes) -> bool:
+    """Whether kcodec rebuilds Java's v2 batches ``data`` (described by ``doc``) byte for byte."""
+    if any(b["timestampType"] == "LOG_APPEND_TIME" for b in doc["batches"]):
+        # Java's builder writes records with their own timestamps in LogAppendTime batches; the
+        # JSON only has the batch time, so those rebuild with other deltas (records, not bytes).
+        return False
+    codec = doc["batches"][0]["compression"]
+    if codec == "none" or codec == "gzip":
+        return True
+    if codec == "zstd":
+        # Level 3's compressor differs between libzstd 1.5.7 and zstd-jni's 1.5.6; the other
+        # levels match, past 128 KiB only where the direct calls turn pre-splitting off.
+        return level != 3 and (get_codec("zstd").native or _largest_region(data) <= 131072)
+    if codec == "lz4":
+        # the fast compressor (level 9) is Java's function only on the native path
+        return level != 9 or get_codec("lz4").native
+    return False  # snappy: cramjam and snappy-java choose different matches
