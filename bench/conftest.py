@@ -27,8 +27,9 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     malloc = "compare.py's" if all(os.environ.get(k) == v for k, v in compare.MALLOC_ENV.items()) else "glibc defaults"
-    return (f"kcodec bench: scale={SCALE:g} (KCODEC_BENCH_SCALE), "
-            f"kafka-python={'on' if KAFKA_PYTHON else 'off'} (KCODEC_BENCH_KAFKA_PYTHON=1), malloc={malloc}")
+    return [f"kcodec bench: scale={SCALE:g} (KCODEC_BENCH_SCALE), "
+            f"kafka-python={'on' if KAFKA_PYTHON else 'off'} (KCODEC_BENCH_KAFKA_PYTHON=1), malloc={malloc}",
+            f"machine: {compare.environment()}"]
 
 
 class Workload:

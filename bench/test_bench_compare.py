@@ -1,6 +1,7 @@
 """Smoke tests for the benchmark scripts: tiny workloads, correctness only (run: pytest bench/)."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -21,6 +22,20 @@ def test_compare_runs_and_reports(codec):
     assert row["records"] == 400 and row["from_arrow_batches"] == row["batches"]
     text = compare.report([row]) + compare.targets([row])
     assert "kcodec to_arrow" in text and "Targets" in text
+
+
+def test_compare_names_the_machine(tmp_path, capsys):
+    from kcodec._native.primitives import crc32c_backend
+
+    env = compare.environment(["gzip", "zstd"])
+    assert f"CRC-32C {crc32c_backend()}" in env
+    assert "gzip: zlib" in env and "zstd: zstandard" in env and "cores" in env
+    out = tmp_path / "figures.json"
+    assert compare.main(["--workload", "w1", "--codec", "none", "--reps", "1", "--quick",
+                         "--peer", "aiokafka", "--json", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("machine: ")
+    doc = json.loads(out.read_text())
+    assert doc["machine"] == compare.environment(["none"]) and doc["rows"][0]["records"] == 20000
 
 
 @pytest.mark.parametrize("adapter", [peerbench_adapter.KcodecAdapter, peerbench_adapter.KcodecArrowAdapter])
