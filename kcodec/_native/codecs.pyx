@@ -993,7 +993,8 @@ cdef class ZstdContext:
         self._check(self._set(cctx, _ZSTD_c_contentSizeFlag, 0))
         self._check(self._set(cctx, _ZSTD_c_checksumFlag, 0))
         self._check(self._set(cctx, _ZSTD_c_dictIDFlag, 0))
-        self._set(cctx, _ZSTD_c_blockSplitterLevel, _ZSTD_NO_PRESPLIT)   # an error: a library without it
+        # Libraries before 1.5.7 reject the parameter: they have no pre-splitter to turn off.
+        self._set(cctx, _ZSTD_c_blockSplitterLevel, _ZSTD_NO_PRESPLIT)
         return 0
 
     cdef size_t _frame(self, void *cctx, _ZstdBuffer *out, _ZstdBuffer *inp) noexcept nogil:

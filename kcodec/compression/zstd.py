@@ -225,9 +225,9 @@ def _native_entry_points(zstd: ModuleType, stream_compress: Any) -> Optional[Tup
     needed.  Its libzstd must be the version python-zstandard reports, and
     frames on a sample (below the 128 KiB where pre-splitting could start),
     read in place and through the ring buffer, must equal the streaming
-    path's bytes at several levels and read back, before it is trusted.  None (python-zstandard's
-    API alone) when the extension is missing or anything disagrees, and when
-    ``KCODEC_ZSTD_NATIVE=0``.
+    path's bytes at several levels and read back, before it is trusted.
+    None (python-zstandard's API alone) when the extension is missing or
+    anything disagrees, and when ``KCODEC_ZSTD_NATIVE=0``.
     """
     if os.environ.get("KCODEC_ZSTD_NATIVE", "1") == "0":
         return None
