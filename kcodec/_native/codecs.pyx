@@ -940,10 +940,11 @@ cdef class ZstdContext:
     cdef _zstd_dctx_fn _decompress
     cdef _zstd_is_error_fn _is_error
     cdef _zstd_error_name_fn _error_name
-    cdef void *_cctx     # stable buffers: from the caller's input straight into the result
-    cdef void *_scctx    # libzstd's own input ring buffer, as zstd-jni's stream uses it
+    # [0]: stable buffers, from the caller's input straight into the result;
+    # [1]: libzstd's own input ring buffer, as zstd-jni's stream uses it.
+    cdef void *_cctx[2]
+    cdef int _level[2]   # the level set on each, or _ZSTD_NO_LEVEL
     cdef void *_dctx
-    cdef int _level, _slevel
 
     def __cinit__(self, tuple addresses):
         cdef size_t a[11]
@@ -965,22 +966,22 @@ cdef class ZstdContext:
         self._decompress = <_zstd_dctx_fn>a[8]
         self._is_error = <_zstd_is_error_fn>a[9]
         self._error_name = <_zstd_error_name_fn>a[10]
-        self._level = self._slevel = _ZSTD_NO_LEVEL
-        self._cctx = self._create_cctx()
-        self._scctx = self._create_cctx()
+        for i in range(2):
+            self._cctx[i] = self._create_cctx()
+            self._level[i] = _ZSTD_NO_LEVEL
         self._dctx = self._create_dctx()
-        if self._cctx == NULL or self._scctx == NULL or self._dctx == NULL:
+        if self._cctx[0] == NULL or self._cctx[1] == NULL or self._dctx == NULL:
             raise MemoryError("zstd: cannot create a context")
-        self._java_frames(self._cctx)
-        self._java_frames(self._scctx)
-        self._check(self._set(self._cctx, _ZSTD_c_stableInBuffer, 1))
-        self._check(self._set(self._cctx, _ZSTD_c_stableOutBuffer, 1))
+        for i in range(2):
+            self._java_frames(self._cctx[i])
+        self._check(self._set(self._cctx[0], _ZSTD_c_stableInBuffer, 1))
+        self._check(self._set(self._cctx[0], _ZSTD_c_stableOutBuffer, 1))
 
     def __dealloc__(self):
-        if self._cctx != NULL:
-            self._free_cctx(self._cctx)
-        if self._scctx != NULL:
-            self._free_cctx(self._scctx)
+        cdef int i
+        for i in range(2):
+            if self._cctx[i] != NULL:
+                self._free_cctx(self._cctx[i])
         if self._dctx != NULL:
             self._free_dctx(self._dctx)
 
@@ -1002,11 +1003,13 @@ cdef class ZstdContext:
         cdef size_t code = self._reset(cctx, _ZSTD_reset_session_only)
         cdef size_t in_before, out_before
         cdef int op, stalls
+        if self._is_error(code):
+            return code
         # e_continue until the input is taken, so that the parameters are chosen
         # for an unknown size, as for Java's stream; then flush and end.
         for op in range(3):   # _ZSTD_e_continue, _ZSTD_e_flush, _ZSTD_e_end
             stalls = 0
-            while not self._is_error(code):
+            while True:
                 in_before = inp.pos
                 out_before = out.pos
                 code = self._stream(cctx, out, inp, op)
@@ -1018,8 +1021,6 @@ cdef class ZstdContext:
                     stalls += 1
                     if stalls > 4:   # cannot happen with an output at the bound
                         return 1
-            if self._is_error(code):
-                return code
         return 0
 
     def compress(self, data, int level, Py_ssize_t headroom=0, bint stream=False) -> bytes:
@@ -1033,15 +1034,12 @@ cdef class ZstdContext:
         cdef _ZstdBuffer inp, out
         cdef size_t code = 0, cap
         cdef PyObject *result
-        cdef void *cctx = self._scctx if stream else self._cctx
+        cdef void *cctx = self._cctx[stream]
         if headroom < 0:
             raise ValueError("negative headroom")
-        if level != (self._slevel if stream else self._level):
+        if level != self._level[stream]:
             self._check(self._set(cctx, _ZSTD_c_compressionLevel, level))
-            if stream:
-                self._slevel = level
-            else:
-                self._level = level
+            self._level[stream] = level
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
             cap = self._bound(<size_t>view.len) + _ZSTD_FRAME_SLACK
