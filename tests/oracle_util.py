@@ -133,6 +133,22 @@ def _largest_region(data: bytes) -> int:
     return largest
 
 
+def zstd_matches_java(level: Optional[int], size: int) -> bool:
+    """Whether kcodec's zstd frame of ``size`` bytes at ``level`` is zstd-jni 1.5.6-4's, byte for byte.
+
+    libzstd 1.5.6 is zstd-jni's own.  1.5.7 changed level 3's compressor, and
+    its block pre-splitting, which only the direct calls turn off, changes
+    frames of more than 128 KiB.
+    """
+    import zstandard
+    version = zstandard.ZSTD_VERSION
+    if version == (1, 5, 6):
+        return True
+    if version != (1, 5, 7) or level == 3:
+        return False
+    return size <= 131072 or get_codec("zstd").native
+
+
 def identical_expected(doc: Dict[str, Any], level: Optional[int], data: bytes) -> bool:
     """Whether kcodec rebuilds Java's v2 batches ``data`` (described by ``doc``) byte for byte."""
     if any(b["timestampType"] == "LOG_APPEND_TIME" for b in doc["batches"]):
@@ -143,12 +159,7 @@ def identical_expected(doc: Dict[str, Any], level: Optional[int], data: bytes) -
     if codec == "none" or codec == "gzip":
         return True
     if codec == "zstd":
-        import zstandard
-        if zstandard.ZSTD_VERSION == (1, 5, 6):
-            return True  # the libzstd zstd-jni 1.5.6-4 wraps
-        # Level 3's compressor differs between libzstd 1.5.7 and zstd-jni's 1.5.6; the other
-        # levels match, past 128 KiB only where the direct calls turn pre-splitting off.
-        return level != 3 and (get_codec("zstd").native or _largest_region(data) <= 131072)
+        return zstd_matches_java(level, _largest_region(data))
     if codec == "lz4":
         # the fast compressor (level 9) is Java's function only on the native path
         return level != 9 or get_codec("lz4").native

@@ -26,7 +26,7 @@ from kcodec._native.codecs import xxh32
 from kcodec._native.primitives import crc32, crc32c, decode_varint, decode_varlong
 from kcodec.compression.lz4 import LZ4_FRAME_HEADER, LZ4_FRAME_HEADER_V0
 from kcodec.errors import UnsupportedCodecError
-from oracle_util import FIXTURES, load_case, manifest, oracle_available, oracle_verify
+from oracle_util import FIXTURES, load_case, manifest, oracle_available, oracle_verify, zstd_matches_java
 
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
 LEVELS = {"gzip": [None, 1, 9, -1], "snappy": [None], "lz4": [None, 1, 9, 17],
@@ -187,7 +187,7 @@ def test_v2_records_region_equals_uncompressed_sibling(name):
 
 
 # -- byte identity with Java -----------------------------------------------------
-def _java_identical(codec: str, level: int, size: int = 0) -> bool:
+def _java_identical(codec: str, level: int, size: int) -> bool:
     """Whether kcodec's bytes for ``size`` input bytes equal Java's at this level (measured on the vectors).
 
     Where they do not, the framing still matches (see _framing) and only the
@@ -199,7 +199,8 @@ def _java_identical(codec: str, level: int, size: int = 0) -> bool:
     - zstd level 3: libzstd 1.5.7 differs from zstd-jni's 1.5.6 on larger
       inputs (18 of 23 identical); every other level tested is identical,
       inputs over 128 KiB included, where the direct calls turn off 1.5.7's
-      block pre-splitting -- python-zstandard's API alone cannot.
+      block pre-splitting -- python-zstandard's API alone cannot
+      (oracle_util.zstd_matches_java, which the oracle tests share).
     """
     if codec == "gzip":
         # The vectors' JDK deflated with Debian 12's system zlib 1.2.13.
@@ -208,11 +209,7 @@ def _java_identical(codec: str, level: int, size: int = 0) -> bool:
         return False
     if codec == "lz4":
         return level != 9
-    import zstandard
-    version = zstandard.ZSTD_VERSION
-    if version == (1, 5, 7) and size > 131072 and not get_codec("zstd").native:
-        return False
-    return version[:2] == (1, 5) and (version[2] == 6 or (version[2] == 7 and level != 3))
+    return zstd_matches_java(level, size)
 
 
 def _framing(codec: str, payload: bytes) -> list:

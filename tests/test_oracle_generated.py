@@ -68,18 +68,21 @@ def test_generated_cases_decode_to_java_json(generated, group):
     assert not wrong
 
 
-def _rebuildable(generated, codec: str):
-    for case, data, doc in _group(generated, f"v2_{codec}"):
-        if doc["batches"] and all(b["recordCount"] for b in doc["batches"]):
-            yield case, data, doc
+@pytest.fixture(scope="module")
+def rebuilt(generated) -> Dict[str, List[Tuple[Dict[str, Any], bytes, Dict[str, Any], bytes]]]:
+    """Per codec: (manifest entry, Java's bytes, Java's JSON, kcodec's rebuild) of each v2 case with records."""
+    out: Dict[str, List[Tuple[Dict[str, Any], bytes, Dict[str, Any], bytes]]] = {}
+    for codec in CODECS:
+        out[codec] = [(case, data, doc, rebuild(doc, case["level"]))
+                      for case, data, doc in _group(generated, f"v2_{codec}")
+                      if doc["batches"] and all(b["recordCount"] for b in doc["batches"])]
+    return out
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_generated_v2_cases_rebuild_as_java_wrote_them(generated, codec):
-    checked, identical, wrong = 0, 0, []
-    for case, data, doc in _rebuildable(generated, codec):
-        built = rebuild(doc, case["level"])
-        checked += 1
+def test_generated_v2_cases_rebuild_as_java_wrote_them(rebuilt, codec):
+    identical, wrong = 0, []
+    for case, data, doc, built in rebuilt[codec]:
         if identical_expected(doc, case["level"], data):
             identical += 1
             if built != data:
@@ -94,15 +97,12 @@ def test_generated_v2_cases_rebuild_as_java_wrote_them(generated, codec):
                 wrong.append(f"{case['name']}: other records")
             wrong.extend(f"{case['name']}: {k}" for k in BATCH_FIELDS if b_ours[k] != b_java[k])
     assert not wrong
-    assert checked and (identical or codec == "snappy")
+    assert rebuilt[codec] and (identical or codec == "snappy")
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_java_reads_what_kcodec_rebuilt(generated, codec):
-    blobs, expected = [], []
-    for case, data, doc in _rebuildable(generated, codec):
-        blobs.append(rebuild(doc, case["level"]))
-        expected.extend(doc["batches"])
-    rc, java = oracle_verify(b"".join(blobs))
+def test_java_reads_what_kcodec_rebuilt(rebuilt, codec):
+    rc, java = oracle_verify(b"".join(built for _case, _data, _doc, built in rebuilt[codec]))
     assert rc == 0, java
-    assert [b["records"] for b in java["batches"]] == [b["records"] for b in expected]
+    assert [b["records"] for b in java["batches"]] == [
+        b["records"] for _case, _data, doc, _built in rebuilt[codec] for b in doc["batches"]]
