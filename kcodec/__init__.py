@@ -72,10 +72,22 @@ __all__ = [
     "UnsupportedCodecError",
     "codecs",
     "get_codec",
+    "get_include",
     "register_codec",
     "unregister_codec",
     *_LAZY,
 ]
+
+
+def get_include() -> str:
+    """The folder holding ``kcodec/codec.h``, the native codec interface for plugins.
+
+    Add it to a C extension's include path (as with ``numpy.get_include()``)
+    and ``#include <kcodec/codec.h>``.
+    """
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
 
 def __getattr__(name: str) -> Any:
