@@ -20,6 +20,7 @@ __all__ = [
     "LimitExceededError",
     "BufferReleasedError",
     "RecordBuilderError",
+    "ClusterError",
 ]
 
 
@@ -117,3 +118,8 @@ class BufferReleasedError(KcodecError):
 
 class RecordBuilderError(KcodecError, ValueError):
     """A record or batch cannot be built as requested (Kafka's builder would refuse it too)."""
+
+
+class ClusterError(KcodecError):
+    """A live Kafka cluster cannot be read: unreachable, a topic or partition it does not
+    have or cannot serve, a bad address or topic pattern, or its client library missing."""

@@ -1,0 +1,330 @@
+"""A bounded sample of a live cluster's record batches, exactly as the broker stores them.
+
+The driver reads metadata and each partition's offset range and plans
+*chunks*: ranges of offsets spread over a topic's partitions and over each
+partition's range, ``sample_bytes`` per topic in all.  Spark tasks fetch the
+chunks; each chunk's ``data`` is a run of whole batches cut from Fetch
+responses byte for byte (any magic, any codec, never decoded), so the codec
+and batch shape the producers chose are measured, not assumed.  Nothing is
+committed and no consumer group is joined (:mod:`kcodec.advise.kafka_client`).
+"""
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, PartitionMeta,
+                                        error_name)
+from kcodec.errors import ClusterError
+from kcodec.records.framing import iter_entries
+
+__all__ = [
+    "CHUNK_DDL",
+    "INTERNAL_TOPICS",
+    "Chunk",
+    "ChunkRead",
+    "PartitionRange",
+    "check_cluster",
+    "cluster_chunks",
+    "fetch_chunk",
+    "plan_chunks",
+    "plan_cluster",
+    "read_chunk",
+]
+
+CHUNK_DDL = "topic string, partition int, chunk int, data binary"
+_PLAN_DDL = "topic string, partition int, chunk int, offset long, stop long, max_bytes long"
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Bytes asked for per Fetch request: Kafka's default max.partition.fetch.bytes.
+REQUEST_BYTES = 1 << 20
+# The largest single batch a chunk grows its request to (Kafka's message.max.bytes is far lower).
+MAX_BATCH_BYTES = 256 << 20
+_LAST_OFFSET_DELTA = struct.Struct(">i")  # v2 header: lastOffsetDelta at byte 23
+_NAMES_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    topic: str
+    partition: int
+    start: int  #: log start offset
+    end: int  #: end offset as ListOffsets(LATEST) reports it (the high watermark on Kafka)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Offsets ``[offset, stop)`` of one partition, read up to ``max_bytes``; ``stop`` None
+    reads to the high watermark the Fetch responses report."""
+
+    topic: str
+    partition: int
+    chunk: int
+    offset: int
+    stop: Optional[int]
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class ChunkRead:
+    data: bytes  #: whole batches, as fetched
+    batches: int
+    next_offset: int  #: first offset after the last batch taken
+    high_watermark: int  #: from the last Fetch response, -1 if none answered
+    partial_bytes: int  #: bytes of trailing partial batches cut from Fetch responses
+    requests: int
+
+
+# -- selection ------------------------------------------------------------------------------------
+def _select(metas: Sequence[PartitionMeta], topic_regex: Optional[str], bootstrap: str) -> List[PartitionMeta]:
+    if topic_regex is None:
+        pattern = None
+    else:
+        try:
+            pattern = re.compile(topic_regex)
+        except re.error as exc:
+            raise ClusterError(f"topic regex {topic_regex!r} is not a valid regular expression: {exc}") from None
+    # Internal topics only when the pattern spells out their "__" prefix.
+    with_internal = topic_regex is not None and "__" in topic_regex
+    chosen = [m for m in metas
+              if (pattern is None or pattern.fullmatch(m.topic))
+              and (with_internal or not (m.internal or m.topic in INTERNAL_TOPICS))]
+    if not chosen:
+        names = sorted({m.topic for m in metas})
+        shown = ", ".join(names[:_NAMES_SHOWN]) + (f", ... ({len(names)} in all)" if len(names) > _NAMES_SHOWN else "")
+        if topic_regex is None:
+            raise ClusterError(f"no topics to read at {bootstrap}" + (f" (only internal: {shown})" if names else ""))
+        raise ClusterError(f"topic regex {topic_regex!r} matches no topic at {bootstrap} "
+                           f"(topics there: {shown or 'none'})")
+    for m in chosen:
+        if m.error or m.leader < 0:
+            reason = error_name(m.error) if m.error else "no leader"
+            raise ClusterError(f"partition {m.topic}-{m.partition} at {bootstrap} cannot be read: {reason}")
+    return chosen
+
+
+def check_cluster(bootstrap: str, topic_regex: Optional[str], timeout_s: float = 10.0) -> List[Tuple[str, int]]:
+    """The (topic, partition)s ``topic_regex`` selects at ``bootstrap`` (all non-internal topics
+    when None; the regex must match a whole topic name).  Raises ClusterError, naming the address,
+    regex, topic or partition, when the cluster cannot be reached or read."""
+    with BrokerSession(bootstrap, timeout_s) as session:
+        return [(m.topic, m.partition) for m in _select(session.metadata(), topic_regex, bootstrap)]
+
+
+def _offset_ranges(session: BrokerSession, chosen: Sequence[PartitionMeta]) -> List[PartitionRange]:
+    by_leader: Dict[Tuple[int, str], List[int]] = {}
+    for m in chosen:
+        by_leader.setdefault((m.leader, m.topic), []).append(m.partition)
+    out = []
+    for (leader, topic), parts in sorted(by_leader.items()):
+        start = session.list_offsets(leader, topic, parts, EARLIEST)
+        end = session.list_offsets(leader, topic, parts, LATEST)
+        out.extend(PartitionRange(topic, p, start[p], end[p]) for p in parts)
+    return sorted(out, key=lambda r: (r.topic, r.partition))
+
+
+# -- planning -------------------------------------------------------------------------------------
+def _spread(n: int, weights: Sequence[int]) -> List[int]:
+    """``n`` chunks over partitions with ``weights`` records: proportional (largest remainder),
+    every partition with records gets one while chunks last, none more than its records."""
+    k = len(weights)
+    if n <= k:
+        # Fewer chunks than partitions: evenly spaced partitions, one chunk each.
+        counts = [0] * k
+        for i in range(n):
+            counts[(i * k) // n] = 1
+        return counts
+    total = sum(weights)
+    counts = [1] * k
+    spare = n - k
+    shares = [spare * w / total for w in weights]
+    for i, s in enumerate(shares):
+        counts[i] += int(s)
+    left = n - sum(counts)
+    for i in sorted(range(k), key=lambda i: shares[i] - int(shares[i]), reverse=True)[:left]:
+        counts[i] += 1
+    # A partition never gets more chunks than it has records; the rest go where room is.
+    over = 0
+    for i in range(k):
+        if counts[i] > weights[i]:
+            over += counts[i] - weights[i]
+            counts[i] = weights[i]
+    for i in sorted(range(k), key=lambda i: weights[i] - counts[i], reverse=True):
+        room = min(over, weights[i] - counts[i])
+        counts[i] += room
+        over -= room
+    return counts
+
+
+def plan_chunks(ranges: Sequence[PartitionRange], sample_bytes: int, chunk_bytes: int) -> List[Chunk]:
+    """Chunks of at most ``chunk_bytes`` summing to ``sample_bytes`` per topic, spread over the
+    topic's non-empty partitions (in proportion to their records) and evenly over each
+    partition's offset range; consecutive chunks of a partition never overlap."""
+    if sample_bytes <= 0 or chunk_bytes <= 0:
+        raise ClusterError(f"sample and chunk sizes must be positive (got {sample_bytes}, {chunk_bytes})")
+    topics: Dict[str, List[PartitionRange]] = {}
+    for r in ranges:
+        topics.setdefault(r.topic, []).append(r)
+    chunks: List[Chunk] = []
+    for topic in sorted(topics):
+        filled = [r for r in sorted(topics[topic], key=lambda r: r.partition) if r.end > r.start]
+        if not filled:
+            continue
+        n = min(math.ceil(sample_bytes / chunk_bytes), sum(r.end - r.start for r in filled))
+        spans = []
+        for r, k in zip(filled, _spread(n, [r.end - r.start for r in filled])):
+            starts = [r.start + (r.end - r.start) * i // k for i in range(k)]
+            spans.extend((r.partition, i, at, starts[i + 1] if i + 1 < k else None) for i, at in enumerate(starts))
+        base, extra = divmod(sample_bytes, len(spans))
+        chunks.extend(Chunk(topic, partition, i, at, stop, min(chunk_bytes, base + (j < extra)))
+                      for j, (partition, i, at, stop) in enumerate(spans))
+    return chunks
+
+
+# -- reading --------------------------------------------------------------------------------------
+def _last_offset(buf: bytes, entry) -> int:
+    if entry.magic >= 2:
+        return entry.offset + _LAST_OFFSET_DELTA.unpack_from(buf, entry.position + 23)[0]
+    return entry.offset  # a v0/v1 entry (or compressed wrapper) carries its last offset
+
+
+def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: Optional[int],
+               max_bytes: int) -> ChunkRead:
+    """Whole batches whose last offset lies in ``[offset, stop)``, at most ``max_bytes`` of them
+    (a first batch larger than that is taken alone), through ``fetch(offset, max_bytes)``.
+
+    Fetch responses may end in a partial batch: it is cut off, counted in ``partial_bytes`` and
+    fetched whole by the next request.  Reading ends at ``stop``, at the byte budget, or at the
+    high watermark of the latest response.
+    """
+    out = bytearray()
+    batches = partial = requests = 0
+    hwm = -1
+    grow = 0
+    while len(out) < max_bytes and (stop is None or offset < stop) and (hwm < 0 or offset < hwm):
+        ask = max(min(max_bytes - len(out), REQUEST_BYTES), grow)
+        got = fetch(offset, ask)
+        requests += 1
+        hwm = got.high_watermark
+        records = got.records
+        if hwm >= 0 and offset >= hwm:
+            break
+        entries = list(iter_entries(records))
+        whole = entries[-1].position + entries[-1].size if entries else 0
+        partial += len(records) - whole
+        if not entries:
+            if not records:
+                raise ClusterError(f"the broker returned no records at offset {offset} "
+                                   f"below its high watermark {hwm}")
+            if out:
+                break  # the next batch does not fit the budget
+            # A first batch larger than the request: ask for all of it.
+            need = struct.unpack_from(">i", records, 8)[0] + 12 if len(records) >= 12 else 2 * ask
+            if need > MAX_BATCH_BYTES or ask >= MAX_BATCH_BYTES:
+                raise ClusterError(f"a batch at offset {offset} is larger than {MAX_BATCH_BYTES} bytes")
+            grow = max(need, ask + 1)
+            continue
+        grow = 0
+        done = False
+        for e in entries:
+            last = _last_offset(records, e)
+            if last < offset:
+                continue  # before the range: a batch the broker returned whole around the start
+            if stop is not None and last >= stop:
+                done = True
+                break
+            if out and len(out) + e.size > max_bytes:
+                done = True
+                break
+            out += records[e.position:e.position + e.size]
+            batches += 1
+            offset = last + 1
+            if len(out) >= max_bytes:
+                done = True
+                break
+        if done:
+            break
+    return ChunkRead(bytes(out), batches, offset, hwm, partial, requests)
+
+
+class _Reader:
+    """Reads chunks through one session, finding each partition's leader once."""
+
+    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+        self.session = BrokerSession(bootstrap, timeout_s)
+        self.bootstrap = bootstrap
+        self._leaders: Dict[Tuple[str, int], int] = {}
+
+    def leader(self, topic: str, partition: int) -> int:
+        key = (topic, partition)
+        if key not in self._leaders:
+            for m in self.session.metadata([topic]):
+                self._leaders[(m.topic, m.partition)] = m.leader
+            if self._leaders.get(key, -1) < 0:
+                raise ClusterError(f"partition {topic}-{partition} at {self.bootstrap} has no leader")
+        return self._leaders[key]
+
+    def read(self, topic: str, partition: int, offset: int, stop: Optional[int], max_bytes: int) -> ChunkRead:
+        leader = self.leader(topic, partition)
+        return read_chunk(lambda at, n: self.session.fetch(leader, topic, partition, at, n), offset, stop, max_bytes)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def fetch_chunk(bootstrap: str, topic: str, partition: int, offset: int, max_bytes: int,
+                timeout_s: float = 10.0, stop: Optional[int] = None) -> bytes:
+    """Whole batches of ``topic``-``partition`` from ``offset`` (up to ``stop``), at most
+    ``max_bytes``, as the broker stores them.  No Spark needed."""
+    reader = _Reader(bootstrap, timeout_s)
+    try:
+        return reader.read(topic, partition, offset, stop, max_bytes).data
+    finally:
+        reader.close()
+
+
+# -- Spark ----------------------------------------------------------------------------------------
+def _fetch_task(bootstrap: str, timeout_s: float):
+    def task(plans: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("chunk", pa.int32()),
+                            ("data", pa.binary())])
+        reader = None
+        try:
+            for plan in plans:
+                for row in plan.to_pylist():
+                    if reader is None:
+                        reader = _Reader(bootstrap, timeout_s)
+                    stop = None if row["stop"] is None or row["stop"] < 0 else row["stop"]
+                    got = reader.read(row["topic"], row["partition"], row["offset"], stop, row["max_bytes"])
+                    if got.data:
+                        yield pa.record_batch([[row["topic"]], [row["partition"]], [row["chunk"]], [got.data]],
+                                              schema=schema)
+        finally:
+            if reader is not None:
+                reader.close()
+    return task
+
+
+def plan_cluster(bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,
+                 timeout_s: float = 10.0) -> List[Chunk]:
+    """The chunks :func:`cluster_chunks` reads, planned from metadata and offsets alone."""
+    with BrokerSession(bootstrap, timeout_s) as session:
+        chosen = _select(session.metadata(), topic_regex, bootstrap)
+        ranges = _offset_ranges(session, chosen)
+    return plan_chunks(ranges, sample_bytes, chunk_bytes)
+
+
+def cluster_chunks(spark, bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,
+                   timeout_s: float = 10.0):
+    """A DataFrame ``topic, partition, chunk, data`` (:data:`CHUNK_DDL`): one row per chunk that
+    read any batch, fetched inside Spark tasks; the driver only plans."""
+    chunks = plan_cluster(bootstrap, topic_regex, sample_bytes, chunk_bytes, timeout_s)
+    rows = [(c.topic, c.partition, c.chunk, c.offset, -1 if c.stop is None else c.stop, c.max_bytes)
+            for c in chunks]
+    plan = spark.createDataFrame(rows, _PLAN_DDL)
+    tasks = max(1, min(len(rows), spark.sparkContext.defaultParallelism))
+    return plan.repartition(tasks).mapInArrow(_fetch_task(bootstrap, timeout_s), CHUNK_DDL)

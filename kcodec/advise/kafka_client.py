@@ -1,0 +1,204 @@
+"""A read-only conversation with a Kafka cluster over kafka-python's protocol layer.
+
+Only four requests are ever sent: ApiVersions (by the library, on connect),
+Metadata, ListOffsets and Fetch.  There is no consumer, so no group is
+joined and no offset is committed.  Every wait is bounded by the session's
+timeout, and every failure becomes a one-line :class:`ClusterError` naming
+the address, topic or partition.
+"""
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from kcodec.errors import ClusterError
+
+__all__ = ["BrokerSession", "PartitionMeta", "FetchedRecords", "parse_bootstrap", "error_name", "EARLIEST", "LATEST"]
+
+EARLIEST = -2  # ListOffsets timestamps with a special meaning (Kafka's OffsetSpec)
+LATEST = -1
+_NO_LEADER = -1
+# Fetch v13 names topics by id instead of name; v12 (Kafka 2.7+) carries all this reader needs.
+_FETCH_MAX_VERSION = 12
+# A fetch at an offset with data returns at once; the wait only matters to brokers
+# (Tansu) that answer a zero wait with an empty response.
+_FETCH_WAIT_MS = 200
+_CLIENT_ID = "kcodec-advise"
+
+
+@dataclass(frozen=True)
+class PartitionMeta:
+    topic: str
+    partition: int
+    leader: int  #: broker node id, -1 when the partition has no leader
+    error: int  #: Kafka error code from Metadata, 0 when fine
+    internal: bool
+
+
+@dataclass(frozen=True)
+class FetchedRecords:
+    records: bytes  #: the Fetch response's record set, as the broker sent it
+    high_watermark: int
+    log_start_offset: int  #: -1 where the Fetch version does not carry it
+
+
+def parse_bootstrap(bootstrap: str) -> List[Tuple[str, int]]:
+    """``HOST:PORT[,HOST:PORT...]`` as (host, port) pairs; ClusterError when malformed."""
+    pairs = []
+    for part in bootstrap.split(","):
+        part = part.strip()
+        host, sep, port = part.rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ClusterError(f"bootstrap server {part!r} in {bootstrap!r} is not HOST:PORT")
+        pairs.append((host, int(port)))
+    return pairs
+
+
+def _kafka():
+    try:
+        import kafka.errors
+        from kafka.net.compat import KafkaNetClient
+        from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+        from kafka.protocol.metadata import MetadataRequest
+    except ImportError as exc:
+        raise ClusterError(
+            f'reading a live cluster needs kafka-python ({exc}): pip install "kcodec[cluster]"') from None
+    return kafka.errors, KafkaNetClient, MetadataRequest, ListOffsetsRequest, FetchRequest
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code (NOT_LEADER_OR_FOLLOWER as kafka-python spells it)."""
+    errors = _kafka()[0]
+    return errors.for_code(code).__name__
+
+
+class BrokerSession:
+    """One client connection set to the cluster behind ``bootstrap``; use as a context manager."""
+
+    def __init__(self, bootstrap: str, timeout_s: float = 10.0) -> None:
+        if not timeout_s > 0:
+            raise ClusterError(f"timeout must be positive, got {timeout_s}")
+        self.bootstrap = bootstrap
+        self.timeout_ms = max(1, int(timeout_s * 1000))
+        self._errors, client_cls, self._Metadata, self._ListOffsets, self._Fetch = _kafka()
+        _probe(parse_bootstrap(bootstrap), bootstrap, timeout_s)
+        self._client = client_cls(
+            bootstrap_servers=bootstrap, client_id=_CLIENT_ID,
+            request_timeout_ms=self.timeout_ms,
+            socket_connection_setup_timeout_ms=self.timeout_ms,
+            socket_connection_setup_timeout_max_ms=self.timeout_ms,
+            reconnect_backoff_max_ms=min(1000, self.timeout_ms),
+            receive_message_max_bytes=1 << 30)
+        try:
+            self._client._manager.bootstrap(self.timeout_ms)
+        except Exception as exc:
+            self.close()
+            raise ClusterError(f"no Kafka broker answered at {bootstrap} within "
+                               f"{self.timeout_ms / 1000:g} s ({_one_line(exc)})") from None
+        self._versions = self._client._manager.broker_version_data
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def close(self) -> None:
+        client, self._client = getattr(self, "_client", None), None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> "BrokerSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests --------------------------------------------------------------------------------
+    def _send(self, node: Optional[int], request, what: str):
+        if node is None:
+            node = self._client.least_loaded_node(bootstrap_fallback=True)
+        try:
+            return self._client.send_and_receive(node, request, timeout_ms=self.timeout_ms)
+        except Exception as exc:
+            broker = self._client.cluster.broker_metadata(node)
+            where = f"broker {node} at {broker.host}:{broker.port}" if broker is not None else f"broker {node}"
+            raise ClusterError(f"{what}: {where} (bootstrap {self.bootstrap}) did not answer within "
+                               f"{self.timeout_ms / 1000:g} s ({_one_line(exc)})") from None
+
+    def metadata(self, topics: Optional[Sequence[str]] = None) -> List[PartitionMeta]:
+        """Every partition of ``topics`` (all topics when None), never creating a topic."""
+        M = self._Metadata
+        request = M(topics=None if topics is None else [M.MetadataRequestTopic(name=t) for t in topics],
+                    allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False)
+        request.API_VERSION = self._versions.api_version(M, min_version=1)
+        response = self._send(None, request, f"metadata from {self.bootstrap}")
+        out = []
+        for t in response.topics:
+            if t.error_code and not t.partitions:
+                raise ClusterError(f"topic {t.name!r} at {self.bootstrap}: {error_name(t.error_code)}")
+            for p in t.partitions:
+                out.append(PartitionMeta(t.name, p.partition_index, p.leader_id, p.error_code,
+                                         bool(t.is_internal)))
+        return sorted(out, key=lambda m: (m.topic, m.partition))
+
+    def list_offsets(self, leader: int, topic: str, partitions: Iterable[int], spec: int) -> Dict[int, int]:
+        """``spec`` (EARLIEST or LATEST) offset of each partition led by ``leader``."""
+        L = self._ListOffsets
+        parts = [L.ListOffsetsTopic.ListOffsetsPartition(partition_index=p, timestamp=spec,
+                                                         current_leader_epoch=-1, max_num_offsets=1)
+                 for p in partitions]
+        request = L(replica_id=-1, isolation_level=0, timeout_ms=self.timeout_ms,
+                    topics=[L.ListOffsetsTopic(name=topic, partitions=parts)])
+        request.API_VERSION = self._versions.api_version(L, min_version=1)
+        response = self._send(leader, request, f"offsets of topic {topic!r}")
+        out = {}
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    raise ClusterError(f"offsets of {topic}-{p.partition_index} at {self.bootstrap}: "
+                                       f"{error_name(p.error_code)}")
+                out[p.partition_index] = p.offset
+        return out
+
+    def fetch(self, leader: int, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedRecords:
+        """One Fetch of at most ``max_bytes`` from ``offset`` (the broker may return one larger
+        first batch, KIP-74); error codes other than 0 raise ClusterError."""
+        F = self._Fetch
+        fp = F.FetchTopic.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes,
+                                         current_leader_epoch=-1, log_start_offset=-1)
+        request = F(replica_id=-1, max_wait_ms=_FETCH_WAIT_MS, min_bytes=1, max_bytes=max_bytes,
+                    isolation_level=0, session_id=0, session_epoch=-1,
+                    topics=[F.FetchTopic(topic=topic, partitions=[fp])], forgotten_topics_data=[], rack_id="")
+        request.API_VERSION = self._versions.api_version(F, min_version=4, max_version=_FETCH_MAX_VERSION)
+        where = f"{topic}-{partition} at offset {offset}"
+        response = self._send(leader, request, f"fetch of {where}")
+        if getattr(response, "error_code", 0):
+            raise ClusterError(f"fetch of {where} from {self.bootstrap}: {error_name(response.error_code)}")
+        for t in response.responses:
+            for p in t.partitions:
+                if t.topic != topic or p.partition_index != partition:
+                    continue
+                if p.error_code:
+                    raise ClusterError(f"fetch of {where} from {self.bootstrap}: {error_name(p.error_code)}")
+                log_start = getattr(p, "log_start_offset", -1)
+                return FetchedRecords(bytes(p.records or b""), p.high_watermark,
+                                      -1 if log_start is None else log_start)
+        # A broker that has nothing ready yet may leave the partition out of its answer.
+        return FetchedRecords(b"", -1, -1)
+
+
+def _probe(addresses: Sequence[Tuple[str, int]], bootstrap: str, timeout_s: float) -> None:
+    """Fail at once, naming the address, when no bootstrap server accepts a TCP connection
+    (the client library would otherwise retry until its timeout)."""
+    problems = []
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return
+        except OSError as exc:
+            problems.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise ClusterError(f"cannot reach Kafka at {bootstrap} ({'; '.join(problems)})")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
