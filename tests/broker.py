@@ -12,12 +12,14 @@ import pathlib
 import platform
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
+import threading
 import time
-from typing import Optional
+from typing import List, Optional
 
-__all__ = ["Broker", "tansu_binary", "free_port"]
+__all__ = ["Broker", "RequestRecorder", "tansu_binary", "free_port"]
 
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 10.0
@@ -45,22 +47,26 @@ def free_port() -> int:
 class Broker:
     """One Tansu broker process on 127.0.0.1; :meth:`start` waits until it accepts connections."""
 
-    def __init__(self, binary: pathlib.Path, port: Optional[int] = None) -> None:
+    def __init__(self, binary: pathlib.Path, port: Optional[int] = None,
+                 advertised_port: Optional[int] = None) -> None:
         self.binary = binary
         self.port = port or free_port()
+        #: the port metadata names as the broker's (a proxy in front of it, or the broker itself)
+        self.advertised_port = advertised_port or self.port
         self.process: Optional[subprocess.Popen] = None
         self._log = None
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"127.0.0.1:{self.advertised_port}"
 
     def start(self) -> "Broker":
         url = f"tcp://127.0.0.1:{self.port}"
         # A file, not a pipe: a chatty broker must never block on a full pipe.
         self._log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [str(self.binary), "broker", "--listener-url", url,
+             "--advertised-listener-url", f"tcp://127.0.0.1:{self.advertised_port}",
              "--storage-engine", "memory://tansu/"],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + _START_TIMEOUT_S
@@ -77,7 +83,7 @@ class Broker:
             except OSError:
                 time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"tansu did not listen on {self.bootstrap} within {_START_TIMEOUT_S:.0f} s")
+        raise RuntimeError(f"tansu did not listen on 127.0.0.1:{self.port} within {_START_TIMEOUT_S:.0f} s")
 
     def stop(self) -> None:
         if self.process is None:
@@ -97,3 +103,76 @@ class Broker:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class RequestRecorder:
+    """A TCP proxy in front of a broker that records the API key of every request passing
+    through it: proof of which Kafka requests a client sent (Fetch is 1, Metadata 3, ...).
+
+    Start it before the broker and advertise its port (``Broker(advertised_port=...)``) so
+    clients reach the broker through it after bootstrap too.
+    """
+
+    def __init__(self, upstream_port: int, port: Optional[int] = None) -> None:
+        self.upstream_port = upstream_port
+        self.port = port or free_port()
+        self.api_keys: List[int] = []
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._sockets: List[socket.socket] = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, requests: bool) -> None:
+        pending = bytearray()
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if requests:
+                    pending += data
+                    while len(pending) >= 6:
+                        (size,) = struct.unpack_from(">i", pending, 0)
+                        if len(pending) < 4 + size:
+                            break
+                        with self._lock:
+                            self.api_keys.append(struct.unpack_from(">h", pending, 4)[0])
+                        del pending[:4 + size]
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def clear(self) -> None:
+        with self._lock:
+            self.api_keys.clear()
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+        with self._lock:
+            for s in self._sockets:
+                s.close()

