@@ -327,3 +327,11 @@ def test_cluster_chunks_in_spark(spark, estate, kafka_broker):
     for p in range(2):
         parts = sorted((r.chunk, bytes(r.data)) for r in whole if r.partition == p)
         assert b"".join(d for _, d in parts) == written[("device-binary", p)]
+
+
+def test_missing_kafka_python_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "kafka.net.compat", None)  # as if kafka-python were not installed
+    with pytest.raises(ClusterError, match=r'needs kafka-python .*: pip install "kcodec\[cluster\]"'):
+        cluster.check_cluster("127.0.0.1:9092", None)

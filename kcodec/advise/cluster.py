@@ -16,8 +16,8 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, PartitionMeta,
-                                        error_name)
+from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, OffsetOutOfRange,
+                                        PartitionMeta, error_name)
 from kcodec.errors import ClusterError
 from kcodec.records.framing import iter_entries
 
@@ -258,8 +258,23 @@ class _Reader:
         return self._leaders[key]
 
     def read(self, topic: str, partition: int, offset: int, stop: Optional[int], max_bytes: int) -> ChunkRead:
+        if offset < 0 or max_bytes <= 0:
+            raise ClusterError(f"cannot read {topic}-{partition}: offset {offset} and byte budget {max_bytes} "
+                               "must be non-negative and positive")
         leader = self.leader(topic, partition)
-        return read_chunk(lambda at, n: self.session.fetch(leader, topic, partition, at, n), offset, stop, max_bytes)
+
+        def fetch(at: int, n: int) -> FetchedRecords:
+            return self.session.fetch(leader, topic, partition, at, n)
+        try:
+            return read_chunk(fetch, offset, stop, max_bytes)
+        except OffsetOutOfRange:
+            # Retention deleted the range's start since the plan was made: read what is left of it.
+            start = self.session.list_offsets(leader, topic, [partition], EARLIEST)[partition]
+            if start <= offset:
+                raise
+            if stop is not None and start >= stop:
+                return ChunkRead(b"", 0, offset, -1, 0, 0)
+            return read_chunk(fetch, start, stop, max_bytes)
 
     def close(self) -> None:
         self.session.close()

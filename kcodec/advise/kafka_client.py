@@ -14,7 +14,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kcodec.errors import ClusterError
 
-__all__ = ["BrokerSession", "PartitionMeta", "FetchedRecords", "parse_bootstrap", "error_name", "EARLIEST", "LATEST"]
+__all__ = ["BrokerSession", "PartitionMeta", "FetchedRecords", "OffsetOutOfRange", "parse_bootstrap",
+           "error_name", "EARLIEST", "LATEST"]
 
 EARLIEST = -2  # ListOffsets timestamps with a special meaning (Kafka's OffsetSpec)
 LATEST = -1
@@ -25,6 +26,11 @@ _FETCH_MAX_VERSION = 12
 # (Tansu) that answer a zero wait with an empty response.
 _FETCH_WAIT_MS = 200
 _CLIENT_ID = "kcodec-advise"
+_OFFSET_OUT_OF_RANGE = 1
+
+
+class OffsetOutOfRange(ClusterError):
+    """The fetch offset is outside the partition's log (retention moved its start since planning)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ def _kafka():
         from kafka.protocol.metadata import MetadataRequest
     except ImportError as exc:
         raise ClusterError(
-            f'reading a live cluster needs kafka-python ({exc}): pip install "kcodec[cluster]"') from None
+            f'reading a live cluster needs kafka-python 3.0 or newer ({exc}): pip install "kcodec[cluster]"') from None
     return kafka.errors, KafkaNetClient, MetadataRequest, ListOffsetsRequest, FetchRequest
 
 
@@ -178,7 +184,8 @@ class BrokerSession:
                 if t.topic != topic or p.partition_index != partition:
                     continue
                 if p.error_code:
-                    raise ClusterError(f"fetch of {where} from {self.bootstrap}: {error_name(p.error_code)}")
+                    cls = OffsetOutOfRange if p.error_code == _OFFSET_OUT_OF_RANGE else ClusterError
+                    raise cls(f"fetch of {where} from {self.bootstrap}: {error_name(p.error_code)}")
                 log_start = getattr(p, "log_start_offset", -1)
                 return FetchedRecords(bytes(p.records or b""), p.high_watermark,
                                       -1 if log_start is None else log_start)
