@@ -218,6 +218,17 @@ def test_read_chunk_takes_a_first_batch_larger_than_the_request(monkeypatch):
     assert got.data == log[:first] and got.batches == 1
 
 
+def test_read_chunk_never_loops_on_a_broker_that_makes_no_progress():
+    log = _v2_log(batches=2)
+    stale = lambda offset, max_bytes: FetchedRecords(log, 1000, 0)  # noqa: E731 -- always the same batches
+    with pytest.raises(ClusterError, match="t-0: the broker returned only batches before offset 40"):
+        cluster.read_chunk(stale, 40, None, 1 << 20, "t-0")
+    empty = lambda offset, max_bytes: FetchedRecords(b"", 1000, 0)  # noqa: E731
+    with pytest.raises(ClusterError, match="t-0: the broker returned no records at offset 3 below its high "
+                                           "watermark 1000"):
+        cluster.read_chunk(empty, 3, None, 1 << 20, "t-0")
+
+
 def test_chunks_of_a_plan_tile_the_partition():
     log = _v2_log()
     ranges = [cluster.PartitionRange("t", 0, 0, 240)]

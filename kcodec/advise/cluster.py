@@ -182,13 +182,13 @@ def _last_offset(buf: bytes, entry) -> int:
 
 
 def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: Optional[int],
-               max_bytes: int) -> ChunkRead:
+               max_bytes: int, where: str = "the partition") -> ChunkRead:
     """Whole batches whose last offset lies in ``[offset, stop)``, at most ``max_bytes`` of them
     (a first batch larger than that is taken alone), through ``fetch(offset, max_bytes)``.
 
     Fetch responses may end in a partial batch: it is cut off, counted in ``partial_bytes`` and
     fetched whole by the next request.  Reading ends at ``stop``, at the byte budget, or at the
-    high watermark of the latest response.
+    high watermark of the latest response.  ``where`` names the partition in errors.
     """
     out = bytearray()
     batches = partial = requests = 0
@@ -207,18 +207,19 @@ def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: O
         partial += len(records) - whole
         if not entries:
             if not records:
-                raise ClusterError(f"the broker returned no records at offset {offset} "
-                                   f"below its high watermark {hwm}")
+                below = f" below its high watermark {hwm}" if hwm >= 0 else ""
+                raise ClusterError(f"{where}: the broker returned no records at offset {offset}{below}")
             if out:
                 break  # the next batch does not fit the budget
             # A first batch larger than the request: ask for all of it.
             need = struct.unpack_from(">i", records, 8)[0] + 12 if len(records) >= 12 else 2 * ask
             if need > MAX_BATCH_BYTES or ask >= MAX_BATCH_BYTES:
-                raise ClusterError(f"a batch at offset {offset} is larger than {MAX_BATCH_BYTES} bytes")
+                raise ClusterError(f"{where}: the batch at offset {offset} is larger than {MAX_BATCH_BYTES} bytes")
             grow = max(need, ask + 1)
             continue
         grow = 0
         done = False
+        taken = batches
         for e in entries:
             last = _last_offset(records, e)
             if last < offset:
@@ -237,6 +238,8 @@ def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: O
                 break
         if done:
             break
+        if batches == taken:
+            raise ClusterError(f"{where}: the broker returned only batches before offset {offset}")
     return ChunkRead(bytes(out), batches, offset, hwm, partial, requests)
 
 
@@ -265,8 +268,9 @@ class _Reader:
 
         def fetch(at: int, n: int) -> FetchedRecords:
             return self.session.fetch(leader, topic, partition, at, n)
+        where = f"{topic}-{partition} at {self.bootstrap}"
         try:
-            return read_chunk(fetch, offset, stop, max_bytes)
+            return read_chunk(fetch, offset, stop, max_bytes, where)
         except OffsetOutOfRange:
             # Retention deleted the range's start since the plan was made: read what is left of it.
             start = self.session.list_offsets(leader, topic, [partition], EARLIEST)[partition]
@@ -274,7 +278,7 @@ class _Reader:
                 raise
             if stop is not None and start >= stop:
                 return ChunkRead(b"", 0, offset, -1, 0, 0)
-            return read_chunk(fetch, start, stop, max_bytes)
+            return read_chunk(fetch, start, stop, max_bytes, where)
 
     def close(self) -> None:
         self.session.close()

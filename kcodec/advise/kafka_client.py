@@ -75,9 +75,8 @@ def _kafka():
 
 
 def error_name(code: int) -> str:
-    """Kafka's name for an error code (NOT_LEADER_OR_FOLLOWER as kafka-python spells it)."""
-    errors = _kafka()[0]
-    return errors.for_code(code).__name__
+    """kafka-python's name for a Kafka error code (``OffsetOutOfRangeError`` for 1)."""
+    return _kafka()[0].for_code(code).__name__
 
 
 class BrokerSession:
@@ -88,7 +87,7 @@ class BrokerSession:
             raise ClusterError(f"timeout must be positive, got {timeout_s}")
         self.bootstrap = bootstrap
         self.timeout_ms = max(1, int(timeout_s * 1000))
-        self._errors, client_cls, self._Metadata, self._ListOffsets, self._Fetch = _kafka()
+        _, client_cls, self._Metadata, self._ListOffsets, self._Fetch = _kafka()
         _probe(parse_bootstrap(bootstrap), bootstrap, timeout_s)
         self._client = client_cls(
             bootstrap_servers=bootstrap, client_id=_CLIENT_ID,
@@ -98,12 +97,11 @@ class BrokerSession:
             reconnect_backoff_max_ms=min(1000, self.timeout_ms),
             receive_message_max_bytes=1 << 30)
         try:
-            self._client._manager.bootstrap(self.timeout_ms)
+            self._client.check_version(timeout_ms=self.timeout_ms)
         except Exception as exc:
             self.close()
             raise ClusterError(f"no Kafka broker answered at {bootstrap} within "
                                f"{self.timeout_ms / 1000:g} s ({_one_line(exc)})") from None
-        self._versions = self._client._manager.broker_version_data
 
     # -- lifecycle -------------------------------------------------------------------------------
     def close(self) -> None:
@@ -118,6 +116,19 @@ class BrokerSession:
         self.close()
 
     # -- requests --------------------------------------------------------------------------------
+    def _version(self, request, minimum: int, maximum: int = 1 << 15) -> None:
+        """Send ``request`` at the newest version both ends speak, refusing brokers older than ``minimum``."""
+        try:
+            version = self._client.api_version(type(request), max_version=maximum)
+        except Exception as exc:
+            version, problem = -1, _one_line(exc)
+        else:
+            problem = f"it speaks version {version}"
+        if version < minimum:
+            raise ClusterError(f"{type(request).__name__} {minimum}+ is needed, but the broker at "
+                               f"{self.bootstrap} does not offer it ({problem})")
+        request.API_VERSION = version
+
     def _send(self, node: Optional[int], request, what: str):
         if node is None:
             node = self._client.least_loaded_node(bootstrap_fallback=True)
@@ -135,7 +146,7 @@ class BrokerSession:
         request = M(topics=None if topics is None else [M.MetadataRequestTopic(name=t) for t in topics],
                     allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
                     include_topic_authorized_operations=False)
-        request.API_VERSION = self._versions.api_version(M, min_version=1)
+        self._version(request, 1)
         response = self._send(None, request, f"metadata from {self.bootstrap}")
         out = []
         for t in response.topics:
@@ -154,7 +165,7 @@ class BrokerSession:
                  for p in partitions]
         request = L(replica_id=-1, isolation_level=0, timeout_ms=self.timeout_ms,
                     topics=[L.ListOffsetsTopic(name=topic, partitions=parts)])
-        request.API_VERSION = self._versions.api_version(L, min_version=1)
+        self._version(request, 1)
         response = self._send(leader, request, f"offsets of topic {topic!r}")
         out = {}
         for t in response.topics:
@@ -174,7 +185,7 @@ class BrokerSession:
         request = F(replica_id=-1, max_wait_ms=_FETCH_WAIT_MS, min_bytes=1, max_bytes=max_bytes,
                     isolation_level=0, session_id=0, session_epoch=-1,
                     topics=[F.FetchTopic(topic=topic, partitions=[fp])], forgotten_topics_data=[], rack_id="")
-        request.API_VERSION = self._versions.api_version(F, min_version=4, max_version=_FETCH_MAX_VERSION)
+        self._version(request, 4, _FETCH_MAX_VERSION)
         where = f"{topic}-{partition} at offset {offset}"
         response = self._send(leader, request, f"fetch of {where}")
         if getattr(response, "error_code", 0):
