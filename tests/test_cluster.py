@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster_estate import ESTATE, TopicSpec, build_estate, fetch_partition, produce_estate
+from cluster_estate import TopicSpec, build_estate, fetch_partition, produce_estate
 from kcodec.advise import cluster
 from kcodec.advise.kafka_client import FetchedRecords, PartitionMeta
 from kcodec.errors import ClusterError, KcodecError
@@ -255,8 +255,8 @@ def test_read_chunk_returns_legacy_message_sets_as_stored():
     got = cluster.read_chunk(kafka_log_fetcher(log), 0, None, 1 << 20)
     assert got.data == log
     mid = cluster.read_chunk(kafka_log_fetcher(log), 15, 45, 1 << 20)  # from inside the gzip wrapper
-    # after ten plain v0 messages: the gzip wrapper (last offset 19), the snappy wrapper (29), ten plain v1 messages (30..39);
-    # the lz4 wrapper ends at 49, past the stop
+    # after ten plain v0 messages: the gzip wrapper (last offset 19), the snappy wrapper (29),
+    # ten plain v1 messages (30..39); the lz4 wrapper ends at 49, past the stop
     entries = list(iter_entries(log))
     assert mid.data == log[entries[10].position:entries[22].position]
     assert [b.magic for b in read_batches(mid.data)] == [0] + [1] * 11
@@ -330,6 +330,7 @@ def test_cluster_chunks_in_spark(spark, estate, kafka_broker):
             assert bytes(r.data) in written[(topic, r.partition)]  # a run of the stored batches
             batches = list(read_batches(r.data))
             assert {b.compression_id for b in batches} == {CODEC_IDS[spec.compression]}
+            assert {b.magic for b in batches} == {2}
             assert {b.record_count for b in batches} == {spec.flush_every // spec.partitions}
         keys = [(r.partition, r.chunk) for r in chunks]
         assert len(keys) == len(set(keys))
