@@ -15,7 +15,7 @@ import pytest
 
 from cluster_estate import TopicSpec, build_estate, fetch_partition, produce_estate
 from kcodec.advise import cluster
-from kcodec.advise.kafka_client import FetchedRecords, PartitionMeta
+from kcodec.advise.kafka_client import FetchedRecords, LeaderMoved, OffsetOutOfRange, PartitionMeta
 from kcodec.errors import ClusterError, KcodecError
 from kcodec.records import LegacyRecordBatchBuilder, RecordBatchBuilder, read_batches
 from kcodec.records.framing import iter_entries
@@ -282,6 +282,35 @@ def test_plan_spreads_over_partitions_and_offsets():
     assert [(c.partition, c.max_bytes) for c in few] == [(0, 834), (2, 833), (3, 833)]
     with pytest.raises(ClusterError, match="positive"):
         cluster.plan_chunks(ranges, 0, 1_000)
+
+
+def test_reader_recovers_from_a_leader_election_and_from_retention(estate, kafka_broker, monkeypatch):
+    _, written, _ = estate
+    data = written[("raw-metrics", 0)]  # batches of 25 records
+    third = list(iter_entries(data))[2]
+    reader = cluster._Reader(kafka_broker.bootstrap, 10)
+    try:
+        real_fetch = reader.session.fetch
+        faults = ["election"]
+
+        def elected(leader, topic, partition, offset, max_bytes):
+            if faults:
+                faults.pop()
+                raise LeaderMoved(f"fetch of {topic}-{partition}: NotLeaderForPartitionError")
+            return real_fetch(leader, topic, partition, offset, max_bytes)
+        monkeypatch.setattr(reader.session, "fetch", elected)
+        assert reader.read("raw-metrics", 0, 0, None, 1 << 20).data == data and not faults
+
+        def retained(leader, topic, partition, offset, max_bytes):  # the log now starts at offset 50
+            if offset < 50:
+                raise OffsetOutOfRange(f"fetch of {topic}-{partition}: OffsetOutOfRangeError")
+            return real_fetch(leader, topic, partition, offset, max_bytes)
+        monkeypatch.setattr(reader.session, "fetch", retained)
+        monkeypatch.setattr(reader.session, "list_offsets", lambda leader, topic, parts, spec: {p: 50 for p in parts})
+        assert reader.read("raw-metrics", 0, 0, None, 1 << 20).data == data[third.position:]
+        assert reader.read("raw-metrics", 0, 0, 25, 1 << 20).data == b""  # the whole range was deleted
+    finally:
+        reader.close()
 
 
 # -- no group, no commit: only read requests reach the broker ------------------------------------

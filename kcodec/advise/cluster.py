@@ -16,8 +16,8 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, OffsetOutOfRange,
-                                        PartitionMeta, error_name)
+from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, LeaderMoved,
+                                        OffsetOutOfRange, PartitionMeta, error_name)
 from kcodec.errors import ClusterError
 from kcodec.records.framing import iter_entries
 
@@ -261,6 +261,14 @@ class _Reader:
         return self._leaders[key]
 
     def read(self, topic: str, partition: int, offset: int, stop: Optional[int], max_bytes: int) -> ChunkRead:
+        try:
+            return self._read(topic, partition, offset, stop, max_bytes)
+        except LeaderMoved:
+            # A leader election since the metadata was read: ask again once.
+            self._leaders.clear()
+            return self._read(topic, partition, offset, stop, max_bytes)
+
+    def _read(self, topic: str, partition: int, offset: int, stop: Optional[int], max_bytes: int) -> ChunkRead:
         if offset < 0 or max_bytes <= 0:
             raise ClusterError(f"cannot read {topic}-{partition}: offset {offset} and byte budget {max_bytes} "
                                "must be non-negative and positive")

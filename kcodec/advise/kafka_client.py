@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kcodec.errors import ClusterError
 
-__all__ = ["BrokerSession", "PartitionMeta", "FetchedRecords", "OffsetOutOfRange", "parse_bootstrap",
+__all__ = ["BrokerSession", "PartitionMeta", "FetchedRecords", "LeaderMoved", "OffsetOutOfRange", "parse_bootstrap",
            "error_name", "EARLIEST", "LATEST"]
 
 EARLIEST = -2  # ListOffsets timestamps with a special meaning (Kafka's OffsetSpec)
@@ -27,10 +27,16 @@ _FETCH_MAX_VERSION = 12
 _FETCH_WAIT_MS = 200
 _CLIENT_ID = "kcodec-advise"
 _OFFSET_OUT_OF_RANGE = 1
+# LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
+_LEADER_MOVED = frozenset({5, 6, 74, 76})
 
 
 class OffsetOutOfRange(ClusterError):
     """The fetch offset is outside the partition's log (retention moved its start since planning)."""
+
+
+class LeaderMoved(ClusterError):
+    """The broker asked no longer leads the partition (a leader election since metadata was read)."""
 
 
 @dataclass(frozen=True)
@@ -195,7 +201,8 @@ class BrokerSession:
                 if t.topic != topic or p.partition_index != partition:
                     continue
                 if p.error_code:
-                    cls = OffsetOutOfRange if p.error_code == _OFFSET_OUT_OF_RANGE else ClusterError
+                    cls = (OffsetOutOfRange if p.error_code == _OFFSET_OUT_OF_RANGE
+                           else LeaderMoved if p.error_code in _LEADER_MOVED else ClusterError)
                     raise cls(f"fetch of {where} from {self.bootstrap}: {error_name(p.error_code)}")
                 log_start = getattr(p, "log_start_offset", -1)
                 return FetchedRecords(bytes(p.records or b""), p.high_watermark,
