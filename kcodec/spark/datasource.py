@@ -23,6 +23,7 @@ written partition.  Every Kafka partition must be written by one task.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -38,11 +39,11 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from kcodec.log.names import STAGING_PREFIX
 from kcodec.spark.transforms import KAFKA_DDL
 
 __all__ = ["KafkaLogDataSource", "register"]
 
-_STAGING = ".kcodec-staging-"
 
 
 def register(spark) -> None:
@@ -164,14 +165,32 @@ class _Written(WriterCommitMessage):
     staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder)
 
 
+def _task_label() -> str:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return f"Spark partition {ctx.partitionId()}" if ctx is not None else "this task"
+
+
 class KafkaLogWriter(DataSourceArrowWriter):
     def __init__(self, options, overwrite: bool) -> None:
+        from kcodec.log.names import check_topic
+
         self.options = _options(options)
         self.path = self.options.get("path")
         if not self.path:
             raise ValueError("kafka-log: give a path: df.write.format('kafka-log').save(PATH)")
+        if self.options.get("topic") is not None:
+            check_topic(self.options["topic"], source="the kafka-log writer's 'topic' option")
         self.overwrite = overwrite
         self.job_id = uuid.uuid4().hex
+        # abort() removes the target folder again when this job was the one to create it
+        self.created_path = not os.path.lexists(self.path)
+
+    def _final(self, name: str, source: str) -> str:
+        from kcodec.log.names import safe_join
+
+        return safe_join(self.path, name, source=source)
 
     def write(self, iterator) -> _Written:
         import numpy as np
@@ -179,6 +198,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
         import kcodec
         from kcodec.log import LogWriter
+        from kcodec.log.names import partition_dir_name
 
         compression = self.options.get("compression", "none")
         level = _int_option(self.options, "level")
@@ -193,25 +213,30 @@ class KafkaLogWriter(DataSourceArrowWriter):
             raise ValueError("kafka-log writer: the rows need a 'partition' column")
         topics = (table.column("topic").to_pylist() if "topic" in table.column_names
                   else [default_topic] * table.num_rows)
-        if any(t is None for t in topics):
-            raise ValueError("kafka-log writer: every row needs a topic (a 'topic' column or option)")
         parts = table.column("partition").to_pylist()
         keep = [c for c in ("key", "value", "timestamp", "headers", "offset") if c in table.column_names]
         groups: dict = {}
         for i, tp in enumerate(zip(topics, parts)):
             groups.setdefault(tp, []).append(i)
-        staging_root = Path(self.path) / f"{_STAGING}{self.job_id}" / uuid.uuid4().hex
+        # Every name is checked, and every target folder resolved, before anything is created.
+        task = _task_label()
+        plan = []
+        for (topic, partition), rows in groups.items():
+            source = f"kafka-log writer, row {rows[0]} of {task}; nothing was written"
+            name = partition_dir_name(topic, partition, source=source)
+            plan.append((name, self._final(name, source), rows))
+        plan.sort()
+        staging_root = Path(self.path) / f"{STAGING_PREFIX}{self.job_id}" / uuid.uuid4().hex
         staged = []
-        for (topic, partition), rows in sorted(groups.items()):
+        for name, final, rows in plan:
             sub = table.select(keep).take(pa.array(np.asarray(rows)))
             if "offset" in sub.column_names:
                 sub = sub.sort_by("offset")
-            name = f"{topic}-{partition}"
             with LogWriter(staging_root / name, segment_bytes=segment_bytes) as w:
                 for batch in kcodec.from_arrow(sub, compression=compression, level=level,
                                                max_batch_bytes=batch_bytes):
                     w.append(batch)
-            staged.append((str(staging_root / name), str(Path(self.path) / name)))
+            staged.append((str(staging_root / name), final))
         return _Written(staged)
 
     def commit(self, messages) -> None:
@@ -223,11 +248,18 @@ class KafkaLogWriter(DataSourceArrowWriter):
                 "kafka-log writer: these Kafka partitions were written by several tasks: "
                 f"{sorted(dupes)}; repartition by the partition column first "
                 "(kcodec.spark.write_log does this)")
+        try:
+            # checked again here: a symlink may have appeared in the target since the tasks ran
+            for final in finals:
+                self._final(os.path.basename(final), "kafka-log writer commit; nothing was replaced")
+        except Exception:
+            self.abort(messages)
+            raise
         for m in messages:
             if not m:
                 continue
             for staging, final in m.staged:
-                if os.path.exists(final):
+                if os.path.lexists(final):
                     if not self.overwrite:
                         self.abort(messages)
                         raise FileExistsError(f"kafka-log writer: {final} exists (use mode('overwrite'))")
@@ -237,7 +269,10 @@ class KafkaLogWriter(DataSourceArrowWriter):
                     shutil.rmtree(old, ignore_errors=True)
                 else:
                     os.replace(staging, final)
-        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)
+        shutil.rmtree(Path(self.path) / f"{STAGING_PREFIX}{self.job_id}", ignore_errors=True)
 
     def abort(self, messages) -> None:
-        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)
+        shutil.rmtree(Path(self.path) / f"{STAGING_PREFIX}{self.job_id}", ignore_errors=True)
+        if self.created_path:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.path)  # only if empty: nothing but this job's staging was ever in it
