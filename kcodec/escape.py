@@ -21,8 +21,9 @@ _CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def html_text(value: Any) -> str:
-    """``value`` as HTML text or attribute content: ``< > & " '`` escaped."""
-    return html.escape(str(value), quote=True)
+    """``value`` as HTML text or attribute content: ``< > & " '`` escaped, and control characters
+    (which HTML does not allow) shown as visible escapes as in :func:`terminal_text`."""
+    return html.escape(terminal_text(value), quote=True)
 
 
 def _escape_char(m: "re.Match[str]") -> str:

@@ -74,6 +74,10 @@ def run_advise(*, input_path: Optional[str] = None, input_format: Optional[str] 
     log("kcodec advise: starting Spark ...")
     spark = get_session(master, "kcodec-advise")
     df, source = load_input(spark, input_path, input_format, records, seed)
+    if write_dir and "topic" in df.columns:
+        from kcodec.spark.transforms import check_topic_column
+
+        check_topic_column(df)  # before measuring: --write would refuse these names at the end
     n_tasks = tasks or spark.sparkContext.defaultParallelism
     data = df.select(*[c for c in _COLUMNS if c in df.columns]).repartition(n_tasks).cache()
     total = data.count()

@@ -30,6 +30,7 @@ from kcodec.errors import InvalidNameError
 __all__ = [
     "MAX_TOPIC_LENGTH",
     "MAX_PARTITION",
+    "TOPIC_PATTERN",
     "KAFKA_DIR_SUFFIXES",
     "STAGING_PREFIX",
     "check_topic",
@@ -53,6 +54,9 @@ STAGING_PREFIX = ".kcodec-staging-"
 TOPIC_RULE = "1 to 249 ASCII letters, digits, '.', '_' or '-', and not '.' or '..'"
 
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+#: The characters and length of a topic as one regular expression (for engines such as Spark SQL);
+#: ``.`` and ``..`` still have to be refused beside it.
+TOPIC_PATTERN = r"[a-zA-Z0-9._-]{1,%d}" % MAX_TOPIC_LENGTH
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 _SHOWN = 60
 

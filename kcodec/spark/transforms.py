@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, Optional
 
-__all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table"]
+__all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table", "check_topic_column"]
 
 #: Spark's Kafka source schema (with headers), which kcodec.to_arrow produces.
 KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -92,6 +92,24 @@ def _check_columns(df, partition_column: Optional[str], topic_column: Optional[s
         raise InvalidNameError(
             f"the topic column {topic_column!r} is {types.get(topic_column, 'missing')}; topics are strings",
             value=topic_column)
+
+
+def check_topic_column(df, column: str = "topic") -> None:
+    """Raise kcodec's error for a row whose topic Kafka would refuse, with one Spark pass over the column.
+
+    For a driver that would rather fail before a long job than in its last stage
+    (the writers check every name again in their tasks).
+    """
+    from pyspark.sql import functions as F
+
+    from kcodec.log.names import TOPIC_PATTERN, check_topic
+
+    _check_columns(df, None, column)
+    topic = F.col(column)
+    bad = (df.where(topic.isNull() | ~topic.rlike(rf"\A{TOPIC_PATTERN}\z") | topic.isin(".", ".."))
+           .select(column).limit(1).collect())
+    if bad:
+        check_topic(bad[0][0], source=f"column {column!r}; nothing was written")
 
 
 def _with_partition(df, partitions: Optional[int], partition_column: Optional[str]):
