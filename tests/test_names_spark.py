@@ -107,6 +107,11 @@ def test_reader_skips_hostile_folders(spark, root):
     assert [(r["topic"], r["partition"]) for r in df.select("topic", "partition").distinct().collect()] == [
         ("orders", 0)]
     assert df.count() == 3
+    from pyspark.errors import PySparkException
+
+    with pytest.raises(PySparkException) as info:  # raised while Spark plans the read
+        spark.read.format("kafka-log").option("onInvalidFolder", "fail").load(str(logs)).count()
+    assert "kcodec.errors.InvalidNameError: kafka-log: 9 folder(s) with invalid names" in str(info.value)
 
 
 def test_check_topic_column_before_a_job(spark):

@@ -10,7 +10,10 @@ Each input partition is one segment file, or a byte range of a large one
 cut at batch boundaries found through the offset index (``splitBytes``,
 default 64 MiB).  Options: ``startingOffset``/``endingOffset`` (inclusive /
 exclusive), ``startingTimestamp``/``endingTimestamp`` (ms; inclusive /
-exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``.
+exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``,
+``onInvalidFolder`` (``warn``, the default: a folder of segments whose name
+is not ``<topic>-<partition>`` is skipped with an ``InvalidNameWarning``;
+``fail``: the read fails with ``InvalidNameError``).
 
 Writing (rows with Spark's Kafka schema; ``topic`` and ``partition`` columns)::
 
@@ -101,8 +104,16 @@ class KafkaLogReader(DataSourceReader):
         start = _int_option(self.options, "startingOffset")
         end = _int_option(self.options, "endingOffset")
         only_topic = self.options.get("topic")
+        log_dir = open_log_dir(self.path)
+        if log_dir.skipped and str(self.options.get("oninvalidfolder", "warn")).lower() == "fail":
+            from kcodec.errors import InvalidNameError
+
+            first = log_dir.skipped[0]
+            raise InvalidNameError(f"kafka-log: {len(log_dir.skipped)} folder(s) with invalid names "
+                                   f"(onInvalidFolder=fail); the first: {first.reason}",
+                                   value=first.path, source=self.path)
         out: List[InputPartition] = []
-        for (topic, partition), part in open_log_dir(self.path).items():
+        for (topic, partition), part in log_dir.items():
             if only_topic and topic != only_topic:
                 continue
             segs = part.segments
