@@ -32,6 +32,8 @@ from kcodec.log.retention import retain
 HOSTILE_TOPICS = ["..", ".", "../x", "../../escaped", "a/b", "a\\b", "", "x" * 250, "a\x00b", "café",
                   "bad topic", "\x1b[2Jt", None]
 HOSTILE_PARTITIONS = [-1, 2 ** 31, True, 1.5, "1", None]
+HOSTILE_FOLDERS = ["bad topic-0", "t-01", "..-0", "a\\b-0", "caf\u00e9-0", "x" * 250 + "-0", "t-2147483648",
+                   "\x1b[31mred-0", "noname"]
 
 
 def tree(root) -> list:
@@ -242,8 +244,9 @@ def test_file_ops_writer_replaces_a_planted_link(root):
     assert not os.path.islink(path) and path.read_bytes() == b"new bytes"
 
 
-def test_compact_checkpoint_refuses_a_hostile_folder_name(root):
-    d = _log_dir(root, "bad topic-0")
+@pytest.mark.parametrize("folder", HOSTILE_FOLDERS, ids=repr)
+def test_compact_checkpoint_refuses_a_hostile_folder_name(root, folder):
+    d = _log_dir(root, folder)
     before = tree(root)
     with pytest.raises(InvalidNameError, match="not a partition folder name"):
         compact(str(d), force=True, use_checkpoint=True)
@@ -263,10 +266,6 @@ def test_recompress_refuses_an_offset_kafka_cannot_name(root):
 
 # --------------------------------------------------------------------------------------------
 # reading a log directory
-
-HOSTILE_FOLDERS = ["bad topic-0", "t-01", "..-0", "a\\b-0", "caf\u00e9-0", "x" * 250 + "-0", "t-2147483648",
-                   "\x1b[31mred-0", "noname"]
-
 
 def test_open_log_dir_reports_and_skips_hostile_folders(root):
     out = root / "out"

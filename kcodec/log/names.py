@@ -23,7 +23,7 @@ import operator
 import os
 import re
 from pathlib import PurePath
-from typing import Optional, Tuple, TypeVar, Union
+from typing import Optional, Tuple, TypeVar
 
 from kcodec.errors import InvalidNameError
 
@@ -51,12 +51,12 @@ MAX_OFFSET = 2 ** 63 - 1
 KAFKA_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 #: Folders a kcodec writer stages partitions in before renaming them into place.
 STAGING_PREFIX = ".kcodec-staging-"
-TOPIC_RULE = "1 to 249 ASCII letters, digits, '.', '_' or '-', and not '.' or '..'"
-
-_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+TOPIC_RULE = f"1 to {MAX_TOPIC_LENGTH} ASCII letters, digits, '.', '_' or '-', and not '.' or '..'"
 #: The characters and length of a topic as one regular expression (for engines such as Spark SQL);
 #: ``.`` and ``..`` still have to be refused beside it.
 TOPIC_PATTERN = r"[a-zA-Z0-9._-]{1,%d}" % MAX_TOPIC_LENGTH
+
+_TOPIC = re.compile(TOPIC_PATTERN)
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 _SHOWN = 60
 
@@ -187,6 +187,6 @@ def safe_join(root: P, *names: str, source: Optional[str] = None) -> P:
     real = os.path.realpath(joined_path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise InvalidNameError(
-            f"{joined_path} leads outside {text} (to {real}); kcodec does not write through a symlink "
+            f"{joined_path!r} leads outside {text!r} (to {real!r}); kcodec does not write through a symlink "
             "that points out of its target", value=joined_path, source=source)
     return type(root)(joined_path) if isinstance(root, PurePath) else joined_path  # type: ignore[return-value]

@@ -48,7 +48,6 @@ from kcodec.spark.transforms import KAFKA_DDL
 __all__ = ["KafkaLogDataSource", "register"]
 
 
-
 def register(spark) -> None:
     """Make ``format("kafka-log")`` available in ``spark``."""
     spark.dataSource.register(KafkaLogDataSource)
