@@ -11,6 +11,7 @@ import sys
 from typing import Callable, List, Optional, Sequence
 
 from kcodec.errors import KcodecError
+from kcodec.escape import terminal_text
 
 __all__ = ["main"]
 
@@ -85,11 +86,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except KcodecError as exc:
-        print(f"kcodec {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"kcodec {args.command}: {exc}", file=sys.stderr)
+    except (KcodecError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        # messages quote names from data (topics, file names): no control character reaches the terminal
+        print(f"kcodec {args.command}: {terminal_text(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, TextIO
 
 from kcodec.errors import KcodecError
+from kcodec.escape import terminal_text
 from kcodec.log.index import OffsetIndex, TimeIndex
 from kcodec.log.segment import LogSegment, offset_from_file_name
 
@@ -89,7 +90,8 @@ def _line(fields: Dict[str, Any]) -> str:
         elif v is None:
             v = "null"
         parts.append(f"{k}: {v}")
-    return " ".join(parts)
+    # keys, values and header keys are data: no control character reaches the terminal
+    return terminal_text(" ".join(parts))
 
 
 def _json_ready(fields: Dict[str, Any]) -> Dict[str, Any]:
@@ -107,7 +109,7 @@ def dump_log(path: Path, *, deep: bool, print_data: bool, verify: bool, as_json:
     out = sys.stdout if out is None else out
     with LogSegment(path) if path.suffix == ".log" else _RawFile(path) as seg:
         if not as_json:
-            print(f"Dumping {path}", file=out)
+            print(f"Dumping {terminal_text(path)}", file=out)
             if path.suffix == ".log":
                 print(f"Log starting offset: {seg.base_offset}", file=out)
         from kcodec.records import read_batches
@@ -157,7 +159,7 @@ def dump_index(path: Path, *, sanity_only: bool, as_json: bool, out: Optional[Te
             with LogSegment(log) as seg:
                 seg.sanity_check()
         if sanity_only:
-            print(f"{path} passed sanity check.", file=out)
+            print(f"{terminal_text(path)} passed sanity check.", file=out)
             return
         for off, pos in zip(idx.offsets.tolist(), idx.positions.tolist()):
             print(json.dumps({"offset": off, "position": pos}) if as_json else f"offset: {off} position: {pos}",
@@ -166,7 +168,7 @@ def dump_index(path: Path, *, sanity_only: bool, as_json: bool, out: Optional[Te
         idx = TimeIndex.open(path, base)
         idx.sanity_check()
         if sanity_only:
-            print(f"{path} passed sanity check.", file=out)
+            print(f"{terminal_text(path)} passed sanity check.", file=out)
             return
         for ts, rel in zip(idx.entries["timestamp"].tolist(), idx.entries["relative_offset"].tolist()):
             off = base + int(rel)

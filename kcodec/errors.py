@@ -21,6 +21,8 @@ __all__ = [
     "BufferReleasedError",
     "RecordBuilderError",
     "ClusterError",
+    "InvalidNameError",
+    "InvalidNameWarning",
 ]
 
 
@@ -123,3 +125,26 @@ class RecordBuilderError(KcodecError, ValueError):
 class ClusterError(KcodecError):
     """A live Kafka cluster cannot be read: unreachable, a topic or partition it does not
     have or cannot serve, a bad address or topic pattern, or its client library missing."""
+
+
+class InvalidNameError(KcodecError, ValueError):
+    """A topic, partition or file name that Kafka would refuse, or a path that leaves its target.
+
+    ``value`` is the offending name; ``source`` says where it came from (a row, a file, an option).
+    Raised before anything is written.
+    """
+
+    def __init__(self, message: str, *, value: object = None, source: Optional[str] = None) -> None:
+        super().__init__(message, source=source)
+        self.value = value
+
+    def __reduce__(self):
+        return (_rebuild_name_error, (type(self), self.message, self.value, self.source))
+
+
+def _rebuild_name_error(cls, message, value, source):
+    return cls(message, value=value, source=source)
+
+
+class InvalidNameWarning(UserWarning):
+    """A folder of a log directory was skipped because its name is not ``<topic>-<partition>``."""

@@ -17,6 +17,7 @@ from kcodec.advise.grid import (
 )
 from kcodec.advise.measure import METRICS_DDL, measure_table
 from kcodec.advise.report import RULE, aggregate, format_table, recommend, write_report
+from kcodec.escape import terminal_text
 
 __all__ = ["run_advise", "load_input"]
 
@@ -73,10 +74,17 @@ def run_advise(*, input_path: Optional[str] = None, input_format: Optional[str] 
     log("kcodec advise: starting Spark ...")
     spark = get_session(master, "kcodec-advise")
     df, source = load_input(spark, input_path, input_format, records, seed)
+    if write_dir and "topic" in df.columns:
+        from kcodec.spark.transforms import check_topic_column
+
+        check_topic_column(df)  # before measuring: --write would refuse these names at the end
     n_tasks = tasks or spark.sparkContext.defaultParallelism
     data = df.select(*[c for c in _COLUMNS if c in df.columns]).repartition(n_tasks).cache()
     total = data.count()
-    log(f"input: {source}, {total} records in {n_tasks} tasks; measuring {len(settings)} settings")
+    topics = _topics(df)
+    log(terminal_text(f"input: {source}, {total} records in {n_tasks} tasks; measuring {len(settings)} settings"))
+    if topics:
+        log(terminal_text(f"topics: {topics}"))
 
     rows: List[Dict] = []
     for i, setting in enumerate(settings, 1):
@@ -117,7 +125,8 @@ def run_advise(*, input_path: Optional[str] = None, input_format: Optional[str] 
     else:
         log("no setting meets the rule; lower --min-compress-mbps / --min-read-mbps")
     log(f"rule: {rule}")
-    context = {"input": source, "records": total, "tasks": n_tasks, "rule": rule,
+    context = {"input": source, **({"topics": topics} if topics else {}), "records": total, "tasks": n_tasks,
+               "rule": rule,
                "throughput": "MB/s of key+value+header bytes per core (sum of task times)",
                "projected": f"scaled from {current.label}"
                             + (f" = {current_size}" if current_size else " on this data")}
@@ -130,6 +139,15 @@ def run_advise(*, input_path: Optional[str] = None, input_format: Optional[str] 
     elapsed = time.perf_counter() - started
     log(f"done in {elapsed:.0f}s")
     return {"results": results, "recommended": best, "paths": paths, "written": written, "seconds": elapsed}
+
+
+def _topics(df, shown: int = 20) -> str:
+    """The input's topic names (from data: shown escaped by each output), the first ``shown`` of them."""
+    if "topic" not in df.columns:
+        return ""
+    names = [r[0] for r in df.select("topic").distinct().orderBy("topic").limit(shown + 1).collect()]
+    more = ", ..." if len(names) > shown else ""
+    return ", ".join(str(n) for n in names[:shown]) + more
 
 
 def _metrics_schema():

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import base64
-import html
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from kcodec.advise.grid import Setting, format_size
+from kcodec.escape import html_text, json_text
 
 __all__ = ["Result", "aggregate", "recommend", "format_table", "write_report", "RULE"]
 
@@ -132,21 +131,21 @@ def write_report(out_dir: Path, results: Sequence[Result], best: Optional[Result
                          batch_bytes=r.setting.batch_bytes, compress_mbps=r.compress_mbps,
                          read_mbps=r.read_mbps) for r in results],
     }
-    (out_dir / "results.json").write_text(json.dumps(doc, indent=1, default=str))
+    (out_dir / "results.json").write_text(json_text(doc, indent=1, default=str))
     rows = "".join(
         f"<tr{' class=best' if best is not None and r.setting == best.setting else ''}>"
-        f"<td>{html.escape(r.setting.label)}</td><td>{r.ratio:.2f}</td><td>{format_size(r.stored_bytes)}</td>"
+        f"<td>{html_text(r.setting.label)}</td><td>{r.ratio:.2f}</td><td>{format_size(r.stored_bytes)}</td>"
         f"<td>{format_size(r.projected_bytes)}</td><td>{r.saving * 100:.1f}%</td>"
         f"<td>{r.compress_mbps:.0f}</td><td>{r.read_mbps:.0f}</td></tr>" for r in results)
     img = base64.b64encode(png.read_bytes()).decode("ascii")
-    ctx = "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in context.items())
+    ctx = "".join(f"<li>{html_text(str(k))}: {html_text(str(v))}</li>" for k, v in context.items())
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>kcodec advise</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child{{text-align:left}}
 tr.best{{background:#dfd;font-weight:bold}}</style></head><body>
 <h1>kcodec advise</h1>
-<p>Recommended: <b>{html.escape(best.setting.label) if best else "none meets the rule"}</b>
-(current: {html.escape(current.label)}). Rule: {html.escape(context.get("rule", ""))}.</p>
+<p>Recommended: <b>{html_text(best.setting.label) if best else "none meets the rule"}</b>
+(current: {html_text(current.label)}). Rule: {html_text(context.get("rule", ""))}.</p>
 <ul>{ctx}</ul>
 <table><tr><th>setting</th><th>ratio</th><th>stored</th><th>projected</th><th>saving</th>
 <th>compress MB/s</th><th>read MB/s</th></tr>{rows}</table>

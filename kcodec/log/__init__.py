@@ -8,9 +8,11 @@ from typing import Any
 
 from kcodec.log.index import CorruptIndexError, IndexBuilder, OffsetIndex, TimeIndex
 from kcodec.log.segment import (
+    LogDir,
     LogSegment,
     LogWriter,
     Partition,
+    SkippedFolder,
     batch_index_info,
     offset_from_file_name,
     open_log_dir,
@@ -23,10 +25,12 @@ from kcodec.log.segment import (
 __all__ = [
     "CorruptIndexError",
     "IndexBuilder",
+    "LogDir",
     "LogSegment",
     "LogWriter",
     "OffsetIndex",
     "Partition",
+    "SkippedFolder",
     "TimeIndex",
     "batch_index_info",
     "offset_from_file_name",

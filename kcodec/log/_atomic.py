@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import BinaryIO, Iterator, Union
 
-__all__ = ["atomic_write", "fsync_dir", "atomic_write_bytes"]
+__all__ = ["atomic_write", "fsync_dir", "atomic_write_bytes", "open_new"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -20,6 +20,20 @@ def fsync_dir(path: PathLike) -> None:
         os.close(fd)
 
 
+def open_new(path: PathLike) -> BinaryIO:
+    """Open ``path`` as a new, empty file for writing, never through whatever was there.
+
+    A stale file, hard link or symlink at ``path`` is unlinked first (which
+    removes the link, not its target) and the file is created exclusively
+    without following symlinks, so a link planted inside a target directory
+    can never redirect a write outside it.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    return os.fdopen(fd, "wb")
+
+
 @contextlib.contextmanager
 def atomic_write(path: PathLike) -> Iterator[BinaryIO]:
     """Open a temporary file beside ``path``; on success fsync it and rename it over ``path``.
@@ -30,7 +44,7 @@ def atomic_write(path: PathLike) -> Iterator[BinaryIO]:
     """
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    f = open(tmp, "wb")
+    f = open_new(tmp)
     try:
         yield f
         f.flush()

@@ -60,7 +60,9 @@ from kcodec.log.filter import (
     RecordFilter,
     filter_batch,
 )
+from kcodec.log._atomic import open_new
 from kcodec.log.index import relative_offset
+from kcodec.log.names import parse_partition_dir_name, segment_file_name
 from kcodec.records.framing import iter_entries
 
 __all__ = [
@@ -92,11 +94,6 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
-
-
-def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
-    """Kafka's file name: the base offset as 20 zero-padded digits plus the suffix."""
-    return f"{base_offset:020d}{suffix}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,7 +130,7 @@ class FileOps:
     @contextmanager
     def writer(self, path: str) -> Iterator["_Writer"]:
         """Write a new file chunk by chunk; it is fsynced when the block ends."""
-        f = open(path, "wb")
+        f = open_new(path)
         w = _Writer(self, f, path)
         try:
             yield w
@@ -927,11 +924,7 @@ def _checkpoint_path(log_dir: str) -> str:
 
 
 def _topic_partition(log_dir: str) -> Tuple[str, int]:
-    name = os.path.basename(os.path.abspath(log_dir))
-    topic, _, part = name.rpartition("-")
-    if not topic or not part.isdigit():
-        raise ValueError(f"{log_dir}: not a topic-partition directory name")
-    return topic, int(part)
+    return parse_partition_dir_name(os.path.basename(os.path.abspath(log_dir)), source=log_dir)
 
 
 def read_cleaner_checkpoint(log_dir: str) -> Optional[int]:
@@ -989,6 +982,8 @@ def compact(log_dir: str, *, config: Optional[CleanerConfig] = None, now_ms: Opt
     config = config or CleanerConfig()
     ops = ops or FileOps()
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    if use_checkpoint:
+        _topic_partition(log_dir)  # the checkpoint is keyed by the folder's name: refuse a bad one first
     if not dry_run:
         recover_log_dir(log_dir, ops, config.index_interval_bytes)
     if first_dirty_offset is None and use_checkpoint:

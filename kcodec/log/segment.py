@@ -14,13 +14,26 @@ import mmap
 import os
 import re
 import struct
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from kcodec.errors import CorruptDataError, KcodecError
+from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
 from kcodec.log._atomic import atomic_write_bytes
 from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex
+from kcodec.log.names import (
+    KAFKA_DIR_SUFFIXES,
+    STAGING_PREFIX,
+    check_base_offset,
+    check_partition,
+    check_topic,
+    offset_from_file_name,
+    parse_partition_dir_name,
+    partition_dir_name,
+    safe_join,
+    segment_file_name,
+)
 from kcodec.records.framing import Entry, iter_entries
 
 __all__ = [
@@ -29,6 +42,8 @@ __all__ = [
     "batch_index_info",
     "LogSegment",
     "Partition",
+    "LogDir",
+    "SkippedFolder",
     "open_log_dir",
     "open_partition",
     "LogWriter",
@@ -39,21 +54,7 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_LOG = re.compile(r"^(?P<offset>\d{20})\.log$")
-
-
-def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
-    """``00000000000000012345.log`` for base offset 12345."""
-    return f"{base_offset:020d}{suffix}"
-
-
-def offset_from_file_name(name: str) -> int:
-    """Kafka's ``offsetFromFileName``: the digits before the first dot."""
-    head = os.path.basename(name).split(".", 1)[0]
-    if not head.isdigit():
-        raise ValueError(f"not a segment file name: {name!r}")
-    return int(head)
 
 
 def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
@@ -245,36 +246,71 @@ class Partition:
 
 
 def open_partition(path: PathLike, topic: Optional[str] = None, partition: Optional[int] = None) -> Partition:
-    """A partition folder; topic and partition come from its name unless given."""
+    """A partition folder; topic and partition come from its name unless given (both are checked)."""
     p = Path(path)
-    m = _PARTITION_DIR.match(p.name)
     if topic is None or partition is None:
-        if m is None:
-            raise CorruptDataError(f"{p} is not named <topic>-<partition>", source=str(p))
-        topic = m.group("topic") if topic is None else topic
-        partition = int(m.group("partition")) if partition is None else partition
+        name_topic, name_partition = parse_partition_dir_name(p.name, source=str(p))
+        topic = name_topic if topic is None else topic
+        partition = name_partition if partition is None else partition
+    topic = check_topic(topic, source=str(p))
+    partition = check_partition(partition, source=str(p))
     logs = sorted((f for f in p.iterdir() if _SEGMENT_LOG.match(f.name)), key=lambda f: f.name)
     return Partition(topic, partition, p, [LogSegment(f) for f in logs])
 
 
-def _is_partition_dir(p: Path) -> bool:
-    return p.is_dir() and _PARTITION_DIR.match(p.name) is not None and not p.name.endswith("-delete") \
-        and any(_SEGMENT_LOG.match(f.name) for f in p.iterdir())
+@dataclass(frozen=True)
+class SkippedFolder:
+    """A folder holding segments that :func:`open_log_dir` did not read, and why."""
+
+    path: str
+    reason: str
 
 
-def open_log_dir(path: PathLike) -> Dict[Tuple[str, int], Partition]:
-    """Every partition under ``path``: a broker log dir, a topic's partition folder, or one partition."""
+class LogDir(Dict[Tuple[str, int], Partition]):
+    """The partitions of a log directory by ``(topic, partition)``; ``skipped`` lists the folders
+    holding segments whose names are not ``<topic>-<partition>``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipped: List[SkippedFolder] = []
+
+
+def _holds_segments(p: Path) -> bool:
+    return p.is_dir() and any(_SEGMENT_LOG.match(f.name) for f in p.iterdir())
+
+
+def _is_bookkeeping(name: str) -> bool:
+    # folders a broker or a kcodec writer is still moving; they are not partitions to read
+    return name.endswith(KAFKA_DIR_SUFFIXES) or name.startswith(STAGING_PREFIX)
+
+
+def _add_partition(out: LogDir, folder: Path) -> None:
+    try:
+        topic, partition = parse_partition_dir_name(folder.name, source=str(folder))
+    except InvalidNameError as exc:
+        out.skipped.append(SkippedFolder(str(folder), exc.message))
+        warnings.warn(f"kcodec: skipped {str(folder)!r}: {exc.message}", InvalidNameWarning, stacklevel=3)
+        return
+    out[(topic, partition)] = open_partition(folder, topic, partition)
+
+
+def open_log_dir(path: PathLike) -> LogDir:
+    """Every partition under ``path``: a broker log dir, a topic's partition folder, or one partition.
+
+    A folder holding segments whose name is not a valid ``<topic>-<partition>``
+    is not guessed at: it is left out, listed in the result's ``skipped`` and
+    reported with an :class:`~kcodec.errors.InvalidNameWarning`.
+    """
     p = Path(path)
     if not p.is_dir():
         raise FileNotFoundError(f"no such log directory: {p}")
-    if _is_partition_dir(p):
-        part = open_partition(p)
-        return {(part.topic, part.partition): part}
-    out = {}
+    out = LogDir()
+    if _holds_segments(p):
+        _add_partition(out, p)
+        return out
     for child in sorted(p.iterdir()):
-        if _is_partition_dir(child):
-            part = open_partition(child)
-            out[(part.topic, part.partition)] = part
+        if not _is_bookkeeping(child.name) and _holds_segments(child):
+            _add_partition(out, child)
     return out
 
 
@@ -301,6 +337,19 @@ class LogWriter:
         self._last_offset: Optional[int] = None
         self.segments_written: List[Path] = []
 
+    @classmethod
+    def in_log_dir(cls, log_dir: PathLike, topic: str, partition: int, *, source: Optional[str] = None,
+                   **options) -> "LogWriter":
+        """A writer for the ``<topic>-<partition>`` folder of ``log_dir``.
+
+        The names are checked by Kafka's rules and the folder must resolve
+        inside ``log_dir`` (not through a symlink leading out of it); an
+        :class:`~kcodec.errors.InvalidNameError` naming ``source`` (where the
+        names came from) is raised before anything is created.
+        """
+        folder = safe_join(Path(log_dir), partition_dir_name(topic, partition, source=source), source=source)
+        return cls(folder, **options)
+
     def append(self, data) -> None:
         view = memoryview(data).cast("B")
         entries = list(iter_entries(view, strict=True))
@@ -317,6 +366,7 @@ class LogWriter:
                 len(self._buf) + size > self.segment_bytes or largest - self._index.base_offset > 2 ** 31 - 1):
             self._roll()
         if self._index is None:
+            check_base_offset(first_offset, source=str(self.path))
             self._index = IndexBuilder(first_offset, self.index_interval_bytes)
         max_ts, shallow = -1, largest
         for (last, ts) in infos:

@@ -10,7 +10,10 @@ Each input partition is one segment file, or a byte range of a large one
 cut at batch boundaries found through the offset index (``splitBytes``,
 default 64 MiB).  Options: ``startingOffset``/``endingOffset`` (inclusive /
 exclusive), ``startingTimestamp``/``endingTimestamp`` (ms; inclusive /
-exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``.
+exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``,
+``onInvalidFolder`` (``warn``, the default: a folder of segments whose name
+is not ``<topic>-<partition>`` is skipped with an ``InvalidNameWarning``;
+``fail``: the read fails with ``InvalidNameError``).
 
 Writing (rows with Spark's Kafka schema; ``topic`` and ``partition`` columns)::
 
@@ -23,6 +26,7 @@ written partition.  Every Kafka partition must be written by one task.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -38,11 +42,10 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from kcodec.log.names import STAGING_PREFIX
 from kcodec.spark.transforms import KAFKA_DDL
 
 __all__ = ["KafkaLogDataSource", "register"]
-
-_STAGING = ".kcodec-staging-"
 
 
 def register(spark) -> None:
@@ -100,8 +103,16 @@ class KafkaLogReader(DataSourceReader):
         start = _int_option(self.options, "startingOffset")
         end = _int_option(self.options, "endingOffset")
         only_topic = self.options.get("topic")
+        log_dir = open_log_dir(self.path)
+        if log_dir.skipped and str(self.options.get("oninvalidfolder", "warn")).lower() == "fail":
+            from kcodec.errors import InvalidNameError
+
+            first = log_dir.skipped[0]
+            raise InvalidNameError(f"kafka-log: {len(log_dir.skipped)} folder(s) with invalid names "
+                                   f"(onInvalidFolder=fail); the first: {first.reason}",
+                                   value=first.path, source=self.path)
         out: List[InputPartition] = []
-        for (topic, partition), part in open_log_dir(self.path).items():
+        for (topic, partition), part in log_dir.items():
             if only_topic and topic != only_topic:
                 continue
             segs = part.segments
@@ -164,14 +175,32 @@ class _Written(WriterCommitMessage):
     staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder)
 
 
+def _task_label() -> str:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return f"Spark partition {ctx.partitionId()}" if ctx is not None else "this task"
+
+
 class KafkaLogWriter(DataSourceArrowWriter):
     def __init__(self, options, overwrite: bool) -> None:
+        from kcodec.log.names import check_topic
+
         self.options = _options(options)
         self.path = self.options.get("path")
         if not self.path:
             raise ValueError("kafka-log: give a path: df.write.format('kafka-log').save(PATH)")
+        if self.options.get("topic") is not None:
+            check_topic(self.options["topic"], source="the kafka-log writer's 'topic' option")
         self.overwrite = overwrite
         self.job_id = uuid.uuid4().hex
+        # abort() removes the target folder again when this job was the one to create it
+        self.created_path = not os.path.lexists(self.path)
+
+    def _final(self, name: str, source: str) -> str:
+        from kcodec.log.names import safe_join
+
+        return safe_join(self.path, name, source=source)
 
     def write(self, iterator) -> _Written:
         import numpy as np
@@ -179,6 +208,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
         import kcodec
         from kcodec.log import LogWriter
+        from kcodec.log.names import partition_dir_name
 
         compression = self.options.get("compression", "none")
         level = _int_option(self.options, "level")
@@ -193,25 +223,30 @@ class KafkaLogWriter(DataSourceArrowWriter):
             raise ValueError("kafka-log writer: the rows need a 'partition' column")
         topics = (table.column("topic").to_pylist() if "topic" in table.column_names
                   else [default_topic] * table.num_rows)
-        if any(t is None for t in topics):
-            raise ValueError("kafka-log writer: every row needs a topic (a 'topic' column or option)")
         parts = table.column("partition").to_pylist()
         keep = [c for c in ("key", "value", "timestamp", "headers", "offset") if c in table.column_names]
         groups: dict = {}
         for i, tp in enumerate(zip(topics, parts)):
             groups.setdefault(tp, []).append(i)
-        staging_root = Path(self.path) / f"{_STAGING}{self.job_id}" / uuid.uuid4().hex
+        # Every name is checked, and every target folder resolved, before anything is created.
+        task = _task_label()
+        plan = []
+        for (topic, partition), rows in groups.items():
+            source = f"kafka-log writer, row {rows[0]} of {task}; nothing was written"
+            name = partition_dir_name(topic, partition, source=source)
+            plan.append((name, self._final(name, source), rows))
+        plan.sort()
+        staging_root = Path(self.path) / f"{STAGING_PREFIX}{self.job_id}" / uuid.uuid4().hex
         staged = []
-        for (topic, partition), rows in sorted(groups.items()):
+        for name, final, rows in plan:
             sub = table.select(keep).take(pa.array(np.asarray(rows)))
             if "offset" in sub.column_names:
                 sub = sub.sort_by("offset")
-            name = f"{topic}-{partition}"
             with LogWriter(staging_root / name, segment_bytes=segment_bytes) as w:
                 for batch in kcodec.from_arrow(sub, compression=compression, level=level,
                                                max_batch_bytes=batch_bytes):
                     w.append(batch)
-            staged.append((str(staging_root / name), str(Path(self.path) / name)))
+            staged.append((str(staging_root / name), final))
         return _Written(staged)
 
     def commit(self, messages) -> None:
@@ -223,11 +258,18 @@ class KafkaLogWriter(DataSourceArrowWriter):
                 "kafka-log writer: these Kafka partitions were written by several tasks: "
                 f"{sorted(dupes)}; repartition by the partition column first "
                 "(kcodec.spark.write_log does this)")
+        try:
+            # checked again here: a symlink may have appeared in the target since the tasks ran
+            for final in finals:
+                self._final(os.path.basename(final), "kafka-log writer commit; nothing was replaced")
+        except Exception:
+            self.abort(messages)
+            raise
         for m in messages:
             if not m:
                 continue
             for staging, final in m.staged:
-                if os.path.exists(final):
+                if os.path.lexists(final):
                     if not self.overwrite:
                         self.abort(messages)
                         raise FileExistsError(f"kafka-log writer: {final} exists (use mode('overwrite'))")
@@ -237,7 +279,10 @@ class KafkaLogWriter(DataSourceArrowWriter):
                     shutil.rmtree(old, ignore_errors=True)
                 else:
                     os.replace(staging, final)
-        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)
+        shutil.rmtree(Path(self.path) / f"{STAGING_PREFIX}{self.job_id}", ignore_errors=True)
 
     def abort(self, messages) -> None:
-        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)
+        shutil.rmtree(Path(self.path) / f"{STAGING_PREFIX}{self.job_id}", ignore_errors=True)
+        if self.created_path:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.path)  # only if empty: nothing but this job's staging was ever in it

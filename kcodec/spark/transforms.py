@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, Optional
 
-__all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table"]
+__all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table", "check_topic_column"]
 
 #: Spark's Kafka source schema (with headers), which kcodec.to_arrow produces.
 KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -75,14 +75,58 @@ def batch_table(batches, topic: Optional[str], partition: int):
     })
 
 
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+
+
+def _check_columns(df, partition_column: Optional[str], topic_column: Optional[str]) -> None:
+    """What the driver can check before any task runs: the names' columns have the right types."""
+    from kcodec.errors import InvalidNameError
+
+    types = dict(df.dtypes)
+    if partition_column is not None and types.get(partition_column) not in _INTEGRAL:
+        raise InvalidNameError(
+            f"the partition column {partition_column!r} is {types.get(partition_column, 'missing')}; "
+            "Kafka partitions are integers (0 to 2^31 - 1): cast it to int first",
+            value=partition_column)
+    if topic_column is not None and types.get(topic_column) != "string":
+        raise InvalidNameError(
+            f"the topic column {topic_column!r} is {types.get(topic_column, 'missing')}; topics are strings",
+            value=topic_column)
+
+
+def check_topic_column(df, column: str = "topic") -> None:
+    """Raise kcodec's error for a row whose topic Kafka would refuse, with one Spark pass over the column.
+
+    For a driver that would rather fail before a long job than in its last stage
+    (the writers check every name again in their tasks).
+    """
+    from pyspark.sql import functions as F
+
+    from kcodec.log.names import TOPIC_PATTERN, check_topic
+
+    _check_columns(df, None, column)
+    topic = F.col(column)
+    bad = (df.where(topic.isNull() | ~topic.rlike(rf"\A{TOPIC_PATTERN}\z") | topic.isin(".", ".."))
+           .select(column).limit(1).collect())
+    if bad:
+        check_topic(bad[0][0], source=f"column {column!r}; nothing was written")
+
+
 def _with_partition(df, partitions: Optional[int], partition_column: Optional[str]):
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, StructField, StructType
 
+    from kcodec.errors import InvalidNameError
+    from kcodec.log.names import MAX_PARTITION
+
     if partition_column is not None:
-        return df.withColumn(_PARTITION_COL, F.col(partition_column).cast("int"))
+        _check_columns(df, partition_column, None)
+        # bigint, not int: an out-of-range value must reach kcodec's check, not wrap or fail in a cast
+        return df.withColumn(_PARTITION_COL, F.col(partition_column).cast("bigint"))
     if not partitions or partitions < 1:
         raise ValueError("give partitions=N (murmur2 key partitioning) or partition_column=")
+    if partitions > MAX_PARTITION + 1:
+        raise InvalidNameError(f"partitions={partitions}: a topic has at most 2^31 partitions", value=partitions)
     # A new StructType: StructType.add would change the DataFrame's cached schema in place.
     schema = StructType(list(df.schema.fields) + [StructField(_PARTITION_COL, IntegerType(), False)])
     n = int(partitions)
@@ -122,33 +166,43 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
     """
     from pyspark.sql import functions as F
 
-    staged = _with_partition(df, partitions, partition_column)
-    n_tasks = num_tasks or partitions or staged.sparkSession.sparkContext.defaultParallelism
-    staged = staged.repartition(int(n_tasks), F.col(_PARTITION_COL)).sortWithinPartitions(_PARTITION_COL)
+    from kcodec.log.names import check_topic
+
     topic_col = "topic" if topic is None and "topic" in df.columns else None
     if topic is None and topic_col is None:
         raise ValueError("give topic= or a topic column")
+    if topic is not None:
+        check_topic(topic, source="encode(topic=...)")
+    _check_columns(df, None, topic_col)
+    staged = _with_partition(df, partitions, partition_column)
+    n_tasks = num_tasks or partitions or staged.sparkSession.sparkContext.defaultParallelism
+    staged = staged.repartition(int(n_tasks), F.col(_PARTITION_COL)).sortWithinPartitions(_PARTITION_COL)
 
     def fn(batches):
         import numpy as np
         import pyarrow as pa
 
         import kcodec
+        from kcodec.log.names import check_partition
+        from kcodec.spark.datasource import _task_label
+
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
             return
         table = pa.concat_tables(tables)
-        parts = table.column(_PARTITION_COL).to_numpy()
-        topics = table.column(topic_col).to_pylist() if topic_col else None
+        parts = table.column(_PARTITION_COL).to_pylist()
+        topics = table.column(topic_col).to_pylist() if topic_col else [topic] * table.num_rows
         keep = [c for c in ("key", "value", "timestamp", "headers") if c in table.column_names]
-        order = np.argsort(parts, kind="stable")
-        bounds = np.flatnonzero(np.diff(parts[order])) + 1
-        for group in np.split(order, bounds):
-            if len(group) == 0:
-                continue
-            sub = table.select(keep).take(pa.array(group))
-            p = int(parts[group[0]])
-            t = topics[group[0]] if topics is not None else topic
+        groups: dict = {}
+        for i, tp in enumerate(zip(topics, parts)):
+            groups.setdefault(tp, []).append(i)
+        task = _task_label()
+        for (t, p), rows in groups.items():  # names checked before any batch is built
+            source = f"encode, row {rows[0]} of {task}"
+            check_topic(t, source=source)
+            check_partition(p, source=source)
+        for (t, p), rows in sorted(groups.items()):
+            sub = table.select(keep).take(pa.array(np.asarray(rows)))
             out = kcodec.from_arrow(sub, compression=compression, level=level,
                                     max_batch_bytes=batch_bytes, base_offset=0)
             yield from batch_table(out, t, p).to_batches()
@@ -165,6 +219,14 @@ def write_log(df, path: str, *, mode: str = "append", **options) -> None:
     """
     from pyspark.sql import functions as F
 
+    from kcodec.log.names import check_topic
+    from kcodec.spark.errors import raising_kcodec_errors
+
+    if options.get("topic") is not None:
+        check_topic(options["topic"], source="write_log(topic=...)")
+    elif "topic" not in df.columns:
+        raise ValueError("write_log: give topic= or a topic column")
+    _check_columns(df, None, "topic" if "topic" in df.columns else None)
     part_col = options.pop("partition_column", "partition" if "partition" in df.columns else None)
     partitions = options.pop("partitions", None)
     staged = _with_partition(df, partitions, part_col)
@@ -175,4 +237,5 @@ def write_log(df, path: str, *, mode: str = "append", **options) -> None:
     writer = staged.write.format("kafka-log").mode(mode)
     for k, v in options.items():
         writer = writer.option(k, str(v))
-    writer.save(path)
+    with raising_kcodec_errors():
+        writer.save(path)
