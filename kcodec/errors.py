@@ -21,6 +21,7 @@ __all__ = [
     "BufferReleasedError",
     "RecordBuilderError",
     "ClusterError",
+    "LogNotFoundError",
 ]
 
 
@@ -123,3 +124,7 @@ class RecordBuilderError(KcodecError, ValueError):
 class ClusterError(KcodecError):
     """A live Kafka cluster cannot be read: unreachable, a topic or partition it does not
     have or cannot serve, a bad address or topic pattern, or its client library missing."""
+
+
+class LogNotFoundError(KcodecError, FileNotFoundError):
+    """A log directory or segment file that a reader was given does not exist."""
