@@ -2,14 +2,15 @@
 
     python bench/read_arrow.py                       # 1.06 GiB of 1 KiB records, uncompressed
     python bench/read_arrow.py --gib 2 --codec zstd --value-bytes 200
-    python bench/read_arrow.py --json                # one JSON line (the test suite reads it)
+    python bench/read_arrow.py --json --stream-only  # one JSON line (the test suite reads it)
 
 The log (two partitions; segments roll at Kafka's default 1 GiB; written
 with ``from_arrow`` and ``LogWriter``) is made in a temporary folder and
 removed afterwards.  A fresh interpreter then streams it through
 ``read_arrow`` batch by batch and reports its peak resident memory
 (``VmHWM``) above what it held before the first batch, and records/s by
-the wall clock.
+the wall clock, against one ``to_arrow`` call per whole segment already
+read into memory (the fastest conversion, memory growing with the log).
 """
 from __future__ import annotations
 
@@ -50,7 +51,18 @@ _READ = textwrap.dedent("""
         rows += batch.num_rows
     seconds = time.perf_counter() - t0
     peak = peak_kib()
-    print(json.dumps({"rows": rows, "seconds": seconds, "base_mb": base / 1024, "peak_mb": peak / 1024}))
+    # the same segments each read whole and converted in one to_arrow call (memory grows with them)
+    import glob
+    whole = 0.0
+    for name in sorted(glob.glob(path + "/*/*.log")) if sys.argv[3] == "compare" else []:
+        with open(name, "rb") as f:
+            data = f.read()
+        t0 = time.perf_counter()
+        table = kcodec.to_arrow(data)
+        whole += time.perf_counter() - t0
+        del table, data
+    print(json.dumps({"rows": rows, "seconds": seconds, "base_mb": base / 1024, "peak_mb": peak / 1024,
+                      "to_arrow_seconds": whole}))
 """)
 
 
@@ -82,11 +94,11 @@ def write_log(root: Path, total_bytes: int, value_bytes: int = 1000, codec: str 
     return rounds * n * partitions
 
 
-def measure(root: Path, chunk_bytes: int) -> dict:
-    """One streaming pass over ``root`` in a fresh interpreter."""
+def measure(root: Path, chunk_bytes: int, compare: bool) -> dict:
+    """One streaming pass over ``root`` in a fresh interpreter (then to_arrow's, if ``compare``)."""
     here = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "-c", _READ, str(root), str(chunk_bytes)], capture_output=True,
-                         text=True, check=True, cwd=here)
+    out = subprocess.run([sys.executable, "-c", _READ, str(root), str(chunk_bytes), "compare" if compare else "-"],
+                         capture_output=True, text=True, check=True, cwd=here)
     return json.loads(out.stdout)
 
 
@@ -99,12 +111,13 @@ def main(argv=None) -> int:
     ap.add_argument("--codec", default="none")
     ap.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES)
     ap.add_argument("--json", action="store_true", help="print one JSON line")
+    ap.add_argument("--stream-only", action="store_true", help="skip the to_arrow comparison")
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="kcodec-read-arrow-"))
     try:
         records = write_log(root, int(args.gib * GIB), args.value_bytes, args.codec)
         size = sum(f.stat().st_size for f in root.glob("*/*.log"))
-        result = measure(root, args.chunk_bytes)
+        result = measure(root, args.chunk_bytes, not args.stream_only)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     result.update(records=records, log_bytes=size, chunk_bytes=args.chunk_bytes, codec=args.codec,
@@ -118,6 +131,9 @@ def main(argv=None) -> int:
           f"{result['rows'] / result['seconds'] / 1e6:.2f} M records/s, "
           f"{size / result['seconds'] / 1e6:,.0f} MB/s of log")
     print(f"peak RSS {result['peak_mb']:.0f} MB, {grown:.0f} MB above the interpreter's {result['base_mb']:.0f} MB")
+    if not args.stream_only:
+        print(f"to_arrow of each whole segment already in memory: {result['to_arrow_seconds']:.2f} s; "
+              f"read_arrow's rate / to_arrow's = {result['to_arrow_seconds'] / result['seconds']:.2f}")
     return 0
 
 

@@ -168,6 +168,6 @@ def _forget_pages(data, start: int, end: int) -> None:
     they are touched; without this a stream over a large segment would grow
     to the segment's size.
     """
-    if isinstance(data, mmap.mmap) and end > start:
+    if isinstance(data, mmap.mmap) and end > start and hasattr(mmap, "MADV_DONTNEED"):
         first = start - start % mmap.PAGESIZE
         data.madvise(mmap.MADV_DONTNEED, first, end - first)
