@@ -109,7 +109,7 @@ def test_log_has_many_segments_and_indexes(log_dir):
 @pytest.mark.parametrize("use_threads", [False, True])
 def test_whole_directory_equals_to_arrow(log_dir, use_threads):
     reader = kcodec.read_arrow(log_dir, chunk_bytes=10_000, use_threads=use_threads)
-    assert isinstance(reader, pa.RecordBatchReader)
+    assert isinstance(reader, pa.RecordBatchReader) and hasattr(reader, "__arrow_c_stream__")
     assert reader.schema == kcodec.kafka_schema()
     got = reader.read_all()
     expected = _whole(log_dir)

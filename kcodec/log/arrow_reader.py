@@ -87,14 +87,17 @@ def _plan(path: str, topics: Optional[set], partitions: Optional[set], wanted: R
     """Every segment to read, with its topic and partition, in reading order."""
     name = os.path.basename(os.path.normpath(path))
     if _SEGMENT_FILE.match(name):
-        if not os.path.isfile(path):
-            raise LogNotFoundError("no such segment file", source=path)
+        seg = LogSegment(path)
+        try:
+            seg.size
+        except (FileNotFoundError, NotADirectoryError):
+            raise LogNotFoundError("no such segment file", source=path) from None
         folder = _PARTITION_FOLDER.match(os.path.basename(os.path.dirname(os.path.abspath(path))))
         topic = folder.group("topic") if folder else None
         partition = int(folder.group("partition")) if folder else None
         if (topics is not None and topic not in topics) or (partitions is not None and partition not in partitions):
             return []
-        return [(topic, partition, LogSegment(path))]
+        return [(topic, partition, seg)]
     try:
         found = open_log_dir(path)
     except FileNotFoundError:
