@@ -30,6 +30,7 @@ from kcodec.errors import (
     InvalidRecordError,
     KcodecError,
     LimitExceededError,
+    LogNotFoundError,
     RecordBuilderError,
     UnsupportedCodecError,
 )
@@ -50,6 +51,7 @@ _LAZY = {
     "from_arrow": "kcodec.arrow",
     "from_arrow_iter": "kcodec.arrow",
     "kafka_schema": "kcodec.arrow",
+    "read_arrow": "kcodec.log.arrow_reader",
     "murmur2": "kcodec.partitioner",
     "partition_for_keys": "kcodec.partitioner",
 }
@@ -69,6 +71,7 @@ __all__ = [
     "InvalidRecordError",
     "KcodecError",
     "LimitExceededError",
+    "LogNotFoundError",
     "RecordBuilderError",
     "TimestampType",
     "UnsupportedCodecError",
@@ -107,6 +110,7 @@ def __dir__():
 
 if TYPE_CHECKING:  # pragma: no cover
     from kcodec.arrow import from_arrow, from_arrow_iter, kafka_schema, to_arrow
+    from kcodec.log.arrow_reader import read_arrow
     from kcodec.partitioner import murmur2, partition_for_keys
     from kcodec.records import (
         BufferPool,

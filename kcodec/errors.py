@@ -23,6 +23,7 @@ __all__ = [
     "ClusterError",
     "InvalidNameError",
     "InvalidNameWarning",
+    "LogNotFoundError",
 ]
 
 
@@ -148,3 +149,7 @@ def _rebuild_name_error(cls, message, value, source):
 
 class InvalidNameWarning(UserWarning):
     """A folder of a log directory was skipped because its name is not ``<topic>-<partition>``."""
+
+
+class LogNotFoundError(KcodecError, FileNotFoundError):
+    """A log directory or segment file that a reader was given does not exist."""

@@ -39,7 +39,10 @@ __all__ = [
     "rebuild_indexes",
     "segment_file_name",
     "write_partition",
+    "RecordRange",
+    "batch_runs",
     "compact",
+    "read_arrow",
     "recover_log_dir",
     "recompress",
     "retain",
@@ -47,7 +50,10 @@ __all__ = [
 ]
 
 _LAZY = {
+    "RecordRange": "kcodec.log.selection",
+    "batch_runs": "kcodec.log.selection",
     "compact": "kcodec.log.cleaner",
+    "read_arrow": "kcodec.log.arrow_reader",
     "recover_log_dir": "kcodec.log.cleaner",
     "recompress": "kcodec.log.recompress",
     "retain": "kcodec.log.retention",

@@ -98,6 +98,7 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> List[InputPartition]:
         from kcodec.log import open_log_dir
+        from kcodec.log.selection import RecordRange
 
         split = _int_option(self.options, "splitBytes") or 64 * 1024 * 1024
         start = _int_option(self.options, "startingOffset")
@@ -112,28 +113,21 @@ class KafkaLogReader(DataSourceReader):
                                    f"(onInvalidFolder=fail); the first: {first.reason}",
                                    value=first.path, source=self.path)
         out: List[InputPartition] = []
+        wanted = RecordRange(start, end)
         for (topic, partition), part in log_dir.items():
             if only_topic and topic != only_topic:
                 continue
-            segs = part.segments
-            for i, seg in enumerate(segs):
-                nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
-                if start is not None and nxt is not None and nxt <= start:
-                    continue
-                if end is not None and seg.base_offset >= end:
-                    continue
+            for seg in wanted.segments(part):
                 ranges = seg.byte_ranges(split)
                 seg.close()
                 out.extend(SegmentRange(str(seg.path), topic, partition, a, b) for a, b in ranges)
         return out or [SegmentRange("", "", 0, 0, 0)]
 
     def read(self, partition: SegmentRange) -> Iterator:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         import kcodec
         from kcodec.errors import KcodecError
         from kcodec.log import LogSegment
+        from kcodec.log.selection import RecordRange
 
         if not partition.path:
             return
@@ -153,20 +147,7 @@ class KafkaLogReader(DataSourceReader):
             except KcodecError as exc:
                 raise exc.with_context(position=partition.start, source=partition.path) from None
             del view
-        mask = None
-        if start is not None:
-            mask = pc.greater_equal(table["offset"], start)
-        if end is not None:
-            m = pc.less(table["offset"], end)
-            mask = m if mask is None else pc.and_(mask, m)
-        if ts_start is not None:
-            m = pc.greater_equal(table["timestamp"], pa.scalar(ts_start * 1000, pa.timestamp("us", tz="UTC")))
-            mask = m if mask is None else pc.and_(mask, m)
-        if ts_end is not None:
-            m = pc.less(table["timestamp"], pa.scalar(ts_end * 1000, pa.timestamp("us", tz="UTC")))
-            mask = m if mask is None else pc.and_(mask, m)
-        if mask is not None:
-            table = table.filter(mask)
+        table = RecordRange(start, end, ts_start, ts_end).filter(table)
         yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
 
 
