@@ -255,3 +255,37 @@ def test_advise_reports_each_topic_as_written(spark, estate, tmp_path):
             assert a.best.setting.linger_ms <= 100 and a.saving > 0
             assert set(a.config()) >= {"compression.type", "batch.size", "linger.ms"}
             assert math.isfinite(a.best.ratio_std)
+
+
+def test_parquet_topics_escaped_and_written(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kcodec.advise.job import run_advise
+
+    n = 3000
+    hostile = "<b>$x$\x1b[31m"
+    values = [b'{"n":%d,"text":"the same words again and again"}' % i for i in range(n)]
+    pq.write_table(pa.table({
+        "key": pa.array([None if i % 3 else b"k%d" % (i % 7) for i in range(n)], pa.binary()),
+        "value": pa.array(values, pa.binary()),
+        "timestamp": pa.array((1_700_000_000_000 + np.arange(n)) * 1000, pa.timestamp("us", tz="UTC")),
+        "topic": pa.array(["plain-topic" if i % 2 else hostile for i in range(n)])}), tmp_path / "in.parquet")
+    lines = []
+    opts = Options(inputs=[str(tmp_path / "in.parquet")], codecs="lz4", batch_sizes="16k", lingers="0,20",
+                   current_codec="none", current_batch_size="16k", current_linger_ms="0", partitions=2,
+                   out_dir=str(tmp_path / "rep"), progress=False, min_compress_mbps=0, min_read_mbps=0)
+    out = run_advise(opts, log=lines.append)
+    advice = {a.topic: a for a in out["advice"]}
+    assert set(advice) == {"plain-topic", hostile}
+    a = advice["plain-topic"]
+    assert a.codec_mix == {"none": 1.0} and a.partitions == 2
+    assert a.best is not None and a.best.setting.codec == "lz4" and a.saving > 0
+    text = "\n".join(lines)
+    assert "\x1b" not in text and "\\x1b[31m" in text
+    page = Path(out["paths"]["html"]).read_text()
+    assert "<b>$x$" not in page and "&lt;b&gt;$x$" in page
+    with open(out["paths"]["csv"]) as f:
+        assert {r["topic"] for r in csv.DictReader(f)} == {"plain-topic", hostile}
+    with pytest.raises(KcodecError, match="is not a Kafka topic name"):
+        run_advise(Options(**{**vars(opts), "write_dir": str(tmp_path / "w")}), log=lambda s: None)

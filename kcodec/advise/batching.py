@@ -32,6 +32,7 @@ Everything works on numpy columns; the only loop is one step per batch.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, List, Optional
 
 import numpy as np
@@ -146,21 +147,31 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
     cum = np.concatenate(([0], np.cumsum(sizes)))
     starts: List[int] = []
     estimate = 1.0
+    timed = linger_ms is not None and np.isfinite(linger_ms)
     a = 0
     while a < n:
         starts.append(a)
         factor = estimate * ESTIMATION_FACTOR if compressed else 1.0
         limit = max(batch_size, int(upper_bounds[a]))
-        # Records a+1.. join while header + factor * (records so far) + their own size fits.
-        room = (limit - BATCH_OVERHEAD) / factor
-        hi = int(np.searchsorted(cum, cum[a] + room, side="right"))  # past this even a 0-byte record fails
-        hi = min(max(hi, a + 1), n)
-        cand = np.arange(a + 1, hi)
-        fits = BATCH_OVERHEAD + (cum[cand] - cum[a]) * factor + sizes[cand] <= limit
-        if linger_ms is not None and np.isfinite(linger_ms):
-            fits &= ts[cand] - ts[a] <= linger_ms
-        stop = np.flatnonzero(~fits)
-        b = int(cand[stop[0]]) if len(stop) else hi
+        # Records a+1.. join while header + factor * (records so far) + their own size fits; past
+        # ``hi`` even a 0-byte record would not.
+        room = math.floor((limit - BATCH_OVERHEAD) / factor)
+        hi = min(max(int(np.searchsorted(cum, int(cum[a]) + room, side="right")), a + 1), n)
+        b, lo, width = hi, a + 1, 16
+        if lo < hi and ((timed and ts[lo] - ts[a] > linger_ms)
+                        or BATCH_OVERHEAD + (cum[lo] - cum[a]) * factor + sizes[lo] > limit):
+            lo = b = a + 1  # the next record already starts a new batch: no arrays needed
+        # Look at the candidates in growing windows: a batch that linger closes early costs little.
+        while lo < hi:
+            cand = np.arange(lo, min(lo + width, hi))
+            fits = BATCH_OVERHEAD + (cum[cand] - cum[a]) * factor + sizes[cand] <= limit
+            if timed:
+                fits &= ts[cand] - ts[a] <= linger_ms
+            stop = np.flatnonzero(~fits)
+            if len(stop):
+                b = int(cand[stop[0]])
+                break
+            lo, width = lo + width, width * 4
         if compressed and close is not None:
             estimate = update_estimate(estimate, close(a, b))
         a = b

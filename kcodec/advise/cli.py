@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.advise.grid import DEFAULT_BATCH_SIZES, DEFAULT_CODECS, DEFAULT_LINGERS
+from kcodec.advise.grid import DEFAULT_BATCH_SIZES, DEFAULT_CHUNK, DEFAULT_CODECS, DEFAULT_LINGERS, DEFAULT_SAMPLE
 
 __all__ = ["add_parser", "run"]
 
@@ -35,9 +35,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help=f"producer batch.size values (default {DEFAULT_BATCH_SIZES})")
     p.add_argument("--linger-ms", dest="lingers", default=DEFAULT_LINGERS,
                    help=f"producer linger.ms values (default {DEFAULT_LINGERS})")
-    p.add_argument("--sample", default="64MiB", help="bytes sampled per topic from logs or a cluster (default 64MiB)")
-    p.add_argument("--chunk", default="4MiB", help="bytes per sampled range (default 4MiB)")
-    p.add_argument("--records", type=int, default=200_000, help="sample size when generating (default 200000)")
+    p.add_argument("--sample", default=DEFAULT_SAMPLE,
+                   help=f"bytes sampled per topic from logs or a cluster (default {DEFAULT_SAMPLE})")
+    p.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
+    p.add_argument("--records", type=int, default=100_000, help="sample size when generating (default 100000)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--current-codec", default="none",
                    help="for record inputs (no batches): compression.type used today (default none)")

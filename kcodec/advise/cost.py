@@ -105,14 +105,13 @@ def load_prices(path: Optional[str], overrides: Dict[str, Optional[float]]):
     if path:
         p = Path(path)
         if not p.is_file():
-            raise KcodecError(f"--prices {path}: no such file", source=path)
+            raise KcodecError(f"--prices {path}: no such file")
         try:
             doc = json.loads(p.read_text())
         except (ValueError, UnicodeDecodeError) as exc:
-            raise KcodecError(f"--prices {path}: not JSON ({exc})", source=path) from None
+            raise KcodecError(f"--prices {path}: not JSON ({exc})") from None
         if not isinstance(doc, dict) or set(doc) - {"prices", "defaults", "topics"}:
-            raise KcodecError(f"--prices {path}: expected an object with prices, defaults and topics",
-                              source=path)
+            raise KcodecError(f"--prices {path}: expected an object with prices, defaults and topics")
     prices = _build(Prices, doc.get("prices", {}), f"--prices {path}: prices")
     prices = replace(prices, **{k: v for k, v in overrides.items() if v is not None and k in _names(Prices)})
     defaults = _build(TopicEconomics, doc.get("defaults", {}), f"--prices {path}: defaults")

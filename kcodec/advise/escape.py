@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["for_terminal", "for_html", "for_csv", "for_filename"]
+__all__ = ["for_terminal", "for_html", "for_csv", "for_filename", "for_chart"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -28,3 +28,8 @@ def for_csv(text: str) -> str:
 def for_filename(text: str) -> str:
     """A file name made of the text's safe characters (Kafka topic names already are)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", str(text))[:200] or "_"
+
+
+def for_chart(text: str, limit: int = 50) -> str:
+    """Text matplotlib draws as it is: ``$`` would start math mode."""
+    return for_terminal(str(text)[:limit]).replace("$", r"\$")

@@ -62,7 +62,7 @@ def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int) -> 
     for path in paths:
         p = Path(path)
         if not p.exists():
-            raise KcodecError(f"{path}: no such file or directory", source=path)
+            raise KcodecError(f"{path}: no such file or directory")
         kinds.append(fmt or _guess(p))
     if len(set(kinds)) > 1:
         raise KcodecError(f"inputs of different kinds ({', '.join(sorted(set(kinds)))}): give one kind at a time")
@@ -81,17 +81,17 @@ def _guess(p: Path) -> str:
     if p.is_file():
         if _SEGMENT_LOG.match(p.name) or p.suffix in (".log", ".index", ".timeindex"):
             raise KcodecError(f"{p}: a segment file; give the log directory holding its "
-                              f"<topic>-<partition> folder (here {p.parent.parent})", source=str(p))
+                              f"<topic>-<partition> folder (here {p.parent.parent})")
         if p.suffix in RECORD_SUFFIXES:
             return RECORD_SUFFIXES[p.suffix]
-        raise KcodecError(f"{p}: not a Kafka log directory, .parquet or .json file", source=str(p))
+        raise KcodecError(f"{p}: not a Kafka log directory, .parquet or .json file")
     if open_log_dir(p):
         return "kafka-log"
     found = {RECORD_SUFFIXES[f.suffix] for f in p.iterdir() if f.suffix in RECORD_SUFFIXES}
     if len(found) == 1:
         return found.pop()
     raise KcodecError(f"{p}: not a Kafka log directory (no <topic>-<partition> folder holding "
-                      f"NNNNNNNNNNNNNNNNNNNN.log segments) and no .parquet or .json files", source=str(p))
+                      f"NNNNNNNNNNNNNNNNNNNN.log segments) and no .parquet or .json files")
 
 
 def _add_log_dir(plan: InputPlan, path: Path, chunk_bytes: int) -> None:
@@ -117,7 +117,7 @@ def _add_log_dir(plan: InputPlan, path: Path, chunk_bytes: int) -> None:
         finally:
             part.close()
     if not plan.ranges:
-        raise KcodecError(f"{path}: the log directory holds no records (every segment is empty)", source=str(path))
+        raise KcodecError(f"{path}: the log directory holds no records (every segment is empty)")
 
 
 def plan_sample(ranges: Sequence[ChunkRange], sample_bytes: Optional[int]) -> List[ChunkRange]:

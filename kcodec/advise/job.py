@@ -14,8 +14,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 from kcodec.advise import cost as costs
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
+    DEFAULT_CHUNK,
     DEFAULT_CODECS,
     DEFAULT_LINGERS,
+    DEFAULT_SAMPLE,
     Setting,
     parse_batch_sizes,
     parse_codecs,
@@ -29,8 +31,6 @@ from kcodec.errors import KcodecError
 
 __all__ = ["run_advise", "Options", "check_options"]
 
-DEFAULT_SAMPLE = "64MiB"
-DEFAULT_CHUNK = "4MiB"
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Options:
     codecs: str = DEFAULT_CODECS
     batch_sizes: str = DEFAULT_BATCH_SIZES
     lingers: str = DEFAULT_LINGERS
-    records: int = 200_000
+    records: int = 100_000
     seed: int = 7
     current_codec: str = "none"
     current_batch_size: str = "16k"
@@ -146,7 +146,10 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
     from kcodec.advise.records import record_chunks, records_frame
 
     records = records_frame(spark, plan, o.records, o.seed, tasks)
-    return record_chunks(records, c.current, o.partitions, c.chunk_bytes), {}, None
+    # Measuring a chunk costs far more than making it: spread the chunks over more tasks than
+    # made them, so cores stay busy and the progress bar moves.
+    chunks = record_chunks(records, c.current, o.partitions, c.chunk_bytes).repartition(max(8, 4 * tasks))
+    return chunks, {}, None
 
 
 def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] = print, **kwargs) -> Dict:
@@ -174,7 +177,8 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     for topic in sorted(aggregates):
         econ = c.topics.get(topic, c.defaults)
         advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
-                                   c.current if c.plan.kind in ("records", "sample") else None, c.choose))
+                                   c.current if c.plan.kind in ("records", "sample") else None, c.choose,
+                                   c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
                "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
@@ -207,8 +211,10 @@ def _aggregate(rows) -> Dict[str, Dict]:
         F.mean(ratio).alias("ratio_mean"), F.stddev_samp(ratio).alias("ratio_std"), F.count("*").alias("chunks"),
         F.countDistinct("partition").alias("partitions")).collect()
     today = rows.filter(F.col("setting") == TODAY)
+    span = F.col("max_ts") - F.col("min_ts")
     profile = today.groupBy("topic").agg(
         F.min("min_ts").alias("min_ts"), F.max("max_ts").alias("max_ts"),
+        F.mean(F.when(span > 0, F.col("stored_bytes") / span)).alias("partition_rate"),
         F.sum("log_append_batches").alias("log_append_batches"),
         *[F.sum(F.col("codec_bytes")[i]).alias(f"codec_{i}") for i in range(len(CODEC_NAMES))],
         *[F.sum(F.col("magic_batches")[i]).alias(f"magic_{i}") for i in range(3)],
@@ -225,6 +231,7 @@ def _aggregate(rows) -> Dict[str, Dict]:
         out[d["topic"]] = {
             "profile": {
                 "min_ts": d["min_ts"], "max_ts": d["max_ts"], "log_append_batches": d["log_append_batches"],
+                "partition_rate": d["partition_rate"],
                 "codec_bytes": {CODEC_NAMES[i]: d[f"codec_{i}"] for i in range(len(CODEC_NAMES))},
                 "magic_batches": {i: d[f"magic_{i}"] for i in range(3)},
                 "record_size_hist": [d[f"hist_{i}"] for i in range(HIST_BINS)],

@@ -137,8 +137,15 @@ def _measured(row: Dict) -> Measured:
 
 
 def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,
-                 rule: Rule, current: Optional[Setting] = None, choose: Optional[Setting] = None) -> TopicAdvice:
-    """Cost every measured setting of one topic and pick what to set."""
+                 rule: Rule, current: Optional[Setting] = None, choose: Optional[Setting] = None,
+                 sampled_partitions: Optional[int] = None) -> TopicAdvice:
+    """Cost every measured setting of one topic and pick what to set.
+
+    Bytes per day: ``known_bytes`` (all segments of the topic) over the
+    timestamps' span; for a sample of a cluster (``sampled_partitions`` is the
+    topic's partition count) the mean rate of the sampled chunks per partition
+    times the partitions; else the measured records over their span.
+    """
     rows = agg["settings"]
     today = _measured(next(r for r in rows if r["setting"] == TODAY))
     results = sorted((_measured(r) for r in rows if r["setting"] != TODAY), key=lambda m: m.setting)
@@ -149,6 +156,9 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     span_ms = (prof["max_ts"] - prof["min_ts"]) if prof.get("min_ts") is not None else 0
     if econ.bytes_per_day is not None:
         per_day, source = float(econ.bytes_per_day), "given (--prices)"
+    elif sampled_partitions and prof.get("partition_rate"):
+        per_day = prof["partition_rate"] * MS_PER_DAY * sampled_partitions
+        source = f"the sampled chunks' mean rate x {sampled_partitions} partitions"
     elif span_ms > 0:
         per_day = stored_total / (span_ms / MS_PER_DAY)
         source = f"{'all segments' if known_bytes else 'the measured records'} over their timestamps' span"

@@ -43,7 +43,7 @@ def records_frame(spark, plan: InputPlan, records: int, seed: int, tasks: int):
     df = spark.read.format(plan.record_format).load(plan.record_paths)
     if "value" not in df.columns:
         raise KcodecError(f"{', '.join(plan.record_paths)}: the records need a 'value' column "
-                          f"(found {', '.join(df.columns)})", source=plan.record_paths[0])
+                          f"(found {', '.join(df.columns)})")
     for name in ("key", "value"):
         if name in df.columns and dict(df.dtypes)[name] == "string":
             df = df.withColumn(name, F.col(name).cast("binary"))

@@ -1,12 +1,15 @@
 """``--write DIR``: each topic's records rewritten as segment folders with its recommended setting."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable, Dict, Sequence
 
 from kcodec.errors import KcodecError
 
 __all__ = ["write_topics"]
+
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable[[str], None]) -> Dict[str, str]:
@@ -26,6 +29,9 @@ def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable
         df = records_frame(spark, plan, options.records, options.seed,
                            options.tasks or spark.sparkContext.defaultParallelism)
     written = {}
+    for a in advice:
+        if not _TOPIC.fullmatch(a.topic):
+            raise KcodecError(f"--write {out}: {a.topic!r} is not a Kafka topic name ([a-zA-Z0-9._-], at most 249)")
     for a in advice:
         if a.best is None:
             log(f"--write: {a.topic} keeps today's settings; not written")
