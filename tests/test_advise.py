@@ -23,6 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 BIG = 10 ** 9  # a batch.size no test reaches
 
 
+def kcodec_id(name: str) -> int:
+    from kcodec import CompressionType
+
+    return int(CompressionType.of(name))
+
+
 def _cut(ts, sizes, batch_size, linger, upper=None, **kw):
     sizes = np.asarray(sizes)
     upper = np.asarray(upper if upper is not None else sizes + 61)
@@ -224,7 +230,8 @@ def test_advise_reports_each_topic_as_written(spark, estate, tmp_path):
     root, expected = estate
     lines = []
     out = run_advise(Options(inputs=[str(root)], codecs="zstd:1,lz4", batch_sizes="16k,256k", lingers="0,100",
-                             out_dir=str(tmp_path / "rep"), progress=False, sample="1MiB"), log=lines.append)
+                             out_dir=str(tmp_path / "rep"), progress=False, sample="1MiB",
+                             write_dir=str(tmp_path / "written")), log=lines.append)
     advice = {a.topic: a for a in out["advice"]}
     assert sorted(advice) == sorted(expected)
     for topic, exp in expected.items():
@@ -250,8 +257,17 @@ def test_advise_reports_each_topic_as_written(spark, estate, tmp_path):
     assert len(rows) == 5 * (1 + 2 * 2 * 3)  # today + every setting (none always measured)
     page = Path(out["paths"]["html"]).read_text()
     assert page.count("<section") == 5 and "data:image/png;base64," in page
+    from kcodec.log import open_log_dir
+    from kcodec.records.framing import iter_entries
+
+    written = open_log_dir(tmp_path / "written")
+    assert set(out["written"]) == {a.topic for a in out["advice"] if a.best is not None}
     for a in out["advice"]:
         if a.best is not None:
+            parts = [p for (t, _), p in written.items() if t == a.topic]
+            data = b"".join(seg.path.read_bytes() for p in parts for seg in p.segments)
+            codecs = {data[e.position + 22] & 7 for e in iter_entries(data)}
+            assert codecs == {kcodec_id(a.best.setting.codec)}, a.topic
             assert a.best.setting.linger_ms <= 100 and a.saving > 0
             assert set(a.config()) >= {"compression.type", "batch.size", "linger.ms"}
             assert math.isfinite(a.best.ratio_std)

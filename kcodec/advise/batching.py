@@ -38,6 +38,7 @@ from typing import Callable, List, Optional
 import numpy as np
 
 __all__ = [
+    "LIMITS",
     "BATCH_OVERHEAD",
     "ESTIMATION_FACTOR",
     "record_sizes",
@@ -47,6 +48,9 @@ __all__ = [
     "form_batches",
 ]
 
+LIMITS = ("each partition's records are re-batched by their timestamps as Kafka's producer would; the replay "
+          "cannot know how many producers wrote a topic, their in-flight limits and send latency, or "
+          "buffer.memory back-pressure")
 BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
 IMPROVING_STEP = 0.005  # CompressionRatioEstimator.COMPRESSION_RATIO_IMPROVING_STEP

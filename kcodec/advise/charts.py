@@ -2,8 +2,8 @@
 
 Points are not labelled one by one, which cannot stay readable where settings
 cluster: colour says the codec, marker size the batch size, marker shape the
-linger; only today and the recommendation carry a label, in boxes placed
-apart with arrows to their points.
+linger, a star marks today and a black ring the recommendation, all explained
+in a legend outside the axes.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def overview_png(advice: Sequence[TopicAdvice], top: int = 25) -> bytes:
 def topic_png(a: TopicAdvice) -> bytes:
     """Ratio against compression throughput, the batch.size x linger.ms effect, and the cost breakdown."""
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), gridspec_kw={"width_ratios": [2.2, 1.6, 1]})
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), gridspec_kw={"width_ratios": [2.2, 1.6, 1]})
     ax = axes[0]
     codecs = sorted({m.setting.codec for m in a.results})
     colors = dict(zip(codecs, plt.cm.tab10.colors))
@@ -67,14 +67,11 @@ def topic_png(a: TopicAdvice) -> bytes:
                    s=25 + 55 * sizes.index(m.setting.batch_bytes),
                    marker=_LINGER_MARKERS[lingers.index(m.setting.linger_ms) % len(_LINGER_MARKERS)], alpha=0.75,
                    edgecolors="black" if m is a.best else "none", linewidths=2)
-    ax.scatter(a.today.compress_mbps, a.today.ratio, marker="*", s=260, color="black", zorder=5)
-    ax.annotate(f"today {a.today.ratio:.2f}x", (a.today.compress_mbps, a.today.ratio), xytext=(0.02, 0.95),
-                textcoords="axes fraction", va="top", fontsize=9, arrowprops={"arrowstyle": "->", "color": "gray"},
-                bbox={"boxstyle": "round", "fc": "#fee", "ec": "gray"})
+    ax.scatter(a.today.compress_mbps, a.today.ratio, marker="*", s=260, color="black", zorder=5,
+               label=f"today ({a.today.ratio:.2f}x)")
     if a.best is not None:
-        ax.annotate(f"set {a.best.label}", (a.best.compress_mbps, a.best.ratio), xytext=(0.98, 0.05),
-                    textcoords="axes fraction", ha="right", fontsize=9,
-                    arrowprops={"arrowstyle": "->", "color": "gray"}, bbox={"boxstyle": "round", "fc": "#efe", "ec": "gray"})
+        ax.scatter([], [], marker="s", facecolors="none", edgecolors="black", linewidths=2, s=80,
+                   label=f"set {a.best.label}")
     ax.set_xscale("log")
     ax.set_xlabel("compression MB/s per core (log)")
     ax.set_ylabel("compression ratio")
@@ -83,7 +80,9 @@ def topic_png(a: TopicAdvice) -> bytes:
         ax.scatter([], [], color=colors[c], label=c)
     for i, g in enumerate(lingers):
         ax.scatter([], [], color="gray", marker=_LINGER_MARKERS[i % len(_LINGER_MARKERS)], label=f"linger {g} ms")
-    ax.legend(fontsize=7, loc="center right", title="size = batch.size", title_fontsize=7)
+    # The legend sits outside the axes, so it never hides a point.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="size = batch.size",
+              title_fontsize=7)
     ax.set_title(f"{for_chart(a.topic)}: ratio against speed", fontsize=10)
 
     ax = axes[1]

@@ -12,8 +12,8 @@ __all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "par
            "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS"]
 
 DEFAULT_CODECS = "none,gzip,snappy,lz4,zstd:1,3,9"
-DEFAULT_BATCH_SIZES = "16k,256k,1m"
-DEFAULT_LINGERS = "0,5,100"
+DEFAULT_BATCH_SIZES = "16k,1m"
+DEFAULT_LINGERS = "5,100"
 DEFAULT_SAMPLE = "64MiB"  # per topic, from logs or a cluster
 DEFAULT_CHUNK = "4MiB"  # a sampled range holds several of the largest default batch.size
 # IEC units (KiB, MiB, ...) and the one-letter forms Kafka users write for batch.size (16k) are

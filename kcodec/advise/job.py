@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from kcodec.advise import cost as costs
+from kcodec.advise.batching import LIMITS
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
     DEFAULT_CHUNK,
@@ -183,7 +184,8 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
                "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
                "prices used": vars(c.prices),
-               "throughput": "MB/s of key, value and header bytes per core (sum of task times)"}
+               "throughput": "MB/s of key, value and header bytes per core (sum of task times)",
+               "replay": LIMITS}
     if c.current_bytes is not None:
         context["current size"] = o.current_size
     log("")

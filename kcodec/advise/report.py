@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from kcodec.advise.batching import LIMITS
 from kcodec.advise.escape import for_csv, for_filename, for_html, for_terminal
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
@@ -18,7 +19,8 @@ __all__ = ["summary_text", "details_text", "write_reports"]
 
 
 def _money(x: float) -> str:
-    return f"${x:,.0f}" if abs(x) >= 10 else f"${x:,.2f}"
+    sign = "-" if x < 0 else ""
+    return f"{sign}${abs(x):,.0f}" if abs(x) >= 10 else f"{sign}${abs(x):,.2f}"
 
 
 def _mix(a: TopicAdvice) -> str:
@@ -64,6 +66,7 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
     saved = total_today - total_best
     lines.append(f"total: {_money(total_today)}/month today, {_money(total_best)}/month with the settings above: "
                  f"{_money(saved)}/month saved ({saved / max(total_today, 1e-9) * 100:.0f}%)")
+    lines.append(f"replay: {LIMITS}")
     if current_bytes is not None:
         today_stored = sum(a.today.stored_bytes for a in advice)
         after = sum((a.best or a.today).stored_bytes for a in advice)
