@@ -191,10 +191,10 @@ def test_cli_error_is_one_line_before_spark(tmp_path):
 
 def test_sample_spreads_over_partitions_and_time():
     ranges = [ChunkRange("t", p, i, f"/x/{p}", i * 100, (i + 1) * 100) for p in range(3) for i in range(10)]
-    picked = plan_sample(ranges, 900)  # 9 of 30 chunks: 3 per partition, first, middle and last
-    assert sorted((r.partition, r.chunk) for r in picked) == [(p, i) for p in range(3) for i in (0, 4, 9)] or \
-        sorted((r.partition, r.chunk) for r in picked) == [(p, i) for p in range(3) for i in (0, 5, 9)]
-    assert len(plan_sample(ranges, 100)) == 1  # fewer chunks than partitions
+    picked = plan_sample(ranges, 900)  # 9 of 30 chunks: 3 per partition, the middle of each third of it
+    assert sorted((r.partition, r.chunk) for r in picked) == [(p, i) for p in range(3) for i in (1, 5, 8)]
+    one = plan_sample(ranges, 100)  # fewer chunks than partitions: the middle partition's middle chunk
+    assert [(r.partition, r.chunk) for r in one] == [(1, 5)]
     assert len(plan_sample(ranges, None)) == 30
     assert len(plan_sample(ranges, 10 ** 9)) == 30
 

@@ -47,6 +47,7 @@ class InputPlan:
     ranges: List[ChunkRange] = field(default_factory=list)  # every range of every log directory
     topic_bytes: Dict[str, int] = field(default_factory=dict)  # stored bytes of each topic, all segments
     topic_partitions: Dict[str, int] = field(default_factory=dict)
+    topic_span_ms: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # first and largest timestamp
     record_paths: List[str] = field(default_factory=list)
     record_format: Optional[str] = None
     seen: set = field(default_factory=set)
@@ -105,6 +106,7 @@ def _add_log_dir(plan: InputPlan, path: Path, chunk_bytes: int) -> None:
         plan.topic_partitions[topic] = plan.topic_partitions.get(topic, 0) + 1
         n = 0
         try:
+            _add_span(plan, topic, [seg for seg in part.segments if seg.size])
             for seg in part.segments:
                 if seg.size == 0:  # a freshly rolled active segment holds nothing yet
                     continue
@@ -120,12 +122,33 @@ def _add_log_dir(plan: InputPlan, path: Path, chunk_bytes: int) -> None:
         raise KcodecError(f"{path}: the log directory holds no records (every segment is empty)")
 
 
+def _add_span(plan: InputPlan, topic: str, segments) -> None:
+    """The partition's first batch timestamp (its header) and largest one (the last time index entry)."""
+    if not segments:
+        return
+    with open(segments[0].path, "rb") as f:
+        head = f.read(35)
+    if len(head) < 35 or head[16] != 2:  # v0/v1 message sets: the span comes from the sample
+        return
+    first = int.from_bytes(head[27:35], "big", signed=True)
+    try:
+        stamps = segments[-1].time_index.entries["timestamp"]
+    except (KcodecError, OSError):
+        return
+    if len(stamps) == 0 or first < 0:
+        return
+    last = int(stamps[-1])
+    lo, hi = plan.topic_span_ms.get(topic, (first, last))
+    plan.topic_span_ms[topic] = (min(lo, first), max(hi, last))
+
+
 def plan_sample(ranges: Sequence[ChunkRange], sample_bytes: Optional[int]) -> List[ChunkRange]:
     """Whole-batch ranges of about ``sample_bytes`` per topic, spread over partitions and time.
 
     Each partition gets a share of the chunks in proportion to its bytes (at
-    least one while there are chunks enough for every partition), taken evenly
-    from its first to its last range, so the sample spans the topic's time.
+    least one while there are chunks enough for every partition): the middle
+    range of each of that many equal stretches of the partition, so every
+    period of the topic's time weighs alike.
     """
     by_topic: Dict[str, Dict[int, List[ChunkRange]]] = {}
     for r in ranges:
@@ -140,7 +163,7 @@ def plan_sample(ranges: Sequence[ChunkRange], sample_bytes: Optional[int]) -> Li
         want = max(1, math.ceil(sample_bytes / (total / count)))
         keys = sorted(parts)
         if want < len(keys):  # fewer chunks than partitions: partitions spread evenly
-            keys = [keys[i] for i in np.unique(np.linspace(0, len(keys) - 1, want).round().astype(int))]
+            keys = [keys[i] for i in np.unique(((np.arange(want) + 0.5) * len(keys) / want).astype(int))]
             shares = {k: 1 for k in keys}
         else:
             weight = np.array([sum(r.size for r in parts[k]) for k in keys], dtype=float)
@@ -151,7 +174,8 @@ def plan_sample(ranges: Sequence[ChunkRange], sample_bytes: Optional[int]) -> Li
             shares = dict(zip(keys, base.tolist()))
         for k in keys:
             rs = parts[k]
-            idx = np.unique(np.linspace(0, len(rs) - 1, min(shares[k], len(rs))).round().astype(int))
+            take = min(shares[k], len(rs))
+            idx = np.unique(((np.arange(take) + 0.5) * len(rs) / take).astype(int))
             out.extend(rs[i] for i in idx)
     return out
 

@@ -138,7 +138,7 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
     plan = c.plan
     if plan.kind == "logs":
         picked = plan_sample(plan.ranges, c.sample_bytes)
-        return read_chunks(spark, picked, max(tasks, len(picked))), dict(plan.topic_bytes), len(picked)
+        return read_chunks(spark, picked, max(tasks, len(picked))), plan.topic_bytes, len(picked)
     if plan.kind == "cluster":
         from kcodec.advise.cluster import cluster_chunks
 
@@ -177,6 +177,9 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     advice: List[TopicAdvice] = []
     for topic in sorted(aggregates):
         econ = c.topics.get(topic, c.defaults)
+        if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
+            aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
+                c.plan.topic_span_ms[topic]
         advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
                                    c.current if c.plan.kind in ("records", "sample") else None, c.choose,
                                    c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
