@@ -204,7 +204,10 @@ def _read_ranges(batches):
 
 def cluster_input(bootstrap: str, topic_regex: Optional[str], timeout_s: float) -> InputPlan:
     """Check a live cluster before Spark starts (the reader lives in :mod:`kcodec.advise.cluster`)."""
-    from kcodec.advise.cluster import check_cluster
+    try:
+        from kcodec.advise.cluster import check_cluster
+    except ImportError as exc:
+        raise KcodecError(f"--bootstrap-server {bootstrap}: the cluster reader is not available ({exc})") from None
 
     found: List[Tuple[str, int]] = list(check_cluster(bootstrap, topic_regex, timeout_s=timeout_s))
     if not found:

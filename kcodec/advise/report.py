@@ -86,7 +86,7 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
         lines.append(f"  today: records/batch p10/p50/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f} "
                      f"(mean {br['mean']:.1f}); bytes/batch {format_size(bb['p10'])}/{format_size(bb['p50'])}/"
                      f"{format_size(bb['p90'])}; magic {', '.join(f'v{k}: {v}' for k, v in p['magic_batches'].items() if v)} "
-                     f"batches; ratio {a.today.ratio:.2f}x +/- {a.today.ratio_std:.2f}")
+                     f"batches; ratio {a.today.ratio:.2f}x +/- {a.today.ratio_std:.2f}; {_record_sizes(p)}")
         head = f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}"
         lines.append(head)
         rows = sorted(a.results, key=lambda m: m.cost.total)[:top]
@@ -96,6 +96,21 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
                          f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {_money(m.cost.total):>9} "
                          f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
     return "\n".join(lines)
+
+
+def _record_sizes(profile: Dict) -> str:
+    """The median record's size class, from the power-of-two histogram of key+value+header bytes."""
+    hist = profile["record_size_hist"]
+    total = sum(hist)
+    if not total:
+        return "no records"
+    run = 0
+    for i, n in enumerate(hist):
+        run += n
+        if run * 2 >= total:
+            lo = 0 if i == 0 else 2 ** (i - 1)
+            return f"median record {format_size(lo)}-{format_size(2 ** i)}"
+    return ""
 
 
 def _doc(a: TopicAdvice) -> Dict:
