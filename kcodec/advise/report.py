@@ -8,7 +8,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from kcodec.advise.batching import LIMITS
 from kcodec.advise.escape import for_csv, for_filename, for_html, for_terminal
