@@ -7,6 +7,7 @@ renumbered (the base offset is outside the batch CRC).
 """
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from pathlib import Path
@@ -89,4 +90,16 @@ def build_estate(root: Path, scale: int = 1) -> Dict[str, Dict]:
 
     write("java-json", 0, java_batches(10 * scale))
     expected["java-json"]["records_per_batch"] = 100
+
+    # Java's segment across message-format upgrades: v0 and v1 message sets, then v2 batches with
+    # transaction markers (control batches carry no data records) and LogAppendTime batches.
+    doc = json.loads((FIXTURES / "segment_mixed.json").read_text())
+    write_partition(root / "legacy-mixed-0", [(FIXTURES / "segment_mixed.bin").read_bytes()])
+    codec_bytes: Dict[str, int] = {}
+    for b in doc["batches"]:
+        codec_bytes[b["compression"]] = codec_bytes.get(b["compression"], 0) + b["sizeInBytes"]
+    expected["legacy-mixed"] = {
+        "codec_bytes": codec_bytes, "records_per_batch": None,
+        "batches": sum(1 for b in doc["batches"] if not b.get("isControlBatch")),
+        "magic": {m: sum(1 for b in doc["batches"] if b["magic"] == m) for m in range(3)}}
     return expected

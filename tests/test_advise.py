@@ -1,5 +1,5 @@
 """``kcodec advise``: the producer replay, the cost model, argument checks, sampling, and a Spark run
-on a five-topic estate whose batches are known."""
+on a six-topic estate whose batches are known."""
 from __future__ import annotations
 
 import csv
@@ -238,11 +238,18 @@ def test_advise_reports_each_topic_as_written(spark, estate, tmp_path):
         a = advice[topic]
         total = sum(exp["codec_bytes"].values())
         assert a.codec_mix == pytest.approx({k: v / total for k, v in exp["codec_bytes"].items()}), topic
+        assert a.today.batches == exp["batches"], topic
+        if exp["records_per_batch"] is None:
+            continue
         br = a.profile["batch_records"]
         assert (br["p10"], br["p50"], br["p90"], br["mean"]) == (exp["records_per_batch"],) * 4, topic
-        assert a.today.batches == exp["batches"], topic
         assert a.timestamp_type == "CreateTime"
+        assert a.profile["magic_batches"] == {0: 0, 1: 0, 2: exp["batches"]}
         assert a.today.cost.total > 0 and all(m.cost.total > 0 for m in a.results)
+    legacy = advice["legacy-mixed"]
+    assert legacy.profile["magic_batches"] == expected["legacy-mixed"]["magic"]
+    assert legacy.timestamp_type == "CreateTime and LogAppendTime"
+    assert legacy.today.records == 588  # 593 records less 5 transaction markers
     assert advice["events-json"].partitions == 2
     assert advice["binary"].today.ratio == pytest.approx(1.0, abs=0.01)  # random bytes
     assert advice["precompressed"].today.ratio == pytest.approx(1.0)  # stored without a codec
@@ -254,9 +261,9 @@ def test_advise_reports_each_topic_as_written(spark, estate, tmp_path):
     assert [t["topic"] for t in doc["topics"]] == sorted(expected)
     with open(out["paths"]["csv"]) as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 5 * (1 + 2 * 2 * 3)  # today + every setting (none always measured)
+    assert len(rows) == 6 * (1 + 2 * 2 * 3)  # today + every setting (none always measured)
     page = Path(out["paths"]["html"]).read_text()
-    assert page.count("<section") == 5 and "data:image/png;base64," in page
+    assert page.count("<section") == 6 and "data:image/png;base64," in page
     from kcodec.log import open_log_dir
     from kcodec.records.framing import iter_entries
 
