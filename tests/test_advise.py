@@ -312,3 +312,26 @@ def test_parquet_topics_escaped_and_written(spark, tmp_path):
         assert {r["topic"] for r in csv.DictReader(f)} == {"plain-topic", hostile}
     with pytest.raises(KcodecError, match="is not a Kafka topic name"):
         run_advise(Options(**{**vars(opts), "write_dir": str(tmp_path / "w")}), log=lambda s: None)
+
+
+def test_corrupt_batch_is_named_by_file_and_byte(spark, tmp_path):
+    import pyarrow as pa
+
+    import kcodec
+    from kcodec.advise.job import run_advise
+    from kcodec.log import write_partition
+
+    table = pa.table({"value": pa.array([b"value %d" % i for i in range(200)], pa.binary())})
+    batches = kcodec.from_arrow(table, compression="lz4", max_batch_bytes=1024)
+    write_partition(tmp_path / "logs" / "t-0", [b"".join(batches)])
+    seg = tmp_path / "logs" / "t-0" / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    bad = len(batches[0]) + 70  # inside the second batch's records
+    data[bad] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    with pytest.raises(KcodecError) as err:
+        run_advise(Options(inputs=[str(tmp_path / "logs")], codecs="lz4", batch_sizes="16k", lingers="5",
+                           out_dir=str(tmp_path / "rep"), progress=False), log=lambda s: None)
+    assert err.value.source == str(seg)
+    assert err.value.position == len(batches[0])  # the batch whose CRC fails
+    assert "t-0: Record is corrupt" in str(err.value)

@@ -26,7 +26,7 @@ from kcodec.advise.grid import (
     parse_size,
 )
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
-from kcodec.advise.measure import CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
+from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.errors import KcodecError
 
@@ -164,12 +164,21 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     c = check_options(o)
     log(f"kcodec advise: {c.plan.description}; {len(c.settings)} settings per chunk; starting Spark ...")
     spark = get_session(o.master, "kcodec-advise")
+    # A task's error reaches the driver and is reported in one line; Spark's own log of it would
+    # print the same error again as pages of stack traces.
+    spark.sparkContext.setLogLevel("OFF")
     tasks = o.tasks or spark.sparkContext.defaultParallelism
     chunks, topic_bytes, n_chunks = _chunks(spark, o, c, tasks)
     settings = list(c.settings)
     rows = chunks.mapInArrow(lambda it: measure_batches(it, settings), METRICS_DDL).cache()
     with SparkProgress(spark, "measuring chunks", enabled=o.progress, log=log):
-        measured = rows.count()
+        try:
+            measured = rows.count()
+        except Exception as exc:  # Spark's wrapper of a task's error
+            text = str(exc)
+            if CHUNK_ERROR not in text:
+                raise
+            raise _chunk_error(text[text.index(CHUNK_ERROR) + len(CHUNK_ERROR):].splitlines()[0], c.plan) from None
     if measured == 0:
         raise KcodecError(f"{c.plan.description}: no records to measure")
     aggregates = _aggregate(rows)
@@ -203,6 +212,20 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     elapsed = time.perf_counter() - started
     log(f"done in {elapsed:.0f}s")
     return {"advice": advice, "paths": paths, "written": written, "seconds": elapsed, "chunks": n_chunks}
+
+
+def _chunk_error(line: str, plan: InputPlan) -> KcodecError:
+    """A measuring task's error, located in the file it came from where the input was a log directory."""
+    topic, partition, chunk, pos, offset, message = line.split("\t", 5)
+    batch_offset = int(offset) if offset else None
+    where = next((r for r in plan.ranges if (r.topic, r.partition, r.chunk) == (topic, int(partition), int(chunk))),
+                 None)
+    if where is None:
+        at = f" at byte {pos} of the range" if int(pos) >= 0 else ""
+        return KcodecError(f"{topic}-{partition}, sampled range {chunk}{at}: {message}", batch_offset=batch_offset)
+    position = where.start + int(pos) if int(pos) >= 0 else None
+    return KcodecError(f"{topic}-{partition}: {message}", position=position, batch_offset=batch_offset,
+                       source=where.path)
 
 
 def _aggregate(rows) -> Dict[str, Dict]:

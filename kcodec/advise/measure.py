@@ -17,11 +17,13 @@ from kcodec.advise.batching import BATCH_OVERHEAD, form_batches, record_sizes, r
 from kcodec._native.columnar import encode_columnar
 from kcodec.advise.grid import Setting
 from kcodec.arrow import _compressed_batches
+from kcodec.errors import KcodecError
 
 __all__ = ["METRICS_DDL", "TODAY", "CODEC_NAMES", "HIST_BINS", "measure_chunk", "record_columns",
            "BatchEncoder"]
 
 TODAY = "today"
+CHUNK_ERROR = "kcodec advise chunk error: "
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd", "other")
 HIST_BINS = 32  # record sizes in powers of two: bin i holds sizes in [2**(i-1), 2**i)
 ONE_BATCH = 2 ** 31 - 1
@@ -269,6 +271,13 @@ def measure_batches(batches: Iterator, settings: Sequence[Setting]):
             partition = b.column(1)[i].as_py()
             chunk = b.column(2)[i].as_py()
             data = b.column(3)[i].as_buffer()
-            rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", settings)
+            try:
+                rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", settings)
+            except KcodecError as exc:
+                # Spark wraps a task's exception in its own; the marked line lets the driver say it in one
+                # line, with the file and byte it knows for the range.
+                pos = -1 if exc.position is None else exc.position
+                off = "" if exc.batch_offset is None else exc.batch_offset
+                raise KcodecError(f"{CHUNK_ERROR}{topic}\t{partition}\t{chunk}\t{pos}\t{off}\t{exc.message}") from None
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=schema)
