@@ -171,7 +171,7 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     chunks, topic_bytes, n_chunks = _chunks(spark, o, c, tasks)
     settings = list(c.settings)
     rows = chunks.mapInArrow(lambda it: measure_batches(it, settings), METRICS_DDL).cache()
-    with SparkProgress(spark, "measuring chunks", enabled=o.progress, log=log):
+    with SparkProgress(spark, "measuring chunks", enabled=o.progress):
         try:
             measured = rows.count()
         except Exception as exc:  # Spark's wrapper of a task's error

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Callable, Optional
+from typing import Optional
 
 __all__ = ["SparkProgress"]
 
@@ -11,21 +11,21 @@ __all__ = ["SparkProgress"]
 class SparkProgress:
     """``with SparkProgress(spark, "measuring"): df.count()`` shows tasks done of all tasks, and an ETA."""
 
-    def __init__(self, spark, what: str, *, enabled: bool = True, interval: float = 0.5,
-                 log: Optional[Callable[[str], None]] = None) -> None:
+    def __init__(self, spark, what: str, *, enabled: bool = True, interval: float = 0.5) -> None:
         self.sc = spark.sparkContext
         self.what = what
         self.enabled = enabled
         self.interval = interval
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._seen = set()
 
     def _poll(self) -> None:
         from tqdm import tqdm
 
         tracker = self.sc.statusTracker()
+        # drawn on a terminal only, so logs and CI output get no carriage-return spam
         bar = tqdm(total=0, desc=self.what, unit="task", file=sys.stderr, dynamic_ncols=True,
+                   disable=not sys.stderr.isatty(),
                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} tasks "
                               "[{elapsed}<{remaining}]")
         done: dict = {}
