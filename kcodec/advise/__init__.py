@@ -1,8 +1,7 @@
-"""``kcodec advise``: measure Kafka codecs, levels and batch sizes on your data, with Spark."""
-from kcodec.advise.grid import Setting, parse_batch_sizes, parse_codecs
-from kcodec.advise.report import recommend
+"""``kcodec advise``: per Kafka topic, which compression and batching to set and what it saves, with Spark."""
+from kcodec.advise.grid import Setting, parse_batch_sizes, parse_codecs, parse_lingers
 
-__all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "recommend", "run_advise"]
+__all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "run_advise"]
 
 
 def run_advise(*args, **kwargs):

@@ -3,46 +3,76 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.advise.grid import DEFAULT_BATCH_SIZES, DEFAULT_CODECS
+from kcodec.advise.grid import DEFAULT_BATCH_SIZES, DEFAULT_CHUNK, DEFAULT_CODECS, DEFAULT_LINGERS, DEFAULT_SAMPLE
 
 __all__ = ["add_parser", "run"]
 
+# flag -> field of kcodec.advise.cost.Prices or TopicEconomics
+_PRICE_FLAGS = {
+    "--block-gb-month": ("block_gb_month", "block storage $ per GB-month (default 0.08, EBS gp3)"),
+    "--object-gb-month": ("object_gb_month", "object storage $ per GB-month for tiered storage (default 0.023, S3)"),
+    "--cross-zone-gb": ("cross_zone_gb", "$ per GB crossing availability zones (default 0.02: 0.01 out + 0.01 in)"),
+    "--vcpu-hour": ("vcpu_hour", "$ per vCPU-hour (default 0.048, m5.large)"),
+    "--retention-days": ("retention_days", "topic retention in days (default 7)"),
+    "--replication-factor": ("replication_factor", "replication factor (default 3)"),
+    "--consumer-groups": ("consumer_groups", "consumer groups reading each topic (default 1)"),
+    "--producer-cross-zone": ("producer_cross_zone", "share of producer traffic crossing zones (default 0.67)"),
+    "--consumer-cross-zone": ("consumer_cross_zone", "share of consumer traffic crossing zones (default 0.67)"),
+    "--local-retention-days": ("local_retention_days", "tiered storage: days kept on broker disks"),
+}
+
 
 def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", nargs="?", help="a Kafka log directory, or Parquet/JSON with key/value columns "
-                                            "(default: generate a realistic sample)")
+    p.add_argument("inputs", nargs="*", metavar="input",
+                   help="broker log directories (log.dirs), or Parquet/JSON with key/value columns "
+                        "(default: generate a realistic sample of three topics)")
     p.add_argument("--format", dest="input_format", help="input format: kafka-log, parquet or json")
+    p.add_argument("--bootstrap-server", help="read a bounded sample from a live cluster, HOST:PORT")
+    p.add_argument("--topic", help="with --bootstrap-server: topics matching this regular expression")
     p.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")
-    p.add_argument("--codecs", default=DEFAULT_CODECS,
-                   help=f"codecs and levels to measure (default {DEFAULT_CODECS})")
+    p.add_argument("--codecs", default=DEFAULT_CODECS, help=f"codecs and levels (default {DEFAULT_CODECS})")
     p.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES,
-                   help=f"batch sizes (Kafka batch.size) to measure (default {DEFAULT_BATCH_SIZES})")
-    p.add_argument("--records", type=int, default=200_000, help="sample size when generating (default 200000)")
+                   help=f"producer batch.size values (default {DEFAULT_BATCH_SIZES})")
+    p.add_argument("--linger-ms", dest="lingers", default=DEFAULT_LINGERS,
+                   help=f"producer linger.ms values (default {DEFAULT_LINGERS})")
+    p.add_argument("--sample", default=DEFAULT_SAMPLE,
+                   help=f"bytes sampled per topic from logs or a cluster (default {DEFAULT_SAMPLE})")
+    p.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
+    p.add_argument("--records", type=int, default=100_000, help="sample size when generating (default 100000)")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--current-codec", default="none", help="what the data uses today (default none)")
-    p.add_argument("--current-batch-size", default="16k", help="batch.size used today (default 16k)")
-    p.add_argument("--current-size", help="today's storage for the whole data set, e.g. 40TB, to project savings")
-    p.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
-    p.add_argument("--write", dest="write_dir", help="write the data recompressed with the chosen setting here")
-    p.add_argument("--choose", help="setting to write instead of the recommended one, e.g. zstd:3@256k")
-    p.add_argument("--partitions", type=int, default=1, help="Kafka partitions for --write (murmur2 of the key)")
+    p.add_argument("--current-codec", default="none",
+                   help="for record inputs (no batches): compression.type used today (default none)")
+    p.add_argument("--current-batch-size", default="16k", help="for record inputs: batch.size today (default 16k)")
+    p.add_argument("--current-linger-ms", default="5", help="for record inputs: linger.ms today (default 5)")
+    p.add_argument("--current-size", help="today's stored size of all the data, e.g. 40TB or 40TiB, to project")
+    p.add_argument("--partitions", type=int, default=1, help="for record inputs: partitions per topic (default 1)")
+    p.add_argument("--prices", help="JSON file of prices and per-topic retention, replication, consumers")
+    for flag, (_, text) in _PRICE_FLAGS.items():
+        p.add_argument(flag, type=float, help=text)
     p.add_argument("--min-compress-mbps", type=float, default=50.0)
     p.add_argument("--min-read-mbps", type=float, default=100.0)
+    p.add_argument("--max-linger-ms", type=float, default=100.0, help="latency budget for linger.ms (default 100)")
+    p.add_argument("--min-saving", type=float, default=0.05,
+                   help="share of today's $/month a change must save (default 0.05)")
+    p.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
+    p.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
+    p.add_argument("--choose", help="setting to use instead of the recommended one, e.g. zstd:3@256k/5ms")
     p.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("advise", help="measure codecs, levels and batch sizes on your data with Spark",
-                       description="Build real Kafka batches for every codec x level x batch size and "
-                                   "report size, speed, projected storage and a recommendation.")
+    p = sub.add_parser("advise", help="per topic: which compression and batching to set, and what it saves",
+                       description="Profile each topic's batches, replay the producer's batching for every "
+                                   "codec x level x batch.size x linger.ms, and price storage and network.")
     _arguments(p)
     return p
 
 
 def run(args) -> int:
-    from kcodec.advise.job import run_advise
+    from kcodec.advise.job import Options, run_advise
 
     opts = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
-    input_path = opts.pop("input")
-    run_advise(input_path=input_path, **opts)
+    overrides = {field: opts.pop(flag.lstrip("-").replace("-", "_")) for flag, (field, _) in _PRICE_FLAGS.items()}
+    run_advise(Options(price_overrides=overrides, **opts))
     return 0

@@ -8,26 +8,46 @@ from typing import List, Optional
 from kcodec.compression import CompressionType
 from kcodec.errors import UnsupportedCodecError
 
-__all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_size", "format_size",
-           "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES"]
+__all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "parse_size", "format_size",
+           "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS"]
 
 DEFAULT_CODECS = "none,gzip,snappy,lz4,zstd:1,3,9"
-DEFAULT_BATCH_SIZES = "16k,256k,1m"
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb": 1024 ** 2,
-          "mib": 1024 ** 2, "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3, "t": 1024 ** 4,
-          "tb": 1024 ** 4, "tib": 1024 ** 4}
+DEFAULT_BATCH_SIZES = "16k,1m"
+DEFAULT_LINGERS = "5,100"
+DEFAULT_SAMPLE = "64MiB"  # per topic, from logs or a cluster
+DEFAULT_CHUNK = "4MiB"  # a sampled range holds several of the largest default batch.size
+# IEC units (KiB, MiB, ...) and the one-letter forms Kafka users write for batch.size (16k) are
+# powers of 1024; SI units (kB, MB, GB, TB) are powers of 1000, as storage is sold.
+_UNITS = {"": 1, "b": 1}
+for _i, _p in enumerate("kmgtp", 1):
+    _UNITS.update({_p: 1024 ** _i, _p + "ib": 1024 ** _i, _p + "b": 1000 ** _i})
 
 
 @dataclass(frozen=True, order=True)
 class Setting:
+    """A producer's compression.type (+ level), batch.size and linger.ms."""
+
     codec: str
     level: Optional[int]
     batch_bytes: int
+    linger_ms: int = 0
 
     @property
     def label(self) -> str:
         lvl = "" if self.level is None else f":{self.level}"
-        return f"{self.codec}{lvl}@{format_size(self.batch_bytes)}"
+        return f"{self.codec}{lvl}@{format_size(self.batch_bytes)}/{self.linger_ms}ms"
+
+    @classmethod
+    def parse(cls, text: str, batch_bytes: int, linger_ms: int) -> "Setting":
+        """``zstd:3@256k/5ms`` (batch size and linger optional, defaulting to the given ones)."""
+        codec_part, _, rest = str(text).partition("@")
+        size_part, _, linger_part = rest.partition("/")
+        codec, level = parse_codecs(codec_part)[0]
+        if size_part:
+            batch_bytes = parse_size(size_part)
+        if linger_part:
+            linger_ms = parse_lingers(linger_part.removesuffix("ms"))[0]
+        return cls(codec, level, batch_bytes, linger_ms)
 
     @property
     def codec_label(self) -> str:
@@ -35,9 +55,10 @@ class Setting:
 
 
 def parse_size(text: str) -> int:
+    """Bytes in ``text``: ``16k``/``16KiB`` = 16384, ``10GB`` = 10**10, ``40TB`` = 4*10**13."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"not a size: {text!r} (examples: 16k, 1m, 10GB)")
+        raise ValueError(f"not a size: {text!r} (examples: 16k, 256KiB, 1m, 10GB, 40TB)")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
@@ -77,3 +98,15 @@ def parse_codecs(spec: str) -> List[tuple]:
 
 def parse_batch_sizes(spec: str) -> List[int]:
     return sorted({parse_size(s) for s in spec.split(",") if s.strip()})
+
+
+def parse_lingers(spec: str) -> List[int]:
+    """``"0,5,100"`` -> linger.ms values."""
+    out = set()
+    for item in (s.strip() for s in str(spec).split(",") if s.strip()):
+        if not re.fullmatch(r"\d+", item):
+            raise ValueError(f"not a linger.ms value: {item!r} (milliseconds, e.g. 0,5,100)")
+        out.add(int(item))
+    if not out:
+        raise ValueError("no linger.ms value given")
+    return sorted(out)

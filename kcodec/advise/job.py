@@ -1,176 +1,270 @@
-"""The Spark application behind ``kcodec advise``."""
+"""The Spark application behind ``kcodec advise``.
+
+Every input becomes one DataFrame of raw chunks (``topic, partition, chunk, data``);
+Spark tasks profile each chunk's batches and replay every setting on its records;
+only per-topic aggregates come back to the driver.
+"""
 from __future__ import annotations
 
-import os
-import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from kcodec.advise import cost as costs
+from kcodec.advise.batching import LIMITS
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
+    DEFAULT_CHUNK,
     DEFAULT_CODECS,
+    DEFAULT_LINGERS,
+    DEFAULT_SAMPLE,
     Setting,
-    format_size,
     parse_batch_sizes,
     parse_codecs,
+    parse_lingers,
+    parse_size,
 )
-from kcodec.advise.measure import METRICS_DDL, measure_table
-from kcodec.advise.report import RULE, aggregate, format_table, recommend, write_report
-from kcodec.escape import terminal_text
+from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
+from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
+from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
+from kcodec.errors import KcodecError
 
-__all__ = ["run_advise", "load_input"]
-
-_COLUMNS = ("key", "value", "timestamp", "headers")
-
-
-def load_input(spark, path: Optional[str], fmt: Optional[str], records: int, seed: int):
-    """A DataFrame with key/value (+timestamp, headers, and topic/partition from logs)."""
-    if path is None:
-        from kcodec.advise.sample import generate_sample
-
-        table = generate_sample(records, seed=seed)
-        try:
-            return spark.createDataFrame(table), "generated sample"
-        except (TypeError, ValueError):
-            return spark.createDataFrame(table.to_pandas()), "generated sample"
-    p = Path(path)
-    if fmt is None:
-        if p.is_dir():
-            from kcodec.log import open_log_dir
-
-            fmt = "kafka-log" if open_log_dir(p) else ("parquet" if list(p.glob("*.parquet")) else "json")
-        else:
-            fmt = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}.get(p.suffix, "parquet")
-    df = spark.read.format(fmt).load(str(p))
-    if "value" not in df.columns:
-        raise ValueError(f"{path}: the data needs a 'value' column (found {df.columns})")
-    from pyspark.sql import functions as F
-    for name in ("key", "value"):
-        if name in df.columns and dict(df.dtypes)[name] == "string":
-            df = df.withColumn(name, F.col(name).cast("binary"))
-    return df, f"{fmt} {path}"
+__all__ = ["run_advise", "Options", "check_options"]
 
 
-def run_advise(*, input_path: Optional[str] = None, input_format: Optional[str] = None,
-               master: Optional[str] = None, codecs: str = DEFAULT_CODECS,
-               batch_sizes: str = DEFAULT_BATCH_SIZES, records: int = 200_000, seed: int = 7,
-               current_codec: str = "none", current_batch_size: str = "16k",
-               current_size: Optional[str] = None, out_dir: str = "advise-report",
-               write_dir: Optional[str] = None, choose: Optional[str] = None, partitions: int = 1,
-               min_compress_mbps: float = 50.0, min_read_mbps: float = 100.0,
-               tasks: Optional[int] = None, log: Callable[[str], None] = print) -> Dict:
-    from kcodec.advise.grid import parse_size
+
+@dataclass
+class Options:
+    """Every argument of ``kcodec advise``, checked by :func:`check_options` before Spark starts."""
+
+    inputs: Sequence[str] = ()
+    input_format: Optional[str] = None
+    bootstrap_server: Optional[str] = None
+    topic: Optional[str] = None
+    master: Optional[str] = None
+    codecs: str = DEFAULT_CODECS
+    batch_sizes: str = DEFAULT_BATCH_SIZES
+    lingers: str = DEFAULT_LINGERS
+    records: int = 100_000
+    seed: int = 7
+    current_codec: str = "none"
+    current_batch_size: str = "16k"
+    current_linger_ms: str = "5"
+    current_size: Optional[str] = None
+    partitions: int = 1
+    sample: str = DEFAULT_SAMPLE
+    chunk: str = DEFAULT_CHUNK
+    prices: Optional[str] = None
+    price_overrides: Dict[str, Optional[float]] = field(default_factory=dict)
+    out_dir: str = "advise-report"
+    write_dir: Optional[str] = None
+    choose: Optional[str] = None
+    min_compress_mbps: float = 50.0
+    min_read_mbps: float = 100.0
+    max_linger_ms: float = 100.0
+    min_saving: float = 0.05
+    tasks: Optional[int] = None
+    timeout_s: float = 10.0
+    progress: bool = True
+
+
+@dataclass
+class Checked:
+    settings: List[Setting]
+    current: Setting
+    sample_bytes: int
+    chunk_bytes: int
+    current_bytes: Optional[int]
+    choose: Optional[Setting]
+    prices: costs.Prices
+    defaults: costs.TopicEconomics
+    topics: Dict[str, costs.TopicEconomics]
+    rule: Rule
+    plan: InputPlan
+
+
+def _flag(name: str, fn, value):
+    try:
+        return fn(value)
+    except (KcodecError, ValueError) as exc:
+        msg = exc.message if isinstance(exc, KcodecError) else str(exc)
+        raise KcodecError(f"{name} {value}: {msg}") from None
+
+
+def check_options(o: Options) -> Checked:
+    """Parse and check every flag and input; errors name the flag or file."""
+    grid_codecs = _flag("--codecs", parse_codecs, o.codecs)
+    sizes = _flag("--batch-sizes", parse_batch_sizes, o.batch_sizes)
+    lingers = _flag("--linger-ms", parse_lingers, o.lingers)
+    for s in sizes:
+        if not 1 <= s <= 2 ** 31 - 1:
+            raise KcodecError(f"--batch-sizes {o.batch_sizes}: batch.size must be between 1 byte and 2 GiB")
+    cur_codec, cur_level = _flag("--current-codec", parse_codecs, o.current_codec)[0]
+    current = Setting(cur_codec, cur_level, _flag("--current-batch-size", parse_size, o.current_batch_size),
+                      _flag("--current-linger-ms", parse_lingers, o.current_linger_ms)[0])
+    sample_bytes = _flag("--sample", parse_size, o.sample)
+    chunk_bytes = _flag("--chunk", parse_size, o.chunk)
+    if chunk_bytes < 1024:
+        raise KcodecError(f"--chunk {o.chunk}: at least 1KiB")
+    current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size else None
+    if o.partitions < 1:
+        raise KcodecError(f"--partitions {o.partitions}: at least 1")
+    settings = sorted({Setting(c, lvl, b, g) for c, lvl in grid_codecs + [("none", None)]
+                       for b in sizes for g in lingers})
+    choose = None
+    if o.choose:
+        choose = _flag("--choose", lambda t: Setting.parse(t, current.batch_bytes, current.linger_ms), o.choose)
+        if choose not in settings:
+            raise KcodecError(f"--choose {o.choose}: {choose.label} is not among the measured settings "
+                              f"(--codecs {o.codecs}, --batch-sizes {o.batch_sizes}, --linger-ms {o.lingers})")
+    overrides = {k: v for k, v in o.price_overrides.items() if v is not None}
+    prices, defaults, topics = costs.load_prices(o.prices, overrides)
+    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, o.min_saving)
+    if o.bootstrap_server:
+        if o.inputs:
+            raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
+        plan = cluster_input(o.bootstrap_server, o.topic, o.timeout_s)
+    else:
+        if o.topic:
+            raise KcodecError("--topic selects topics of --bootstrap-server")
+        plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes)
+    return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
+                   rule, plan)
+
+
+def _chunks(spark, o: Options, c: Checked, tasks: int):
+    """The chunk DataFrame of the input, and the topics' known stored bytes."""
+    plan = c.plan
+    if plan.kind == "logs":
+        picked = plan_sample(plan.ranges, c.sample_bytes)
+        return read_chunks(spark, picked, max(tasks, len(picked))), plan.topic_bytes, len(picked)
+    if plan.kind == "cluster":
+        from kcodec.advise.cluster import cluster_chunks
+
+        return cluster_chunks(spark, o.bootstrap_server, o.topic, c.sample_bytes, c.chunk_bytes,
+                              timeout_s=o.timeout_s), {}, None
+    from kcodec.advise.records import record_chunks, records_frame
+
+    records = records_frame(spark, plan, o.records, o.seed, tasks)
+    # Measuring a chunk costs far more than making it: spread the chunks over more tasks than
+    # made them, so cores stay busy and the progress bar moves.
+    chunks = record_chunks(records, c.current, o.partitions, c.chunk_bytes).repartition(max(8, 4 * tasks))
+    return chunks, {}, None
+
+
+def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] = print, **kwargs) -> Dict:
+    """Run the advisor; returns the per-topic advice and the report paths."""
+    from kcodec.advise.progress import SparkProgress
+    from kcodec.advise.report import summary_text, write_reports
     from kcodec.spark.session import get_session
 
+    o = options or Options(**kwargs)
     started = time.perf_counter()
-    grid_codecs = parse_codecs(codecs)
-    sizes = parse_batch_sizes(batch_sizes)
-    cur_codec, cur_level = parse_codecs(current_codec)[0]
-    current = Setting(cur_codec, cur_level, parse_size(current_batch_size))
-    settings = sorted({Setting(c, l, b) for c, l in grid_codecs for b in sizes}
-                      | {Setting("none", None, b) for b in sizes} | {current})
-
-    log("kcodec advise: starting Spark ...")
-    spark = get_session(master, "kcodec-advise")
-    df, source = load_input(spark, input_path, input_format, records, seed)
-    if write_dir and "topic" in df.columns:
-        from kcodec.spark.transforms import check_topic_column
-
-        check_topic_column(df)  # before measuring: --write would refuse these names at the end
-    n_tasks = tasks or spark.sparkContext.defaultParallelism
-    data = df.select(*[c for c in _COLUMNS if c in df.columns]).repartition(n_tasks).cache()
-    total = data.count()
-    topics = _topics(df)
-    log(terminal_text(f"input: {source}, {total} records in {n_tasks} tasks; measuring {len(settings)} settings"))
-    if topics:
-        log(terminal_text(f"topics: {topics}"))
-
-    rows: List[Dict] = []
-    for i, setting in enumerate(settings, 1):
-        def task(batches, setting=setting):
-            import pyarrow as pa
-
-            tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-            if not tables:
-                return
-            for row in measure_table(pa.concat_tables(tables), [setting]):
-                yield pa.RecordBatch.from_pylist([row], schema=_metrics_schema())
-
-        t0 = time.perf_counter()
-        got = [r.asDict() for r in data.mapInArrow(task, METRICS_DDL).collect()]
-        rows.extend(got)
-        stored = sum(r["stored_bytes"] for r in got)
-        log(f"[{i:>2}/{len(settings)}] {setting.label:<20} stored {format_size(stored):>9}  "
-            f"({time.perf_counter() - t0:.1f}s)")
-
-    current_bytes = float(parse_size(current_size)) if current_size else None
-    results = aggregate(rows, current, current_bytes)
-    best = recommend(results, min_compress_mbps, min_read_mbps)
-    if choose:
-        c, l = parse_codecs(choose.split("@")[0])[0]
-        b = parse_size(choose.split("@")[1]) if "@" in choose else current.batch_bytes
-        best = next((r for r in results if r.setting == Setting(c, l, b)), None)
-        if best is None:
-            raise ValueError(f"--choose {choose}: not among the measured settings")
-    rule = RULE.format(min_compress=min_compress_mbps, min_read=min_read_mbps)
+    c = check_options(o)
+    log(f"kcodec advise: {c.plan.description}; {len(c.settings)} settings per chunk; starting Spark ...")
+    spark = get_session(o.master, "kcodec-advise")
+    # A task's error reaches the driver and is reported in one line; Spark's own log of it would
+    # print the same error again as pages of stack traces.
+    spark.sparkContext.setLogLevel("OFF")
+    tasks = o.tasks or spark.sparkContext.defaultParallelism
+    chunks, topic_bytes, n_chunks = _chunks(spark, o, c, tasks)
+    settings = list(c.settings)
+    rows = chunks.mapInArrow(lambda it: measure_batches(it, settings), METRICS_DDL).cache()
+    with SparkProgress(spark, "measuring chunks", enabled=o.progress):
+        try:
+            measured = rows.count()
+        except Exception as exc:  # Spark's wrapper of a task's error
+            text = str(exc)
+            if CHUNK_ERROR not in text:
+                raise
+            raise _chunk_error(text[text.index(CHUNK_ERROR) + len(CHUNK_ERROR):].splitlines()[0], c.plan) from None
+    if measured == 0:
+        raise KcodecError(f"{c.plan.description}: no records to measure")
+    aggregates = _aggregate(rows)
+    rows.unpersist()
+    advice: List[TopicAdvice] = []
+    for topic in sorted(aggregates):
+        econ = c.topics.get(topic, c.defaults)
+        if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
+            aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
+                c.plan.topic_span_ms[topic]
+        advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
+                                   c.current if c.plan.kind in ("records", "sample") else None, c.choose,
+                                   c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
+    context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
+               "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
+               "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
+               "prices used": vars(c.prices),
+               "throughput": "MB/s of key, value and header bytes per core (sum of task times)",
+               "replay": LIMITS}
+    if c.current_bytes is not None:
+        context["current size"] = o.current_size
     log("")
-    log(format_table(results, best, current))
-    log("")
-    base = next(r for r in results if r.setting == current)
-    if best is not None:
-        log(f"recommended: {best.setting.label} -- {best.ratio:.2f}x smaller than uncompressed, "
-            f"{best.saving * 100:.1f}% less storage than {current.label} "
-            f"({format_size(base.projected_bytes)} -> {format_size(best.projected_bytes)})")
-    else:
-        log("no setting meets the rule; lower --min-compress-mbps / --min-read-mbps")
-    log(f"rule: {rule}")
-    context = {"input": source, **({"topics": topics} if topics else {}), "records": total, "tasks": n_tasks,
-               "rule": rule,
-               "throughput": "MB/s of key+value+header bytes per core (sum of task times)",
-               "projected": f"scaled from {current.label}"
-                            + (f" = {current_size}" if current_size else " on this data")}
-    paths = write_report(Path(out_dir), results, best, current, context)
-    log(f"report: {paths['html']} and {paths['png']}")
+    log(summary_text(advice, c.current_bytes, o.current_size))
+    paths = write_reports(Path(o.out_dir), advice, context)
+    log(f"reports: {paths['html']}, {paths['png']}, {paths['json']}, {paths['csv']}")
     written = None
-    if write_dir and best is not None:
-        written = _write(spark, df, best.setting, write_dir, partitions)
-        log(f"wrote {best.setting.label} segments to {write_dir}")
+    if o.write_dir:
+        from kcodec.advise.write import write_topics
+
+        written = write_topics(spark, c.plan, o, advice, o.write_dir, log)
     elapsed = time.perf_counter() - started
     log(f"done in {elapsed:.0f}s")
-    return {"results": results, "recommended": best, "paths": paths, "written": written, "seconds": elapsed}
+    return {"advice": advice, "paths": paths, "written": written, "seconds": elapsed, "chunks": n_chunks}
 
 
-def _topics(df, shown: int = 20) -> str:
-    """The input's topic names (from data: shown escaped by each output), the first ``shown`` of them."""
-    if "topic" not in df.columns:
-        return ""
-    names = [r[0] for r in df.select("topic").distinct().orderBy("topic").limit(shown + 1).collect()]
-    more = ", ..." if len(names) > shown else ""
-    return ", ".join(str(n) for n in names[:shown]) + more
+def _chunk_error(line: str, plan: InputPlan) -> KcodecError:
+    """A measuring task's error, located in the file it came from where the input was a log directory."""
+    topic, partition, chunk, pos, offset, message = line.split("\t", 5)
+    batch_offset = int(offset) if offset else None
+    where = next((r for r in plan.ranges if (r.topic, r.partition, r.chunk) == (topic, int(partition), int(chunk))),
+                 None)
+    if where is None:
+        at = f" at byte {pos} of the range" if int(pos) >= 0 else ""
+        return KcodecError(f"{topic}-{partition}, sampled range {chunk}{at}: {message}", batch_offset=batch_offset)
+    position = where.start + int(pos) if int(pos) >= 0 else None
+    return KcodecError(f"{topic}-{partition}: {message}", position=position, batch_offset=batch_offset,
+                       source=where.path)
 
 
-def _metrics_schema():
-    import pyarrow as pa
-
-    return pa.schema([("codec", pa.string()), ("level", pa.int32()), ("batch_bytes", pa.int64()),
-                      ("records", pa.int64()), ("payload_bytes", pa.int64()), ("batches", pa.int64()),
-                      ("stored_bytes", pa.int64()), ("compress_seconds", pa.float64()),
-                      ("read_seconds", pa.float64())])
-
-
-def _write(spark, df, setting: Setting, path: str, partitions: int) -> str:
+def _aggregate(rows) -> Dict[str, Dict]:
+    """Per topic: the profile of today's batches and one line per setting (sums, ratio mean and spread)."""
     from pyspark.sql import functions as F
 
-    from kcodec.spark.transforms import write_log
-
-    if "topic" not in df.columns:
-        df = df.withColumn("topic", F.lit("advise-sample"))
-    options = {"compression": setting.codec, "batchBytes": setting.batch_bytes}
-    if setting.level is not None:
-        options["level"] = setting.level
-    if "partition" in df.columns:
-        write_log(df, path, mode="overwrite", **options)
-    else:
-        write_log(df, path, mode="overwrite", partitions=partitions, partition_column=None, **options)
-    return path
+    ratio = F.col("plain_bytes") / F.col("stored_bytes")
+    per_setting = rows.groupBy("topic", "setting", "codec", "level", "batch_size", "linger_ms").agg(
+        *[F.sum(c).alias(c) for c in ("records", "payload_bytes", "plain_bytes", "batches", "stored_bytes",
+                                      "compress_seconds", "read_seconds")],
+        F.mean(ratio).alias("ratio_mean"), F.stddev_samp(ratio).alias("ratio_std"), F.count("*").alias("chunks"),
+        F.countDistinct("partition").alias("partitions")).collect()
+    today = rows.filter(F.col("setting") == TODAY)
+    span = F.col("max_ts") - F.col("min_ts")
+    profile = today.groupBy("topic").agg(
+        F.min("min_ts").alias("min_ts"), F.max("max_ts").alias("max_ts"),
+        F.mean(F.when(span > 0, F.col("stored_bytes") / span)).alias("partition_rate"),
+        F.sum("log_append_batches").alias("log_append_batches"),
+        *[F.sum(F.col("codec_bytes")[i]).alias(f"codec_{i}") for i in range(len(CODEC_NAMES))],
+        *[F.sum(F.col("magic_batches")[i]).alias(f"magic_{i}") for i in range(3)],
+        *[F.sum(F.col("record_size_hist")[i]).alias(f"hist_{i}") for i in range(HIST_BINS)]).collect()
+    spread = {}
+    for col in ("batch_records", "batch_bytes"):
+        for r in today.select("topic", F.explode(col).alias("v")).groupBy("topic").agg(
+                F.percentile("v", [0.1, 0.5, 0.9]).alias("p"), F.mean("v").alias("mean")).collect():
+            spread.setdefault(r["topic"], {})[col] = {"p10": r["p"][0], "p50": r["p"][1], "p90": r["p"][2],
+                                                      "mean": r["mean"]}
+    out: Dict[str, Dict] = {}
+    for r in profile:
+        d = r.asDict()
+        out[d["topic"]] = {
+            "profile": {
+                "min_ts": d["min_ts"], "max_ts": d["max_ts"], "log_append_batches": d["log_append_batches"],
+                "partition_rate": d["partition_rate"],
+                "codec_bytes": {CODEC_NAMES[i]: d[f"codec_{i}"] for i in range(len(CODEC_NAMES))},
+                "magic_batches": {i: d[f"magic_{i}"] for i in range(3)},
+                "record_size_hist": [d[f"hist_{i}"] for i in range(HIST_BINS)],
+                **spread.get(d["topic"], {})},
+            "settings": []}
+    for r in per_setting:
+        out[r["topic"]]["settings"].append(r.asDict())
+    return out

@@ -1,155 +1,224 @@
-"""Aggregating measurements into the advice: table, projection, recommendation, chart, HTML."""
+"""The advice as a terminal summary, HTML with a section per topic, PNG charts, JSON and CSV."""
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict, dataclass
+import csv
+import io
+import json
+import os
+import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
-from kcodec.advise.grid import Setting, format_size
-from kcodec.escape import html_text, json_text
+from kcodec.advise.batching import LIMITS
+from kcodec.advise.escape import for_csv, for_filename, for_html, for_terminal
+from kcodec.advise.grid import format_size
+from kcodec.advise.recommend import Measured, TopicAdvice
 
-__all__ = ["Result", "aggregate", "recommend", "format_table", "write_report", "RULE"]
-
-RULE = ("smallest storage among the settings whose compression speed is at least {min_compress:.0f} MB/s "
-        "per core and whose read speed is at least {min_read:.0f} MB/s per core")
-
-
-@dataclass
-class Result:
-    setting: Setting
-    records: int
-    payload_bytes: int
-    batches: int
-    stored_bytes: int
-    compress_seconds: float
-    read_seconds: float
-    ratio: float = 1.0  # stored bytes of codec none at the same batch size / stored bytes
-    projected_bytes: float = 0.0
-    saving: float = 0.0  # fraction saved against the current setting
-
-    @property
-    def compress_mbps(self) -> float:
-        return self.payload_bytes / 1e6 / max(self.compress_seconds, 1e-9)
-
-    @property
-    def read_mbps(self) -> float:
-        return self.payload_bytes / 1e6 / max(self.read_seconds, 1e-9)
+__all__ = ["summary_text", "details_text", "write_reports"]
 
 
-def aggregate(rows: Sequence[Dict], current: Setting, current_bytes: Optional[float]) -> List[Result]:
-    """Sum task rows per setting and fill ratio, projected size and saving."""
-    acc: Dict[Setting, Result] = {}
-    for r in rows:
-        s = Setting(r["codec"], r["level"], int(r["batch_bytes"]))
-        res = acc.get(s)
-        if res is None:
-            res = acc[s] = Result(s, 0, 0, 0, 0, 0.0, 0.0)
-        res.records += r["records"]
-        res.payload_bytes += r["payload_bytes"]
-        res.batches += r["batches"]
-        res.stored_bytes += r["stored_bytes"]
-        res.compress_seconds += r["compress_seconds"]
-        res.read_seconds += r["read_seconds"]
-    results = sorted(acc.values(), key=lambda x: x.setting)
-    none_at = {r.setting.batch_bytes: r.stored_bytes for r in results if r.setting.codec == "none"}
-    base = acc.get(current)
-    for r in results:
-        plain = none_at.get(r.setting.batch_bytes, r.payload_bytes)
-        r.ratio = plain / max(r.stored_bytes, 1)
-        if base is not None:
-            scale = (current_bytes if current_bytes else base.stored_bytes) / max(base.stored_bytes, 1)
-            r.projected_bytes = r.stored_bytes * scale
-            r.saving = 1 - r.stored_bytes / max(base.stored_bytes, 1)
-    return results
+def _money(x: float) -> str:
+    sign = "-" if x < 0 else ""
+    return f"{sign}${abs(x):,.0f}" if abs(x) >= 10 else f"{sign}${abs(x):,.2f}"
 
 
-def recommend(results: Sequence[Result], min_compress_mbps: float = 50.0,
-              min_read_mbps: float = 100.0) -> Optional[Result]:
-    """Apply :data:`RULE`; ties go to the faster compressor."""
-    ok = [r for r in results if r.compress_mbps >= min_compress_mbps and r.read_mbps >= min_read_mbps]
-    if not ok:
-        return None
-    return min(ok, key=lambda r: (r.stored_bytes, -r.compress_mbps))
+def _mix(a: TopicAdvice) -> str:
+    return " ".join(f"{k} {v * 100:.0f}%" for k, v in sorted(a.codec_mix.items(), key=lambda kv: -kv[1]))
 
 
-def format_table(results: Sequence[Result], best: Optional[Result], current: Setting) -> str:
-    head = (f"{'setting':<20} {'ratio':>6} {'stored':>10} {'projected':>10} {'saving':>7} "
-            f"{'compress MB/s':>13} {'read MB/s':>10}")
-    lines = [head, "-" * len(head)]
-    for r in results:
-        mark = " <- recommended" if best is not None and r.setting == best.setting else ""
-        if r.setting == current:
-            mark += " (current)"
-        lines.append(f"{r.setting.label:<20} {r.ratio:>6.2f} {format_size(r.stored_bytes):>10} "
-                     f"{format_size(r.projected_bytes):>10} {r.saving * 100:>6.1f}% "
-                     f"{r.compress_mbps:>13.0f} {r.read_mbps:>10.0f}{mark}")
+def _config_text(a: TopicAdvice) -> str:
+    if a.best is None:
+        return "keep today's settings"
+    return " ".join(f"{k}={v}" for k, v in a.config().items())
+
+
+def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = None,
+                 current_size_text: Optional[str] = None) -> str:
+    """Per topic: today, what to set, $/month saved; then the total and the details."""
+    lines = ["per topic: today -> what to set (producer configuration) and $/month saved", ""]
+    total_today = total_best = 0.0
+    for a in advice:
+        t = a.today
+        best = a.best or t
+        total_today += t.cost.total
+        total_best += best.cost.total
+        lines.append(f"{for_terminal(a.topic)}")
+        lines.append(f"  today      {_mix(a)}; {a.profile['batch_records']['p50']:.0f} records/batch (median), "
+                     f"{t.ratio:.2f}x; {format_size(a.stored_per_day)}/day; {_money(t.cost.total)}/month")
+        lines.append(f"  set        {_config_text(a)}")
+        if a.best is not None:
+            lines.append(f"  saves      {_money(a.saving)}/month ({_money(t.cost.total)} -> {_money(best.cost.total)}: "
+                         f"storage {_money(t.cost.storage - best.cost.storage)}, network "
+                         f"{_money(t.cost.network - best.cost.network)}, CPU {_money(t.cost.cpu - best.cost.cpu)}); "
+                         f"{best.ratio:.2f}x +/- {best.ratio_std:.2f} over {best.chunks} chunks")
+            if a.best_without_level is not None:
+                w = a.best_without_level
+                lines.append(f"  pre-3.8    compression.type={w.setting.codec} batch.size={w.setting.batch_bytes} "
+                             f"linger.ms={w.setting.linger_ms} (clients/brokers older than 3.8 cannot set a "
+                             f"level; saves {_money(t.cost.total - w.cost.total)}/month)")
+            lines.append(f"  topic      compression.type=producer (a topic codec that differs from the "
+                         f"producer's makes brokers rebuild every batch: about "
+                         f"{_money(a.recompress_cpu)}/month of CPU here)")
+        for n in a.notes:
+            lines.append(f"  note       {for_terminal(n)}")
+        lines.append("")
+    saved = total_today - total_best
+    lines.append(f"total: {_money(total_today)}/month today, {_money(total_best)}/month with the settings above: "
+                 f"{_money(saved)}/month saved ({saved / max(total_today, 1e-9) * 100:.0f}%)")
+    lines.append(f"replay: {LIMITS}")
+    if current_bytes is not None:
+        today_stored = sum(a.today.stored_bytes for a in advice)
+        after = sum((a.best or a.today).stored_bytes for a in advice)
+        lines.append(f"today's {current_size_text} would become {format_size(current_bytes * after / max(1, today_stored))}")
+    lines.append("")
+    lines.append(details_text(advice))
     return "\n".join(lines)
 
 
-def _chart(results: Sequence[Result], best: Optional[Result], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
-    codecs = sorted({r.setting.codec for r in results})
-    colors = dict(zip(codecs, plt.cm.tab10.colors))
-    sizes = sorted({r.setting.batch_bytes for r in results})
-    for ax, attr, title in ((axes[0], "compress_mbps", "compression"), (axes[1], "read_mbps", "read")):
-        for r in results:
-            ax.scatter(getattr(r, attr), r.ratio, color=colors[r.setting.codec],
-                       s=30 + 60 * sizes.index(r.setting.batch_bytes), alpha=0.8,
-                       edgecolors="black" if best is not None and r.setting == best.setting else "none",
-                       linewidths=2)
-            ax.annotate(r.setting.label, (getattr(r, attr), r.ratio), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
-        ax.set_xscale("log")
-        ax.set_xlabel(f"{title} throughput (MB/s per core, log scale)")
-        ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("compression ratio (vs. uncompressed batches)")
-    for c in codecs:
-        axes[1].scatter([], [], color=colors[c], label=c)
-    axes[1].legend(title="codec (marker size = batch size)", fontsize=8)
-    fig.suptitle("kcodec advise: compression ratio against throughput")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
+    lines = ["details"]
+    for a in advice:
+        p = a.profile
+        br, bb = p["batch_records"], p["batch_bytes"]
+        lines.append(f"{for_terminal(a.topic)}: {a.partitions} partition(s) measured, {a.today.records} records, "
+                     f"timestamps {a.timestamp_type}; bytes/day from {a.per_day_source}")
+        lines.append(f"  today: records/batch p10/p50/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f} "
+                     f"(mean {br['mean']:.1f}); bytes/batch {format_size(bb['p10'])}/{format_size(bb['p50'])}/"
+                     f"{format_size(bb['p90'])}; magic {', '.join(f'v{k}: {v}' for k, v in p['magic_batches'].items() if v)} "
+                     f"batches; ratio {a.today.ratio:.2f}x +/- {a.today.ratio_std:.2f}; {_record_sizes(p)}")
+        head = f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}"
+        lines.append(head)
+        rows = sorted(a.results, key=lambda m: m.cost.total)[:top]
+        for m in [a.today] + rows:
+            mark = " <- set" if a.best is not None and m is a.best else ""
+            lines.append(f"  {m.label:<24} {m.ratio:>6.2f}+/-{m.ratio_std:<4.2f} {m.records_per_batch:>9.1f} "
+                         f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {_money(m.cost.total):>9} "
+                         f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
+    return "\n".join(lines)
 
 
-def write_report(out_dir: Path, results: Sequence[Result], best: Optional[Result], current: Setting,
-                 context: Dict) -> Dict[str, Path]:
+def _record_sizes(profile: Dict) -> str:
+    """The median record's size class, from the power-of-two histogram of key+value+header bytes."""
+    hist = profile["record_size_hist"]
+    total = sum(hist)
+    if not total:
+        return "no records"
+    run = 0
+    for i, n in enumerate(hist):
+        run += n
+        if run * 2 >= total:
+            lo = 0 if i == 0 else 2 ** (i - 1)
+            return f"median record {format_size(lo)}-{format_size(2 ** i)}"
+    return ""
+
+
+def _doc(a: TopicAdvice) -> Dict:
+    def m(x: Measured) -> Dict:
+        return {"setting": x.label, "codec": x.setting.codec if x.setting else None,
+                "level": x.setting.level if x.setting else None,
+                "batch_size": x.setting.batch_bytes if x.setting else None,
+                "linger_ms": x.setting.linger_ms if x.setting else None, "records": x.records,
+                "batches": x.batches, "records_per_batch": x.records_per_batch, "stored_bytes": x.stored_bytes,
+                "plain_bytes": x.plain_bytes, "payload_bytes": x.payload_bytes, "ratio": x.ratio,
+                "ratio_mean": x.ratio_mean, "ratio_std": x.ratio_std, "chunks": x.chunks,
+                "compress_mbps": x.compress_mbps, "read_mbps": x.read_mbps, "stored_per_day": x.stored_per_day,
+                "cost_month": {"storage": x.cost.storage, "network": x.cost.network, "cpu": x.cost.cpu,
+                               "total": x.cost.total}}
+    return {"topic": a.topic, "partitions": a.partitions, "timestamps": a.timestamp_type,
+            "stored_per_day": a.stored_per_day, "per_day_source": a.per_day_source, "codec_mix": a.codec_mix,
+            "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
+            "config": a.config(), "without_level": m(a.best_without_level) if a.best_without_level else None,
+            "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
+            "settings": [m(x) for x in a.results]}
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -> Dict[str, Path]:
+    from kcodec.advise.charts import overview_png, topic_png
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    png = out_dir / "report.png"
-    _chart(results, best, png)
-    doc = {
-        "context": context,
-        "current": current.label,
-        "recommended": best.setting.label if best else None,
-        "results": [dict(asdict(r), setting=r.setting.label, codec=r.setting.codec, level=r.setting.level,
-                         batch_bytes=r.setting.batch_bytes, compress_mbps=r.compress_mbps,
-                         read_mbps=r.read_mbps) for r in results],
-    }
-    (out_dir / "results.json").write_text(json_text(doc, indent=1, default=str))
+    paths = {"png": out_dir / "report.png", "html": out_dir / "report.html", "json": out_dir / "results.json",
+             "csv": out_dir / "results.csv"}
+    _atomic_write(paths["png"], overview_png(advice))
+    charts = {a.topic: topic_png(a) for a in advice}
+    (out_dir / "topics").mkdir(exist_ok=True)
+    for a in advice:
+        _atomic_write(out_dir / "topics" / f"{for_filename(a.topic)}.png", charts[a.topic])
+    doc = {"context": context, "topics": [_doc(a) for a in advice],
+           "total_month": {"today": sum(a.today.cost.total for a in advice),
+                           "recommended": sum((a.best or a.today).cost.total for a in advice)}}
+    _atomic_write(paths["json"], json.dumps(doc, indent=1, default=str).encode())
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["topic", "setting", "codec", "level", "batch_size", "linger_ms", "ratio", "ratio_std", "chunks",
+                "records_per_batch", "compress_mbps", "read_mbps", "stored_per_day", "storage_month",
+                "network_month", "cpu_month", "total_month", "recommended"])
+    for a in advice:
+        for x in [a.today] + a.results:
+            s = x.setting
+            w.writerow([for_csv(a.topic), x.label, s.codec if s else "", "" if not s or s.level is None else s.level,
+                        s.batch_bytes if s else "", s.linger_ms if s else "", f"{x.ratio:.4f}", f"{x.ratio_std:.4f}",
+                        x.chunks, f"{x.records_per_batch:.2f}", f"{x.compress_mbps:.1f}", f"{x.read_mbps:.1f}",
+                        f"{x.stored_per_day:.0f}", f"{x.cost.storage:.2f}", f"{x.cost.network:.2f}",
+                        f"{x.cost.cpu:.2f}", f"{x.cost.total:.2f}", "yes" if a.best is x else ""])
+    _atomic_write(paths["csv"], buf.getvalue().encode())
+    _atomic_write(paths["html"], _html(advice, context, paths["png"].read_bytes(), charts).encode())
+    return paths
+
+
+def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts: Dict[str, bytes]) -> str:
+    e = for_html
+    total_today = sum(a.today.cost.total for a in advice)
+    total_best = sum((a.best or a.today).cost.total for a in advice)
     rows = "".join(
-        f"<tr{' class=best' if best is not None and r.setting == best.setting else ''}>"
-        f"<td>{html_text(r.setting.label)}</td><td>{r.ratio:.2f}</td><td>{format_size(r.stored_bytes)}</td>"
-        f"<td>{format_size(r.projected_bytes)}</td><td>{r.saving * 100:.1f}%</td>"
-        f"<td>{r.compress_mbps:.0f}</td><td>{r.read_mbps:.0f}</td></tr>" for r in results)
-    img = base64.b64encode(png.read_bytes()).decode("ascii")
-    ctx = "".join(f"<li>{html_text(str(k))}: {html_text(str(v))}</li>" for k, v in context.items())
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>kcodec advise</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+        f"<tr><td><a href='#t-{e(for_filename(a.topic))}'>{e(a.topic)}</a></td><td>{e(_mix(a))}</td>"
+        f"<td>{a.today.ratio:.2f}x</td><td>{e(_config_text(a))}</td><td>{_money(a.today.cost.total)}</td>"
+        f"<td>{_money((a.best or a.today).cost.total)}</td><td>{_money(a.saving)}</td></tr>" for a in advice)
+    sections = []
+    for a in advice:
+        detail = "".join(
+            f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f} &plusmn; "
+            f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
+            f"<td>{m.read_mbps:.0f}</td><td>{_money(m.cost.storage)}</td><td>{_money(m.cost.network)}</td>"
+            f"<td>{_money(m.cost.cpu)}</td><td>{_money(m.cost.total)}</td></tr>"
+            for m in [a.today] + sorted(a.results, key=lambda m: m.cost.total))
+        br = a.profile["batch_records"]
+        bb = a.profile["batch_bytes"]
+        notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
+        cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in a.config().items()) or "keep today's settings"
+        sections.append(f"""<section id="t-{e(for_filename(a.topic))}"><h2>{e(a.topic)}</h2>
+<p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
+bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
+ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
+{e(a.timestamp_type)}.</p>
+<p>Set (producer): <code>{cfg}</code> Topic: <code>compression.type=producer</code>.
+Saves <b>{_money(a.saving)}</b>/month.</p><ul>{notes}</ul>
+<p><img src="data:image/png;base64,{base64.b64encode(charts[a.topic]).decode()}" alt="charts for {e(a.topic)}"></p>
+<table><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
+<th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th></tr>{detail}</table>
+</section>""")
+    ctx = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items())
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>kcodec advise</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin:1em 0}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child{{text-align:left}}
-tr.best{{background:#dfd;font-weight:bold}}</style></head><body>
+tr.best{{background:#dfd;font-weight:bold}}section{{margin-top:2em}}</style></head><body>
 <h1>kcodec advise</h1>
-<p>Recommended: <b>{html_text(best.setting.label) if best else "none meets the rule"}</b>
-(current: {html_text(current.label)}). Rule: {html_text(context.get("rule", ""))}.</p>
+<p>Total: {_money(total_today)}/month today, {_money(total_best)}/month with the recommended settings,
+<b>{_money(total_today - total_best)}/month saved</b>.</p>
+<table><tr><th>topic</th><th>today's codecs</th><th>ratio today</th><th>set</th><th>$/month today</th>
+<th>$/month after</th><th>saved</th></tr>{rows}</table>
+<p><img src="data:image/png;base64,{base64.b64encode(overview).decode()}" alt="cost per topic"></p>
 <ul>{ctx}</ul>
-<table><tr><th>setting</th><th>ratio</th><th>stored</th><th>projected</th><th>saving</th>
-<th>compress MB/s</th><th>read MB/s</th></tr>{rows}</table>
-<p><img src="data:image/png;base64,{img}" alt="ratio against throughput"></p>
+{''.join(sections)}
 </body></html>"""
-    (out_dir / "report.html").write_text(page)
-    return {"png": png, "html": out_dir / "report.html", "json": out_dir / "results.json"}

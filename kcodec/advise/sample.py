@@ -1,15 +1,18 @@
 """A realistic, deterministic sample data set for ``kcodec advise`` when no input is given.
 
-Three kinds of traffic a Kafka estate typically carries, interleaved by
-time: JSON click events keyed by user (repetitive field names, a few
-distinct values), application log lines without key, and binary payloads
-with little redundancy (as protobuf/Avro with random ids look to a codec).
+Three kinds of traffic a Kafka estate typically carries, as three topics
+interleaved by time: ``clicks``, JSON events keyed by user (repetitive field
+names, a few distinct values); ``app-logs``, application log lines without
+key; ``telemetry``, binary payloads with little redundancy (as protobuf/Avro
+with random ids look to a codec).  About five thousand records a second.
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["generate_sample"]
+__all__ = ["generate_sample", "TOPICS"]
+
+TOPICS = ("clicks", "app-logs", "telemetry")
 
 _PAGES = ["/", "/search", "/cart", "/checkout", "/product/{}", "/account", "/help", "/category/{}"]
 _AGENTS = ["Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5)",
@@ -25,12 +28,12 @@ _MESSAGES = [
 
 
 def generate_sample(records: int = 200_000, seed: int = 7, start_ms: int = 1_700_000_000_000):
-    """A pyarrow Table with key, value, timestamp (UTC, us) and headers columns."""
+    """A pyarrow Table with key, value, timestamp (UTC, us), headers and topic columns."""
     import pyarrow as pa
 
     rng = np.random.default_rng(seed)
     kind = rng.choice(3, size=records, p=[0.6, 0.3, 0.1])
-    ts_ms = start_ms + np.cumsum(rng.integers(0, 40, size=records))
+    ts_ms = start_ms + np.cumsum(rng.exponential(0.2, size=records)).astype(np.int64)
     users = rng.zipf(1.3, size=records) % 50_000
     nums = rng.integers(0, 100_000, size=(records, 3))
     keys, values, headers = [], [], []
@@ -68,4 +71,5 @@ def generate_sample(records: int = 200_000, seed: int = 7, start_ms: int = 1_700
         "value": pa.array(values, pa.binary()),
         "timestamp": pa.array(ts_ms * 1000, pa.timestamp("us", tz="UTC")),
         "headers": pa.array(headers, header_type),
+        "topic": pa.array(np.array(TOPICS, dtype=object)[kind], pa.string()),
     })

@@ -1,0 +1,219 @@
+"""What ``kcodec advise`` reads, checked before Spark starts, and the sampled chunks of log directories.
+
+Every batch-carrying input becomes one DataFrame of raw chunks, ``CHUNK_DDL``:
+a chunk is a run of whole record batches exactly as stored, ``chunk`` numbering
+the sampled ranges within a partition.  Log directories are planned here on the
+driver from file sizes and offset indexes (no ``.log`` is read) and the bytes are
+read in Spark tasks.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from kcodec.errors import KcodecError
+
+__all__ = ["CHUNK_DDL", "ChunkRange", "InputPlan", "check_inputs", "plan_sample", "read_chunks"]
+
+CHUNK_DDL = "topic string, partition int, chunk int, data binary"
+RANGE_DDL = "topic string, partition int, chunk int, path string, start long, end long"
+RECORD_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
+
+
+@dataclass(frozen=True)
+class ChunkRange:
+    topic: str
+    partition: int
+    chunk: int
+    path: str
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class InputPlan:
+    """What the inputs are: ``kind`` is ``sample``, ``logs``, ``records`` or ``cluster``."""
+
+    kind: str
+    description: str
+    ranges: List[ChunkRange] = field(default_factory=list)  # every range of every log directory
+    topic_bytes: Dict[str, int] = field(default_factory=dict)  # stored bytes of each topic, all segments
+    topic_partitions: Dict[str, int] = field(default_factory=dict)
+    topic_span_ms: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # first and largest timestamp
+    record_paths: List[str] = field(default_factory=list)
+    record_format: Optional[str] = None
+    seen: set = field(default_factory=set)
+
+
+def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int) -> InputPlan:
+    """Check every input path and say what it is; errors name the path and what was expected."""
+    if not paths:
+        return InputPlan("sample", "generated sample")
+    if fmt not in (None, "kafka-log", "parquet", "json"):
+        raise KcodecError(f"--format {fmt}: choose kafka-log, parquet or json")
+    kinds = []
+    for path in paths:
+        p = Path(path)
+        if not p.exists():
+            raise KcodecError(f"{path}: no such file or directory")
+        kinds.append(fmt or _guess(p))
+    if len(set(kinds)) > 1:
+        raise KcodecError(f"inputs of different kinds ({', '.join(sorted(set(kinds)))}): give one kind at a time")
+    if kinds[0] != "kafka-log":
+        return InputPlan("records", f"{kinds[0]} {', '.join(paths)}", record_paths=list(paths),
+                         record_format=kinds[0])
+    plan = InputPlan("logs", f"log director{'ies' if len(paths) > 1 else 'y'} {', '.join(paths)}")
+    for path in paths:
+        _add_log_dir(plan, Path(path), chunk_bytes)
+    return plan
+
+
+def _guess(p: Path) -> str:
+    from kcodec.log.segment import _SEGMENT_LOG, open_log_dir
+
+    if p.is_file():
+        if _SEGMENT_LOG.match(p.name) or p.suffix in (".log", ".index", ".timeindex"):
+            raise KcodecError(f"{p}: a segment file; give the log directory holding its "
+                              f"<topic>-<partition> folder (here {p.parent.parent})")
+        if p.suffix in RECORD_SUFFIXES:
+            return RECORD_SUFFIXES[p.suffix]
+        raise KcodecError(f"{p}: not a Kafka log directory, .parquet or .json file")
+    if open_log_dir(p):
+        return "kafka-log"
+    found = {RECORD_SUFFIXES[f.suffix] for f in p.iterdir() if f.suffix in RECORD_SUFFIXES}
+    if len(found) == 1:
+        return found.pop()
+    raise KcodecError(f"{p}: not a Kafka log directory (no <topic>-<partition> folder holding "
+                      f"NNNNNNNNNNNNNNNNNNNN.log segments) and no .parquet or .json files")
+
+
+def _add_log_dir(plan: InputPlan, path: Path, chunk_bytes: int) -> None:
+    from kcodec.log.segment import open_log_dir
+
+    for (topic, partition), part in sorted(open_log_dir(path).items()):
+        if (topic, partition) in plan.seen:  # another broker's replica of the same partition
+            part.close()
+            continue
+        plan.seen.add((topic, partition))
+        plan.topic_partitions[topic] = plan.topic_partitions.get(topic, 0) + 1
+        n = 0
+        try:
+            _add_span(plan, topic, [seg for seg in part.segments if seg.size])
+            for seg in part.segments:
+                if seg.size == 0:  # a freshly rolled active segment holds nothing yet
+                    continue
+                plan.topic_bytes[topic] = plan.topic_bytes.get(topic, 0) + seg.size
+                for start, end in seg.byte_ranges(chunk_bytes):
+                    plan.ranges.append(ChunkRange(topic, partition, n, str(seg.path), start, end))
+                    n += 1
+        except KcodecError as exc:
+            raise exc.with_context(source=str(part.path))
+        finally:
+            part.close()
+    if not plan.ranges:
+        raise KcodecError(f"{path}: the log directory holds no records (every segment is empty)")
+
+
+def _add_span(plan: InputPlan, topic: str, segments) -> None:
+    """The partition's first batch timestamp (its header) and largest one (the last time index entry)."""
+    if not segments:
+        return
+    with open(segments[0].path, "rb") as f:
+        head = f.read(35)
+    if len(head) < 35 or head[16] != 2:  # v0/v1 message sets: the span comes from the sample
+        return
+    first = int.from_bytes(head[27:35], "big", signed=True)
+    try:
+        stamps = segments[-1].time_index.entries["timestamp"]
+    except (KcodecError, OSError):
+        return
+    if len(stamps) == 0 or first < 0:
+        return
+    last = int(stamps[-1])
+    lo, hi = plan.topic_span_ms.get(topic, (first, last))
+    plan.topic_span_ms[topic] = (min(lo, first), max(hi, last))
+
+
+def plan_sample(ranges: Sequence[ChunkRange], sample_bytes: Optional[int]) -> List[ChunkRange]:
+    """Whole-batch ranges of about ``sample_bytes`` per topic, spread over partitions and time.
+
+    Each partition gets a share of the chunks in proportion to its bytes (at
+    least one while there are chunks enough for every partition): the middle
+    range of each of that many equal stretches of the partition, so every
+    period of the topic's time weighs alike.
+    """
+    by_topic: Dict[str, Dict[int, List[ChunkRange]]] = {}
+    for r in ranges:
+        by_topic.setdefault(r.topic, {}).setdefault(r.partition, []).append(r)
+    out: List[ChunkRange] = []
+    for topic, parts in sorted(by_topic.items()):
+        total = sum(r.size for rs in parts.values() for r in rs)
+        count = sum(len(rs) for rs in parts.values())
+        if sample_bytes is None or total <= sample_bytes:
+            out.extend(r for p in sorted(parts) for r in parts[p])
+            continue
+        want = max(1, math.ceil(sample_bytes / (total / count)))
+        keys = sorted(parts)
+        if want < len(keys):  # fewer chunks than partitions: partitions spread evenly
+            keys = [keys[i] for i in np.unique(((np.arange(want) + 0.5) * len(keys) / want).astype(int))]
+            shares = {k: 1 for k in keys}
+        else:
+            weight = np.array([sum(r.size for r in parts[k]) for k in keys], dtype=float)
+            raw = want * weight / weight.sum()
+            base = np.maximum(1, np.floor(raw)).astype(int)
+            for i in np.argsort(-(raw - np.floor(raw)))[:max(0, want - int(base.sum()))]:
+                base[i] += 1
+            shares = dict(zip(keys, base.tolist()))
+        for k in keys:
+            rs = parts[k]
+            take = min(shares[k], len(rs))
+            idx = np.unique(((np.arange(take) + 0.5) * len(rs) / take).astype(int))
+            out.extend(rs[i] for i in idx)
+    return out
+
+
+def read_chunks(spark, ranges: Sequence[ChunkRange], tasks: int):
+    """The chunk DataFrame of ``ranges``, each range read in a Spark task."""
+    rows = [(r.topic, r.partition, r.chunk, r.path, r.start, r.end) for r in ranges]
+    plan = spark.createDataFrame(rows, RANGE_DDL).repartition(max(1, min(tasks, len(rows))))
+    return plan.mapInArrow(_read_ranges, CHUNK_DDL)
+
+
+def _read_ranges(batches):
+    import pyarrow as pa
+
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("chunk", pa.int32()),
+                        ("data", pa.binary())])
+    for b in batches:
+        for r in b.to_pylist():  # one row per chunk (megabytes), not per record
+            with open(r["path"], "rb") as f:
+                f.seek(r["start"])
+                data = f.read(r["end"] - r["start"])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([r["topic"]]), pa.array([r["partition"]], pa.int32()),
+                 pa.array([r["chunk"]], pa.int32()), pa.array([data], pa.binary())], schema=schema)
+
+
+def cluster_input(bootstrap: str, topic_regex: Optional[str], timeout_s: float) -> InputPlan:
+    """Check a live cluster before Spark starts (the reader lives in :mod:`kcodec.advise.cluster`)."""
+    try:
+        from kcodec.advise.cluster import check_cluster
+    except ImportError as exc:
+        raise KcodecError(f"--bootstrap-server {bootstrap}: the cluster reader is not available ({exc})") from None
+
+    found: List[Tuple[str, int]] = list(check_cluster(bootstrap, topic_regex, timeout_s=timeout_s))
+    if not found:
+        raise KcodecError(f"--bootstrap-server {bootstrap}: no topic matches "
+                          f"{topic_regex!r}" if topic_regex else f"--bootstrap-server {bootstrap}: no topics")
+    plan = InputPlan("cluster", f"cluster {bootstrap}" + (f" topics /{topic_regex}/" if topic_regex else ""))
+    for topic, _ in found:
+        plan.topic_partitions[topic] = plan.topic_partitions.get(topic, 0) + 1
+    return plan

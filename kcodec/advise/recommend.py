@@ -1,0 +1,204 @@
+"""From a topic's measurements to what to set: costs per setting, the stated rule, Kafka configuration."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
+from kcodec.advise.grid import Setting
+from kcodec.advise.measure import TODAY
+
+__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config"]
+
+MS_PER_DAY = 86_400_000
+
+
+@dataclass(frozen=True)
+class Rule:
+    min_compress_mbps: float = 50.0
+    min_read_mbps: float = 100.0
+    max_linger_ms: float = 100.0
+    min_saving: float = 0.05  # fraction of today's $/month a change must save to be worth making
+
+    def text(self) -> str:
+        return (f"the lowest $/month (storage + network + CPU) among settings that compress at "
+                f"{self.min_compress_mbps:g} MB/s per core or more (--min-compress-mbps), read at "
+                f"{self.min_read_mbps:g} MB/s per core or more (--min-read-mbps) and linger at most "
+                f"{self.max_linger_ms:g} ms (--max-linger-ms); recommended when it saves at least "
+                f"{self.min_saving * 100:g}% of today's $/month (--min-saving), else keep today's settings")
+
+    def allows(self, m: "Measured") -> bool:
+        s = m.setting
+        return (s is not None and m.compress_mbps >= self.min_compress_mbps and m.read_mbps >= self.min_read_mbps
+                and s.linger_ms <= self.max_linger_ms)
+
+
+@dataclass
+class Measured:
+    """One setting (or today's batches, ``setting=None``) summed over a topic's sampled chunks."""
+
+    setting: Optional[Setting]
+    records: int
+    payload_bytes: int
+    plain_bytes: int
+    batches: int
+    stored_bytes: int
+    compress_seconds: float
+    read_seconds: float
+    ratio_mean: float
+    ratio_std: float
+    chunks: int
+    cost: Optional[MonthlyCost] = None
+    stored_per_day: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return TODAY if self.setting is None else self.setting.label
+
+    @property
+    def ratio(self) -> float:
+        """Uncompressed bytes (today's batches without compression) / stored bytes."""
+        return self.plain_bytes / max(1, self.stored_bytes)
+
+    @property
+    def compress_mbps(self) -> float:
+        return self.payload_bytes / 1e6 / max(self.compress_seconds, 1e-9)
+
+    @property
+    def read_mbps(self) -> float:
+        return self.payload_bytes / 1e6 / max(self.read_seconds, 1e-9)
+
+    @property
+    def records_per_batch(self) -> float:
+        return self.records / max(1, self.batches)
+
+
+@dataclass
+class TopicAdvice:
+    topic: str
+    profile: Dict
+    today: Measured
+    results: List[Measured]
+    best: Optional[Measured]  # None: keep today's settings
+    best_without_level: Optional[Measured]
+    chosen_by: str
+    stored_per_day: float
+    per_day_source: str
+    partitions: int
+    notes: List[str] = field(default_factory=list)
+    recompress_cpu: float = 0.0  # $/month of CPU if brokers rebuild every batch in another codec
+
+    @property
+    def codec_mix(self) -> Dict[str, float]:
+        total = sum(self.profile["codec_bytes"].values()) or 1
+        return {k: v / total for k, v in self.profile["codec_bytes"].items() if v}
+
+    @property
+    def timestamp_type(self) -> str:
+        lat = self.profile.get("log_append_batches") or 0
+        return "CreateTime" if not lat else ("LogAppendTime" if lat >= self.today.batches else
+                                            "CreateTime and LogAppendTime")
+
+    @property
+    def saving(self) -> float:
+        if self.best is None:
+            return 0.0
+        return self.today.cost.total - self.best.cost.total
+
+    def config(self) -> Dict[str, str]:
+        return kafka_config(self.best.setting) if self.best is not None else {}
+
+
+def kafka_config(s: Setting) -> Dict[str, str]:
+    """Producer configuration for a setting; a level needs clients 3.8 or newer (KIP-390)."""
+    out = {"compression.type": s.codec}
+    if not _default_level(s):
+        out[f"compression.{s.codec}.level"] = str(s.level)
+    out["batch.size"] = str(s.batch_bytes)
+    out["linger.ms"] = str(s.linger_ms)
+    return out
+
+
+def _default_level(s: Setting) -> bool:
+    """Whether a client without KIP-390 levels gets this setting: no level, or the codec's default."""
+    from kcodec.compression import get_codec
+
+    return s.level is None or s.level == get_codec(s.codec).default_level
+
+
+def _measured(row: Dict) -> Measured:
+    setting = None
+    if row["setting"] != TODAY:
+        setting = Setting(row["codec"], row["level"], int(row["batch_size"]), int(row["linger_ms"]))
+    return Measured(setting, int(row["records"]), int(row["payload_bytes"]), int(row["plain_bytes"]),
+                    int(row["batches"]), int(row["stored_bytes"]), float(row["compress_seconds"]),
+                    float(row["read_seconds"]), float(row["ratio_mean"] or 0.0), float(row["ratio_std"] or 0.0),
+                    int(row["chunks"]))
+
+
+def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,
+                 rule: Rule, current: Optional[Setting] = None, choose: Optional[Setting] = None,
+                 sampled_partitions: Optional[int] = None) -> TopicAdvice:
+    """Cost every measured setting of one topic and pick what to set.
+
+    Bytes per day: ``known_bytes`` (all segments of the topic) over the
+    timestamps' span; for a sample of a cluster (``sampled_partitions`` is the
+    topic's partition count) the mean rate of the sampled chunks per partition
+    times the partitions; else the measured records over their span.
+    """
+    rows = agg["settings"]
+    today = _measured(next(r for r in rows if r["setting"] == TODAY))
+    results = sorted((_measured(r) for r in rows if r["setting"] != TODAY), key=lambda m: m.setting)
+    partitions = max(int(r["partitions"]) for r in rows)
+    prof = agg["profile"]
+    notes: List[str] = []
+    stored_total = known_bytes if known_bytes else today.stored_bytes
+    span_ms = (prof["max_ts"] - prof["min_ts"]) if prof.get("min_ts") is not None else 0
+    if econ.bytes_per_day is not None:
+        per_day, source = float(econ.bytes_per_day), "given (--prices)"
+    elif sampled_partitions and prof.get("partition_rate"):
+        per_day = prof["partition_rate"] * MS_PER_DAY * sampled_partitions
+        source = f"the sampled chunks' mean rate x {sampled_partitions} partitions"
+    elif span_ms > 0:
+        per_day = stored_total / (span_ms / MS_PER_DAY)
+        source = f"{'all segments' if known_bytes else 'the measured records'} over their timestamps' span"
+    else:
+        per_day, source = float(stored_total), "no timestamps: the data is taken as one day of traffic"
+        notes.append("no usable timestamps: linger.ms cannot be replayed and bytes per day are a guess; "
+                     "give bytes_per_day in --prices")
+    raw_per_day = per_day * today.payload_bytes / max(1, today.stored_bytes)
+    dominant = max(prof["codec_bytes"], key=lambda k: prof["codec_bytes"][k])
+    today.stored_per_day = per_day
+    today.cost = monthly_cost(per_day, raw_per_day, today.compress_mbps if dominant != "none" else None,
+                              today.read_mbps, prices, econ)
+    for m in results:
+        m.stored_per_day = per_day * m.stored_bytes / max(1, today.stored_bytes)
+        m.cost = monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps if m.setting.codec != "none" else None,
+                              m.read_mbps, prices, econ)
+    ok = [m for m in results if rule.allows(m)]
+    key = (lambda m: (round(m.cost.total, 6), m.setting.linger_ms, -m.compress_mbps))
+    if choose is not None:
+        best = next(m for m in results if m.setting == choose)
+        chosen_by = f"--choose {choose.label}"
+    else:
+        best = min(ok, key=key) if ok else None
+        chosen_by = "rule"
+        if best is None:
+            notes.append("no setting meets the rule; lower --min-compress-mbps / --min-read-mbps")
+        elif today.cost.total - best.cost.total < rule.min_saving * today.cost.total:
+            notes.append(f"the best setting, {best.label}, saves less than {rule.min_saving * 100:g}%: "
+                         f"keep today's settings")
+            best = None
+    without = None
+    if best is not None and not _default_level(best.setting):
+        plain = [m for m in ok if _default_level(m.setting) and m.cost.total < today.cost.total]
+        without = min(plain, key=key) if plain else None
+    recompress = 0.0
+    if best is not None:
+        recompress = monthly_cost(best.stored_per_day, raw_per_day, best.compress_mbps, best.read_mbps, prices, econ,
+                                  broker_recompresses=True).cpu - best.cost.cpu
+    if current is not None:
+        notes.append(f"today's batches were built from records with --current-codec/--current-batch-size/"
+                     f"--current-linger-ms ({current.label})")
+    return TopicAdvice(topic, prof, today, results, best, without, chosen_by, per_day, source, partitions, notes,
+                       recompress)

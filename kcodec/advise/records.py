@@ -1,0 +1,108 @@
+"""Record inputs (Parquet, JSON, the generated sample) as chunks of batches, like a producer would write them.
+
+Records carry no batches, so today's batches are made by replaying the
+producer with ``--current-codec``, ``--current-batch-size`` and
+``--current-linger-ms``: keyed records go to ``murmur2(key) % --partitions``,
+keyless ones to the sticky partitioner (:mod:`kcodec.advise.batching`).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from kcodec.advise.grid import Setting
+from kcodec.advise.inputs import CHUNK_DDL, InputPlan
+from kcodec.errors import KcodecError
+
+__all__ = ["records_frame", "record_chunks", "RECORD_DDL"]
+
+RECORD_DDL = ("key binary, value binary, timestamp timestamp, headers array<struct<key:string,value:binary>>, "
+              "topic string")
+
+
+def records_frame(spark, plan: InputPlan, records: int, seed: int, tasks: int):
+    """A DataFrame of records with key, value, timestamp, headers and topic (generated in tasks for the sample)."""
+    from pyspark.sql import functions as F
+
+    if plan.kind == "sample":
+        per_task = max(1, records // tasks)
+
+        def generate(batches, per_task=per_task, seed=seed):
+            from pyspark import TaskContext
+
+            from kcodec.advise.sample import generate_sample
+
+            for _ in batches:
+                pass
+            part = TaskContext.get().partitionId()
+            table = generate_sample(per_task, seed=seed + part, start_ms=1_700_000_000_000 + part * per_task * 2)
+            yield from table.to_batches()
+
+        return spark.range(0, tasks, 1, tasks).mapInArrow(generate, RECORD_DDL)
+    df = spark.read.format(plan.record_format).load(plan.record_paths)
+    if "value" not in df.columns:
+        raise KcodecError(f"{', '.join(plan.record_paths)}: the records need a 'value' column "
+                          f"(found {', '.join(df.columns)})")
+    for name in ("key", "value"):
+        if name in df.columns and dict(df.dtypes)[name] == "string":
+            df = df.withColumn(name, F.col(name).cast("binary"))
+    if "topic" not in df.columns:
+        df = df.withColumn("topic", F.lit(_topic_name(plan.record_paths[0])))
+    if "headers" in df.columns and df.filter(F.size("headers") > 0).limit(1).count() == 0:
+        # Spark hands an array<struct> column to Python slowly even when every value is null
+        # (seconds per 100,000 rows): a column without a header is left behind.
+        df = df.drop("headers")
+    return df.select(*[c for c in ("key", "value", "timestamp", "headers", "topic", "partition") if c in df.columns])
+
+
+def _topic_name(path: str) -> str:
+    from pathlib import Path
+
+    return Path(path).stem or "records"
+
+
+def record_chunks(records, current: Setting, partitions: int, chunk_bytes: int):
+    """The chunk DataFrame of a record DataFrame, batched as ``current``."""
+    return records.mapInArrow(lambda it: _to_chunks(it, current, partitions, chunk_bytes), CHUNK_DDL)
+
+
+def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes: int):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark import TaskContext
+
+    from kcodec.advise.batching import assign_partitions
+    from kcodec.advise.measure import BatchEncoder, record_columns, simulate
+    from kcodec.partitioner import partition_for_keys
+
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches).combine_chunks()
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("chunk", pa.int32()),
+                        ("data", pa.binary())])
+    task = TaskContext.get().partitionId() if TaskContext.get() else 0
+    for topic in pc.unique(table["topic"]).to_pylist():
+        part_table = table.filter(pc.equal(table["topic"], topic)) if topic is not None \
+            else table.filter(pc.is_null(table["topic"]))
+        if "partition" in part_table.column_names:
+            parts = part_table["partition"].to_numpy(zero_copy_only=False).astype(np.int32)
+        else:
+            keyed = partition_for_keys(part_table["key"], partitions) if "key" in part_table.column_names \
+                else np.full(part_table.num_rows, -1, np.int32)
+            parts = assign_partitions(record_columns(part_table)["sizes"], keyed, current.batch_bytes, partitions)
+        for p in np.unique(parts).tolist():
+            sub = part_table.filter(pa.array(parts == p))
+            built, _ = simulate(BatchEncoder(sub), record_columns(sub), current)
+            chunk, size, run = 0, 0, []
+            for b in built + [None]:
+                if b is not None:
+                    run.append(b)
+                    size += len(b)
+                if run and (b is None or size >= chunk_bytes):
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array([topic or "records"]), pa.array([p], pa.int32()),
+                         pa.array([task * 100_000 + chunk], pa.int32()), pa.array([b"".join(run)], pa.binary())],
+                        schema=schema)
+                    chunk, size, run = chunk + 1, 0, []
