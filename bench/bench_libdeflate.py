@@ -6,7 +6,8 @@ Both write Kafka's gzip framing (Java's header, one member) and read it by the
 same rules; only the deflate engine differs.  The regions are bench_codecs.py's
 W2 records regions of ~16 KiB and ~1 MiB.  For Kafka's levels 1, 6 (the
 default) and 9 it prints compress and decompress throughput (MB/s of
-uncompressed data, best of ``--repeat``), the speed ratios plugin/built-in and
+uncompressed data, best of ``--repeat``, timed in process CPU time as compare.py
+times, so that a busy machine slows both alike), the speed ratios plugin/built-in and
 the compression ratios.  Each engine decompresses its own output, and the
 plugin also the built-in's (``dec zlib's``: the bytes Java writes).
 
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -66,7 +68,8 @@ def main(argv=None) -> int:
             for level in (1, 6, 9):
                 z, ld = builtin.compress(data, level=level), plugin.compress(data, level=level)
                 assert builtin.decompress(ld) == data == plugin.decompress(z) == plugin.decompress(ld)
-                rate = {key: best_rate(fn, arg, n, args.seconds, args.repeat) for key, fn, arg in (
+                rate = {key: best_rate(fn, arg, n, args.seconds, args.repeat, time.process_time)
+                        for key, fn, arg in (
                     ("cz", lambda d: builtin.compress(d, level=level), data),
                     ("cl", lambda d: plugin.compress(d, level=level), data),
                     ("dz", builtin.decompress, z),
