@@ -752,6 +752,22 @@ def _zstd_pair():
     return _native_pair(ZstdCodec, "libzstd's entry points are not exported by python-zstandard here")
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the resident size in /proc/self/statm")
+def test_zstd_ultra_levels_keep_no_context():
+    """Level 22's context holds about 720 MB: made for one frame, freed after it, on either engine."""
+    def resident_mb() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
+
+    data = _zstd_sample(20_000, 5)
+    for codec in _zstd_pair():
+        codec.compress(data, level=19)  # the contexts a thread keeps are there before the count
+        before = resident_mb()
+        for level in (20, 21, 22):
+            assert codec.decompress(codec.compress(data, level=level)) == data
+        assert resident_mb() - before < 100, codec.native
+
+
 def _zstd_sample(size, seed):
     rng = np.random.default_rng(seed)
     text = b"".join(b"%d request path=/api/items/%d took %dms\n" % (i, i * 7919 % 1000, i % 97)
