@@ -126,23 +126,24 @@ def raw_calls() -> Dict[str, Tuple[Callable, Callable]]:
     }
 
 
-def best_rate(fn: Callable, arg, nbytes: int, seconds: float, repeat: int) -> float:
+def best_rate(fn: Callable, arg, nbytes: int, seconds: float, repeat: int,
+              clock: Callable[[], float] = time.perf_counter) -> float:
     fn(arg)
     loops, elapsed = 1, 0.0
     while True:
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(loops):
             fn(arg)
-        elapsed = time.perf_counter() - t0
+        elapsed = clock() - t0
         if elapsed >= seconds / 4:
             break
         loops *= 4
     best = elapsed / loops
     for _ in range(repeat - 1):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(loops):
             fn(arg)
-        best = min(best, (time.perf_counter() - t0) / loops)
+        best = min(best, (clock() - t0) / loops)
     return nbytes / best / 1e6
 
 

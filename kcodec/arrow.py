@@ -221,7 +221,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     UTC microseconds (Kafka's milliseconds x 1000; LogAppendTime batches give
     every record the batch time); ``headers`` is null for a record without
     headers.  Control records (transaction markers) are left out unless
-    ``include_control``.  ``batch_fields`` appends per-record copies of batch
+    ``include_control``; with ``validate`` they are checked either way (key
+    and end-transaction marker, as Kafka reads them), like every batch's CRC.  ``batch_fields`` appends per-record copies of batch
     header fields (see :data:`BATCH_FIELDS`).  Errors carry positions
     relative to the start of ``buffer``.
 
@@ -253,7 +254,7 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
                 if tables is not None:
                     return _concat(tables)
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
-    return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, headers)
+    return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, validate, headers)
 
 
 def _concat(tables):
@@ -280,22 +281,26 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
     def part(a: int, b: int):
         try:
             batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size)
-            return _general(batches, b - a, schema, topic, partition, (), include_control, headers)
+            return _general(batches, b - a, schema, topic, partition, (), include_control, validate, headers)
         except KcodecError:
             return None
 
     return _on_threads(part, cuts)
 
 
-def _general(batches, unsized: int, schema, topic, partition, batch_fields, include_control: bool, headers: bool):
+def _general(batches, unsized: int, schema, topic, partition, batch_fields, include_control: bool,
+             validate: bool, headers: bool):
     """Batches of any magic and codec, one at a time, into the columns."""
     pa = _pa()
     acc = ColumnAccumulator(headers)
     counts: List[int] = []
     values: dict = {name: [] for name in batch_fields}
     for batch in batches:
-        if batch.is_control and not include_control:
-            continue
+        if batch.is_control:
+            if validate:  # whether or not its records are kept, as the fast pass does
+                batch.check_control_records()
+            if not include_control:
+                continue
         before = acc.n
         if batch.magic >= 2:
             _add_v2(acc, batch)

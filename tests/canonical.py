@@ -54,8 +54,8 @@ def render_batch(batch) -> Dict[str, Any]:
     return out
 
 
-def render(data) -> Dict[str, Any]:
-    batches = [render_batch(b) for b in read_batches(data, validate=True)]
+def render(data, validate: bool = True) -> Dict[str, Any]:
+    batches = [render_batch(b) for b in read_batches(data, validate=validate)]
     return {
         "format": "kafka-records-oracle/1",
         "sizeInBytes": len(data),

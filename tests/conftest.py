@@ -1,11 +1,41 @@
-"""Shared fixtures.  The Spark session is created once, only when a test asks for it."""
+"""Shared fixtures and the suite's memory bound.  The Spark session is created once, only when a test asks for it."""
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import sys
 
 import pytest
+
+#: README's bound on the test process: a run whose peak RSS goes past it fails.
+PEAK_RSS_BOUND_MB = 2048
+
+
+def _peak_rss_mb() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak >> 20 if sys.platform == "darwin" else peak >> 10  # bytes on macOS, KiB on Linux
+
+
+def _sanitized() -> bool:
+    # AddressSanitizer's shadow memory counts as RSS; its runs are not held to the bound.
+    return "asan" in os.environ.get("LD_PRELOAD", "")
+
+
+def _over_bound() -> bool:
+    return _peak_rss_mb() > PEAK_RSS_BOUND_MB and not _sanitized()
+
+
+def pytest_terminal_summary(terminalreporter):
+    note = ", not checked under ASan" if _sanitized() else ""
+    terminalreporter.write_line(f"peak RSS of the test process: {_peak_rss_mb()} MB (bound {PEAK_RSS_BOUND_MB} MB{note})")
+    if _over_bound():
+        terminalreporter.write_line("the run fails: over the memory bound of tests/conftest.py and README", red=True)
+
+
+def pytest_sessionfinish(session):
+    if _over_bound():
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

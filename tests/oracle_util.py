@@ -22,7 +22,8 @@ from kcodec import RecordBatchBuilder, TimestampType, get_codec
 from kcodec.records import ControlRecordType
 
 FIXTURES = Path(__file__).parent / "fixtures" / "oracle"
-ORACLE_DIR = Path(__file__).resolve().parents[2] / "shared" / "oracle"
+# KCODEC_ORACLE_DIR names the oracle when the checkout is not next to it.
+ORACLE_DIR = Path(os.environ.get("KCODEC_ORACLE_DIR") or Path(__file__).resolve().parents[2] / "shared" / "oracle")
 if not ORACLE_DIR.exists():
     ORACLE_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "oracle"
 

@@ -269,6 +269,14 @@ def test_53_truncated_last_inner_is_dropped():
         assert [r.key for r in b] == [b"k0", b"k1"]
         # relative offsets: the wrapper's 2 is matched against the last *kept* inner (1)
         assert [r.offset for r in b] == [1, 2]
+        # validating, a message cut short raises once its size field is there
+        checked = LegacyRecordBatch(wrapper(2, full[:-cut]), validate=True)
+        if len(message(2, b"k2", b"v2")) - cut >= 12:
+            with pytest.raises(CorruptRecordError, match="of the decompressed wrapper has size"):
+                checked.records()
+            assert not b.is_valid(deep=True)
+        else:
+            assert [r.key for r in checked] == [b"k0", b"k1"] and b.is_valid(deep=True)
 
 
 def test_54_inner_crc_checked_by_deep_validation():
@@ -280,7 +288,10 @@ def test_54_inner_crc_checked_by_deep_validation():
     with pytest.raises(CorruptRecordError, match=r"^Record is corrupt \(stored crc = \d+, computed crc = \d+\)") as e:
         b.ensure_valid(deep=True)
     assert e.value.batch_offset == 1 and e.value.position == 0
-    assert len(b.records()) == 2  # iteration itself does not check inner CRCs, like Kafka's
+    assert len(b.records()) == 2  # not validating, iteration does not check inner CRCs
+    checked = LegacyRecordBatch(wrapper(1, bytes(inner)), validate=True)  # as read_batches makes it
+    with pytest.raises(CorruptRecordError, match=r"^Record is corrupt"):
+        checked.records()
 
 
 def test_error_positions_point_into_the_buffer():

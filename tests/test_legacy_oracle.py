@@ -18,16 +18,20 @@ LEGACY_CASES = [c for c in cases() if c.startswith(("v0_", "v1_"))]
 _LEVELS = {c["name"]: c["level"] for c in manifest()["cases"]}
 
 
-def render(data: bytes) -> Dict[str, Any]:
-    """The oracle document for ``data`` (tests/canonical.py), after the checks Java's ``verify`` makes.
+def render(data: bytes, validate: bool = True) -> Dict[str, Any]:
+    """The oracle document for ``data`` (tests/canonical.py).
 
-    Java calls ``record.ensureValid()`` on every record, which checks the CRC
-    of each inner message of a compressed wrapper: ``ensure_valid(deep=True)``.
+    Java's ``verify`` calls ``record.ensureValid()`` on every record, which
+    checks the CRC of each inner message of a compressed wrapper; kcodec's
+    reader does the same when validating.
     """
-    for b in kcodec.read_batches(data):
-        if isinstance(b, LegacyRecordBatch):
-            b.ensure_valid(deep=True)
-    return canonical.render(data)
+    return canonical.render(data, validate)
+
+
+#: kcodec's one deliberate difference from Kafka's reader: an inner message whose size runs
+#: past the end of its decompressed wrapper.  Java ends the set there and drops it silently (or
+#: fails to allocate the declared size); validating, kcodec raises.  validate=False reads as Java.
+OVERRUN = "of the decompressed wrapper has size"
 
 
 # -- golden vectors -----------------------------------------------------------------
@@ -180,7 +184,6 @@ def _checklist_accepted() -> bytes:
         wrapper(120, inner_set([115, 116], magic=0), magic=0),  # 50: v0 absolute inner offsets
         wrapper(122, inner_set([0], magic=0)),  # 51: v1 wrapper, v0 inner
         wrapper(123, inner_set([123]), magic=0, codec=2),  # 51: v0 wrapper, v1 inner
-        wrapper(125, inner_set([0, 1, 2])[:-3]),  # 53: truncated last inner dropped
     ]
     return b"".join(parts)
 
@@ -200,6 +203,30 @@ def _checklist_rejected():
         "53-inner-size-13": wrapper(1, inner_set([0]) + struct.pack(">qi", 1, 13) + b"\0" * 13),
         "54-inner-crc": wrapper(1, bytes(bad_inner_crc)),
     }
+
+
+@pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
+@pytest.mark.parametrize("size", [2 ** 31 - 1, 2 ** 20, None])
+def test_inner_message_past_the_end_of_its_wrapper(size):
+    """Java drops it (or fails to allocate 2^31-1 bytes); kcodec raises unless validate=False."""
+    from kcodec.errors import CorruptRecordError
+    from test_legacy import inner_set, wrapper
+    inner = bytearray(inner_set([0, 1, 2]))
+    if size is None:
+        inner = inner[:-3]  # the last message cut short
+    else:
+        last = len(inner_set([0, 1]))
+        struct.pack_into(">i", inner, last + 8, size)
+    data = wrapper(125, bytes(inner))
+    status, doc = oracle_verify(data)
+    with pytest.raises(CorruptRecordError, match=OVERRUN) as e:
+        render(data)
+    assert e.value.position == 0 and e.value.batch_offset == 125
+    if size == 2 ** 31 - 1:
+        assert status == 1 and doc["error"]["class"] == "java.lang.OutOfMemoryError", doc
+    else:
+        assert status == 0 and doc == render(data, validate=False)
+        assert doc["recordCount"] == 2
 
 
 _JAVA_ERRORS = {
@@ -270,6 +297,9 @@ def test_java_and_kcodec_agree_on_damaged_messages():
         try:
             mine = render(data)
         except KcodecError as e:
+            if status == 0 and OVERRUN in e.message:
+                assert doc == render(data, validate=False), data.hex()
+                continue
             assert status == 1, (data.hex(), e)
             java = doc["error"]
             if java["class"] in _JAVA_ERRORS:  # elsewhere Java throws raw runtime exceptions

@@ -68,21 +68,23 @@ def test_generated_cases_decode_to_java_json(generated, group):
     assert not wrong
 
 
-@pytest.fixture(scope="module")
-def rebuilt(generated) -> Dict[str, List[Tuple[Dict[str, Any], bytes, Dict[str, Any], bytes]]]:
-    """Per codec: (manifest entry, Java's bytes, Java's JSON, kcodec's rebuild) of each v2 case with records."""
-    out: Dict[str, List[Tuple[Dict[str, Any], bytes, Dict[str, Any], bytes]]] = {}
-    for codec in CODECS:
-        out[codec] = [(case, data, doc, rebuild(doc, case["level"]))
-                      for case, data, doc in _group(generated, f"v2_{codec}")
-                      if doc["batches"] and all(b["recordCount"] for b in doc["batches"])]
-    return out
+@pytest.fixture(scope="module", params=CODECS)
+def rebuilt(request, generated) -> Tuple[str, List[Tuple[Dict[str, Any], bytes, Dict[str, Any], bytes]]]:
+    """(codec, [(manifest entry, Java's bytes, Java's JSON, kcodec's rebuild) of each v2 case with records]).
+
+    Built once for both tests of a codec; pytest runs them together and lets
+    the codec's cases go before the next codec's are built.
+    """
+    codec = request.param
+    return codec, [(case, data, doc, rebuild(doc, case["level"]))
+                   for case, data, doc in _group(generated, f"v2_{codec}")
+                   if doc["batches"] and all(b["recordCount"] for b in doc["batches"])]
 
 
-@pytest.mark.parametrize("codec", CODECS)
-def test_generated_v2_cases_rebuild_as_java_wrote_them(rebuilt, codec):
+def test_generated_v2_cases_rebuild_as_java_wrote_them(rebuilt):
+    codec, cases = rebuilt
     identical, wrong = 0, []
-    for case, data, doc, built in rebuilt[codec]:
+    for case, data, doc, built in cases:
         if identical_expected(doc, case["level"], data):
             identical += 1
             if built != data:
@@ -97,12 +99,12 @@ def test_generated_v2_cases_rebuild_as_java_wrote_them(rebuilt, codec):
                 wrong.append(f"{case['name']}: other records")
             wrong.extend(f"{case['name']}: {k}" for k in BATCH_FIELDS if b_ours[k] != b_java[k])
     assert not wrong
-    assert rebuilt[codec] and (identical or codec == "snappy")
+    assert cases and (identical or codec == "snappy")
 
 
-@pytest.mark.parametrize("codec", CODECS)
-def test_java_reads_what_kcodec_rebuilt(rebuilt, codec):
-    rc, java = oracle_verify(b"".join(built for _case, _data, _doc, built in rebuilt[codec]))
+def test_java_reads_what_kcodec_rebuilt(rebuilt):
+    _codec, cases = rebuilt
+    rc, java = oracle_verify(b"".join(built for _case, _data, _doc, built in cases))
     assert rc == 0, java
     assert [b["records"] for b in java["batches"]] == [
-        b["records"] for _case, _data, doc, _built in rebuilt[codec] for b in doc["batches"]]
+        b["records"] for _case, _data, doc, _built in cases for b in doc["batches"]]

@@ -1,15 +1,6 @@
-"""The kcodec-isal plugin, installed as a real distribution and found only through its entry point.
-
-The plugin is pip-installed into a temporary directory (never into the
-running environment, where it would change gzip for every other test) and
-that directory is put on ``sys.path`` only inside these tests.
-"""
+"""The kcodec-isal plugin, installed as a real distribution and found only through its entry point."""
 from __future__ import annotations
 
-import importlib
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -17,14 +8,13 @@ from pathlib import Path
 import pytest
 
 import kcodec
+import plugin_util
 from kcodec import codecs, get_codec, register_codec
 from kcodec.compression import registry
 from kcodec.compression.gzip import JAVA_GZIP_HEADER, GzipCodec
 from kcodec.errors import LimitExceededError, UnsupportedCodecError
 from oracle_util import load_case, oracle_available, oracle_verify
 
-ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_SRC = ROOT / "plugins" / "kcodec-isal"
 ORIGIN = "entry point kcodec-isal 0.1.0"
 DATA = load_case("v2_none_json100")[0][61:]
 LEVELS = [1, 2, 3, 4, 5, 6, 7, 8, 9, -1, None]
@@ -34,55 +24,28 @@ pytest.importorskip("isal")
 
 @pytest.fixture(scope="session")
 def plugin_dir(tmp_path_factory) -> Path:
-    """The plugin installed by pip (no network: no dependencies, no build isolation)."""
-    work = tmp_path_factory.mktemp("kcodec-isal")
-    src = work / "src"
-    shutil.copytree(PLUGIN_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    target = work / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(src)],
-        capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        pytest.fail(f"pip could not install the plugin:\n{proc.stdout}\n{proc.stderr}")
+    target = plugin_util.install("kcodec-isal", tmp_path_factory.mktemp("kcodec-isal"))
     assert (target / "kcodec_isal" / "__init__.py").exists()
     assert list(target.glob("kcodec_isal-0.1.0.dist-info/entry_points.txt"))
     return target
 
 
 def _forget_plugin() -> None:
-    for name in [m for m in sys.modules if m == "kcodec_isal" or m.startswith("kcodec_isal.")]:
-        del sys.modules[name]
-    importlib.invalidate_caches()
-    registry._reset_for_tests()
+    plugin_util.forget("kcodec_isal")
 
 
 @pytest.fixture
 def plugin(plugin_dir):
-    sys.path.insert(0, str(plugin_dir))
-    _forget_plugin()
-    try:
+    with plugin_util.active(plugin_dir, "kcodec_isal"):
         yield plugin_dir
-    finally:
-        sys.path.remove(str(plugin_dir))
-        _forget_plugin()
 
 
 def _installed_globally() -> bool:
-    from importlib.metadata import PackageNotFoundError, distribution
-    try:
-        distribution("kcodec-isal")
-    except PackageNotFoundError:
-        return False
-    return True
+    return plugin_util.installed_globally("kcodec-isal")
 
 
-def _run(code: str, plugin_dir: Path, **env: str) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k != "KCODEC_DISABLE_PLUGINS"}
-    full_env.update(env)
-    full_env["PYTHONPATH"] = os.pathsep.join([str(plugin_dir), str(ROOT), full_env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, cwd=str(ROOT), timeout=120)
+def _run(code: str, plugin_dir: Path, **env: str):
+    return plugin_util.run(code, plugin_dir, **env)
 
 
 def test_not_active_unless_installed():
@@ -178,34 +141,12 @@ def test_disable_plugins_restores_the_builtin(plugin_dir):
 
 
 def test_missing_isal_names_the_package(plugin_dir):
-    proc = _run("""
-        import sys
-        sys.modules["isal"] = None
-        sys.modules["isal.isal_zlib"] = None
-        import kcodec
-        codec = kcodec.get_codec("gzip")
-        assert type(codec).__name__ == "IsalGzipCodec" and not codec.available()
-        try:
-            codec.compress(b"x")
-        except kcodec.CodecLibraryMissingError as exc:
-            print(exc)
-    """, plugin_dir)
-    assert proc.returncode == 0, proc.stderr
-    assert "pip install isal" in proc.stdout
+    message = plugin_util.missing_library_error(plugin_dir, ["isal", "isal.isal_zlib"], "IsalGzipCodec")
+    assert "pip install isal" in message
 
 
 def test_plugin_import_is_lazy(plugin_dir):
-    proc = _run("""
-        import sys
-        import kcodec
-        kcodec.codecs()
-        codec = kcodec.get_codec("gzip")
-        assert "kcodec_isal" in sys.modules and "isal" not in sys.modules
-        codec.compress(b"now")
-        assert "isal" in sys.modules
-        print("ok")
-    """, plugin_dir)
-    assert proc.returncode == 0, proc.stderr
+    plugin_util.check_lazy_import(plugin_dir, "kcodec_isal", "isal")
 
 
 @pytest.mark.skipif(not oracle_available(), reason="Java or the oracle is not installed")

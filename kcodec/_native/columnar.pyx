@@ -720,6 +720,10 @@ cdef extern from "kc_record.h" nogil:
     int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
 
 
+cdef extern from "kc_control.h" nogil:
+    int kc_control_region_ok(const uint8_t *p, const uint8_t *end, int32_t count)
+
+
 
 
 
@@ -1412,7 +1416,8 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     ``start`` and ``stop`` (batch boundaries) restrict the pass to a part of
     the buffer, so that several threads can share one buffer.
 
-    Each batch is CRC-checked and then parsed while it is in cache, copying
+    Each batch is CRC-checked (and a control batch's records checked as
+    Kafka reads them) and then parsed while it is in cache, copying
     keys, values and headers straight into the column buffers.  Returns None
     when the buffer holds anything else (compressed or legacy batches,
     trailing bytes, damage): the general path then decodes it and reports
@@ -1453,6 +1458,9 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
                 attrs = buf[pos + 22]
                 if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size - 21):
                     err = 1
+                elif validate and (attrs & 0x20) and not kc_control_region_ok(
+                        buf + pos + 61, buf + pos + size, <int32_t>kc_load_be32(buf + pos + 57)):
+                    err = 1  # Kafka's control record checks fail: reported by the general path
                 elif include_control or not (attrs & 0x20):
                     err = _acc_add(&a, buf + pos + 61, buf + pos + size, <int32_t>kc_load_be32(buf + pos + 57),
                                    <int64_t>kc_load_be64(buf + pos), <int64_t>kc_load_be64(buf + pos + 27),

@@ -26,15 +26,21 @@ cdef inline int8_t _i8(uint8_t b) noexcept nogil:
     return <int8_t>b
 
 
-def scan_inner(const uint8_t[::1] data):
-    """Framing of a decompressed wrapper value: ``[(offset, start, end, magic, attributes), ...]``.
+def scan_inner(const uint8_t[::1] data, bint strict=False):
+    """Framing of a decompressed wrapper value: ``([(offset, start, end, magic, attributes), ...], stop)``.
 
-    Stops silently at fewer than 12 bytes or a truncated last message (Kafka
-    drops it); an inner size below 14 raises CorruptRecordError.
+    ``stop`` is where the scan ended (``len(data)`` when every byte belongs
+    to a message).  Kafka's reader ends the set silently at fewer than 12
+    bytes or a message whose size runs past the end; with ``strict`` such a
+    message raises CorruptRecordError, and so does an inner message whose
+    CRC-32 is wrong (the consumer's ``check.crcs``).  An inner size below 14
+    raises CorruptRecordError either way.  Positions in the messages are
+    bytes of ``data``; errors carry none (``data`` is not the caller's buffer).
     """
     cdef Py_ssize_t n = data.shape[0], pos = 0, start, end
     cdef int64_t offset
     cdef int32_t size
+    cdef uint32_t stored, computed
     cdef list out = []
     cdef const uint8_t *p = &data[0] if n > 0 else NULL
     while n - pos >= LOG_OVERHEAD:
@@ -44,11 +50,22 @@ def scan_inner(const uint8_t[::1] data):
             raise CorruptRecordError("Record size is less than the minimum record overhead (14)")
         start = pos + LOG_OVERHEAD
         if size > n - start:
+            if strict:
+                raise CorruptRecordError(
+                    f"Inner message at byte {pos} of the decompressed wrapper has size {size}, "
+                    f"but only {n - start} bytes follow")
             break
         end = start + size
+        if strict:
+            stored = kc_load_be32(p + start)
+            with nogil:
+                computed = kc_crc32(0, p + start + 4, <size_t>(size - 4))
+            if stored != computed:
+                raise CorruptRecordError(
+                    f"Record is corrupt (stored crc = {stored}, computed crc = {computed})")
         out.append((offset, start, end, _i8(p[start + 4]), _i8(p[start + 5])))
         pos = end
-    return out
+    return out, pos
 
 
 cdef int32_t _span(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, str what) except -2:

@@ -78,9 +78,11 @@ class Lz4Codec(Codec):
 
     def load(self) -> None:
         if self._lz4 is None:
+            block = import_library("lz4.block", self.requires, self.name)
+            self._native = _native_entry_points(block)
+            self._block = block
+            # Last: another thread takes the codec as loaded once this is set.
             self._lz4 = import_library("lz4", self.requires, self.name)
-            self._block = import_library("lz4.block", self.requires, self.name)
-            self._native = _native_entry_points(self._block)
 
     @property
     def native(self) -> bool:

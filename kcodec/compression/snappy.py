@@ -65,12 +65,12 @@ class SnappyCodec(Codec):
             legacy = import_library("snappy", self.requires, self.name)
             self._use_legacy(legacy)
             return
-        self._module = cj
         self._compress_block = cj.snappy.compress_raw
         self._compress_into = cj.snappy.compress_raw_into
         self._max_block_out = cj.snappy.compress_raw_max_len(bytes(SNAPPY_JAVA_BLOCK_SIZE))
         self._decompress_into = cj.snappy.decompress_raw_into
         self._errors = (cj.DecompressionError,)
+        self._module = cj  # last: another thread takes the codec as loaded once this is set
 
     def _use_legacy(self, snappy: ModuleType) -> None:
         def decompress_into(src: memoryview, dst: memoryview) -> int:
@@ -80,10 +80,10 @@ class SnappyCodec(Codec):
             dst[:] = out
             return len(out)
 
-        self._module = snappy
         self._compress_block = snappy.compress
         self._decompress_into = decompress_into
         self._errors = (Exception,)
+        self._module = snappy
 
     @property
     def backend(self) -> str:

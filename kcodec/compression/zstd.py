@@ -49,6 +49,10 @@ ZSTD_WINDOW_LOG_MAX = 27
 _MAX_PIECE = 64 * 1024 * 1024
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CACHED_LEVELS = 4
+#: Contexts for levels above this one are made for one frame and freed after it, as zstd-jni
+#: makes one per batch: for a stream of unknown size their windows of 8-128 MiB take 170 MB
+#: (level 20) to 720 MB (22) of tables, which a context kept per thread would hold for good.
+_KEPT_CONTEXT_MAX_LEVEL = 19
 
 
 class ZstdCodec(Codec):
@@ -96,6 +100,9 @@ class ZstdCodec(Codec):
         return f"{library_version(z)} (libzstd {lib}, {z.backend} backend{direct})"  # type: ignore[union-attr]
 
     def _compressor(self, level: int) -> Any:
+        if level > _KEPT_CONTEXT_MAX_LEVEL:
+            return self._zstd.ZstdCompressor(  # type: ignore[union-attr]
+                level=level, write_content_size=False, write_checksum=False, write_dict_id=False)
         cache = getattr(self._local, "compressors", None)
         if cache is None:
             cache = self._local.compressors = OrderedDict()
@@ -135,7 +142,8 @@ class ZstdCodec(Codec):
         # One frame by the direct calls, after `headroom` bytes; None without them.
         if self._native is None:
             return None
-        return self._context().compress(view, level, headroom, len(view) > self._window(level))
+        ctx = self._context() if level <= _KEPT_CONTEXT_MAX_LEVEL else ZstdContext(self._native)
+        return ctx.compress(view, level, headroom, len(view) > self._window(level))
 
     def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
         # The frame after `headroom` bytes the caller fills (a batch header), so that the

@@ -763,13 +763,14 @@ def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryvie
 
 
 def _check_inner_crcs(cfg: ValidatorConfig, batch) -> None:
-    """Compressed v0/v1: every inner message's CRC-32 (``record.ensureValid()``)."""
+    """Compressed v0/v1: every inner message's CRC-32 (``record.ensureValid()``) and size."""
     if batch.magic <= 1 and batch.compression != CompressionType.NONE:
         try:
             batch.ensure_valid(deep=True)
         except CorruptRecordError as exc:
             raise RecordValidationError("CORRUPT_MESSAGE", f"{exc.message} in topic partition "
-                                        f"{cfg.topic_partition}.", batch_offset=batch.base_offset) from exc
+                                        f"{cfg.topic_partition}.", batch_offset=batch.base_offset,
+                                        position=batch.position) from exc
 
 
 def _iter_records(batch):

@@ -94,6 +94,13 @@ class RecordBatch(RecordBatchBase):
                 raise exc.with_context(position=self.position, batch_offset=self.base_offset)
         return out
 
+    def check_control_records(self) -> None:
+        """Kafka's checks of a control batch's records: each key (ControlRecordType) and each
+        COMMIT/ABORT value (EndTransactionMarker); InvalidRecordError naming the batch.  Data
+        batches pass without being read."""
+        if self.is_control:
+            self.records()
+
     def scan(self):
         """``(RecordIndex, data)``: offsets and lengths of every record field, without Record objects."""
         count = self._count()

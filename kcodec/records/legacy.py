@@ -144,15 +144,21 @@ class LegacyRecordBatch:
     Validation: :meth:`ensure_valid` checks the CRC-32 of the entry itself,
     as Kafka's ``batch.ensureValid()`` does.  ``ensure_valid(deep=True)``
     also checks every inner message of a compressed wrapper, which is what
-    Kafka's consumer (``check.crcs``) and broker do record by record.
+    Kafka's consumer (``check.crcs``) and broker do record by record.  With
+    ``validate=True`` (what :func:`kcodec.read_batches` passes by default)
+    those inner checks run whenever the wrapper is decompressed, so reading
+    its records raises instead of yielding corrupt ones.  The inner checks
+    are the CRC-32 of every inner message and its size: Kafka's reader ends
+    the set silently at a message that runs past the end of the decompressed
+    value (or fails to allocate it), kcodec raises CorruptRecordError.
     """
 
     __slots__ = ("_mv", "position", "size_in_bytes", "_max_size", "_pool", "_offset",
-                 "_magic", "_attributes", "_timestamp", "_crc", "_inner", "_base", "_data")
+                 "_magic", "_attributes", "_timestamp", "_crc", "_inner", "_base", "_data", "_validate")
 
     def __init__(self, buf: BufferLike, position: int = 0, size: Optional[int] = None, *,
                  max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-                 pool: Optional["BufferPool"] = None) -> None:
+                 pool: Optional["BufferPool"] = None, validate: bool = False) -> None:
         mv = _as_bytes_view(buf)
         n = len(mv)
         if position < 0 or n - position < LOG_OVERHEAD:
@@ -171,6 +177,7 @@ class LegacyRecordBatch:
         self.size_in_bytes = size
         self._max_size = max_decompressed_size
         self._pool = pool
+        self._validate = validate
         self._offset = offset
         msg_size = size - LOG_OVERHEAD
         start = position + LOG_OVERHEAD
@@ -317,14 +324,12 @@ class LegacyRecordBatch:
         except KcodecError as e:
             raise e.with_context(batch_offset=self._offset)
         if deep and self.is_compressed:
-            inner = self._inner_entries()
-            data = self._data
-            for _offset, begin, end, _magic, _attributes in inner:
-                bad = check_crc(data, begin, end)
-                if bad is not None:
-                    raise CorruptRecordError(
-                        f"Record is corrupt (stored crc = {bad[0]}, computed crc = {bad[1]})",
-                        position=self.position, batch_offset=self._offset)
+            self._inner_entries()
+            if not self._validate:  # else checked when the set was decompressed
+                try:
+                    scan_inner(self._data, True)
+                except KcodecError as e:
+                    raise e.with_context(position=self.position, batch_offset=self._offset) from None
 
     # -- records ---------------------------------------------------------------
     def __iter__(self) -> Iterator["Record"]:
@@ -420,7 +425,7 @@ class LegacyRecordBatch:
             raise
         if not isinstance(data, (bytes, bytearray)):
             data = _as_bytes_view(data)
-        entries = scan_inner(data)
+        entries, _stop = scan_inner(data, self._validate)
         if not entries:
             raise InvalidRecordError("Found invalid compressed record set with no inner records")
         base = 0
@@ -653,11 +658,16 @@ class LegacyRecordBatchBuilder:
 
 
 def iter_legacy_batches(buf: BufferLike, start: int = 0, end: Optional[int] = None, *,
-                        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+                        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, validate: bool = False
                         ) -> Iterator[LegacyRecordBatch]:
-    """The v0/v1 entries of ``buf`` (Kafka's framing rules); raises on a v2 entry."""
+    """The v0/v1 entries of ``buf`` (Kafka's framing rules); raises on a v2 entry.
+
+    ``validate`` is handed to every batch (inner checks of wrappers); the
+    entries' own CRCs are checked by :meth:`LegacyRecordBatch.ensure_valid`.
+    """
     from kcodec.records.framing import iter_entries
     for e in iter_entries(buf, start, end):
         if e.magic > 1:
             raise InvalidRecordError(f"Expected a v0/v1 message, found magic {e.magic}", position=e.position)
-        yield LegacyRecordBatch(buf, e.position, e.size, max_decompressed_size=max_decompressed_size)
+        yield LegacyRecordBatch(buf, e.position, e.size, max_decompressed_size=max_decompressed_size,
+                                validate=validate)

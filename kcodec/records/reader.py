@@ -30,10 +30,9 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Opti
     other (as after a message format upgrade).
 
     ``validate`` checks each batch's size and checksum before yielding it
-    (CRC-32C for v2, the outer CRC-32 for v0/v1).  A consumer with
-    ``check.crcs=true`` also checks the CRC-32 of every inner message of a
-    compressed v0/v1 wrapper; ``LegacyRecordBatch.ensure_valid(deep=True)``
-    does that.  A partial batch at the end of the buffer is
+    (CRC-32C for v2, the outer CRC-32 for v0/v1), and the inner messages of
+    a compressed v0/v1 wrapper (CRC-32 and size) when it is decompressed, as
+    a consumer with ``check.crcs=true`` does.  A partial batch at the end of the buffer is
     ignored, as Kafka does (fetch responses end this way); ``strict=True``
     raises CorruptRecordError for it instead.  ``max_decompressed_size``
     bounds the decompressed size of one batch.  ``pool`` (a
@@ -56,7 +55,7 @@ def _legacy_batch(src, position: int, size: int, max_decompressed_size: int, poo
     from kcodec.records.legacy import LegacyRecordBatch
 
     batch = LegacyRecordBatch(_byte_view(src), position, size, max_decompressed_size=max_decompressed_size,
-                              pool=pool)
+                              pool=pool, validate=validate)
     if validate:
         batch.ensure_valid()
     return batch
