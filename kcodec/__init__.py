@@ -29,6 +29,7 @@ from kcodec.errors import (
     InvalidRecordError,
     KcodecError,
     LimitExceededError,
+    MissingDependencyError,
     RecordBuilderError,
     UnsupportedCodecError,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "InvalidRecordError",
     "KcodecError",
     "LimitExceededError",
+    "MissingDependencyError",
     "RecordBuilderError",
     "TimestampType",
     "UnsupportedCodecError",

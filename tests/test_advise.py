@@ -55,6 +55,7 @@ def test_sample_is_deterministic():
     assert a.num_rows == 500 and a.column("key").null_count > 0
 
 
+@pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_advise_end_to_end(tmp_path):
     pytest.importorskip("pyspark")
@@ -93,6 +94,7 @@ def _advise(args, tmp_path):
                            *args], capture_output=True, text=True, env=env, timeout=600)
 
 
+@pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_advise_on_a_log_directory_and_on_parquet(tmp_path):
     pytest.importorskip("pyspark")

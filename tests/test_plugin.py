@@ -23,8 +23,9 @@ from kcodec.compression.gzip import JAVA_GZIP_HEADER, GzipCodec
 from kcodec.errors import LimitExceededError, UnsupportedCodecError
 from oracle_util import load_case, oracle_available, oracle_verify
 
-ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_SRC = ROOT / "plugins" / "kcodec-isal"
+PLUGIN_SRC = Path(__file__).resolve().parents[1] / "plugins" / "kcodec-isal"
+# the folder this kcodec was imported from: site-packages, or the tree with in-place builds
+KCODEC_HOME = Path(kcodec.__file__).resolve().parents[1]
 ORIGIN = "entry point kcodec-isal 0.1.0"
 DATA = load_case("v2_none_json100")[0][61:]
 LEVELS = [1, 2, 3, 4, 5, 6, 7, 8, 9, -1, None]
@@ -80,9 +81,9 @@ def _installed_globally() -> bool:
 def _run(code: str, plugin_dir: Path, **env: str) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k != "KCODEC_DISABLE_PLUGINS"}
     full_env.update(env)
-    full_env["PYTHONPATH"] = os.pathsep.join([str(plugin_dir), str(ROOT), full_env.get("PYTHONPATH", "")])
+    full_env["PYTHONPATH"] = os.pathsep.join([str(plugin_dir), str(KCODEC_HOME), full_env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, cwd=str(ROOT), timeout=120)
+                          env=full_env, cwd=str(KCODEC_HOME), timeout=120)
 
 
 def test_not_active_unless_installed():
