@@ -101,7 +101,7 @@ def build_inputs(files: Dict[str, bytes]) -> Tuple[Set[str], Set[str]]:
 def test_every_tracked_source_file_is_shipped(sdist):
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip(f"{ROOT} is not a git checkout (an unpacked sdist has no file list to compare with)")
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "csrc", "kcodec", "plugins", "tests",
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "csrc", "kcodec", "plugins", "tests", "bench",
                               "LICENSE", "README.md", "CHANGELOG.md"],
                              capture_output=True, text=True, check=True).stdout.split()
     assert tracked
@@ -139,3 +139,19 @@ def test_tests_run_against_the_installed_package():
     from kcodec._native import records
     assert Path(records.__file__).resolve().parent == package / "_native"
     assert str(ROOT) not in sys.path and "" not in sys.path
+
+
+def test_version_of_the_command_is_the_installed_distributions():
+    from importlib import metadata
+
+    try:
+        expected = metadata.version("kcodec")
+    except metadata.PackageNotFoundError:
+        expected = kcodec.__version__
+    if os.environ.get("KCODEC_TEST_INSTALLED") == "1":
+        command = [str(Path(sys.executable).with_name("kcodec"))]  # the console script pip installed
+    else:
+        command = [sys.executable, "-m", "kcodec.cli"]
+    proc = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"kcodec {expected}" == f"kcodec {kcodec.__version__}"
