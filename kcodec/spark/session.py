@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Dict, Mapping, Optional
 
+import kcodec
 from kcodec._extras import require
 from kcodec.errors import KcodecError
 
@@ -23,8 +24,6 @@ def _shadowing_folder() -> Optional[Path]:
     """
     cwd = Path.cwd()
     found = next((p for p in (cwd / "kcodec", cwd / "kcodec.py") if p.exists()), None)
-    import kcodec
-
     if found is None or Path(kcodec.__file__).resolve().parent.parent == cwd.resolve():
         return None
     return found
