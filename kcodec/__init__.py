@@ -31,6 +31,7 @@ from kcodec.errors import (
     KcodecError,
     LimitExceededError,
     LogNotFoundError,
+    MissingDependencyError,
     RecordBuilderError,
     UnsupportedCodecError,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "KcodecError",
     "LimitExceededError",
     "LogNotFoundError",
+    "MissingDependencyError",
     "RecordBuilderError",
     "TimestampType",
     "UnsupportedCodecError",

@@ -20,6 +20,7 @@ import numpy as np
 if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
 
+from kcodec._extras import require
 from kcodec._java_utf8 import decode as java_utf8_decode
 from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, batch_header_into,
                                      columns_uncompressed_v2, encode_columnar, split_batches)
@@ -57,8 +58,7 @@ def column_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -
 
 
 def _pa():
-    import pyarrow as pa
-    return pa
+    return require("pyarrow", "pyarrow", "kcodec's Arrow conversion")
 
 
 _CACHE: dict = {}

@@ -16,6 +16,7 @@ __all__ = [
     "InvalidRecordError",
     "CorruptCompressedDataError",
     "UnsupportedCodecError",
+    "MissingDependencyError",
     "CodecLibraryMissingError",
     "LimitExceededError",
     "BufferReleasedError",
@@ -106,7 +107,11 @@ class UnsupportedCodecError(KcodecError, ValueError):
     """Unknown compression id or name, or a codec not allowed with a message format."""
 
 
-class CodecLibraryMissingError(KcodecError, ImportError):
+class MissingDependencyError(KcodecError, ImportError):
+    """An optional Python package a feature needs is not installed (the message says how to install it)."""
+
+
+class CodecLibraryMissingError(MissingDependencyError):
     """The Python package a codec needs is not installed."""
 
 

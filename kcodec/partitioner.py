@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kcodec._native.columnar import murmur2_bytes, partition_column
-from kcodec.arrow import _as_binary, _spec
+from kcodec.arrow import _as_binary, _pa, _spec
 
 __all__ = ["murmur2", "partition_for_keys"]
 
@@ -26,8 +26,7 @@ def partition_for_keys(keys: Union[Any, Sequence[Optional[bytes]]], num_partitio
     """
     if num_partitions < 1:
         raise ValueError("num_partitions must be at least 1")
-    import pyarrow as pa
-
+    pa = _pa()
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     if not isinstance(keys, pa.Array):

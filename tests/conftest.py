@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import sys
 
 import pytest
 
@@ -38,30 +37,30 @@ def pytest_sessionfinish(session):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def pytest_collection_modifyitems(items):
+    # Every test on the Spark session is a Spark test: `-m "not spark"` is the core suite.
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     pytest.importorskip("pyspark")
     pytest.importorskip("pyarrow")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from kcodec.spark import get_session
 
     warehouse = tmp_path_factory.mktemp("warehouse")
-    session = (SparkSession.builder.master("local[2]").appName("kcodec-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.warehouse.dir", str(warehouse))
-               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-               .getOrCreate())
+    session = get_session("local[2]", "kcodec-tests", config={
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.sql.warehouse.dir": str(warehouse),
+        # Spark's default, which these tests' small inputs were written against
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+    })
     session.sparkContext.setLogLevel("OFF")
-    from kcodec.spark.datasource import register
-
-    register(session)
     yield session
     session.stop()
 

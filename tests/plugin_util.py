@@ -18,21 +18,24 @@ from typing import Iterator, Sequence
 
 import pytest
 
+import kcodec
 from kcodec.compression import registry
 
 ROOT = Path(__file__).resolve().parents[1]
+# the folder this kcodec was imported from: site-packages, or the tree with in-place builds
+KCODEC_HOME = Path(kcodec.__file__).resolve().parents[1]
 
 
 def install(name: str, work: Path) -> Path:
     """``plugins/<name>`` installed by pip into ``work/site`` (no network, no build isolation).
 
-    The build sees this checkout's kcodec (a plugin's C part includes
+    The build sees the kcodec the tests import (a plugin's C part includes
     ``kcodec.get_include()``).
     """
     src = work / "src"
     shutil.copytree(ROOT / "plugins" / name, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     target = work / "site"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(KCODEC_HOME), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
          "--no-index", "--target", str(target), str(src)],
@@ -73,12 +76,12 @@ def installed_globally(distribution: str) -> bool:
 
 
 def run(code: str, site: Path, **env: str) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter that sees the plugin in ``site`` and this checkout's kcodec."""
+    """``code`` in a fresh interpreter that sees the plugin in ``site`` and the kcodec the tests import."""
     full_env = {k: v for k, v in os.environ.items() if k != "KCODEC_DISABLE_PLUGINS"}
     full_env.update(env)
-    full_env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT), full_env.get("PYTHONPATH", "")])
+    full_env["PYTHONPATH"] = os.pathsep.join([str(site), str(KCODEC_HOME), full_env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, cwd=str(ROOT), timeout=120)
+                          env=full_env, cwd=str(KCODEC_HOME), timeout=120)
 
 
 def missing_library_error(site: Path, blocked: Sequence[str], codec_class: str) -> str:

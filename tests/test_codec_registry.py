@@ -15,7 +15,8 @@ from kcodec.compression import registry
 from kcodec.compression.gzip import GzipCodec
 from kcodec.errors import CodecLibraryMissingError, KcodecError, UnsupportedCodecError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the folder this kcodec was imported from: site-packages, or the tree with in-place builds
+KCODEC_HOME = os.path.dirname(os.path.dirname(os.path.abspath(kcodec.__file__)))
 LIBRARIES = ["zstandard", "lz4", "snappy", "cramjam", "isal", "pyarrow"]
 
 
@@ -28,9 +29,9 @@ def _clean_registry():
 
 def _run(code: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
     full_env = dict(os.environ, **(env or {}))
-    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env["PYTHONPATH"] = KCODEC_HOME + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, cwd=ROOT, timeout=120)
+                          env=full_env, cwd=KCODEC_HOME, timeout=120)
 
 
 # -- lookups ----------------------------------------------------------------------
@@ -139,7 +140,8 @@ def test_missing_library_names_the_package(name, blocked, package):
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 2
     for line in lines:
-        assert f"pip install {package}" in line and name in line
+        assert f"package {package!r}" in line and name in line
+        assert 'install it with: pip install "kcodec[codecs]"' in line
 
 
 def test_available_when_installed():

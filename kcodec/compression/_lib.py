@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import ctypes
-import importlib
 import sys
 import threading
 from types import ModuleType
 from typing import Any, Dict, Optional
 
+from kcodec._extras import require
 from kcodec.errors import CodecLibraryMissingError
 
 __all__ = ["import_library", "byte_view", "library_version", "native_library"]
@@ -17,18 +17,8 @@ _LOADED_LOCK = threading.Lock()
 
 
 def import_library(module: str, package: str, codec: str) -> ModuleType:
-    """Import ``module`` for ``codec``; CodecLibraryMissingError naming ``package`` if absent.
-
-    A module set to ``None`` in ``sys.modules`` counts as missing, which is
-    how tests (and users who want to forbid a library) block an import.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise CodecLibraryMissingError(
-            f"the {codec} codec needs the Python package {package!r} "
-            f"(module {module!r} cannot be imported: {exc}); "
-            f"install it with: pip install {package}") from exc
+    """Import ``module`` for ``codec``; CodecLibraryMissingError naming ``package`` if absent."""
+    return require(module, package, f"the {codec} codec", CodecLibraryMissingError)
 
 
 def byte_view(data: Any) -> memoryview:
