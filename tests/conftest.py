@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import sys
 
 import pytest
 
