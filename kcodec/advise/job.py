@@ -129,6 +129,10 @@ def check_options(o: Options) -> Checked:
         if o.topic:
             raise KcodecError("--topic selects topics of --bootstrap-server")
         plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes)
+    if o.write_dir:
+        from kcodec.advise.write import check_write
+
+        check_write(plan, o.write_dir)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
                    rule, plan)
 
@@ -168,6 +172,10 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     # print the same error again as pages of stack traces.
     spark.sparkContext.setLogLevel("OFF")
     tasks = o.tasks or spark.sparkContext.defaultParallelism
+    if o.write_dir:
+        from kcodec.advise.write import check_topics
+
+        check_topics(spark, c.plan, o, o.write_dir)
     chunks, topic_bytes, n_chunks = _chunks(spark, o, c, tasks)
     settings = list(c.settings)
     rows = chunks.mapInArrow(lambda it: measure_batches(it, settings), METRICS_DDL).cache()
