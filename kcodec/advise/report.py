@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from kcodec.advise.batching import LIMITS
-from kcodec.advise.escape import for_filename
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
-from kcodec.escape import csv_cell, html_text, json_text, terminal_text
+from kcodec.escape import csv_cell, file_name, html_text, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
 
@@ -154,7 +153,7 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
     charts = {a.topic: topic_png(a) for a in advice}
     (out_dir / "topics").mkdir(exist_ok=True)
     for a in advice:
-        _atomic_write(out_dir / "topics" / f"{for_filename(a.topic)}.png", charts[a.topic])
+        _atomic_write(out_dir / "topics" / f"{file_name(a.topic)}.png", charts[a.topic])
     doc = {"context": context, "topics": [_doc(a) for a in advice],
            "total_month": {"today": sum(a.today.cost.total for a in advice),
                            "recommended": sum((a.best or a.today).cost.total for a in advice)}}
@@ -182,7 +181,7 @@ def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts:
     total_today = sum(a.today.cost.total for a in advice)
     total_best = sum((a.best or a.today).cost.total for a in advice)
     rows = "".join(
-        f"<tr><td><a href='#t-{e(for_filename(a.topic))}'>{e(a.topic)}</a></td><td>{e(_mix(a))}</td>"
+        f"<tr><td><a href='#t-{e(file_name(a.topic))}'>{e(a.topic)}</a></td><td>{e(_mix(a))}</td>"
         f"<td>{a.today.ratio:.2f}x</td><td>{e(_config_text(a))}</td><td>{_money(a.today.cost.total)}</td>"
         f"<td>{_money((a.best or a.today).cost.total)}</td><td>{_money(a.saving)}</td></tr>" for a in advice)
     sections = []
@@ -197,7 +196,7 @@ def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts:
         bb = a.profile["batch_bytes"]
         notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
         cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in a.config().items()) or "keep today's settings"
-        sections.append(f"""<section id="t-{e(for_filename(a.topic))}"><h2>{e(a.topic)}</h2>
+        sections.append(f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
 <p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
