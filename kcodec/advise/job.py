@@ -29,6 +29,7 @@ from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sa
 from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.errors import KcodecError
+from kcodec.spark.errors import kcodec_error_in
 
 __all__ = ["run_advise", "Options", "check_options"]
 
@@ -182,11 +183,13 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     with SparkProgress(spark, "measuring chunks", enabled=o.progress):
         try:
             measured = rows.count()
-        except Exception as exc:  # Spark's wrapper of a task's error
-            text = str(exc)
-            if CHUNK_ERROR not in text:
+        except Exception as exc:  # Spark's wrapper of a task's error: a kcodec error is said in one line
+            err = kcodec_error_in(exc)
+            if err is None:
                 raise
-            raise _chunk_error(text[text.index(CHUNK_ERROR) + len(CHUNK_ERROR):].splitlines()[0], c.plan) from None
+            if err.message.startswith(CHUNK_ERROR):
+                raise _chunk_error(err.message[len(CHUNK_ERROR):], c.plan) from None
+            raise err from None  # e.g. a cluster's partition that could not be fetched
     if measured == 0:
         raise KcodecError(f"{c.plan.description}: no records to measure")
     aggregates = _aggregate(rows)
