@@ -6,6 +6,7 @@ only per-topic aggregates come back to the driver.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,14 +228,12 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
 
 def _chunk_error(line: str, plan: InputPlan) -> KcodecError:
     """A measuring task's error, located in the file it came from where the input was a log directory."""
-    topic, partition, chunk, pos, offset, message = line.split("\t", 5)
-    batch_offset = int(offset) if offset else None
-    where = next((r for r in plan.ranges if (r.topic, r.partition, r.chunk) == (topic, int(partition), int(chunk))),
-                 None)
+    topic, partition, chunk, pos, batch_offset, message = json.loads(line)
+    where = next((r for r in plan.ranges if (r.topic, r.partition, r.chunk) == (topic, partition, chunk)), None)
     if where is None:
-        at = f" at byte {pos} of the range" if int(pos) >= 0 else ""
+        at = f" at byte {pos} of the range" if pos is not None else ""
         return KcodecError(f"{topic}-{partition}, sampled range {chunk}{at}: {message}", batch_offset=batch_offset)
-    position = where.start + int(pos) if int(pos) >= 0 else None
+    position = where.start + pos if pos is not None else None
     return KcodecError(f"{topic}-{partition}: {message}", position=position, batch_offset=batch_offset,
                        source=where.path)
 
