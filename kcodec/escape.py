@@ -3,21 +3,25 @@
 Topic names, keys, header keys and file names come from data, so every
 report and message escapes them for its own format: HTML (markup),
 terminals (control characters such as ESC sequences), CSV (formulas a
-spreadsheet would run) and JSON (also safe to embed in an HTML page).
+spreadsheet would run), JSON (also safe to embed in an HTML page), file
+names and chart text.
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
 from typing import Any
 
-__all__ = ["html_text", "terminal_text", "csv_cell", "json_text"]
+__all__ = ["html_text", "terminal_text", "csv_cell", "json_text", "file_name", "chart_text"]
 
 # C0 and C1 controls, DEL, and the Unicode format characters that reorder or hide text
 # (bidirectional overrides and isolates, zero-width characters, line/paragraph separators).
 _TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_FILE_NAME_MAX = 200
 
 
 def html_text(value: Any) -> str:
@@ -57,3 +61,23 @@ def json_text(value: Any, **kwargs: Any) -> str:
     written as ``\\u`` escapes so it can be embedded in HTML."""
     text = json.dumps(value, ensure_ascii=True, **kwargs)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def file_name(value: Any) -> str:
+    """A file name for ``value`` made of ``[A-Za-z0-9._-]`` only, one per value.
+
+    A name that already is one (every Kafka topic) is kept; any other gets its
+    unsafe characters replaced and a digest of the whole value appended, so two
+    names that differ only in unsafe characters never share a file.
+    """
+    text = str(value)
+    if _FILE_UNSAFE.search(text) is None and text not in ("", ".", "..") and len(text) <= _FILE_NAME_MAX:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{_FILE_UNSAFE.sub('_', text)[:_FILE_NAME_MAX - 13]}-{digest}"
+
+
+def chart_text(value: Any, limit: int = 50) -> str:
+    """Text matplotlib draws as it is: cut to ``limit`` characters, control characters visible as
+    in :func:`terminal_text`, and ``$`` (which would start math mode) escaped."""
+    return terminal_text(str(value)[:limit]).replace("$", r"\$")

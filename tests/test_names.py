@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import warnings
 
 import pytest
 
 import kcodec
 from kcodec.errors import InvalidNameError, InvalidNameWarning, KcodecError
-from kcodec.escape import csv_cell, html_text, json_text, terminal_text
+from kcodec.escape import chart_text, csv_cell, file_name, html_text, json_text, terminal_text
 from kcodec.log import LogWriter, open_log_dir, open_partition, write_partition
 from kcodec.log.cleaner import FileOps, compact, list_segments
 from kcodec.log.names import (
@@ -306,6 +307,13 @@ def test_escaping_helpers():
     assert json.loads(doc) == {"topic": hostile} and "<" not in doc and doc.isascii()
     assert csv_cell("=HYPERLINK(\"x\")") == "'=HYPERLINK(\"x\")" and csv_cell("@SUM(A1)") == "'@SUM(A1)"
     assert csv_cell("orders") == "orders" and csv_cell(-3) == -3 and csv_cell(None) is None
+    # file names: a topic stays itself; anything else is made safe and kept apart from its look-alikes
+    assert file_name("orders.v2_x-1") == "orders.v2_x-1"
+    names = [file_name(n) for n in (hostile, "<a>", ">a<", "a/b", "a_b", "..", "", "x" * 300)]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]{1,200}", n) and n not in (".", "..") for n in names)
+    # chart text: no control character reaches matplotlib and `$` does not start math mode
+    assert chart_text("a$b$\x1b[31m") == "a\\$b\\$\\x1b[31m" and len(chart_text("y" * 99, 40)) == 40
 
 
 def test_dump_escapes_keys_values_and_header_keys(tmp_path, capsys):

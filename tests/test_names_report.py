@@ -1,6 +1,8 @@
 """``kcodec advise`` on data whose topic names are hostile: escaped reports, refused writes."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -38,23 +40,37 @@ def test_advise_with_hostile_topics(tmp_path):
     proc = advise()
     assert proc.returncode == 0, proc.stderr[-3000:]
 
-    # the terminal never receives a control character from the data
-    assert not any(c in proc.stdout + proc.stderr for c in "\x1b\x07")
-    assert "topics: " in proc.stdout and SCRIPT in proc.stdout and "\\x1b[2J" in proc.stdout
+    # the terminal never receives a control character from the data; the topics are there, escaped
+    out = proc.stdout + proc.stderr
+    assert not any(c in out for c in "\x1b\x07")
+    assert "per topic: " in proc.stdout and "total: " in proc.stdout
+    for line in (SCRIPT, "\\x1b[2J\\x1b]0;owned\\x07", "orders"):
+        assert line in proc.stdout.splitlines(), line  # each topic heads its own summary block
 
-    # HTML read as text: the topic is there, escaped; its markup is not
+    # HTML read as text: the topic is there, escaped; its markup and control characters are not
     page = (report / "report.html").read_text()
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "<script" not in page.lower() and "\x1b" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "\\x1b[2J" in page
+    assert "<script" not in page.lower() and "\x1b" not in page and "\x07" not in page
     assert set(re.findall(r"<\s*/?\s*([a-zA-Z][a-zA-Z0-9]*)", page)) <= {
-        "html", "head", "meta", "title", "style", "body", "h1", "p", "b", "ul", "li", "table", "tr", "th",
-        "td", "img"}
+        "html", "head", "meta", "title", "style", "body", "section", "h1", "h2", "p", "b", "a", "code", "br",
+        "ul", "li", "table", "tr", "th", "td", "img"}
+    # no attribute value opened by the template is closed by data
+    assert not re.search(r"=\s*['\"][^'\"]*<", page)
 
-    # JSON stays well-formed and gives the names back exactly
+    # JSON stays well-formed, inert in a page, and gives the names back exactly
     text = (report / "results.json").read_text()
-    assert "<" not in text and text.isascii()
+    assert "<" not in text and ">" not in text and text.isascii()
     doc = json.loads(text)
-    assert set(doc["context"]["topics"].split(", ")) == set(topics)
+    assert {t["topic"] for t in doc["topics"]} == set(topics)
+
+    # CSV stays well-formed (a header and one row per topic and setting) and gives the names back exactly
+    rows = list(csv.reader(io.StringIO((report / "results.csv").read_text(), newline="")))
+    assert all(len(r) == len(rows[0]) for r in rows)
+    assert {r[0] for r in rows[1:]} == set(topics)
+
+    # per-topic charts: one file each, named safely, none overwriting another
+    charts = sorted(p.name for p in (report / "topics").iterdir())
+    assert len(charts) == 3 and all(re.fullmatch(r"[A-Za-z0-9._-]+\.png", n) for n in charts)
 
     # --write refuses the data's topic names before measuring: a one-line kcodec error, nothing written
     shutil.rmtree(report)
@@ -64,4 +80,5 @@ def test_advise_with_hostile_topics(tmp_path):
     assert len(errors) == 1 and "invalid Kafka topic name" in errors[0], proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines()[-1] == errors[0]  # the command ends on it, not on a traceback
     assert not any(c in proc.stdout + proc.stderr for c in "\x1b\x07")
-    assert "[ 1/" not in proc.stdout and not write.exists() and not report.exists()
+    assert "per topic:" not in proc.stdout  # refused before the measuring job, not after it
+    assert not write.exists() and not report.exists()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 from typing import Sequence
 
-from kcodec.advise.escape import for_chart
 from kcodec.advise.recommend import TopicAdvice
+from kcodec.escape import chart_text
 
 __all__ = ["overview_png", "topic_png"]
 
@@ -45,7 +45,7 @@ def overview_png(advice: Sequence[TopicAdvice], top: int = 25) -> bytes:
     ax.barh([i + 0.2 for i in y], [a.today.cost.total for a in shown], height=0.4, label="today", color="#c44")
     ax.barh([i - 0.2 for i in y], [(a.best or a.today).cost.total for a in shown], height=0.4,
             label="recommended", color="#4a4")
-    ax.set_yticks(list(y), [for_chart(a.topic, 40) for a in shown])
+    ax.set_yticks(list(y), [chart_text(a.topic, 40) for a in shown])
     ax.invert_yaxis()
     ax.set_xlabel("$ per month (storage + network + CPU)")
     ax.legend(loc="lower right")
@@ -83,7 +83,7 @@ def topic_png(a: TopicAdvice) -> bytes:
     # The legend sits outside the axes, so it never hides a point.
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="size = batch.size",
               title_fontsize=7)
-    ax.set_title(f"{for_chart(a.topic)}: ratio against speed", fontsize=10)
+    ax.set_title(f"{chart_text(a.topic)}: ratio against speed", fontsize=10)
 
     ax = axes[1]
     codec = a.best.setting if a.best is not None else max(a.results, key=lambda m: m.ratio).setting

@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from kcodec.advise.inputs import CHUNK_DDL, chunk_batch
 from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, LeaderMoved,
                                         OffsetOutOfRange, PartitionMeta, error_name)
 from kcodec.errors import ClusterError
@@ -35,7 +36,6 @@ __all__ = [
     "read_chunk",
 ]
 
-CHUNK_DDL = "topic string, partition int, chunk int, data binary"
 _PLAN_DDL = "topic string, partition int, chunk int, offset long, stop long, max_bytes long"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # Bytes asked for per Fetch request: Kafka's default max.partition.fetch.bytes.
@@ -306,10 +306,6 @@ def fetch_chunk(bootstrap: str, topic: str, partition: int, offset: int, max_byt
 # -- Spark ----------------------------------------------------------------------------------------
 def _fetch_task(bootstrap: str, timeout_s: float):
     def task(plans: Iterator) -> Iterator:
-        import pyarrow as pa
-
-        schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("chunk", pa.int32()),
-                            ("data", pa.binary())])
         reader = None
         try:
             for plan in plans:
@@ -319,8 +315,7 @@ def _fetch_task(bootstrap: str, timeout_s: float):
                     stop = None if row["stop"] is None or row["stop"] < 0 else row["stop"]
                     got = reader.read(row["topic"], row["partition"], row["offset"], stop, row["max_bytes"])
                     if got.data:
-                        yield pa.record_batch([[row["topic"]], [row["partition"]], [row["chunk"]], [got.data]],
-                                              schema=schema)
+                        yield chunk_batch(row["topic"], row["partition"], row["chunk"], got.data)
         finally:
             if reader is not None:
                 reader.close()

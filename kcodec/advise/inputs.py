@@ -17,7 +17,7 @@ import numpy as np
 
 from kcodec.errors import KcodecError
 
-__all__ = ["CHUNK_DDL", "ChunkRange", "InputPlan", "check_inputs", "plan_sample", "read_chunks"]
+__all__ = ["CHUNK_DDL", "ChunkRange", "InputPlan", "check_inputs", "chunk_batch", "plan_sample", "read_chunks"]
 
 CHUNK_DDL = "topic string, partition int, chunk int, data binary"
 RANGE_DDL = "topic string, partition int, chunk int, path string, start long, end long"
@@ -187,19 +187,23 @@ def read_chunks(spark, ranges: Sequence[ChunkRange], tasks: int):
     return plan.mapInArrow(_read_ranges, CHUNK_DDL)
 
 
-def _read_ranges(batches):
+def chunk_batch(topic: str, partition: int, chunk: int, data: bytes):
+    """One chunk as the one-row Arrow batch (:data:`CHUNK_DDL`) a Spark task yields for it."""
     import pyarrow as pa
 
     schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("chunk", pa.int32()),
                         ("data", pa.binary())])
+    return pa.RecordBatch.from_arrays([pa.array([topic]), pa.array([partition], pa.int32()),
+                                       pa.array([chunk], pa.int32()), pa.array([data], pa.binary())], schema=schema)
+
+
+def _read_ranges(batches):
     for b in batches:
         for r in b.to_pylist():  # one row per chunk (megabytes), not per record
             with open(r["path"], "rb") as f:
                 f.seek(r["start"])
                 data = f.read(r["end"] - r["start"])
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([r["topic"]]), pa.array([r["partition"]], pa.int32()),
-                 pa.array([r["chunk"]], pa.int32()), pa.array([data], pa.binary())], schema=schema)
+            yield chunk_batch(r["topic"], r["partition"], r["chunk"], data)
 
 
 def cluster_input(bootstrap: str, topic_regex: Optional[str], timeout_s: float) -> InputPlan:

@@ -6,6 +6,7 @@ only per-topic aggregates come back to the driver.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sa
 from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.errors import KcodecError
+from kcodec.spark.errors import kcodec_error_in
 
 __all__ = ["run_advise", "Options", "check_options"]
 
@@ -129,6 +131,10 @@ def check_options(o: Options) -> Checked:
         if o.topic:
             raise KcodecError("--topic selects topics of --bootstrap-server")
         plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes)
+    if o.write_dir:
+        from kcodec.advise.write import check_write
+
+        check_write(plan, o.write_dir)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
                    rule, plan)
 
@@ -168,17 +174,23 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     # print the same error again as pages of stack traces.
     spark.sparkContext.setLogLevel("OFF")
     tasks = o.tasks or spark.sparkContext.defaultParallelism
+    if o.write_dir:
+        from kcodec.advise.write import check_topics
+
+        check_topics(spark, c.plan, o, o.write_dir)
     chunks, topic_bytes, n_chunks = _chunks(spark, o, c, tasks)
     settings = list(c.settings)
     rows = chunks.mapInArrow(lambda it: measure_batches(it, settings), METRICS_DDL).cache()
     with SparkProgress(spark, "measuring chunks", enabled=o.progress):
         try:
             measured = rows.count()
-        except Exception as exc:  # Spark's wrapper of a task's error
-            text = str(exc)
-            if CHUNK_ERROR not in text:
+        except Exception as exc:  # Spark's wrapper of a task's error: a kcodec error is said in one line
+            err = kcodec_error_in(exc)
+            if err is None:
                 raise
-            raise _chunk_error(text[text.index(CHUNK_ERROR) + len(CHUNK_ERROR):].splitlines()[0], c.plan) from None
+            if err.message.startswith(CHUNK_ERROR):
+                raise _chunk_error(err.message[len(CHUNK_ERROR):], c.plan) from None
+            raise err from None  # e.g. a cluster's partition that could not be fetched
     if measured == 0:
         raise KcodecError(f"{c.plan.description}: no records to measure")
     aggregates = _aggregate(rows)
@@ -216,14 +228,12 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
 
 def _chunk_error(line: str, plan: InputPlan) -> KcodecError:
     """A measuring task's error, located in the file it came from where the input was a log directory."""
-    topic, partition, chunk, pos, offset, message = line.split("\t", 5)
-    batch_offset = int(offset) if offset else None
-    where = next((r for r in plan.ranges if (r.topic, r.partition, r.chunk) == (topic, int(partition), int(chunk))),
-                 None)
+    topic, partition, chunk, pos, batch_offset, message = json.loads(line)
+    where = next((r for r in plan.ranges if (r.topic, r.partition, r.chunk) == (topic, partition, chunk)), None)
     if where is None:
-        at = f" at byte {pos} of the range" if int(pos) >= 0 else ""
+        at = f" at byte {pos} of the range" if pos is not None else ""
         return KcodecError(f"{topic}-{partition}, sampled range {chunk}{at}: {message}", batch_offset=batch_offset)
-    position = where.start + int(pos) if int(pos) >= 0 else None
+    position = where.start + pos if pos is not None else None
     return KcodecError(f"{topic}-{partition}: {message}", position=position, batch_offset=batch_offset,
                        source=where.path)
 

@@ -143,8 +143,8 @@ class BrokerSession:
         except Exception as exc:
             broker = self._client.cluster.broker_metadata(node)
             where = f"broker {node} at {broker.host}:{broker.port}" if broker is not None else f"broker {node}"
-            raise ClusterError(f"{what}: {where} (bootstrap {self.bootstrap}) did not answer within "
-                               f"{self.timeout_ms / 1000:g} s ({_one_line(exc)})") from None
+            raise ClusterError(f"{what}: {where} (bootstrap {self.bootstrap}) gave no answer "
+                               f"({_one_line(exc)}; timeout {self.timeout_ms / 1000:g} s)") from None
 
     def metadata(self, topics: Optional[Sequence[str]] = None) -> List[PartitionMeta]:
         """Every partition of ``topics`` (all topics when None), never creating a topic."""

@@ -18,6 +18,7 @@ from kcodec._native.columnar import encode_columnar
 from kcodec.advise.grid import Setting
 from kcodec.arrow import _compressed_batches
 from kcodec.errors import KcodecError
+from kcodec.escape import json_text
 
 __all__ = ["METRICS_DDL", "TODAY", "CODEC_NAMES", "HIST_BINS", "measure_chunk", "record_columns",
            "BatchEncoder"]
@@ -276,8 +277,8 @@ def measure_batches(batches: Iterator, settings: Sequence[Setting]):
             except KcodecError as exc:
                 # Spark wraps a task's exception in its own; the marked line lets the driver say it in one
                 # line, with the file and byte it knows for the range.
-                pos = -1 if exc.position is None else exc.position
-                off = "" if exc.batch_offset is None else exc.batch_offset
-                raise KcodecError(f"{CHUNK_ERROR}{topic}\t{partition}\t{chunk}\t{pos}\t{off}\t{exc.message}") from None
+                # JSON keeps it one ASCII line whatever the topic name holds.
+                fields = [topic, partition, chunk, exc.position, exc.batch_offset, exc.message]
+                raise KcodecError(CHUNK_ERROR + json_text(fields)) from None
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=schema)

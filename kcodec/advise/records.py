@@ -12,7 +12,7 @@ from typing import Iterator
 import numpy as np
 
 from kcodec.advise.grid import Setting
-from kcodec.advise.inputs import CHUNK_DDL, InputPlan
+from kcodec.advise.inputs import CHUNK_DDL, InputPlan, chunk_batch
 from kcodec.errors import KcodecError
 
 __all__ = ["records_frame", "record_chunks", "RECORD_DDL"]
@@ -80,8 +80,6 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
     if not batches:
         return
     table = pa.Table.from_batches(batches).combine_chunks()
-    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("chunk", pa.int32()),
-                        ("data", pa.binary())])
     task = TaskContext.get().partitionId() if TaskContext.get() else 0
     for topic in pc.unique(table["topic"]).to_pylist():
         part_table = table.filter(pc.equal(table["topic"], topic)) if topic is not None \
@@ -101,8 +99,5 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
                     run.append(b)
                     size += len(b)
                 if run and (b is None or size >= chunk_bytes):
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array([topic or "records"]), pa.array([p], pa.int32()),
-                         pa.array([task * 100_000 + chunk], pa.int32()), pa.array([b"".join(run)], pa.binary())],
-                        schema=schema)
+                    yield chunk_batch(topic or "records", p, task * 100_000 + chunk, b"".join(run))
                     chunk, size, run = chunk + 1, 0, []

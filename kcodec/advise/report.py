@@ -4,16 +4,15 @@ from __future__ import annotations
 import base64
 import csv
 import io
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from kcodec.advise.batching import LIMITS
-from kcodec.advise.escape import for_csv, for_filename, for_html, for_terminal
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
+from kcodec.escape import csv_cell, file_name, html_text, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
 
@@ -43,7 +42,7 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
         best = a.best or t
         total_today += t.cost.total
         total_best += best.cost.total
-        lines.append(f"{for_terminal(a.topic)}")
+        lines.append(f"{terminal_text(a.topic)}")
         lines.append(f"  today      {_mix(a)}; {a.profile['batch_records']['p50']:.0f} records/batch (median), "
                      f"{t.ratio:.2f}x; {format_size(a.stored_per_day)}/day; {_money(t.cost.total)}/month")
         lines.append(f"  set        {_config_text(a)}")
@@ -61,7 +60,7 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
                          f"producer's makes brokers rebuild every batch: about "
                          f"{_money(a.recompress_cpu)}/month of CPU here)")
         for n in a.notes:
-            lines.append(f"  note       {for_terminal(n)}")
+            lines.append(f"  note       {terminal_text(n)}")
         lines.append("")
     saved = total_today - total_best
     lines.append(f"total: {_money(total_today)}/month today, {_money(total_best)}/month with the settings above: "
@@ -81,7 +80,7 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
     for a in advice:
         p = a.profile
         br, bb = p["batch_records"], p["batch_bytes"]
-        lines.append(f"{for_terminal(a.topic)}: {a.partitions} partition(s) measured, {a.today.records} records, "
+        lines.append(f"{terminal_text(a.topic)}: {a.partitions} partition(s) measured, {a.today.records} records, "
                      f"timestamps {a.timestamp_type}; bytes/day from {a.per_day_source}")
         lines.append(f"  today: records/batch p10/p50/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f} "
                      f"(mean {br['mean']:.1f}); bytes/batch {format_size(bb['p10'])}/{format_size(bb['p50'])}/"
@@ -154,11 +153,11 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
     charts = {a.topic: topic_png(a) for a in advice}
     (out_dir / "topics").mkdir(exist_ok=True)
     for a in advice:
-        _atomic_write(out_dir / "topics" / f"{for_filename(a.topic)}.png", charts[a.topic])
+        _atomic_write(out_dir / "topics" / f"{file_name(a.topic)}.png", charts[a.topic])
     doc = {"context": context, "topics": [_doc(a) for a in advice],
            "total_month": {"today": sum(a.today.cost.total for a in advice),
                            "recommended": sum((a.best or a.today).cost.total for a in advice)}}
-    _atomic_write(paths["json"], json.dumps(doc, indent=1, default=str).encode())
+    _atomic_write(paths["json"], json_text(doc, indent=1, default=str).encode())
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["topic", "setting", "codec", "level", "batch_size", "linger_ms", "ratio", "ratio_std", "chunks",
@@ -167,7 +166,7 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
     for a in advice:
         for x in [a.today] + a.results:
             s = x.setting
-            w.writerow([for_csv(a.topic), x.label, s.codec if s else "", "" if not s or s.level is None else s.level,
+            w.writerow([csv_cell(a.topic), x.label, s.codec if s else "", "" if not s or s.level is None else s.level,
                         s.batch_bytes if s else "", s.linger_ms if s else "", f"{x.ratio:.4f}", f"{x.ratio_std:.4f}",
                         x.chunks, f"{x.records_per_batch:.2f}", f"{x.compress_mbps:.1f}", f"{x.read_mbps:.1f}",
                         f"{x.stored_per_day:.0f}", f"{x.cost.storage:.2f}", f"{x.cost.network:.2f}",
@@ -178,11 +177,11 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
 
 
 def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts: Dict[str, bytes]) -> str:
-    e = for_html
+    e = html_text
     total_today = sum(a.today.cost.total for a in advice)
     total_best = sum((a.best or a.today).cost.total for a in advice)
     rows = "".join(
-        f"<tr><td><a href='#t-{e(for_filename(a.topic))}'>{e(a.topic)}</a></td><td>{e(_mix(a))}</td>"
+        f"<tr><td><a href='#t-{e(file_name(a.topic))}'>{e(a.topic)}</a></td><td>{e(_mix(a))}</td>"
         f"<td>{a.today.ratio:.2f}x</td><td>{e(_config_text(a))}</td><td>{_money(a.today.cost.total)}</td>"
         f"<td>{_money((a.best or a.today).cost.total)}</td><td>{_money(a.saving)}</td></tr>" for a in advice)
     sections = []
@@ -197,7 +196,7 @@ def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts:
         bb = a.profile["batch_bytes"]
         notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
         cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in a.config().items()) or "keep today's settings"
-        sections.append(f"""<section id="t-{e(for_filename(a.topic))}"><h2>{e(a.topic)}</h2>
+        sections.append(f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
 <p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps

@@ -1,15 +1,45 @@
 """``--write DIR``: each topic's records rewritten as segment folders with its recommended setting."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Callable, Dict, Sequence
 
-from kcodec.errors import KcodecError
+from kcodec.errors import InvalidNameError, KcodecError
+from kcodec.escape import terminal_text
 
-__all__ = ["write_topics"]
+__all__ = ["check_write", "write_topics"]
 
-_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+def check_write(plan, out: str) -> None:
+    """What can be refused from the arguments alone, before Spark starts."""
+    if plan.kind == "cluster":
+        raise KcodecError(f"--write {out}: needs log directories or record files, not --bootstrap-server")
+
+
+def _records(spark, plan, options):
+    """The records ``--write`` rewrites: every topic of the input, with its ``topic`` column."""
+    if plan.kind == "logs":
+        return spark.read.format("kafka-log").load(options.inputs[0] if len(options.inputs) == 1
+                                                   else list(options.inputs))
+    from kcodec.advise.records import records_frame
+
+    return records_frame(spark, plan, options.records, options.seed,
+                         options.tasks or spark.sparkContext.defaultParallelism)
+
+
+def check_topics(spark, plan, options, out: str) -> None:
+    """Every topic name of record files checked before measuring (log folders and the sample are
+    named validly already): a bad one is refused before a long job, not after it."""
+    from kcodec.spark.transforms import check_topic_column
+
+    if plan.kind != "records":
+        return
+    try:
+        check_topic_column(_records(spark, plan, options))
+    except InvalidNameError as exc:
+        raise InvalidNameError(f"--write {out}: {exc.message}", value=exc.value,
+                               source=f"column 'topic' of {', '.join(plan.record_paths)}; nothing was written") \
+            from None
 
 
 def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable[[str], None]) -> Dict[str, str]:
@@ -18,23 +48,12 @@ def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable
 
     from kcodec.spark.transforms import write_log
 
-    if plan.kind == "cluster":
-        raise KcodecError("--write needs log directories or record files, not --bootstrap-server")
-    if plan.kind == "logs":
-        df = spark.read.format("kafka-log").load(options.inputs[0] if len(options.inputs) == 1
-                                                 else list(options.inputs))
-    else:
-        from kcodec.advise.records import records_frame
-
-        df = records_frame(spark, plan, options.records, options.seed,
-                           options.tasks or spark.sparkContext.defaultParallelism)
+    df = _records(spark, plan, options)
     written = {}
     for a in advice:
-        if not _TOPIC.fullmatch(a.topic):
-            raise KcodecError(f"--write {out}: {a.topic!r} is not a Kafka topic name ([a-zA-Z0-9._-], at most 249)")
-    for a in advice:
+        name = terminal_text(a.topic)
         if a.best is None:
-            log(f"--write: {a.topic} keeps today's settings; not written")
+            log(f"--write: {name} keeps today's settings; not written")
             continue
         s = a.best.setting
         opts = {"compression": s.codec, "batchBytes": s.batch_bytes}
@@ -47,5 +66,5 @@ def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable
             write_log(part, str(Path(out)), mode="overwrite", partitions=options.partitions,
                       partition_column=None, **opts)
         written[a.topic] = s.label
-        log(f"--write: {a.topic} written with {s.label} under {out}")
+        log(f"--write: {name} written with {s.label} under {out}")
     return written

@@ -163,6 +163,23 @@ def _task_label() -> str:
     return f"Spark partition {ctx.partitionId()}" if ctx is not None else "this task"
 
 
+def _rows_by_partition(topics: list, parts: list, what: str, after: str = "") -> List[Tuple[str, int, list, str]]:
+    """``(topic, partition, row indexes, source)`` of each Kafka partition among a task's rows,
+    sorted; every name is checked (the error naming its first row) before any is returned."""
+    from kcodec.log.names import partition_dir_name
+
+    groups: dict = {}
+    for i, tp in enumerate(zip(topics, parts)):
+        groups.setdefault(tp, []).append(i)
+    task = _task_label()
+    out = []
+    for (topic, partition), rows in groups.items():
+        source = f"{what}, row {rows[0]} of {task}{after}"
+        partition_dir_name(topic, partition, source=source)
+        out.append((topic, int(partition), rows, source))
+    return sorted(out, key=lambda g: g[:2])
+
+
 class KafkaLogWriter(DataSourceArrowWriter):
     def __init__(self, options, overwrite: bool) -> None:
         from kcodec.log.names import check_topic
@@ -189,7 +206,6 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
         import kcodec
         from kcodec.log import LogWriter
-        from kcodec.log.names import partition_dir_name
 
         compression = self.options.get("compression", "none")
         level = _int_option(self.options, "level")
@@ -206,15 +222,11 @@ class KafkaLogWriter(DataSourceArrowWriter):
                   else [default_topic] * table.num_rows)
         parts = table.column("partition").to_pylist()
         keep = [c for c in ("key", "value", "timestamp", "headers", "offset") if c in table.column_names]
-        groups: dict = {}
-        for i, tp in enumerate(zip(topics, parts)):
-            groups.setdefault(tp, []).append(i)
         # Every name is checked, and every target folder resolved, before anything is created.
-        task = _task_label()
         plan = []
-        for (topic, partition), rows in groups.items():
-            source = f"kafka-log writer, row {rows[0]} of {task}; nothing was written"
-            name = partition_dir_name(topic, partition, source=source)
+        for topic, partition, rows, source in _rows_by_partition(topics, parts, "kafka-log writer",
+                                                                 "; nothing was written"):
+            name = f"{topic}-{partition}"
             plan.append((name, self._final(name, source), rows))
         plan.sort()
         staging_root = Path(self.path) / f"{STAGING_PREFIX}{self.job_id}" / uuid.uuid4().hex

@@ -183,8 +183,7 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
         import pyarrow as pa
 
         import kcodec
-        from kcodec.log.names import check_partition
-        from kcodec.spark.datasource import _task_label
+        from kcodec.spark.datasource import _rows_by_partition
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
@@ -193,15 +192,7 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
         parts = table.column(_PARTITION_COL).to_pylist()
         topics = table.column(topic_col).to_pylist() if topic_col else [topic] * table.num_rows
         keep = [c for c in ("key", "value", "timestamp", "headers") if c in table.column_names]
-        groups: dict = {}
-        for i, tp in enumerate(zip(topics, parts)):
-            groups.setdefault(tp, []).append(i)
-        task = _task_label()
-        for (t, p), rows in groups.items():  # names checked before any batch is built
-            source = f"encode, row {rows[0]} of {task}"
-            check_topic(t, source=source)
-            check_partition(p, source=source)
-        for (t, p), rows in sorted(groups.items()):
+        for t, p, rows, _ in _rows_by_partition(topics, parts, "encode"):  # names checked before any batch
             sub = table.select(keep).take(pa.array(np.asarray(rows)))
             out = kcodec.from_arrow(sub, compression=compression, level=level,
                                     max_batch_bytes=batch_bytes, base_offset=0)
