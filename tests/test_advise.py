@@ -19,7 +19,17 @@ from kcodec.advise.inputs import ChunkRange, plan_sample
 from kcodec.advise.job import Options, check_options
 from kcodec.errors import KcodecError
 
-ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``kcodec`` in a fresh interpreter importing the kcodec these tests import (installed or in place)."""
+    import os
+
+    import kcodec
+
+    env = dict(os.environ, PYTHONPATH=str(Path(kcodec.__file__).resolve().parents[1]))
+    return subprocess.run([sys.executable, "-m", "kcodec.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
 BIG = 10 ** 9  # a batch.size no test reaches
 
 
@@ -179,12 +189,10 @@ def test_bad_inputs_are_named(tmp_path):
 
 
 def test_cli_error_is_one_line_before_spark(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "kcodec.cli", "advise", str(tmp_path / "nope")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = _cli("advise", str(tmp_path / "nope"), cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"kcodec advise: {tmp_path}/nope: no such file or directory"
-    proc = subprocess.run([sys.executable, "-m", "kcodec.cli", "advise", "--batch-sizes", "16q"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = _cli("advise", "--batch-sizes", "16q", cwd=tmp_path)
     assert proc.returncode == 1 and "--batch-sizes 16q: not a size" in proc.stderr
     assert "Traceback" not in proc.stderr and "Spark" not in proc.stdout
 
