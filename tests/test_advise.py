@@ -19,6 +19,7 @@ from kcodec.advise.inputs import ChunkRange, plan_sample
 from kcodec.advise.job import Options, check_options
 from kcodec.errors import KcodecError
 
+BIG = 10 ** 9  # a batch.size no test reaches
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -30,7 +31,6 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(Path(kcodec.__file__).resolve().parents[1]))
     return subprocess.run([sys.executable, "-m", "kcodec.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
-BIG = 10 ** 9  # a batch.size no test reaches
 
 
 def kcodec_id(name: str) -> int:
