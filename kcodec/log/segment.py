@@ -15,13 +15,15 @@ import os
 import re
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from pathlib import Path, PurePosixPath
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log._atomic import atomic_write_bytes
 from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex
 from kcodec.records.framing import Entry, iter_entries
+from kcodec.storage import LOCAL as _LOCAL
+from kcodec.storage import FileInfo, Storage, resolve
 
 __all__ = [
     "segment_file_name",
@@ -31,6 +33,10 @@ __all__ = [
     "Partition",
     "open_log_dir",
     "open_partition",
+    "find_partitions",
+    "require_partitions",
+    "partition_path",
+    "NoSegmentsError",
     "LogWriter",
     "write_partition",
     "rebuild_indexes",
@@ -41,6 +47,13 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_LOG = re.compile(r"^(?P<offset>\d{20})\.log$")
+# Kafka's LocalTieredStorage: <topic>-<partition>-<topic id>/<start offset>-<segment id>.log, ids in base64url.
+_TIERED_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>[A-Za-z0-9_-]{22})$")
+_TIERED_LOG = re.compile(r"^(?P<offset>\d{20})-(?P<segment_id>[A-Za-z0-9_-]{22})\.log$")
+
+
+class NoSegmentsError(KcodecError, FileNotFoundError):
+    """A path given as a log directory holds no Kafka segments."""
 
 
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
@@ -49,8 +62,12 @@ def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
 
 
 def offset_from_file_name(name: str) -> int:
-    """Kafka's ``offsetFromFileName``: the digits before the first dot."""
+    """Kafka's ``offsetFromFileName``: the digits before the first dot (before the ``-<segment id>``
+    of a tiered-storage name)."""
     head = os.path.basename(name).split(".", 1)[0]
+    m = _TIERED_LOG.match(os.path.basename(name).split(".", 1)[0] + ".log")
+    if m:
+        head = m.group("offset")
     if not head.isdigit():
         raise ValueError(f"not a segment file name: {name!r}")
     return int(head)
@@ -74,49 +91,80 @@ def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
 
 
 class LogSegment:
-    """One segment: ``.log`` memory-mapped, indexes loaded on demand."""
+    """One segment: ``.log`` memory-mapped (or fetched in ranges from an object store), indexes on demand.
 
-    def __init__(self, log_path: PathLike) -> None:
-        self.path = Path(log_path)
-        self.base_offset = offset_from_file_name(self.path.name)
-        self._mmap: Optional[mmap.mmap] = None
+    ``base_offset`` comes from the file name (``00000000000000012345.log``, or
+    tiered storage's ``00000000000000012345-<segment id>.log``) unless given.
+    """
+
+    def __init__(self, log_path: PathLike, storage: Optional[Storage] = None, *,
+                 base_offset: Optional[int] = None, size: Optional[int] = None) -> None:
+        self.storage = storage or _LOCAL
+        self.path = PurePosixPath(str(log_path)) if self.storage.remote else Path(log_path)
+        self.base_offset = offset_from_file_name(self.path.name) if base_offset is None else base_offset
+        self._size = size
+        self._mmap = None
         self._file = None
         self._offset_index: Optional[OffsetIndex] = None
         self._time_index: Optional[TimeIndex] = None
 
     def __repr__(self) -> str:
-        return f"LogSegment({str(self.path)!r})"
+        return f"LogSegment({self.url!r})"
 
     @property
-    def index_path(self) -> Path:
+    def url(self) -> str:
+        """The path or URL, for messages."""
+        return self.storage.url(str(self.path))
+
+    @property
+    def index_path(self):
         return self.path.with_suffix(".index")
 
     @property
-    def time_index_path(self) -> Path:
+    def time_index_path(self):
         return self.path.with_suffix(".timeindex")
 
     @property
+    def txn_index_path(self):
+        return self.path.with_suffix(".txnindex")
+
+    @property
     def size(self) -> int:
-        return self.path.stat().st_size
+        if self._size is None or not self.storage.remote:
+            self._size = self.path.stat().st_size if not self.storage.remote else self.storage.size(str(self.path))
+        return self._size
 
     @property
     def data(self):
-        """The ``.log`` bytes as a read-only buffer (a memory map; ``b""`` when empty)."""
+        """The ``.log`` bytes as a read-only buffer (a memory map; ``b""`` when empty).
+
+        From an object store this downloads the whole object; readers of a
+        part use :meth:`read_range`.
+        """
         if self._mmap is None:
+            if self.storage.remote:
+                self._mmap = self.storage.read_bytes(str(self.path))
+                return self._mmap
             if self.size == 0:
                 return b""
             self._file = open(self.path, "rb")
             self._mmap = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         return self._mmap
 
+    def read_range(self, start: int, end: int):
+        """Bytes ``[start, end)`` of the ``.log``: a view of the map, or one ranged read."""
+        if self.storage.remote and self._mmap is None:
+            return self.storage.read_range(str(self.path), start, end)
+        return memoryview(self.data)[start:end]
+
     def close(self) -> None:
-        if self._mmap is not None:
+        if self._mmap is not None and not isinstance(self._mmap, bytes):
             try:
                 self._mmap.close()
             except BufferError:
                 # Batches handed out still view the map; it unmaps when the last one goes.
                 pass
-            self._mmap = None
+        self._mmap = None
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -127,27 +175,44 @@ class LogSegment:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _load_index(self, cls, path, dtype):
+        if self.storage.remote:
+            try:
+                data = self.storage.read_bytes(str(path))
+            except FileNotFoundError:
+                data = None
+            if data is not None:
+                return cls.open(self.storage.url(str(path)), self.base_offset, data)
+        elif path.exists():
+            return cls.open(path, self.base_offset)
+        import numpy as np
+        return cls(self.base_offset, np.empty(0, dtype), "")
+
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            if self.index_path.exists():
-                self._offset_index = OffsetIndex.open(self.index_path, self.base_offset)
-            else:
-                import numpy as np
-                from kcodec.log.index import _OFFSET_DTYPE
-                self._offset_index = OffsetIndex(self.base_offset, np.empty(0, _OFFSET_DTYPE), "")
+            from kcodec.log.index import _OFFSET_DTYPE
+            self._offset_index = self._load_index(OffsetIndex, self.index_path, _OFFSET_DTYPE)
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
-            if self.time_index_path.exists():
-                self._time_index = TimeIndex.open(self.time_index_path, self.base_offset)
-            else:
-                import numpy as np
-                from kcodec.log.index import _TIME_DTYPE
-                self._time_index = TimeIndex(self.base_offset, np.empty(0, _TIME_DTYPE), "")
+            from kcodec.log.index import _TIME_DTYPE
+            self._time_index = self._load_index(TimeIndex, self.time_index_path, _TIME_DTYPE)
         return self._time_index
+
+    def aborted_transactions(self) -> List[Tuple[int, int, int]]:
+        """``(producer id, first offset, last offset)`` of each ``.txnindex`` entry (none without the file)."""
+        try:
+            if self.storage.remote:
+                data = self.storage.read_bytes(str(self.txn_index_path))
+            else:
+                data = Path(self.txn_index_path).read_bytes()
+        except FileNotFoundError:
+            return []
+        from kcodec.log.cleaner import read_txn_index
+        return [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(data)]
 
     def start_position(self, offset: Optional[int]) -> int:
         """Byte position to start scanning for ``offset`` (the offset index lookup)."""
@@ -155,12 +220,38 @@ class LogSegment:
             return 0
         return self.offset_index.lookup(offset).position
 
+    def locate(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
+               start_timestamp: Optional[int] = None) -> Tuple[int, int]:
+        """``[start, end)`` bytes holding every batch with offsets in ``[start_offset, end_offset)``
+        and a timestamp at or after ``start_timestamp``, found through the indexes alone.
+
+        The range is a superset cut at batch boundaries: the first position is
+        the offset index entry at or below the wanted offset (the time index
+        gives that offset for a timestamp, as ``LogSegment.findOffsetByTimestamp``
+        does); the end is the index entry after the first one reaching
+        ``end_offset``.
+        """
+        start, end = 0, self.size
+        if start_timestamp is not None and len(self.time_index):
+            hit = self.time_index.lookup(start_timestamp)
+            if hit.timestamp >= 0:
+                start = max(start, self.start_position(hit.offset))
+        if start_offset is not None:
+            start = max(start, self.start_position(start_offset))
+        if end_offset is not None and len(self.offset_index):
+            import numpy as np
+            offsets = self.offset_index.offsets
+            i = int(np.searchsorted(offsets, end_offset, side="left"))
+            if i + 1 < len(offsets):
+                end = min(end, int(self.offset_index.positions[i + 1]))
+        return start, max(start, end)
+
     def entries(self, start_position: int = 0, end_position: Optional[int] = None) -> Iterator[Entry]:
         """Complete entries of the file, with errors naming the file."""
         try:
             yield from iter_entries(self.data, start_position, end_position)
         except KcodecError as exc:
-            raise exc.with_context(source=str(self.path))
+            raise exc.with_context(source=self.url)
 
     def batches(self, start_offset: Optional[int] = None, *, validate: bool = True,
                 start_position: Optional[int] = None, end_position: Optional[int] = None):
@@ -168,15 +259,15 @@ class LogSegment:
         from kcodec.records import read_batches
 
         pos = self.start_position(start_offset) if start_position is None else start_position
-        data = self.data
-        view = memoryview(data)[pos:end_position] if end_position is not None else memoryview(data)[pos:]
+        end = self.size if end_position is None else end_position
+        view = self.read_range(pos, end)
         try:
             for batch in read_batches(view, validate=validate):
                 if start_offset is not None and batch.last_offset < start_offset:
                     continue
                 yield batch
         except KcodecError as exc:
-            raise exc.with_context(position=pos, source=str(self.path))
+            raise exc.with_context(position=pos, source=self.url)
 
     def byte_ranges(self, target_bytes: int) -> List[Tuple[int, int]]:
         """Split the file into ``[start, end)`` ranges of about ``target_bytes`` on batch boundaries.
@@ -218,8 +309,11 @@ class Partition:
 
     topic: str
     partition: int
-    path: Path
+    path: Union[Path, PurePosixPath]
     segments: List[LogSegment] = field(default_factory=list)
+    storage: Storage = field(default_factory=lambda: _LOCAL)
+    layout: str = "broker"  #: ``broker`` (a log directory) or ``tiered`` (LocalTieredStorage)
+    topic_id: Optional[str] = None
 
     @property
     def active_segment(self) -> Optional[LogSegment]:
@@ -244,38 +338,120 @@ class Partition:
             seg.close()
 
 
-def open_partition(path: PathLike, topic: Optional[str] = None, partition: Optional[int] = None) -> Partition:
-    """A partition folder; topic and partition come from its name unless given."""
-    p = Path(path)
-    m = _PARTITION_DIR.match(p.name)
+def partition_path(parent: str, topic: str, partition: int, storage: Optional[Storage] = None) -> str:
+    """The folder of ``topic``-``partition`` under the log directory ``parent``."""
+    return (storage or _LOCAL).join(str(parent), f"{topic}-{partition}")
+
+
+def _segment_logs(files: Iterable[FileInfo]) -> Tuple[str, List[Tuple[int, FileInfo]]]:
+    """(layout, [(base offset, .log file)]) of one folder's listing."""
+    broker, tiered = [], []
+    for f in files:
+        if f.is_dir:
+            continue
+        m = _SEGMENT_LOG.match(f.name)
+        if m:
+            broker.append((int(m.group("offset")), f))
+            continue
+        m = _TIERED_LOG.match(f.name)
+        if m:
+            tiered.append((int(m.group("offset")), f))
+    if tiered and not broker:
+        return "tiered", sorted(tiered, key=lambda t: (t[0], t[1].name))
+    return "broker", sorted(broker, key=lambda t: t[0])
+
+
+def _partition_from(storage: Storage, path: str, files: List[FileInfo], topic: Optional[str] = None,
+                    partition: Optional[int] = None) -> Optional[Partition]:
+    layout, logs = _segment_logs(files)
+    if not logs:
+        return None
+    name = storage.basename(path)
+    topic_id = None
+    m = _TIERED_DIR.match(name) if layout == "tiered" else None
+    if m is None:
+        m = _PARTITION_DIR.match(name)
+    else:
+        topic_id = m.group("topic_id")
     if topic is None or partition is None:
         if m is None:
-            raise CorruptDataError(f"{p} is not named <topic>-<partition>", source=str(p))
+            raise CorruptDataError(f"{storage.url(path)} is not named <topic>-<partition>", source=storage.url(path))
         topic = m.group("topic") if topic is None else topic
         partition = int(m.group("partition")) if partition is None else partition
-    logs = sorted((f for f in p.iterdir() if _SEGMENT_LOG.match(f.name)), key=lambda f: f.name)
-    return Partition(topic, partition, p, [LogSegment(f) for f in logs])
+    local = not storage.remote
+    root = Path(path) if local else PurePosixPath(path)
+    segments = [LogSegment(root / f.name, storage, base_offset=off, size=None if local else f.size)
+                for off, f in logs]
+    return Partition(topic, partition, root, segments, storage, layout, topic_id)
 
 
-def _is_partition_dir(p: Path) -> bool:
-    return p.is_dir() and _PARTITION_DIR.match(p.name) is not None and not p.name.endswith("-delete") \
-        and any(_SEGMENT_LOG.match(f.name) for f in p.iterdir())
+def open_partition(path: PathLike, topic: Optional[str] = None, partition: Optional[int] = None, *,
+                   storage_options: Optional[Dict[str, Any]] = None) -> Partition:
+    """A partition folder (path or URL); topic and partition come from its name unless given."""
+    storage, inner = resolve(path, storage_options)
+    part = _partition_from(storage, inner, storage.list(inner), topic, partition)
+    if part is None:
+        m = _PARTITION_DIR.match(storage.basename(inner))
+        if m is None and (topic is None or partition is None):
+            raise CorruptDataError(f"{storage.url(inner)} is not named <topic>-<partition>",
+                                   source=storage.url(inner))
+        topic = m.group("topic") if topic is None else topic
+        partition = int(m.group("partition")) if partition is None else partition
+        root = Path(inner) if not storage.remote else PurePosixPath(inner)
+        part = Partition(topic, partition, root, [], storage)
+    return part
 
 
-def open_log_dir(path: PathLike) -> Dict[Tuple[str, int], Partition]:
-    """Every partition under ``path``: a broker log dir, a topic's partition folder, or one partition."""
-    p = Path(path)
-    if not p.is_dir():
-        raise FileNotFoundError(f"no such log directory: {p}")
-    if _is_partition_dir(p):
-        part = open_partition(p)
-        return {(part.topic, part.partition): part}
-    out = {}
-    for child in sorted(p.iterdir()):
-        if _is_partition_dir(child):
-            part = open_partition(child)
-            out[(part.topic, part.partition)] = part
-    return out
+def find_partitions(path: PathLike, *, topic: Optional[str] = None,
+                    storage_options: Optional[Dict[str, Any]] = None) -> List[Partition]:
+    """Every partition under ``path``: a broker log directory, a tiered-storage directory, or one partition.
+
+    ``topic`` is a regular expression the whole topic name must match.
+    Folders Kafka is deleting (``*-delete``) or moving (``*-future``) are
+    skipped.  A path holding no Kafka segments gives an empty list.
+    """
+    storage, inner = resolve(path, storage_options)
+    if not storage.isdir(inner):
+        raise FileNotFoundError(f"no such log directory: {storage.url(inner)}")
+    pattern = re.compile(topic) if topic is not None else None
+    listing = storage.list(inner)
+    here = _partition_from(storage, inner, listing) if _named_partition(storage.basename(inner)) else None
+    found = [here] if here is not None else []
+    if here is None:
+        for child in sorted(f.name for f in listing if f.is_dir):
+            if not _named_partition(child):
+                continue
+            sub = storage.join(inner, child)
+            part = _partition_from(storage, sub, storage.list(sub))
+            if part is not None:
+                found.append(part)
+    if pattern is not None:
+        found = [p for p in found if pattern.fullmatch(p.topic)]
+    return found
+
+
+def _named_partition(name: str) -> bool:
+    return (_PARTITION_DIR.match(name) is not None or _TIERED_DIR.match(name) is not None) \
+        and not name.endswith(("-delete", "-future"))
+
+
+def require_partitions(path: PathLike, *, topic: Optional[str] = None,
+                       storage_options: Optional[Dict[str, Any]] = None) -> List[Partition]:
+    """:func:`find_partitions`, but a path without Kafka segments (for ``topic``) is an error naming it."""
+    found = find_partitions(path, topic=topic, storage_options=storage_options)
+    if not found:
+        what = f" of a topic matching {topic!r}" if topic is not None else ""
+        raise NoSegmentsError(
+            f"no Kafka segments{what} under {path} (expected a partition folder <topic>-<partition> holding "
+            "NNNNNNNNNNNNNNNNNNNN.log files, or a log directory of such folders)", source=str(path))
+    return found
+
+
+def open_log_dir(path: PathLike, *, topic: Optional[str] = None,
+                 storage_options: Optional[Dict[str, Any]] = None) -> Dict[Tuple[str, int], Partition]:
+    """Every partition under ``path`` (a path or URL): a broker log dir, a topic's partition folder,
+    one partition, or a tiered-storage directory; ``{}`` when it holds no segments."""
+    return {(p.topic, p.partition): p for p in find_partitions(path, topic=topic, storage_options=storage_options)}
 
 
 class LogWriter:
