@@ -20,6 +20,7 @@ import contextlib
 import mmap
 import os
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple, Union
 
@@ -51,6 +52,9 @@ SCHEME_PACKAGES = {
 #: The kcodec extra that installs it, where there is one.
 SCHEME_EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "abfss": "azure",
                  "az": "azure"}
+
+
+_LISTING_CACHED = {"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"}
 
 
 class StorageError(KcodecError, OSError):
@@ -304,6 +308,9 @@ class ObjectStorage(Storage):
             if discard is not None:
                 with contextlib.suppress(Exception):
                     discard()
+            # Marked closed, so the file's finalizer never completes a partial object.
+            with contextlib.suppress(Exception):
+                f.closed = True
             raise
         with self._errors("write", path):
             f.close()
@@ -399,7 +406,10 @@ def resolve(path: PathLike, storage_options: Optional[Mapping[str, Any]] = None)
     except ValueError:
         raise StorageError(f"unknown URL scheme {scheme}:// (no fsspec file system is registered for it)",
                            source=_redact_url(path)) from None
-    secrets = tuple(str(v) for v in _leaves(opts) if isinstance(v, str) and len(v) >= 4)
+    if scheme in _LISTING_CACHED:
+        # A cached listing would hide objects another writer (or recovery) changed.
+        opts.setdefault("use_listings_cache", False)
+    secrets = tuple(v for v in _secret_values(opts) if len(v) >= 4)
     try:
         fs = cls(**opts)
     except Exception as exc:
@@ -425,15 +435,17 @@ def _redact_url(url: str) -> str:
     return f"{head}://{netloc}{slash}{tail}"
 
 
-def _leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
+_SECRET_NAME = re.compile(r"secret|key|token|pass|cred|sas|signature|connection|auth", re.IGNORECASE)
+
+
+def _secret_values(options: Mapping[str, Any], inherited: bool = False) -> Iterator[str]:
+    """String values of options whose name (or an enclosing option's name) says they are credentials."""
+    for name, value in options.items():
+        secret = inherited or bool(_SECRET_NAME.search(str(name)))
+        if isinstance(value, Mapping):
+            yield from _secret_values(value, secret)
+        elif isinstance(value, str) and secret:
+            yield value
 
 
 def storage_options_from(options: Mapping[str, Any]) -> Dict[str, Any]:

@@ -62,7 +62,7 @@ from kcodec.log.filter import (
 )
 from kcodec.log.index import relative_offset
 from kcodec.records.framing import iter_entries, valid_bytes
-from kcodec.storage import LOCAL, Storage, resolve
+from kcodec.storage import LOCAL, Storage, is_url, resolve
 
 
 class PartialTailError(CorruptDataError):
@@ -404,7 +404,8 @@ def delete_segments(ops: FileOps, segments: Sequence[SegmentInfo]) -> None:
 
 
 def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
-                    index_interval_bytes: int = 4096) -> Dict[str, int]:
+                    index_interval_bytes: int = 4096, *,
+                    storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, int]:
     """Finish or roll back interrupted swaps and deletions (``LogLoader``'s temp-file pass).
 
     * ``*.cleaned`` files are uncommitted output: deleted;
@@ -416,9 +417,14 @@ def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
     * ``*.deleted`` files are removed, index files without a ``.log`` too;
     * a segment missing its offset or time index gets them rebuilt.
 
-    Returns counts of what was done.
+    ``log_dir`` may be a URL (with ``storage_options``).  In an object store
+    a rename is a copy and then a delete, so a crash between the two leaves
+    the file under both names; every rule above already resolves that state
+    (a ``.cleaned`` or ``.deleted`` copy is dropped, a ``.swap`` copy is
+    renamed in again).  Returns counts of what was done.
     """
-    ops = ops or FileOps()
+    if ops is None or is_url(log_dir):
+        ops, log_dir = ops_for(log_dir, ops, storage_options)
     join = ops.storage.join
     stats = {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0, "orphans_removed": 0,
              "indexes_rebuilt": 0}
