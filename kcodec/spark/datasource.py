@@ -39,6 +39,7 @@ from pyspark.sql.datasource import (
 )
 
 from kcodec.spark.transforms import KAFKA_DDL
+from kcodec.storage import storage_options_from
 
 __all__ = ["KafkaLogDataSource", "register"]
 
@@ -51,9 +52,13 @@ def register(spark) -> None:
 
 
 class SegmentRange(InputPartition):
-    def __init__(self, path: str, topic: str, partition: int, start: int, end: int) -> None:
+    """``[start, end)`` bytes of one ``.log`` (a path or URL) and the aborted transactions that touch it."""
+
+    def __init__(self, path: str, topic: str, partition: int, start: int, end: int,
+                 aborted: Tuple[Tuple[int, int, int], ...] = ()) -> None:
         super().__init__((path, start, end))
         self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
+        self.aborted = aborted
 
 
 def _options(options) -> dict:
@@ -69,6 +74,13 @@ def _int_option(options, name: str) -> Optional[int]:
 def _bool_option(options, name: str, default: bool) -> bool:
     value = options.get(name.lower())
     return default if value is None else str(value).lower() in ("1", "true", "yes")
+
+
+def _read_committed(options) -> bool:
+    level = str(options.get("isolationlevel") or "read_uncommitted").lower()
+    if level not in ("read_committed", "read_uncommitted"):
+        raise ValueError(f"kafka-log: isolationLevel is read_committed or read_uncommitted, not {level!r}")
+    return level == "read_committed"
 
 
 class KafkaLogDataSource(DataSource):
@@ -92,6 +104,8 @@ class KafkaLogReader(DataSourceReader):
         self.path = self.options.get("path")
         if not self.path:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
+        self.storage_options = storage_options_from(self.options)
+        self.read_committed = _read_committed(self.options)
 
     def partitions(self) -> List[InputPartition]:
         from kcodec.log import open_log_dir
@@ -99,21 +113,32 @@ class KafkaLogReader(DataSourceReader):
         split = _int_option(self.options, "splitBytes") or 64 * 1024 * 1024
         start = _int_option(self.options, "startingOffset")
         end = _int_option(self.options, "endingOffset")
+        ts_start = _int_option(self.options, "startingTimestamp")
         only_topic = self.options.get("topic")
         out: List[InputPartition] = []
-        for (topic, partition), part in open_log_dir(self.path).items():
+        for (topic, partition), part in open_log_dir(self.path, storage_options=self.storage_options).items():
             if only_topic and topic != only_topic:
                 continue
             segs = part.segments
+            aborted: Tuple[Tuple[int, int, int], ...] = ()
+            if self.read_committed:
+                # An aborted transaction's entry sits in the .txnindex of the segment holding its marker,
+                # which may come after the segments holding its data.
+                aborted = tuple(t for seg in segs for t in seg.aborted_transactions())
             for i, seg in enumerate(segs):
                 nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
                 if start is not None and nxt is not None and nxt <= start:
                     continue
                 if end is not None and seg.base_offset >= end:
                     continue
-                ranges = seg.byte_ranges(split)
+                lo, hi = seg.locate(start, end, ts_start) if (start, end, ts_start) != (None, None, None) \
+                    else (0, seg.size)
+                mine = tuple(t for t in aborted if t[2] >= seg.base_offset and (nxt is None or t[1] < nxt))
+                for a, b in seg.byte_ranges(split):
+                    a, b = max(a, lo), min(b, hi)
+                    if a < b:
+                        out.append(SegmentRange(seg.url, topic, partition, a, b, mine))
                 seg.close()
-                out.extend(SegmentRange(str(seg.path), topic, partition, a, b) for a, b in ranges)
         return out or [SegmentRange("", "", 0, 0, 0)]
 
     def read(self, partition: SegmentRange) -> Iterator:
@@ -123,6 +148,7 @@ class KafkaLogReader(DataSourceReader):
         import kcodec
         from kcodec.errors import KcodecError
         from kcodec.log import LogSegment
+        from kcodec.storage import resolve
 
         if not partition.path:
             return
@@ -133,18 +159,22 @@ class KafkaLogReader(DataSourceReader):
         include_control = _bool_option(self.options, "includeControl", False)
         validate = _bool_option(self.options, "validate", True)
         schema = kcodec.kafka_schema()
-        with LogSegment(partition.path) as seg:
-            view = memoryview(seg.data)[partition.start:partition.end]
+        fields = ("producer_id", "is_transactional") if partition.aborted else ()
+        storage, inner = resolve(partition.path, self.storage_options)
+        with LogSegment(inner, storage, base_offset=0) as seg:
+            # One memory-mapped view, or one ranged read of the whole range from an object store.
+            view = seg.read_range(partition.start, partition.end)
             try:
                 table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
-                                        include_control=include_control, validate=validate,
+                                        include_control=include_control, validate=validate, batch_fields=fields,
                                         use_threads=False)  # Spark runs one task per core
             except KcodecError as exc:
                 raise exc.with_context(position=partition.start, source=partition.path) from None
             del view
-        mask = None
+        mask = _aborted_mask(table, partition.aborted) if partition.aborted else None
         if start is not None:
-            mask = pc.greater_equal(table["offset"], start)
+            m = pc.greater_equal(table["offset"], start)
+            mask = m if mask is None else pc.and_(mask, m)
         if end is not None:
             m = pc.less(table["offset"], end)
             mask = m if mask is None else pc.and_(mask, m)
@@ -157,6 +187,20 @@ class KafkaLogReader(DataSourceReader):
         if mask is not None:
             table = table.filter(mask)
         yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
+
+
+def _aborted_mask(table, aborted) -> "object":
+    """True for rows outside every aborted transaction (Kafka's read_committed)."""
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = table["offset"].to_numpy()
+    pids = table["producer_id"].to_numpy()
+    txn = table["is_transactional"].to_numpy(zero_copy_only=False)
+    drop = np.zeros(len(offsets), dtype=bool)
+    for pid, first, last in aborted:
+        drop |= txn & (pids == pid) & (offsets >= first) & (offsets <= last)
+    return pa.array(~drop)
 
 
 @dataclass
