@@ -184,6 +184,15 @@ class LocalStorage(Storage):
         finally:
             f.close()
 
+    def put(self, path: str, data) -> None:
+        """Replace ``path`` atomically (a temporary file, fsynced and renamed over it)."""
+        from kcodec.log._atomic import atomic_write_bytes
+        atomic_write_bytes(path, data)
+
+    def delete_tree(self, path: str) -> None:
+        import shutil
+        shutil.rmtree(path, ignore_errors=True)
+
     def rename(self, src: str, dst: str, fsync: bool = True) -> None:
         os.replace(src, dst)
         if fsync:
@@ -316,6 +325,19 @@ class ObjectStorage(Storage):
             f.close()
         self._count(requests=max(1, w.parts), written=w.size)
 
+    def put(self, path: str, data) -> None:
+        """One upload: the object appears whole or not at all."""
+        with self.open_write(path) as f:
+            f.write(data)
+
+    def delete_tree(self, path: str) -> None:
+        with self._errors("delete", path):
+            self._count()
+            try:
+                self.fs.rm(path, recursive=True)
+            except FileNotFoundError:
+                pass
+
     def rename(self, src: str, dst: str, fsync: bool = True) -> None:
         self.copy(src, dst)
         self.delete(src)
@@ -338,8 +360,8 @@ class ObjectStorage(Storage):
         return False
 
     def makedirs(self, path: str) -> None:
-        with self._errors("mkdir", path):
-            self.fs.makedirs(path, exist_ok=True)
+        # Object stores have no folders: a prefix exists once an object under it does.
+        return None
 
 
 class _CountingWriter:

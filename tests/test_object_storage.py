@@ -5,6 +5,7 @@ every single object operation (put, copy, delete); recovery must then leave
 every record present exactly once, as on local disk.
 """
 import functools
+import json
 import subprocess
 import sys
 
@@ -205,3 +206,28 @@ def test_cli_on_an_s3_log_directory(tmp_path, s3, capsys):
     assert len(rows) == 1 and '"compresscodec": "zstd"' in rows[0]
     assert main(["retain", url, "--retention-bytes", "0"] + opt_args) == 0
     assert capsys.readouterr().out.count("deleted 1 segments") == 4
+
+
+def test_spark_writes_and_reads_s3(spark, tmp_path, s3):
+    from test_tiered_storage import rows
+    import kcodec.spark
+    local = source_log(tmp_path / "src" / "t-0")
+    df = spark.read.format("kafka-log").load(local)
+    bucket = s3.new_bucket()
+    url = f"s3://{bucket}/out"
+    kcodec.spark.write_log(df, url, compression="zstd", batchBytes=200, segmentBytes=300,
+                          storage_options=s3.storage_options)
+    names = s3_names(url, s3.storage_options)
+    assert names == ["t-0"]  # the staging prefix is gone
+    seg_names = s3_names(f"{url}/t-0", s3.storage_options)
+    assert len([n for n in seg_names if n.endswith(".log")]) > 1
+    assert {n.rsplit(".", 1)[1] for n in seg_names} == {"log", "index", "timeindex"}
+    check_s3_indexes(url, s3.storage_options)
+    back = (spark.read.format("kafka-log").option("storageOptions", json.dumps(s3.storage_options))
+            .load(url))
+    assert rows(back) == rows(df)
+    with pytest.raises(Exception, match="exists"):
+        kcodec.spark.write_log(df, url, storage_options=s3.storage_options)
+    kcodec.spark.write_log(df.where("offset < 5"), url, mode="overwrite", storage_options=s3.storage_options)
+    assert [r[2] for r in rows(spark.read.format("kafka-log").option(
+        "storageOptions", json.dumps(s3.storage_options)).load(url))] == [0, 1, 2, 3, 4]

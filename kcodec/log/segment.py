@@ -455,21 +455,25 @@ def open_log_dir(path: PathLike, *, topic: Optional[str] = None,
 
 
 class LogWriter:
-    """Appends batches to a partition folder as a broker would store them.
+    """Appends batches to a partition folder (a path or URL) as a broker would store them.
 
     Each :meth:`append` is one message set (its offsets already assigned and
     increasing).  Segments roll when the next append would pass
     ``segment_bytes`` (or its offsets no longer fit relative to the base);
-    each segment's ``.index``, ``.timeindex`` and ``.log`` are written
-    atomically when it rolls or on :meth:`close` (``.log`` last, so a crash
-    never leaves a ``.log`` without its indexes being at least absent, which
-    Kafka and kcodec both handle by rebuilding them).
+    each segment's files are written whole when it rolls or on
+    :meth:`close`.  On a local disk the ``.index`` and ``.timeindex`` come
+    first and the ``.log`` last, each renamed into place, so a crash never
+    leaves a ``.log`` without its indexes being at least absent (Kafka and
+    kcodec rebuild missing ones).  In an object store each file is one put,
+    the ``.log`` before its indexes, as a broker's tiered storage uploads.
     """
 
     def __init__(self, path: PathLike, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> None:
-        self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 storage_options: Optional[Dict[str, Any]] = None) -> None:
+        self.storage, inner = resolve(path, storage_options)
+        self.path = PurePosixPath(inner) if self.storage.remote else Path(inner)
+        self.storage.makedirs(str(self.path))
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
         self._buf = bytearray()
@@ -507,11 +511,13 @@ class LogWriter:
         if idx is None:
             return
         idx.finish()
-        base = self.path / segment_file_name(idx.base_offset, "")
-        atomic_write_bytes(str(base) + ".index", idx.offset_index_bytes())
-        atomic_write_bytes(str(base) + ".timeindex", idx.time_index_bytes())
-        atomic_write_bytes(str(base) + ".log", self._buf)
-        self.segments_written.append(Path(str(base) + ".log"))
+        base = str(self.path / segment_file_name(idx.base_offset, ""))
+        files = [(".index", idx.offset_index_bytes()), (".timeindex", idx.time_index_bytes()), (".log", self._buf)]
+        if self.storage.remote:
+            files = files[2:] + files[:2]
+        for suffix, data in files:
+            self.storage.put(base + suffix, data)
+        self.segments_written.append(type(self.path)(base + ".log"))
         self._buf = bytearray()
         self._index = None
 
@@ -529,7 +535,8 @@ class LogWriter:
 
 
 def write_partition(path: PathLike, message_sets: Iterable, **options) -> List[Path]:
-    """Write message sets (each bytes of one or more batches) into a partition folder."""
+    """Write message sets (each bytes of one or more batches) into a partition folder (a path or URL;
+    ``storage_options`` among the options)."""
     with LogWriter(path, **options) as w:
         for ms in message_sets:
             w.append(ms)

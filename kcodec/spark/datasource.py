@@ -12,6 +12,16 @@ default 64 MiB).  Options: ``startingOffset``/``endingOffset`` (inclusive /
 exclusive), ``startingTimestamp``/``endingTimestamp`` (ms; inclusive /
 exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``.
 
+Paths may be URLs (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``)
+read through fsspec; file-system options go in ``storage.<name>`` options
+(string values; ``true``/``false`` become booleans) or in one JSON
+``storageOptions`` option (typed or nested values, and names with capitals,
+which Spark lower-cases in ordinary option keys).  In an object store each
+task fetches its byte range with one ranged read, after the planner cut it
+to what the offset or timestamp options need through the ``.index`` and
+``.timeindex``.  ``isolationLevel`` ``read_committed`` leaves out the records
+of aborted transactions, found in the ``.txnindex`` files.
+
 Writing (rows with Spark's Kafka schema; ``topic`` and ``partition`` columns)::
 
     df.repartition("partition").write.format("kafka-log") \
@@ -205,7 +215,7 @@ def _aborted_mask(table, aborted) -> "object":
 
 @dataclass
 class _Written(WriterCommitMessage):
-    staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder)
+    staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder), paths or URLs
 
 
 class KafkaLogWriter(DataSourceArrowWriter):
@@ -214,15 +224,20 @@ class KafkaLogWriter(DataSourceArrowWriter):
         self.path = self.options.get("path")
         if not self.path:
             raise ValueError("kafka-log: give a path: df.write.format('kafka-log').save(PATH)")
+        self.storage_options = storage_options_from(self.options)
         self.overwrite = overwrite
         self.job_id = uuid.uuid4().hex
+
+    def _root(self):
+        from kcodec.storage import resolve
+        return resolve(self.path, self.storage_options)
 
     def write(self, iterator) -> _Written:
         import numpy as np
         import pyarrow as pa
 
         import kcodec
-        from kcodec.log import LogWriter
+        from kcodec.log import LogWriter, partition_path
 
         compression = self.options.get("compression", "none")
         level = _int_option(self.options, "level")
@@ -244,18 +259,20 @@ class KafkaLogWriter(DataSourceArrowWriter):
         groups: dict = {}
         for i, tp in enumerate(zip(topics, parts)):
             groups.setdefault(tp, []).append(i)
-        staging_root = Path(self.path) / f"{_STAGING}{self.job_id}" / uuid.uuid4().hex
+        storage, root = self._root()
+        staging_root = storage.join(root, f"{_STAGING}{self.job_id}", uuid.uuid4().hex)
         staged = []
         for (topic, partition), rows in sorted(groups.items()):
             sub = table.select(keep).take(pa.array(np.asarray(rows)))
             if "offset" in sub.column_names:
                 sub = sub.sort_by("offset")
-            name = f"{topic}-{partition}"
-            with LogWriter(staging_root / name, segment_bytes=segment_bytes) as w:
+            staging = partition_path(staging_root, topic, partition, storage)
+            with LogWriter(storage.url(staging), segment_bytes=segment_bytes,
+                           storage_options=self.storage_options) as w:
                 for batch in kcodec.from_arrow(sub, compression=compression, level=level,
                                                max_batch_bytes=batch_bytes):
                     w.append(batch)
-            staged.append((str(staging_root / name), str(Path(self.path) / name)))
+            staged.append((staging, partition_path(root, topic, partition, storage)))
         return _Written(staged)
 
     def commit(self, messages) -> None:
@@ -267,21 +284,41 @@ class KafkaLogWriter(DataSourceArrowWriter):
                 "kafka-log writer: these Kafka partitions were written by several tasks: "
                 f"{sorted(dupes)}; repartition by the partition column first "
                 "(kcodec.spark.write_log does this)")
+        storage, root = self._root()
         for m in messages:
             if not m:
                 continue
             for staging, final in m.staged:
-                if os.path.exists(final):
-                    if not self.overwrite:
-                        self.abort(messages)
-                        raise FileExistsError(f"kafka-log writer: {final} exists (use mode('overwrite'))")
+                exists = storage.isdir(final)
+                if exists and not self.overwrite:
+                    self.abort(messages)
+                    raise FileExistsError(f"kafka-log writer: {storage.url(final)} exists (use mode('overwrite'))")
+                if storage.remote:
+                    _publish_objects(storage, staging, final, exists)
+                elif exists:
                     old = f"{final}.{self.job_id}-delete"
                     os.replace(final, old)
                     os.replace(staging, final)
                     shutil.rmtree(old, ignore_errors=True)
                 else:
                     os.replace(staging, final)
-        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)
+        storage.delete_tree(storage.join(root, f"{_STAGING}{self.job_id}"))
 
     def abort(self, messages) -> None:
-        shutil.rmtree(Path(self.path) / f"{_STAGING}{self.job_id}", ignore_errors=True)
+        storage, root = self._root()
+        storage.delete_tree(storage.join(root, f"{_STAGING}{self.job_id}"))
+
+
+def _publish_objects(storage, staging: str, final: str, replace: bool) -> None:
+    """Copy a staged partition into place in an object store, each segment's ``.log`` before its indexes.
+
+    Objects cannot be renamed together, so a reader listing the folder
+    meanwhile may see fewer segments, never a partial object; an overwrite
+    deletes the old objects first.
+    """
+    if replace:
+        storage.delete_tree(final)
+    names = sorted((f.name for f in storage.list(staging) if not f.is_dir),
+                   key=lambda n: (n.split(".", 1)[0], not n.endswith(".log"), n))
+    for name in names:
+        storage.copy(storage.join(staging, name), storage.join(final, name))
