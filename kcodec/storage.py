@@ -21,6 +21,7 @@ import mmap
 import os
 import posixpath
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple, Union
 
@@ -77,6 +78,7 @@ class IOStats:
 
 
 io_stats = IOStats()
+_STATS_LOCK = threading.Lock()
 
 
 class FileInfo(NamedTuple):
@@ -252,9 +254,10 @@ class ObjectStorage(Storage):
         return text
 
     def _count(self, requests: int = 1, read: int = 0, written: int = 0) -> None:
-        io_stats.requests += requests
-        io_stats.bytes_read += read
-        io_stats.bytes_written += written
+        with _STATS_LOCK:  # reads may run on prefetch threads
+            io_stats.requests += requests
+            io_stats.bytes_read += read
+            io_stats.bytes_written += written
 
     def list(self, path: str) -> List[FileInfo]:
         with self._errors("list", path):

@@ -172,31 +172,68 @@ class KafkaLogReader(DataSourceReader):
         fields = ("producer_id", "is_transactional") if partition.aborted else ()
         storage, inner = resolve(partition.path, self.storage_options)
         with LogSegment(inner, storage, base_offset=0) as seg:
-            # One memory-mapped view, or one ranged read of the whole range from an object store.
-            view = seg.read_range(partition.start, partition.end)
-            try:
-                table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
-                                        include_control=include_control, validate=validate, batch_fields=fields,
-                                        use_threads=False)  # Spark runs one task per core
-            except KcodecError as exc:
-                raise exc.with_context(position=partition.start, source=partition.path) from None
-            del view
-        mask = _aborted_mask(table, partition.aborted) if partition.aborted else None
-        if start is not None:
-            m = pc.greater_equal(table["offset"], start)
-            mask = m if mask is None else pc.and_(mask, m)
-        if end is not None:
-            m = pc.less(table["offset"], end)
-            mask = m if mask is None else pc.and_(mask, m)
-        if ts_start is not None:
-            m = pc.greater_equal(table["timestamp"], pa.scalar(ts_start * 1000, pa.timestamp("us", tz="UTC")))
-            mask = m if mask is None else pc.and_(mask, m)
-        if ts_end is not None:
-            m = pc.less(table["timestamp"], pa.scalar(ts_end * 1000, pa.timestamp("us", tz="UTC")))
-            mask = m if mask is None else pc.and_(mask, m)
-        if mask is not None:
-            table = table.filter(mask)
-        yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
+            for position, view in _pieces(seg, partition.start, partition.end):
+                try:
+                    table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
+                                            include_control=include_control, validate=validate,
+                                            batch_fields=fields, use_threads=False)  # one task per core
+                except KcodecError as exc:
+                    raise exc.with_context(position=position, source=partition.path) from None
+                del view
+                mask = _aborted_mask(table, partition.aborted) if partition.aborted else None
+                if start is not None:
+                    m = pc.greater_equal(table["offset"], start)
+                    mask = m if mask is None else pc.and_(mask, m)
+                if end is not None:
+                    m = pc.less(table["offset"], end)
+                    mask = m if mask is None else pc.and_(mask, m)
+                if ts_start is not None:
+                    m = pc.greater_equal(table["timestamp"],
+                                         pa.scalar(ts_start * 1000, pa.timestamp("us", tz="UTC")))
+                    mask = m if mask is None else pc.and_(mask, m)
+                if ts_end is not None:
+                    m = pc.less(table["timestamp"], pa.scalar(ts_end * 1000, pa.timestamp("us", tz="UTC")))
+                    mask = m if mask is None else pc.and_(mask, m)
+                if mask is not None:
+                    table = table.filter(mask)
+                yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
+
+
+#: Bytes per ranged read of an object store; the next read is in flight while one is converted.
+FETCH_BYTES = 8 * 1024 * 1024
+
+
+def _pieces(seg, start: int, end: int) -> Iterator[Tuple[int, object]]:
+    """``(position, buffer)`` pieces of ``[start, end)``, each ending at a batch boundary.
+
+    Local files give one memory-mapped view.  From an object store the range
+    is fetched in reads of :data:`FETCH_BYTES`, two in flight, and the
+    incomplete batch at the end of one read is carried into the next.
+    """
+    if not seg.storage.remote:
+        yield start, seg.read_range(start, end)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kcodec.records.framing import valid_bytes
+
+    cuts = list(range(start, end, FETCH_BYTES)) + [end]
+    with ThreadPoolExecutor(2) as pool:
+        pending = deque(pool.submit(seg.read_range, a, b) for a, b in zip(cuts[:2], cuts[1:3]))
+        nxt = len(pending)
+        carry, position = b"", start
+        while pending:
+            chunk = pending.popleft().result()
+            if nxt + 1 < len(cuts):
+                pending.append(pool.submit(seg.read_range, cuts[nxt], cuts[nxt + 1]))
+                nxt += 1
+            buf = carry + chunk if carry else chunk
+            # The last piece goes whole: a partial tail there is the reader's to report.
+            valid = valid_bytes(buf) if pending else len(buf)
+            if valid:
+                yield position, memoryview(buf)[:valid]
+            carry, position = buf[valid:], position + valid
 
 
 def _aborted_mask(table, aborted) -> "object":
