@@ -29,7 +29,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 
-def build_log_dir(root: str, gib: float, partitions: int) -> tuple:
+def build_log_dir(root: str, gib: float, partitions: int, segment_bytes: int) -> tuple:
     """(records, bytes on disk): one partition's segments built, the others hard links to them."""
     import numpy as np
     import pyarrow as pa
@@ -59,7 +59,7 @@ def build_log_dir(root: str, gib: float, partitions: int) -> tuple:
             records += chunk
             offset += chunk
 
-    write_partition(first, message_sets(), segment_bytes=256 << 20)
+    write_partition(first, message_sets(), segment_bytes=segment_bytes)
     for p in range(1, partitions):
         d = partition_path(root, "events", p)
         os.makedirs(d)
@@ -104,6 +104,7 @@ def main() -> int:
     ap.add_argument("--gib", type=float, default=1.1)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--segment-mib", type=int, default=256, help="segment.bytes of the log (MiB)")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -116,9 +117,10 @@ def main() -> int:
     spark = None
     try:
         t0 = time.perf_counter()
-        records, size = build_log_dir(os.path.join(work, "kafka"), args.gib, args.partitions)
+        records, size = build_log_dir(os.path.join(work, "kafka"), args.gib, args.partitions,
+                                        args.segment_mib << 20)
         print(f"log directory: {records:,} records, {size / (1 << 30):.2f} GiB in {args.partitions} partitions "
-              f"(built in {time.perf_counter() - t0:.0f} s)", flush=True)
+              f"of {args.segment_mib} MiB segments (built in {time.perf_counter() - t0:.0f} s)", flush=True)
         bucket = server.new_bucket()
         url = f"s3://{bucket}/kafka"
         t0 = time.perf_counter()

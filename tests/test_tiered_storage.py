@@ -142,3 +142,14 @@ def test_data_source_plans_ranged_reads(tmp_path, s3):
     total = sum(b.num_rows for p in parts for b in reader.read(p))
     assert total == 30_000 and io_stats.requests == len(parts) > 5
     assert io_stats.bytes_read == sum(os.path.getsize(d / f) for f in os.listdir(d) if f.endswith(".log"))
+
+
+def test_rewriting_commands_refuse_tiered_storage(tmp_path, capsys):
+    broker = broker_partition(str(tmp_path / "broker"))
+    tiered = tiered_copy(broker, str(tmp_path / "remote"))
+    before = sorted(os.listdir(tiered))
+    for cmd in (["recompress", "--codec", "zstd"], ["compact", "--force"], ["retain", "--retention-bytes", "0"]):
+        assert main([cmd[0], str(tmp_path / "remote")] + cmd[1:]) == 1
+        err = capsys.readouterr().err
+        assert f"{tiered} is Kafka tiered storage" in err
+    assert sorted(os.listdir(tiered)) == before

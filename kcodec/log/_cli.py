@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Dict, List
 
-from kcodec.log.segment import Partition, require_partitions
+from kcodec.log.segment import NoSegmentsError, Partition, require_partitions
 from kcodec.storage import parse_storage_option
 
 __all__ = ["add_target_arguments", "target_partitions", "storage_options"]
@@ -30,10 +30,22 @@ def storage_options(args: Any) -> Dict[str, Any]:
 
 
 def target_partitions(args: Any) -> List[Partition]:
-    """The partitions under every PATH argument; a PATH without Kafka segments is an error naming it."""
+    """The broker-layout partitions under every PATH argument, for operations that rewrite them.
+
+    A PATH without Kafka segments, or holding tiered-storage segments, is an
+    error naming it.
+    """
     paths = args.log_dirs if isinstance(args.log_dirs, list) else [args.log_dirs]
     opts = storage_options(args)
     out: List[Partition] = []
     for path in paths:
-        out.extend(require_partitions(path, topic=args.topic, storage_options=opts))
+        found = require_partitions(path, topic=args.topic, storage_options=opts)
+        tiered = [p for p in found if p.layout == "tiered"]
+        if tiered:
+            where = tiered[0].storage.url(str(tiered[0].path))
+            raise NoSegmentsError(
+                f"{where} is Kafka tiered storage (LocalTieredStorage's layout): kcodec reads it but does not "
+                "rewrite it, because the broker's remote log metadata records each segment as uploaded",
+                source=where)
+        out.extend(found)
     return out

@@ -200,7 +200,7 @@ class KafkaLogReader(DataSourceReader):
 
 
 #: Bytes per ranged read of an object store; the next read is in flight while one is converted.
-FETCH_BYTES = 8 * 1024 * 1024
+FETCH_BYTES = 32 * 1024 * 1024
 
 
 def _pieces(seg, start: int, end: int) -> Iterator[Tuple[int, object]]:
