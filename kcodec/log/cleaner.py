@@ -156,9 +156,6 @@ class FileOps:
         self.storage.rename(src, dst, self.fsync)
         self._done("rename", dst)
 
-    def exists(self, path: str) -> bool:
-        return self.storage.exists(path)
-
     def delete(self, path: str) -> None:
         if self.storage.delete(path):
             self._done("delete", path)
@@ -366,38 +363,45 @@ def replace_segments(ops: FileOps, log_dir: str, new_base: int, old: Sequence[Se
     def name(suffix: str, extra: str = "") -> str:
         return ops.storage.join(log_dir, segment_file_name(new_base, suffix) + extra)
 
+    # One listing instead of a check per file: only this run changes these names meanwhile.
+    present = _names(ops, log_dir)
+    cleaned = [s for s in INDEX_SUFFIXES if segment_file_name(new_base, s) + CLEANED in present]
     if mtime is not None and not ops.storage.remote:
-        for s in SEGMENT_SUFFIXES:
-            if ops.exists(name(s, CLEANED)):
-                ops.set_mtime(name(s, CLEANED), mtime)
-    for s in INDEX_SUFFIXES:
-        if ops.exists(name(s, CLEANED)):
-            ops.rename(name(s, CLEANED), name(s, SWAP))
+        for s in (".log",) + tuple(cleaned):
+            ops.set_mtime(name(s, CLEANED), mtime)
+    for s in cleaned:
+        ops.rename(name(s, CLEANED), name(s, SWAP))
     ops.rename(name(".log", CLEANED), name(".log", SWAP))  # commit point
     for seg in old:
-        _rename_to_deleted(ops, seg)
-    for s in INDEX_SUFFIXES:
-        if ops.exists(name(s, SWAP)):
-            ops.rename(name(s, SWAP), name(s))
+        _rename_to_deleted(ops, seg, present)
+    for s in cleaned:
+        ops.rename(name(s, SWAP), name(s))
     ops.rename(name(".log", SWAP), name(".log"))
     for seg in old:
         for s in SEGMENT_SUFFIXES:
             ops.delete(seg.path(s) + DELETED)
 
 
-def _rename_to_deleted(ops: FileOps, seg: SegmentInfo) -> None:
+def _names(ops: FileOps, log_dir: str) -> Set[str]:
+    return {f.name for f in ops.storage.list(log_dir) if not f.is_dir}
+
+
+def _rename_to_deleted(ops: FileOps, seg: SegmentInfo, present: Set[str]) -> None:
     # The .log goes first: once it is renamed the segment no longer exists for any reader,
     # and recovery treats index files without a .log as orphans.
     for s in SEGMENT_SUFFIXES:
-        p = seg.path(s)
-        if ops.exists(p):
+        if segment_file_name(seg.base_offset, s) in present:
+            p = seg.path(s)
             ops.rename(p, p + DELETED)
 
 
 def delete_segments(ops: FileOps, segments: Sequence[SegmentInfo]) -> None:
     """Delete whole segments as Kafka does: rename to ``.deleted``, then remove."""
+    if not segments:
+        return
+    present = _names(ops, segments[0].dir)
     for seg in segments:
-        _rename_to_deleted(ops, seg)
+        _rename_to_deleted(ops, seg, present)
     for seg in segments:
         for s in SEGMENT_SUFFIXES:
             ops.delete(seg.path(s) + DELETED)
