@@ -326,7 +326,10 @@ class ObjectStorage(Storage):
             raise
         with self._errors("write", path):
             f.close()
-        self._count(requests=max(1, w.parts), written=w.size)
+        block = int(getattr(f, "blocksize", 0) or 0)
+        parts = -(-w.size // block) if block else 1
+        # One put, or a multipart upload: start, each part, complete.
+        self._count(requests=1 if parts <= 1 else parts + 2, written=w.size)
 
     def put(self, path: str, data) -> None:
         """One upload: the object appears whole or not at all."""
@@ -371,7 +374,6 @@ class _CountingWriter:
     def __init__(self, f: Any) -> None:
         self._f = f
         self.size = 0
-        self.parts = 1
 
     def write(self, data) -> int:
         n = len(memoryview(data).cast("B"))
