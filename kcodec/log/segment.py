@@ -65,9 +65,9 @@ def offset_from_file_name(name: str) -> int:
     """Kafka's ``offsetFromFileName``: the digits before the first dot (before the ``-<segment id>``
     of a tiered-storage name)."""
     head = os.path.basename(name).split(".", 1)[0]
-    m = _TIERED_LOG.match(os.path.basename(name).split(".", 1)[0] + ".log")
-    if m:
-        head = m.group("offset")
+    tiered = _TIERED_LOG.match(head + ".log")
+    if tiered:
+        head = tiered.group("offset")
     if not head.isdigit():
         raise ValueError(f"not a segment file name: {name!r}")
     return int(head)
@@ -103,7 +103,7 @@ class LogSegment:
         self.path = PurePosixPath(str(log_path)) if self.storage.remote else Path(log_path)
         self.base_offset = offset_from_file_name(self.path.name) if base_offset is None else base_offset
         self._size = size
-        self._mmap = None
+        self._buf = None
         self._file = None
         self._offset_index: Optional[OffsetIndex] = None
         self._time_index: Optional[TimeIndex] = None
@@ -141,30 +141,30 @@ class LogSegment:
         From an object store this downloads the whole object; readers of a
         part use :meth:`read_range`.
         """
-        if self._mmap is None:
+        if self._buf is None:
             if self.storage.remote:
-                self._mmap = self.storage.read_bytes(str(self.path))
-                return self._mmap
+                self._buf = self.storage.read_bytes(str(self.path))
+                return self._buf
             if self.size == 0:
                 return b""
             self._file = open(self.path, "rb")
-            self._mmap = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-        return self._mmap
+            self._buf = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._buf
 
     def read_range(self, start: int, end: int):
         """Bytes ``[start, end)`` of the ``.log``: a view of the map, or one ranged read."""
-        if self.storage.remote and self._mmap is None:
+        if self.storage.remote and self._buf is None:
             return self.storage.read_range(str(self.path), start, end)
         return memoryview(self.data)[start:end]
 
     def close(self) -> None:
-        if self._mmap is not None and not isinstance(self._mmap, bytes):
+        if self._buf is not None and not isinstance(self._buf, bytes):  # a memory map
             try:
-                self._mmap.close()
+                self._buf.close()
             except BufferError:
                 # Batches handed out still view the map; it unmaps when the last one goes.
                 pass
-        self._mmap = None
+        self._buf = None
         if self._file is not None:
             self._file.close()
             self._file = None
