@@ -77,10 +77,11 @@ def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int) -> 
 
 
 def _guess(p: Path) -> str:
-    from kcodec.log.segment import _SEGMENT_LOG, open_log_dir
+    from kcodec.log.names import segment_log_offset
+    from kcodec.log.segment import open_log_dir
 
     if p.is_file():
-        if _SEGMENT_LOG.match(p.name) or p.suffix in (".log", ".index", ".timeindex"):
+        if segment_log_offset(p.name) is not None or p.suffix in (".log", ".index", ".timeindex"):
             raise KcodecError(f"{p}: a segment file; give the log directory holding its "
                               f"<topic>-<partition> folder (here {p.parent.parent})")
         if p.suffix in RECORD_SUFFIXES:
