@@ -1,6 +1,7 @@
 """``--write DIR``: each topic's records rewritten as segment folders with its recommended setting."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Callable, Dict, Sequence
@@ -21,8 +22,10 @@ def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable
     if plan.kind == "cluster":
         raise KcodecError("--write needs log directories or record files, not --bootstrap-server")
     if plan.kind == "logs":
-        df = spark.read.format("kafka-log").load(options.inputs[0] if len(options.inputs) == 1
-                                                 else list(options.inputs))
+        reader = spark.read.format("kafka-log")
+        if plan.storage_options:  # URL inputs
+            reader = reader.option("storageOptions", json.dumps(plan.storage_options))
+        df = reader.load(options.inputs[0] if len(options.inputs) == 1 else list(options.inputs))
     else:
         from kcodec.advise.records import records_frame
 
