@@ -204,11 +204,9 @@ class LocalStorage(Storage):
     def rename(self, src: str, dst: str, fsync: bool = True) -> None:
         os.replace(src, dst)
         if fsync:
-            fd = os.open(os.path.dirname(os.path.abspath(dst)) or ".", os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            from kcodec.log._atomic import fsync_dir
+
+            fsync_dir(os.path.dirname(os.path.abspath(dst)))
 
     def delete(self, path: str) -> bool:
         try:

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import kcodec
-from kcodec.log import find_partitions, open_log_dir
+from kcodec.log import RecordRange, find_partitions, open_log_dir
 from kcodec.log.cleaner import CleanerConfig, FileOps, compact, list_segments, recover_log_dir
 from kcodec.log.recompress import recompress
 from kcodec.storage import StorageError, io_stats, resolve
@@ -158,7 +158,7 @@ def test_ranged_reads_through_the_index(tmp_path, s3):
     size = seg.size
     assert size > 3_000_000
     io_stats.reset()
-    start, end = seg.locate(start_offset=5000, end_offset=5100)
+    start, end = RecordRange(5000, 5100).byte_range(seg)
     batches = list(seg.batches(start_position=start, end_position=end))
     assert {b.base_offset for b in batches} >= {5000, 5050}
     assert io_stats.requests == 2  # the .index object, then one ranged GET
@@ -166,6 +166,11 @@ def test_ranged_reads_through_the_index(tmp_path, s3):
     # at most the batch before, the two wanted and the one after; the whole segment is 200 batches
     assert end - start <= 4 * batch_bytes
     assert io_stats.bytes_read == end - start + 8 * len(seg.offset_index)
+    # the stream reader takes the URL too: the same bytes, found the same way
+    io_stats.reset()
+    table = kcodec.read_arrow(url, start_offset=5000, end_offset=5100, storage_options=s3.storage_options).read_all()
+    assert table["offset"].to_pylist() == list(range(5000, 5100))
+    assert io_stats.bytes_read < end - start + 8 * len(seg.offset_index) + 12 * len(seg.time_index) + 4096
 
 
 def test_missing_package_and_secret_free_errors(tmp_path, s3, capsys):

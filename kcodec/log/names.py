@@ -30,6 +30,7 @@ from pathlib import PurePath
 from typing import Optional, Tuple, TypeVar
 
 from kcodec.errors import InvalidNameError
+from kcodec.storage import is_url
 
 __all__ = [
     "MAX_TOPIC_LENGTH",
@@ -199,10 +200,6 @@ def _check_component(name: object, source: Optional[str]) -> str:
     return name
 
 
-def _is_url(root: str) -> bool:
-    return "://" in root
-
-
 def safe_join(root: P, *names: str, source: Optional[str] = None) -> P:
     """``root/name/...``, refused unless it stays inside ``root``.
 
@@ -220,7 +217,7 @@ def safe_join(root: P, *names: str, source: Optional[str] = None) -> P:
         # a local folder: checked as one, given back as a URL
         local = safe_join(text[len("file://"):] or "/", *names, source=source)
         return "file://" + local  # type: ignore[return-value]
-    if _is_url(text):
+    if is_url(text):
         joined = "/".join([text.rstrip("/"), *names])
         return type(root)(joined) if isinstance(root, PurePath) else joined  # type: ignore[return-value]
     joined_path = os.path.join(text, *names)

@@ -215,32 +215,6 @@ class LogSegment:
             return 0
         return self.offset_index.lookup(offset).position
 
-    def locate(self, start_offset: Optional[int] = None, end_offset: Optional[int] = None,
-               start_timestamp: Optional[int] = None) -> Tuple[int, int]:
-        """``[start, end)`` bytes holding every batch with offsets in ``[start_offset, end_offset)``
-        and a timestamp at or after ``start_timestamp``, found through the indexes alone.
-
-        The range is a superset cut at batch boundaries: the first position is
-        the offset index entry at or below the wanted offset (the time index
-        gives that offset for a timestamp, as ``LogSegment.findOffsetByTimestamp``
-        does); the end is the index entry after the first one reaching
-        ``end_offset``.
-        """
-        start, end = 0, self.size
-        if start_timestamp is not None and len(self.time_index):
-            hit = self.time_index.lookup(start_timestamp)
-            if hit.timestamp >= 0:
-                start = max(start, self.start_position(hit.offset))
-        if start_offset is not None:
-            start = max(start, self.start_position(start_offset))
-        if end_offset is not None and len(self.offset_index):
-            import numpy as np
-            offsets = self.offset_index.offsets
-            i = int(np.searchsorted(offsets, end_offset, side="left"))
-            if i + 1 < len(offsets):
-                end = min(end, int(self.offset_index.positions[i + 1]))
-        return start, max(start, end)
-
     def entries(self, start_position: int = 0, end_position: Optional[int] = None) -> Iterator[Entry]:
         """Complete entries of the file, with errors naming the file."""
         try:
