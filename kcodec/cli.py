@@ -28,7 +28,8 @@ def _add_dump(sub) -> None:
     p = sub.add_parser("dump", help="print the batches of .log files (and check .index/.timeindex)",
                        description="Print batch headers of Kafka .log segment files or raw batch files, "
                                    "in the spirit of kafka-dump-log.")
-    p.add_argument("files", nargs="+", help=".log, .index or .timeindex files, or any file of batches")
+    p.add_argument("files", nargs="+",
+                   help=".log, .index or .timeindex files, or any file of batches (paths or URLs)")
     p.add_argument("--deep-iteration", action="store_true", help="print every record, not only batches")
     p.add_argument("--print-data-log", action="store_true",
                    help="print keys, values and headers (implies --deep-iteration)")
@@ -36,6 +37,8 @@ def _add_dump(sub) -> None:
                    help="for index files: only run the sanity check")
     p.add_argument("--skip-crc", action="store_true", help="do not verify checksums")
     p.add_argument("--json", action="store_true", help="one JSON object per batch on stdout")
+    from kcodec.log._cli import add_storage_option_argument
+    add_storage_option_argument(p)
     p.set_defaults(func=lambda args: __import__("kcodec.dump", fromlist=["run"]).run(args))
 
 

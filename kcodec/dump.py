@@ -4,13 +4,14 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Optional, TextIO
 
 from kcodec.errors import KcodecError
 from kcodec.escape import terminal_text
 from kcodec.log.index import OffsetIndex, TimeIndex
 from kcodec.log.segment import LogSegment, offset_from_file_name
+from kcodec.storage import LOCAL, Storage, resolve
 
 __all__ = ["run", "dump_log", "dump_index"]
 
@@ -104,14 +105,27 @@ def _json_ready(fields: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def dump_log(path: Path, *, deep: bool, print_data: bool, verify: bool, as_json: bool,
-             out: Optional[TextIO] = None) -> None:
+def _base_offset(name: str) -> Optional[int]:
+    """The base offset a segment file name carries, or None for any other name."""
+    try:
+        return offset_from_file_name(name)
+    except ValueError:
+        return None
+
+
+def dump_log(path, *, deep: bool, print_data: bool, verify: bool, as_json: bool,
+             out: Optional[TextIO] = None, storage: Optional[Storage] = None) -> None:
+    """Print the batches of a file of batches; a ``.log`` named by its base offset also gets that offset."""
     out = sys.stdout if out is None else out
-    with LogSegment(path) if path.suffix == ".log" else _RawFile(path) as seg:
+    storage = storage or LOCAL
+    name = storage.basename(str(path))
+    base = _base_offset(name) if name.endswith(".log") else None
+    shown = storage.url(str(path))
+    with LogSegment(path, storage, base_offset=base) if base is not None else _RawFile(path, storage) as seg:
         if not as_json:
-            print(f"Dumping {terminal_text(path)}", file=out)
-            if path.suffix == ".log":
-                print(f"Log starting offset: {seg.base_offset}", file=out)
+            print(f"Dumping {terminal_text(shown)}", file=out)
+            if base is not None:
+                print(f"Log starting offset: {base}", file=out)
         from kcodec.records import read_batches
         try:
             # Verifying, the reader raises for a batch whose CRC is wrong (and for a
@@ -131,14 +145,14 @@ def dump_log(path: Path, *, deep: bool, print_data: bool, verify: bool, as_json:
                     for r in records:
                         print("| " + _line(r), file=out)
         except KcodecError as exc:
-            raise exc.with_context(source=str(path))
+            raise exc.with_context(source=shown)
 
 
 class _RawFile:
     """Any file of batches (a fetch response dump, a golden vector)."""
 
-    def __init__(self, path: Path) -> None:
-        self.data = path.read_bytes()
+    def __init__(self, path, storage: Storage) -> None:
+        self.data = storage.read_bytes(str(path))
 
     def __enter__(self):
         return self
@@ -147,15 +161,22 @@ class _RawFile:
         return None
 
 
-def dump_index(path: Path, *, sanity_only: bool, as_json: bool, out: Optional[TextIO] = None) -> None:
+def dump_index(path, *, sanity_only: bool, as_json: bool, out: Optional[TextIO] = None,
+               storage: Optional[Storage] = None) -> None:
     out = sys.stdout if out is None else out
-    base = offset_from_file_name(path.name)
+    storage = storage or LOCAL
+    path = PurePosixPath(str(path)) if storage.remote else Path(path)
+    base = _base_offset(path.name)
+    if base is None:
+        raise KcodecError("an index file is named by its segment's base offset (00000000000000000000.index)",
+                          source=storage.url(str(path)))
+    data = storage.read_bytes(str(path))
     if path.suffix == ".index":
-        idx = OffsetIndex.open(path, base)
+        idx = OffsetIndex.open(storage.url(str(path)), base, data)
         idx.sanity_check()
         log = path.with_suffix(".log")
-        if log.exists():
-            with LogSegment(log) as seg:
+        if storage.exists(str(log)):
+            with LogSegment(log, storage, base_offset=base) as seg:
                 seg.sanity_check()
         if sanity_only:
             print(f"{terminal_text(path)} passed sanity check.", file=out)
@@ -164,7 +185,7 @@ def dump_index(path: Path, *, sanity_only: bool, as_json: bool, out: Optional[Te
             print(json.dumps({"offset": off, "position": pos}) if as_json else f"offset: {off} position: {pos}",
                   file=out)
     else:
-        idx = TimeIndex.open(path, base)
+        idx = TimeIndex.open(storage.url(str(path)), base, data)
         idx.sanity_check()
         if sanity_only:
             print(f"{terminal_text(path)} passed sanity check.", file=out)
@@ -176,14 +197,16 @@ def dump_index(path: Path, *, sanity_only: bool, as_json: bool, out: Optional[Te
 
 
 def run(args) -> int:
+    from kcodec.log._cli import storage_options
     deep = args.deep_iteration or args.print_data_log
+    opts = storage_options(args)
     for name in args.files:
-        path = Path(name)
-        if not path.exists():
-            raise FileNotFoundError(f"no such file: {path}")
-        if path.suffix in (".index", ".timeindex"):
-            dump_index(path, sanity_only=args.index_sanity_check, as_json=args.json)
+        storage, path = resolve(name, opts)
+        if not storage.isfile(path):
+            raise FileNotFoundError(f"no such file: {storage.url(path)}")
+        if path.endswith((".index", ".timeindex")):
+            dump_index(path, sanity_only=args.index_sanity_check, as_json=args.json, storage=storage)
         else:
             dump_log(path, deep=deep, print_data=args.print_data_log, verify=not args.skip_crc,
-                     as_json=args.json)
+                     as_json=args.json, storage=storage)
     return 0

@@ -27,6 +27,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="broker log directories (log.dirs), or Parquet/JSON with key/value columns "
                         "(default: generate a realistic sample of three topics)")
     p.add_argument("--format", dest="input_format", help="input format: kafka-log, parquet or json")
+    from kcodec.log._cli import add_storage_option_argument
+
+    add_storage_option_argument(p)
     p.add_argument("--bootstrap-server", help="read a bounded sample from a live cluster, HOST:PORT")
     p.add_argument("--topic", help="with --bootstrap-server: topics matching this regular expression")
     p.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")

@@ -4,18 +4,22 @@ Every batch-carrying input becomes one DataFrame of raw chunks, ``CHUNK_DDL``:
 a chunk is a run of whole record batches exactly as stored, ``chunk`` numbering
 the sampled ranges within a partition.  Log directories are planned here on the
 driver from file sizes and offset indexes (no ``.log`` is read) and the bytes are
-read in Spark tasks.
+read in Spark tasks.  A log directory may be a URL (``s3://`` ...; its
+``storage_options`` reach the tasks with the work, never in the DataFrame) and
+may be in Kafka's tiered-storage layout; each range is then one ranged read.
 """
 from __future__ import annotations
 
+import functools
 import math
+import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from kcodec.errors import KcodecError
+from kcodec.storage import Storage, resolve
 
 __all__ = ["CHUNK_DDL", "ChunkRange", "InputPlan", "check_inputs", "chunk_batch", "plan_sample", "read_chunks"]
 
@@ -51,54 +55,63 @@ class InputPlan:
     record_paths: List[str] = field(default_factory=list)
     record_format: Optional[str] = None
     seen: set = field(default_factory=set)
+    storage_options: Optional[Dict[str, Any]] = field(default=None, repr=False)  # for URL inputs
 
 
-def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int) -> InputPlan:
-    """Check every input path and say what it is; errors name the path and what was expected."""
+def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
+                 storage_options: Optional[Dict[str, Any]] = None) -> InputPlan:
+    """Check every input path or URL and say what it is; errors name the path and what was expected."""
     if not paths:
         return InputPlan("sample", "generated sample")
     if fmt not in (None, "kafka-log", "parquet", "json"):
         raise KcodecError(f"--format {fmt}: choose kafka-log, parquet or json")
     kinds = []
     for path in paths:
-        p = Path(path)
-        if not p.exists():
+        storage, inner = resolve(path, storage_options)
+        if not storage.exists(inner):
             raise KcodecError(f"{path}: no such file or directory")
-        kinds.append(fmt or _guess(p))
+        kinds.append(fmt or _guess(storage, inner, storage_options))
     if len(set(kinds)) > 1:
         raise KcodecError(f"inputs of different kinds ({', '.join(sorted(set(kinds)))}): give one kind at a time")
     if kinds[0] != "kafka-log":
         return InputPlan("records", f"{kinds[0]} {', '.join(paths)}", record_paths=list(paths),
                          record_format=kinds[0])
-    plan = InputPlan("logs", f"log director{'ies' if len(paths) > 1 else 'y'} {', '.join(paths)}")
+    plan = InputPlan("logs", f"log director{'ies' if len(paths) > 1 else 'y'} {', '.join(paths)}",
+                     storage_options=storage_options)
     for path in paths:
-        _add_log_dir(plan, Path(path), chunk_bytes)
+        _add_log_dir(plan, path, chunk_bytes)
     return plan
 
 
-def _guess(p: Path) -> str:
-    from kcodec.log.segment import _SEGMENT_LOG, open_log_dir
+def _guess(storage: Storage, path: str, storage_options: Optional[Dict[str, Any]]) -> str:
+    from kcodec.log.names import segment_log_offset
+    from kcodec.log.segment import open_log_dir
 
-    if p.is_file():
-        if _SEGMENT_LOG.match(p.name) or p.suffix in (".log", ".index", ".timeindex"):
+    p = storage.url(path)
+    if storage.isfile(path):
+        name = storage.basename(path)
+        suffix = os.path.splitext(name)[1]
+        if segment_log_offset(name) is not None or suffix in (".log", ".index", ".timeindex"):
+            log_dir = storage.url(storage.parent(storage.parent(path)))
             raise KcodecError(f"{p}: a segment file; give the log directory holding its "
-                              f"<topic>-<partition> folder (here {p.parent.parent})")
-        if p.suffix in RECORD_SUFFIXES:
-            return RECORD_SUFFIXES[p.suffix]
+                              f"<topic>-<partition> folder (here {log_dir})")
+        if suffix in RECORD_SUFFIXES:
+            return RECORD_SUFFIXES[suffix]
         raise KcodecError(f"{p}: not a Kafka log directory, .parquet or .json file")
-    if open_log_dir(p):
+    if open_log_dir(p, storage_options=storage_options):
         return "kafka-log"
-    found = {RECORD_SUFFIXES[f.suffix] for f in p.iterdir() if f.suffix in RECORD_SUFFIXES}
+    suffixes = {os.path.splitext(f.name)[1] for f in storage.list(path) if not f.is_dir}
+    found = {RECORD_SUFFIXES[ext] for ext in suffixes if ext in RECORD_SUFFIXES}
     if len(found) == 1:
         return found.pop()
     raise KcodecError(f"{p}: not a Kafka log directory (no <topic>-<partition> folder holding "
                       f"NNNNNNNNNNNNNNNNNNNN.log segments) and no .parquet or .json files")
 
 
-def _add_log_dir(plan: InputPlan, path: Path, chunk_bytes: int) -> None:
+def _add_log_dir(plan: InputPlan, path: str, chunk_bytes: int) -> None:
     from kcodec.log.segment import open_log_dir
 
-    for (topic, partition), part in sorted(open_log_dir(path).items()):
+    for (topic, partition), part in sorted(open_log_dir(path, storage_options=plan.storage_options).items()):
         if (topic, partition) in plan.seen:  # another broker's replica of the same partition
             part.close()
             continue
@@ -112,10 +125,10 @@ def _add_log_dir(plan: InputPlan, path: Path, chunk_bytes: int) -> None:
                     continue
                 plan.topic_bytes[topic] = plan.topic_bytes.get(topic, 0) + seg.size
                 for start, end in seg.byte_ranges(chunk_bytes):
-                    plan.ranges.append(ChunkRange(topic, partition, n, str(seg.path), start, end))
+                    plan.ranges.append(ChunkRange(topic, partition, n, seg.url, start, end))
                     n += 1
         except KcodecError as exc:
-            raise exc.with_context(source=str(part.path))
+            raise exc.with_context(source=part.storage.url(str(part.path)))
         finally:
             part.close()
     if not plan.ranges:
@@ -126,8 +139,7 @@ def _add_span(plan: InputPlan, topic: str, segments) -> None:
     """The partition's first batch timestamp (its header) and largest one (the last time index entry)."""
     if not segments:
         return
-    with open(segments[0].path, "rb") as f:
-        head = f.read(35)
+    head = bytes(segments[0].read_range(0, 35))
     if len(head) < 35 or head[16] != 2:  # v0/v1 message sets: the span comes from the sample
         return
     first = int.from_bytes(head[27:35], "big", signed=True)
@@ -180,11 +192,12 @@ def plan_sample(ranges: Sequence[ChunkRange], sample_bytes: Optional[int]) -> Li
     return out
 
 
-def read_chunks(spark, ranges: Sequence[ChunkRange], tasks: int):
-    """The chunk DataFrame of ``ranges``, each range read in a Spark task."""
+def read_chunks(spark, ranges: Sequence[ChunkRange], tasks: int,
+                storage_options: Optional[Dict[str, Any]] = None):
+    """The chunk DataFrame of ``ranges``, each range read in a Spark task (paths or URLs)."""
     rows = [(r.topic, r.partition, r.chunk, r.path, r.start, r.end) for r in ranges]
     plan = spark.createDataFrame(rows, RANGE_DDL).repartition(max(1, min(tasks, len(rows))))
-    return plan.mapInArrow(_read_ranges, CHUNK_DDL)
+    return plan.mapInArrow(functools.partial(_read_ranges, storage_options=storage_options), CHUNK_DDL)
 
 
 def chunk_batch(topic: str, partition: int, chunk: int, data: bytes):
@@ -197,12 +210,11 @@ def chunk_batch(topic: str, partition: int, chunk: int, data: bytes):
                                        pa.array([chunk], pa.int32()), pa.array([data], pa.binary())], schema=schema)
 
 
-def _read_ranges(batches):
+def _read_ranges(batches, storage_options: Optional[Dict[str, Any]] = None):
     for b in batches:
         for r in b.to_pylist():  # one row per chunk (megabytes), not per record
-            with open(r["path"], "rb") as f:
-                f.seek(r["start"])
-                data = f.read(r["end"] - r["start"])
+            storage, inner = resolve(r["path"], storage_options)
+            data = storage.read_range(inner, r["start"], r["end"])  # one ranged read from an object store
             yield chunk_batch(r["topic"], r["partition"], r["chunk"], data)
 
 

@@ -31,6 +31,7 @@ from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_D
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
+from kcodec.storage import parse_storage_option
 
 __all__ = ["run_advise", "Options", "check_options"]
 
@@ -42,6 +43,7 @@ class Options:
 
     inputs: Sequence[str] = ()
     input_format: Optional[str] = None
+    storage_option: Sequence[str] = ()  # KEY=VALUE file-system options for URL inputs
     bootstrap_server: Optional[str] = None
     topic: Optional[str] = None
     master: Optional[str] = None
@@ -135,6 +137,8 @@ def check_options(o: Options) -> Checked:
         from kcodec.advise.write import check_write
 
         check_write(plan, o.write_dir)
+        storage_options = dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option)
+        plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options or None)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
                    rule, plan)
 
@@ -144,7 +148,8 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
     plan = c.plan
     if plan.kind == "logs":
         picked = plan_sample(plan.ranges, c.sample_bytes)
-        return read_chunks(spark, picked, max(tasks, len(picked))), plan.topic_bytes, len(picked)
+        chunks = read_chunks(spark, picked, max(tasks, len(picked)), plan.storage_options)
+        return chunks, plan.topic_bytes, len(picked)
     if plan.kind == "cluster":
         from kcodec.advise.cluster import cluster_chunks
 

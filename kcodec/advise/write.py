@@ -1,6 +1,7 @@
 """``--write DIR``: each topic's records rewritten as segment folders with its recommended setting."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable, Dict, Sequence
 
@@ -19,8 +20,10 @@ def check_write(plan, out: str) -> None:
 def _records(spark, plan, options):
     """The records ``--write`` rewrites: every topic of the input, with its ``topic`` column."""
     if plan.kind == "logs":
-        return spark.read.format("kafka-log").load(options.inputs[0] if len(options.inputs) == 1
-                                                   else list(options.inputs))
+        reader = spark.read.format("kafka-log")
+        if plan.storage_options:  # URL inputs
+            reader = reader.option("storageOptions", json.dumps(plan.storage_options))
+        return reader.load(options.inputs[0] if len(options.inputs) == 1 else list(options.inputs))
     from kcodec.advise.records import records_frame
 
     return records_frame(spark, plan, options.records, options.seed,

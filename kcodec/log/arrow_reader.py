@@ -4,20 +4,23 @@ The stream converts one run of whole Kafka batches at a time (about
 ``chunk_bytes`` of the ``.log``) and lets go of it before the next, so its
 memory stays bounded however large the log is.  Runs are located through
 the ``.index`` and ``.timeindex`` files (:mod:`kcodec.log.selection`).
+A log in an object store is read the same way, each run with one ranged
+read (:mod:`kcodec.storage`).
 """
 from __future__ import annotations
 
 import mmap
 import os
-import re
-from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
-from kcodec.errors import CorruptDataError, KcodecError, LogNotFoundError
-from kcodec.log.segment import LogSegment, open_log_dir
+from kcodec.errors import CorruptDataError, InvalidNameError, KcodecError, LogNotFoundError
+from kcodec.log.names import segment_log_offset
+from kcodec.log.segment import LogSegment, _folder_name, open_log_dir
 from kcodec.log.selection import RecordRange, batch_runs
 from kcodec.records.framing import iter_entries
+from kcodec.storage import Storage, resolve
 
 if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
@@ -26,9 +29,6 @@ __all__ = ["read_arrow", "DEFAULT_CHUNK_BYTES"]
 
 #: The ``.log`` bytes :func:`read_arrow` converts at a time, unless told.
 DEFAULT_CHUNK_BYTES = 16 << 20
-
-_SEGMENT_FILE = re.compile(r"^\d{20}\.log$")
-_PARTITION_FOLDER = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 # (topic, partition, segment) in reading order
 _Plan = List[Tuple[Optional[str], Optional[int], LogSegment]]
@@ -39,7 +39,8 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
                end_offset: Optional[int] = None, start_timestamp: Optional[int] = None,
                end_timestamp: Optional[int] = None, include_control: bool = False,
                chunk_bytes: int = DEFAULT_CHUNK_BYTES, validate: bool = True,
-               use_threads: bool = True) -> "pyarrow.RecordBatchReader":
+               use_threads: bool = True,
+               storage_options: Optional[Dict[str, Any]] = None) -> "pyarrow.RecordBatchReader":
     """The records of a segment file, a partition folder or a broker log directory as a stream.
 
     Returns a ``pyarrow.RecordBatchReader`` in Spark's Kafka schema
@@ -58,6 +59,12 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
     read alone takes its topic and partition from its folder's name, when
     that is ``<topic>-<partition>``.
 
+    ``path`` may be a URL (``s3://``, ``gs://``, ... as :func:`kcodec.storage.resolve`
+    takes them, with ``storage_options`` for the file system), and a log
+    directory may be in Kafka's tiered-storage layout.  From an object store
+    each run is one ranged read; a segment without an offset index is
+    fetched whole, since its batch starts are found by reading it.
+
     Raises :class:`kcodec.errors.LogNotFoundError` for a missing path and
     :class:`kcodec.errors.CorruptDataError` for a path that is not a log;
     while reading, a damaged batch or a segment ending in part of a batch
@@ -70,7 +77,8 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
     if chunk_bytes <= 0:
         raise ValueError(f"chunk_bytes must be positive, not {chunk_bytes}")
     wanted = RecordRange(start_offset, end_offset, start_timestamp, end_timestamp)
-    plan = _plan(str(path), _names(topics, str), _names(partitions, int), wanted)
+    storage, inner = resolve(path, storage_options)
+    plan = _plan(storage, inner, storage_options, _names(topics, str), _names(partitions, int), wanted)
     batches = _batches(plan, wanted, include_control, validate, chunk_bytes, use_threads)
     return pa.RecordBatchReader.from_batches(kafka_schema(), batches)
 
@@ -83,30 +91,34 @@ def _names(values, kind) -> Optional[set]:
     return {kind(v) for v in values}
 
 
-def _plan(path: str, topics: Optional[set], partitions: Optional[set], wanted: RecordRange) -> _Plan:
+def _plan(storage: Storage, path: str, storage_options: Optional[Dict[str, Any]], topics: Optional[set],
+          partitions: Optional[set], wanted: RecordRange) -> _Plan:
     """Every segment to read, with its topic and partition, in reading order."""
-    name = os.path.basename(os.path.normpath(path))
-    if _SEGMENT_FILE.match(name):
-        seg = LogSegment(path)
+    named = segment_log_offset(storage.basename(path))
+    if named is not None:
+        layout, base_offset = named
+        seg = LogSegment(path, storage, base_offset=base_offset)
         try:
             seg.size
         except (FileNotFoundError, NotADirectoryError):
-            raise LogNotFoundError("no such segment file", source=path) from None
-        folder = _PARTITION_FOLDER.match(os.path.basename(os.path.dirname(os.path.abspath(path))))
-        topic = folder.group("topic") if folder else None
-        partition = int(folder.group("partition")) if folder else None
+            raise LogNotFoundError("no such segment file", source=storage.url(path)) from None
+        try:
+            topic, partition, _ = _folder_name(storage, storage.parent(path), layout)
+        except InvalidNameError:
+            topic, partition = None, None
         if (topics is not None and topic not in topics) or (partitions is not None and partition not in partitions):
             return []
         return [(topic, partition, seg)]
+    url = storage.url(path)
     try:
-        found = open_log_dir(path)
+        found = open_log_dir(url, storage_options=storage_options)
     except FileNotFoundError:
-        if os.path.exists(path):
+        if storage.exists(path):
             raise CorruptDataError("not a segment file (<base offset in 20 digits>.log) nor a log directory",
-                                   source=path) from None
-        raise LogNotFoundError("no such log directory or segment file", source=path) from None
+                                   source=url) from None
+        raise LogNotFoundError("no such log directory or segment file", source=url) from None
     if not found:
-        raise CorruptDataError("no partition folder (<topic>-<partition>) with segment files here", source=path)
+        raise CorruptDataError("no partition folder (<topic>-<partition>) with segment files here", source=url)
     plan: _Plan = []
     for (topic, partition), part in sorted(found.items()):
         if (topics is not None and topic not in topics) or (partitions is not None and partition not in partitions):
@@ -126,20 +138,21 @@ def _batches(plan: _Plan, wanted: RecordRange, include_control: bool, validate: 
                 continue
             positions = seg.offset_index.positions
             runs = batch_runs(seg, span[0], span[1], chunk_bytes)
-            if not len(positions):  # the runs were found by walking the batch headers
+            local = not seg.storage.remote
+            if local and not len(positions):  # the runs were found by walking the batch headers
                 _forget_pages(seg.data, *span)
             for start, end in runs:
-                _check_whole_batches(seg, positions, start, end)
-                data = seg.data
-                view = memoryview(data)[start:end]
+                view = seg.read_range(start, end)  # a view of the map, or one ranged read
+                _check_whole_batches(seg, view, positions, start, end)
                 try:
                     table = to_arrow(view, topic=topic, partition=partition, include_control=include_control,
                                      validate=validate, use_threads=use_threads)
                 except KcodecError as exc:
-                    raise exc.with_context(position=start, source=str(seg.path)) from None
+                    raise exc.with_context(position=start, source=seg.url) from None
                 finally:
                     del view
-                    _forget_pages(data, start, end)
+                    if local:
+                        _forget_pages(seg.data, start, end)
                 for batch in wanted.filter(table).to_batches():
                     if batch.num_rows:
                         yield batch
@@ -148,8 +161,8 @@ def _batches(plan: _Plan, wanted: RecordRange, include_control: bool, validate: 
             seg.close()
 
 
-def _check_whole_batches(seg: LogSegment, positions: np.ndarray, start: int, end: int) -> None:
-    """CorruptRecordError naming the file unless ``[start, end)`` ends where a batch ends.
+def _check_whole_batches(seg: LogSegment, view, positions: np.ndarray, start: int, end: int) -> None:
+    """CorruptRecordError naming the file unless ``view``, bytes ``[start, end)``, ends where a batch ends.
 
     Only the batches after the last batch start the offset index
     (``positions``) gives in the run are walked: the index vouches for the
@@ -158,10 +171,10 @@ def _check_whole_batches(seg: LogSegment, positions: np.ndarray, start: int, end
     i = int(np.searchsorted(positions, end, side="left")) - 1
     last_known = int(positions[i]) if i >= 0 and positions[i] >= start else start
     try:
-        for _ in iter_entries(seg.data, last_known, end, strict=True):
+        for _ in iter_entries(view, last_known - start, end - start, strict=True):
             pass
     except KcodecError as exc:
-        raise exc.with_context(source=str(seg.path)) from None
+        raise exc.with_context(position=start, source=seg.url) from None
 
 
 def _forget_pages(data, start: int, end: int) -> None:

@@ -43,8 +43,6 @@ stop the process after any single step.
 """
 from __future__ import annotations
 
-import mmap
-import os
 import re
 import struct
 import time
@@ -52,7 +50,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from kcodec.errors import KcodecError
+from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log.filter import (
     BatchRetention,
     BatchRetentionResult,
@@ -60,10 +58,14 @@ from kcodec.log.filter import (
     RecordFilter,
     filter_batch,
 )
-from kcodec.log._atomic import open_new
 from kcodec.log.index import relative_offset
 from kcodec.log.names import parse_partition_dir_name, segment_file_name
-from kcodec.records.framing import iter_entries
+from kcodec.records.framing import iter_entries, valid_bytes
+from kcodec.storage import LOCAL, Storage, is_url, resolve
+
+
+class PartialTailError(CorruptDataError):
+    """A segment that would be rewritten ends in an incomplete batch."""
 
 __all__ = [
     "FileOps",
@@ -103,42 +105,33 @@ class FileOps:
     """Every file change the log operations make, each followed by ``hook(op, path)``.
 
     ``op`` is ``write-partial`` (half of a file's bytes written), ``write``
-    (file complete and fsynced), ``rename``, ``delete`` or ``utime``.  A hook
-    that raises stops the operation right after that step, which is how the
-    fault-injection tests simulate a crash at every point.
+    (file complete and fsynced; an object uploaded), ``rename``, ``copy``
+    and ``delete`` (an object store renames by copying, then deleting) or
+    ``utime``.  A hook that raises stops the operation right after that step,
+    which is how the fault-injection tests simulate a crash at every point.
+    ``storage`` is where the files live (default: the local file system).
     """
 
-    def __init__(self, hook: Optional[Callable[[str, str], None]] = None, fsync: bool = True) -> None:
+    def __init__(self, hook: Optional[Callable[[str, str], None]] = None, fsync: bool = True,
+                 storage: Optional[Storage] = None) -> None:
         self.hook = hook
         self.fsync = fsync
         self.count = 0
+        self.storage = storage or LOCAL
 
     def _done(self, op: str, path: str) -> None:
         self.count += 1
         if self.hook is not None:
             self.hook(op, path)
 
-    def _sync_dir(self, path: str) -> None:
-        if not self.fsync:
-            return
-        fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
     @contextmanager
     def writer(self, path: str) -> Iterator["_Writer"]:
-        """Write a new file chunk by chunk; it is fsynced when the block ends."""
-        f = open_new(path)
-        w = _Writer(self, f, path)
-        try:
-            yield w
-            f.flush()
-            if self.fsync:
-                os.fsync(f.fileno())
-        finally:
-            f.close()
+        """Write a new file chunk by chunk; it is fsynced (an object: completed) when the block ends.
+
+        A local file replaces whatever link was at ``path`` rather than writing through it.
+        """
+        with self.storage.open_write(path, self.fsync) as f:
+            yield _Writer(self, f, path)
         self._done("write", path)
 
     def write(self, path: str, data) -> None:
@@ -151,20 +144,22 @@ class FileOps:
             w.write(data[half:])
 
     def rename(self, src: str, dst: str) -> None:
-        os.replace(src, dst)
-        self._sync_dir(dst)
+        if self.storage.remote:
+            self.storage.copy(src, dst)
+            self._done("copy", dst)
+            self.storage.delete(src)
+            self._done("delete", src)
+            return
+        self.storage.rename(src, dst, self.fsync)
         self._done("rename", dst)
 
     def delete(self, path: str) -> None:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            return
-        self._done("delete", path)
+        if self.storage.delete(path):
+            self._done("delete", path)
 
     def set_mtime(self, path: str, mtime: float) -> None:
-        os.utime(path, (mtime, mtime))
-        self._done("utime", path)
+        if self.storage.set_mtime(path, mtime):
+            self._done("utime", path)
 
 
 class _Writer:
@@ -196,47 +191,56 @@ class SegmentInfo:
     dir: str
     size: int
     mtime: float
+    storage: Storage = field(default=LOCAL, repr=False, compare=False)
+    index_sizes: Dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     def path(self, suffix: str = ".log") -> str:
-        return os.path.join(self.dir, segment_file_name(self.base_offset, suffix))
+        return self.storage.join(self.dir, segment_file_name(self.base_offset, suffix))
 
     def file_size(self, suffix: str) -> int:
+        if suffix in self.index_sizes:
+            return self.index_sizes[suffix]
         try:
-            return os.path.getsize(self.path(suffix))
+            return self.storage.size(self.path(suffix))
         except OSError:
             return 0
 
 
-def list_segments(log_dir: str) -> List[SegmentInfo]:
+def list_segments(log_dir: str, storage: Optional[Storage] = None) -> List[SegmentInfo]:
     """The segments (``NNNN.log`` files) of ``log_dir``, by base offset."""
-    out = []
-    for name in os.listdir(log_dir):
-        m = _NAME.match(name)
-        if m and m.group(2) == ".log" and m.group(3) is None:
-            p = os.path.join(log_dir, name)
-            st = os.stat(p)
-            out.append(SegmentInfo(int(m.group(1)), log_dir, st.st_size, st.st_mtime))
+    storage = storage or LOCAL
+    files = [(f, _NAME.match(f.name)) for f in storage.list(log_dir) if not f.is_dir]
+    sizes: Dict[int, Dict[str, int]] = {}
+    for f, m in files:
+        if m and m.group(3) is None and m.group(2) != ".log":
+            sizes.setdefault(int(m.group(1)), {})[m.group(2)] = f.size
+    out = [SegmentInfo(int(m.group(1)), log_dir, f.size, f.mtime, storage,
+                       sizes.get(int(m.group(1)), {}) if storage.remote else {})
+           for f, m in files if m and m.group(2) == ".log" and m.group(3) is None]
     out.sort(key=lambda s: s.base_offset)
     return out
 
 
-@contextmanager
-def open_log(path: str) -> Iterator[Any]:
-    """A read-only buffer over a ``.log`` file (memory-mapped; empty files give b"")."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            yield b""
-            return
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            yield mm
-        finally:
-            try:
-                mm.close()
-            except BufferError:
-                # A batch view still references the map; it is released with that view.
-                pass
+def open_log(path: str, storage: Optional[Storage] = None):
+    """A read-only buffer over a whole ``.log`` file (memory-mapped; empty files give b"")."""
+    return (storage or LOCAL).open_read(path)
+
+
+def check_complete(buf, source: str) -> None:
+    """CorruptDataError unless ``buf`` ends with a complete batch.
+
+    A partial last batch (a crash while the broker appended) is what broker
+    recovery truncates; a rewrite would silently drop it, so it is refused.
+    """
+    size = len(buf)
+    try:
+        valid = valid_bytes(buf)
+    except KcodecError as exc:
+        raise exc.with_context(source=source)
+    if valid < size:
+        raise PartialTailError(
+            f"the segment ends in {size - valid} bytes that are not a complete batch (a partial write a broker "
+            "truncates when it recovers the log); nothing was changed", position=valid, source=source)
 
 
 def _entry_header(buf, pos: int, magic: int) -> Tuple[int, int]:
@@ -317,19 +321,34 @@ def _next_offset_of(log_buf, base_offset: int) -> int:
     return nxt
 
 
+def ops_for(log_dir: str, ops: Optional[FileOps], storage_options: Optional[Dict[str, Any]]) -> Tuple[FileOps, str]:
+    """(file operations on the storage of ``log_dir``, the path inside that storage)."""
+    storage, inner = resolve(log_dir, storage_options)
+    ops = ops or FileOps()
+    ops.storage = storage
+    if not storage.isdir(inner):
+        raise FileNotFoundError(f"no such partition directory: {storage.url(inner)}")
+    return ops, inner
+
+
 def _write_segment_files(ops: FileOps, log_dir: str, base: int, chunks_or_path, txn: bytes,
-                         index_interval_bytes: int, suffix: str = CLEANED) -> None:
+                         index_interval_bytes: int, suffix: str = CLEANED, log_buf=None) -> None:
     """Write ``base.{log,index,timeindex,txnindex}<suffix>``; the log may be given as a path
-    already written (``str``) or as bytes."""
-    log_path = os.path.join(log_dir, segment_file_name(base, ".log") + suffix)
+    already written (``str``, its bytes in ``log_buf`` when the caller holds them) or as bytes."""
+    join = ops.storage.join
+    log_path = join(log_dir, segment_file_name(base, ".log") + suffix)
     if not isinstance(chunks_or_path, str):
         ops.write(log_path, chunks_or_path)
-    with open_log(log_path) as buf:
-        index, tindex = build_indexes(buf, base, index_interval_bytes)
-    ops.write(os.path.join(log_dir, segment_file_name(base, ".index") + suffix), index)
-    ops.write(os.path.join(log_dir, segment_file_name(base, ".timeindex") + suffix), tindex)
+    if log_buf is None:
+        with open_log(log_path, ops.storage) as buf:
+            index, tindex = build_indexes(buf, base, index_interval_bytes)
+    else:
+        index, tindex = build_indexes(log_buf, base, index_interval_bytes)
+    # The .log is complete before its indexes, as a broker's tiered storage uploads them.
+    ops.write(join(log_dir, segment_file_name(base, ".index") + suffix), index)
+    ops.write(join(log_dir, segment_file_name(base, ".timeindex") + suffix), tindex)
     # Always written, even empty: recovery relies on a swap carrying all four files.
-    ops.write(os.path.join(log_dir, segment_file_name(base, ".txnindex") + suffix), txn)
+    ops.write(join(log_dir, segment_file_name(base, ".txnindex") + suffix), txn)
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,47 +358,55 @@ def replace_segments(ops: FileOps, log_dir: str, new_base: int, old: Sequence[Se
                      mtime: Optional[float] = None) -> None:
     """Swap the ``new_base.*.cleaned`` files in for the ``old`` segments (``LocalLog.replaceSegments``)."""
     def name(suffix: str, extra: str = "") -> str:
-        return os.path.join(log_dir, segment_file_name(new_base, suffix) + extra)
+        return ops.storage.join(log_dir, segment_file_name(new_base, suffix) + extra)
 
-    if mtime is not None:
-        for s in SEGMENT_SUFFIXES:
-            if os.path.exists(name(s, CLEANED)):
-                ops.set_mtime(name(s, CLEANED), mtime)
-    for s in INDEX_SUFFIXES:
-        if os.path.exists(name(s, CLEANED)):
-            ops.rename(name(s, CLEANED), name(s, SWAP))
+    # One listing instead of a check per file: only this run changes these names meanwhile.
+    present = _names(ops, log_dir)
+    cleaned = [s for s in INDEX_SUFFIXES if segment_file_name(new_base, s) + CLEANED in present]
+    if mtime is not None and not ops.storage.remote:
+        for s in (".log",) + tuple(cleaned):
+            ops.set_mtime(name(s, CLEANED), mtime)
+    for s in cleaned:
+        ops.rename(name(s, CLEANED), name(s, SWAP))
     ops.rename(name(".log", CLEANED), name(".log", SWAP))  # commit point
     for seg in old:
-        _rename_to_deleted(ops, seg)
-    for s in INDEX_SUFFIXES:
-        if os.path.exists(name(s, SWAP)):
-            ops.rename(name(s, SWAP), name(s))
+        _rename_to_deleted(ops, seg, present)
+    for s in cleaned:
+        ops.rename(name(s, SWAP), name(s))
     ops.rename(name(".log", SWAP), name(".log"))
     for seg in old:
         for s in SEGMENT_SUFFIXES:
             ops.delete(seg.path(s) + DELETED)
 
 
-def _rename_to_deleted(ops: FileOps, seg: SegmentInfo) -> None:
+def _names(ops: FileOps, log_dir: str) -> Set[str]:
+    return {f.name for f in ops.storage.list(log_dir) if not f.is_dir}
+
+
+def _rename_to_deleted(ops: FileOps, seg: SegmentInfo, present: Set[str]) -> None:
     # The .log goes first: once it is renamed the segment no longer exists for any reader,
     # and recovery treats index files without a .log as orphans.
     for s in SEGMENT_SUFFIXES:
-        p = seg.path(s)
-        if os.path.exists(p):
+        if segment_file_name(seg.base_offset, s) in present:
+            p = seg.path(s)
             ops.rename(p, p + DELETED)
 
 
 def delete_segments(ops: FileOps, segments: Sequence[SegmentInfo]) -> None:
     """Delete whole segments as Kafka does: rename to ``.deleted``, then remove."""
+    if not segments:
+        return
+    present = _names(ops, segments[0].dir)
     for seg in segments:
-        _rename_to_deleted(ops, seg)
+        _rename_to_deleted(ops, seg, present)
     for seg in segments:
         for s in SEGMENT_SUFFIXES:
             ops.delete(seg.path(s) + DELETED)
 
 
 def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
-                    index_interval_bytes: int = 4096) -> Dict[str, int]:
+                    index_interval_bytes: int = 4096, *,
+                    storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, int]:
     """Finish or roll back interrupted swaps and deletions (``LogLoader``'s temp-file pass).
 
     * ``*.cleaned`` files are uncommitted output: deleted;
@@ -391,23 +418,29 @@ def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
     * ``*.deleted`` files are removed, index files without a ``.log`` too;
     * a segment missing its offset or time index gets them rebuilt.
 
-    Returns counts of what was done.
+    ``log_dir`` may be a URL (with ``storage_options``).  In an object store
+    a rename is a copy and then a delete, so a crash between the two leaves
+    the file under both names; every rule above already resolves that state
+    (a ``.cleaned`` or ``.deleted`` copy is dropped, a ``.swap`` copy is
+    renamed in again).  Returns counts of what was done.
     """
-    ops = ops or FileOps()
+    if ops is None or is_url(log_dir):
+        ops, log_dir = ops_for(log_dir, ops, storage_options)
+    join = ops.storage.join
     stats = {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0, "orphans_removed": 0,
              "indexes_rebuilt": 0}
 
     def scan() -> List[Tuple[str, int, str, Optional[str]]]:
         out = []
-        for name in os.listdir(log_dir):
-            m = _NAME.match(name)
-            if m:
-                out.append((name, int(m.group(1)), m.group(2), m.group(3)))
+        for f in ops.storage.list(log_dir):
+            m = _NAME.match(f.name)
+            if m and not f.is_dir:
+                out.append((f.name, int(m.group(1)), m.group(2), m.group(3)))
         return out
 
     for name, _b, _s, extra in scan():
         if extra == CLEANED:
-            ops.delete(os.path.join(log_dir, name))
+            ops.delete(join(log_dir, name))
             stats["cleaned_removed"] += 1
 
     files = scan()
@@ -415,10 +448,10 @@ def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
     swap_set = set(swaps)
     for _n, b, s, e in files:
         if e == SWAP and s != ".log" and b not in swap_set:
-            ops.delete(os.path.join(log_dir, _n))
+            ops.delete(join(log_dir, _n))
     for base in swaps:
-        swap_log = os.path.join(log_dir, segment_file_name(base, ".log") + SWAP)
-        with open_log(swap_log) as buf:
+        swap_log = join(log_dir, segment_file_name(base, ".log") + SWAP)
+        with open_log(swap_log, ops.storage) as buf:
             nxt = _next_offset_of(buf, base)
         end = max(nxt, base + 1)
         current = scan()
@@ -427,27 +460,32 @@ def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
             if e is not None or not (base <= b < end):
                 continue
             if b != base or s in swap_suffixes:
-                ops.delete(os.path.join(log_dir, name))
+                ops.delete(join(log_dir, name))
         for s in INDEX_SUFFIXES:
             if s in swap_suffixes:
-                ops.rename(os.path.join(log_dir, segment_file_name(base, s) + SWAP),
-                           os.path.join(log_dir, segment_file_name(base, s)))
-        ops.rename(swap_log, os.path.join(log_dir, segment_file_name(base, ".log")))
+                ops.rename(join(log_dir, segment_file_name(base, s) + SWAP),
+                           join(log_dir, segment_file_name(base, s)))
+        ops.rename(swap_log, join(log_dir, segment_file_name(base, ".log")))
         stats["swaps_completed"] += 1
 
     files = scan()
     logs = {b for _n, b, s, e in files if s == ".log" and e is None}
     for name, b, s, e in files:
         if e == DELETED:
-            ops.delete(os.path.join(log_dir, name))
+            ops.delete(join(log_dir, name))
             stats["deleted_removed"] += 1
         elif e is None and s != ".log" and b not in logs:
-            ops.delete(os.path.join(log_dir, name))
+            ops.delete(join(log_dir, name))
             stats["orphans_removed"] += 1
-    for seg in list_segments(log_dir):
-        if not os.path.exists(seg.path(".index")) or not os.path.exists(seg.path(".timeindex")):
-            with open_log(seg.path()) as buf:
-                index, tindex = build_indexes(buf, seg.base_offset, index_interval_bytes)
+    names = {n for n, _b, _s, _e in scan()}
+    for seg in list_segments(log_dir, ops.storage):
+        if segment_file_name(seg.base_offset, ".index") not in names \
+                or segment_file_name(seg.base_offset, ".timeindex") not in names:
+            with open_log(seg.path(), ops.storage) as buf:
+                try:
+                    index, tindex = build_indexes(buf, seg.base_offset, index_interval_bytes)
+                except KcodecError as exc:
+                    raise exc.with_context(source=ops.storage.url(seg.path()))
             for suffix, data in ((".index", index), (".timeindex", tindex)):
                 tmp = seg.path(suffix) + CLEANED
                 ops.write(tmp, data)
@@ -516,10 +554,20 @@ def _control_type(batch) -> Optional[int]:
     return None
 
 
-def scan_log(log_dir: str, segments: Optional[List[SegmentInfo]] = None) -> LogState:
+@contextmanager
+def _naming(seg: SegmentInfo) -> Iterator[None]:
+    """Errors from reading ``seg`` name its file."""
+    try:
+        yield
+    except KcodecError as exc:
+        raise exc.with_context(source=seg.storage.url(seg.path()))
+
+
+def scan_log(log_dir: str, segments: Optional[List[SegmentInfo]] = None,
+             storage: Optional[Storage] = None) -> LogState:
     """Read every batch header of the log (and the record of each control batch)."""
     from kcodec.records import read_batches
-    segments = list_segments(log_dir) if segments is None else segments
+    segments = list_segments(log_dir, storage) if segments is None else segments
     producers: Dict[int, _Producer] = {}
     ongoing: Dict[int, int] = {}  # pid -> first offset of its open transaction
     aborted: List[AbortedTxn] = []
@@ -530,7 +578,7 @@ def scan_log(log_dir: str, segments: Optional[List[SegmentInfo]] = None) -> LogS
     for seg in segments:
         seg_max = -1
         seg_next = seg.base_offset
-        with open_log(seg.path()) as buf:
+        with open_log(seg.path(), seg.storage) as buf, _naming(seg):
             for batch in read_batches(buf, validate=False):
                 last = batch.last_offset
                 seg_next = last + 1
@@ -651,7 +699,7 @@ def build_offset_map(state: LogState, dirty: Sequence[SegmentInfo], start: int, 
     meta.add(state.aborted_overlapping(start, end))
     for i, seg in enumerate(dirty):
         seg_end = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-        with open_log(seg.path()) as buf:
+        with open_log(seg.path(), seg.storage) as buf:
             for batch in read_batches(buf, validate=False):
                 if batch.is_control:
                     meta.on_control_batch(batch)
@@ -823,7 +871,7 @@ def clean_group(log_dir: str, group: Sequence[SegmentInfo], state: LogState, off
     except KcodecError:
         # Bad data, not a crash: nothing of this run is left for recovery to sort out.
         for suffix in (".log", ".index", ".timeindex", ".txnindex"):
-            ops.delete(os.path.join(log_dir, segment_file_name(base, suffix) + CLEANED))
+            ops.delete(ops.storage.join(log_dir, segment_file_name(base, suffix) + CLEANED))
         raise
 
 
@@ -831,7 +879,7 @@ def _clean_group_files(log_dir: str, group: Sequence[SegmentInfo], state: LogSta
                        legacy_horizon: int, ops: FileOps, base: int, meta: "_TxnMeta", flt: "CleanerFilter",
                        result: FilterResult) -> GroupOutput:
     from kcodec.records import read_batches
-    log_path = os.path.join(log_dir, segment_file_name(base, ".log") + CLEANED)
+    log_path = ops.storage.join(log_dir, segment_file_name(base, ".log") + CLEANED)
     produced: List[bool] = []
     with ops.writer(log_path) as w:
         for i, seg in enumerate(group):
@@ -840,7 +888,8 @@ def _clean_group_files(log_dir: str, group: Sequence[SegmentInfo], state: LogSta
             meta.add(state.aborted_overlapping(start, upper))
             flt.retain_legacy_deletes = int(seg.mtime * 1000) > legacy_horizon
             before = w.size
-            with open_log(seg.path()) as buf:
+            with open_log(seg.path(), seg.storage) as buf:
+                check_complete(buf, seg.storage.url(seg.path()))
                 for batch in read_batches(buf, validate=False):
                     try:
                         kept = filter_batch(batch, flt, result)
@@ -877,9 +926,10 @@ class CleanPlan:
     needs_compaction_now: bool
 
 
-def plan_clean(log_dir: str, config: CleanerConfig, now: int, first_dirty_offset: Optional[int] = None) -> CleanPlan:
+def plan_clean(log_dir: str, config: CleanerConfig, now: int, first_dirty_offset: Optional[int] = None,
+               storage: Optional[Storage] = None) -> CleanPlan:
     """Dirty range and cleanable ratio (``LogCleanerManager.cleanableOffsets`` / ``calculateCleanableBytes``)."""
-    segments = list_segments(log_dir)
+    segments = list_segments(log_dir, storage)
     state = scan_log(log_dir, segments)
     if not segments:
         return CleanPlan(state, 0, 0, 0.0, 0, 0, [], [], False)
@@ -919,21 +969,20 @@ def plan_clean(log_dir: str, config: CleanerConfig, now: int, first_dirty_offset
                      to_clean, needs_now)
 
 
-def _checkpoint_path(log_dir: str) -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(log_dir)), "cleaner-offset-checkpoint")
+def _checkpoint_path(log_dir: str, storage: Storage = LOCAL) -> str:
+    return storage.join(storage.parent(log_dir), "cleaner-offset-checkpoint")
 
 
-def _topic_partition(log_dir: str) -> Tuple[str, int]:
-    return parse_partition_dir_name(os.path.basename(os.path.abspath(log_dir)), source=log_dir)
+def _topic_partition(log_dir: str, storage: Storage = LOCAL) -> Tuple[str, int]:
+    return parse_partition_dir_name(storage.basename(log_dir), source=storage.url(log_dir))
 
 
-def read_cleaner_checkpoint(log_dir: str) -> Optional[int]:
+def read_cleaner_checkpoint(log_dir: str, storage: Storage = LOCAL) -> Optional[int]:
     """This partition's first dirty offset from ``../cleaner-offset-checkpoint``, if recorded."""
-    path = _checkpoint_path(log_dir)
+    path = _checkpoint_path(log_dir, storage)
     try:
-        topic, part = _topic_partition(log_dir)
-        with open(path) as f:
-            lines = f.read().split("\n")
+        topic, part = _topic_partition(log_dir, storage)
+        lines = storage.read_bytes(path).decode().split("\n")
     except (OSError, ValueError):
         return None
     for line in lines[2:]:
@@ -946,19 +995,21 @@ def read_cleaner_checkpoint(log_dir: str) -> Optional[int]:
 def write_cleaner_checkpoint(log_dir: str, offset: int, ops: Optional[FileOps] = None) -> None:
     """Record ``offset`` for this partition in ``../cleaner-offset-checkpoint`` (atomically)."""
     ops = ops or FileOps()
-    path = _checkpoint_path(log_dir)
-    topic, part = _topic_partition(log_dir)
+    path = _checkpoint_path(log_dir, ops.storage)
+    topic, part = _topic_partition(log_dir, ops.storage)
     entries: Dict[Tuple[str, str], str] = {}
     try:
-        with open(path) as f:
-            for line in f.read().split("\n")[2:]:
-                fields = line.split()
-                if len(fields) == 3:
-                    entries[(fields[0], fields[1])] = fields[2]
+        for line in ops.storage.read_bytes(path).decode().split("\n")[2:]:
+            fields = line.split()
+            if len(fields) == 3:
+                entries[(fields[0], fields[1])] = fields[2]
     except OSError:
         pass
     entries[(topic, str(part))] = str(offset)
     text = "0\n%d\n%s" % (len(entries), "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items())))
+    if ops.storage.remote:
+        ops.write(path, text.encode())  # one put: the object is replaced whole
+        return
     tmp = path + ".tmp"
     ops.write(tmp, text.encode())
     ops.rename(tmp, path)
@@ -967,7 +1018,8 @@ def write_cleaner_checkpoint(log_dir: str, offset: int, ops: Optional[FileOps] =
 def compact(log_dir: str, *, config: Optional[CleanerConfig] = None, now_ms: Optional[int] = None,
             first_dirty_offset: Optional[int] = None, use_checkpoint: bool = False, force: bool = False,
             dry_run: bool = False, ops: Optional[FileOps] = None,
-            offset_map: Optional[OffsetMap] = None) -> CleanResult:
+            offset_map: Optional[OffsetMap] = None,
+            storage_options: Optional[Dict[str, Any]] = None) -> CleanResult:
     """Compact the partition directory ``log_dir`` once, as a Kafka cleaner round.
 
     The log is cleaned when its cleanable ratio exceeds
@@ -976,21 +1028,23 @@ def compact(log_dir: str, *, config: Optional[CleanerConfig] = None, now_ms: Opt
     (default: the log start, i.e. everything is dirty; ``use_checkpoint``
     reads and updates Kafka's ``cleaner-offset-checkpoint`` in the parent
     directory).  ``offset_map`` lets a caller supply a map built elsewhere
-    (the Spark variant).  ``dry_run`` reports without writing.
+    (the Spark variant).  ``dry_run`` reports without writing.  ``log_dir``
+    may be a URL, with ``storage_options`` for its file system.
     """
     t0 = time.perf_counter()
     config = config or CleanerConfig()
-    ops = ops or FileOps()
+    ops, log_dir = ops_for(log_dir, ops, storage_options)
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     if use_checkpoint:
-        _topic_partition(log_dir)  # the checkpoint is keyed by the folder's name: refuse a bad one first
+        # the checkpoint is keyed by the folder's name: refuse a bad one first
+        _topic_partition(log_dir, ops.storage)
     if not dry_run:
         recover_log_dir(log_dir, ops, config.index_interval_bytes)
     if first_dirty_offset is None and use_checkpoint:
-        first_dirty_offset = read_cleaner_checkpoint(log_dir)
-    plan = plan_clean(log_dir, config, now, first_dirty_offset)
-    res = CleanResult(log_dir, False, "", plan.first_dirty, plan.first_uncleanable, plan.cleanable_ratio,
-                      plan.clean_bytes, plan.cleanable_bytes, segments_before=len(plan.state.segments))
+        first_dirty_offset = read_cleaner_checkpoint(log_dir, ops.storage)
+    plan = plan_clean(log_dir, config, now, first_dirty_offset, ops.storage)
+    res = CleanResult(ops.storage.url(log_dir), False, "", plan.first_dirty, plan.first_uncleanable,
+                      plan.cleanable_ratio, plan.clean_bytes, plan.cleanable_bytes, segments_before=len(plan.state.segments))
     if not plan.dirty:
         res.reason = "nothing cleanable (only the active segment, or the dirty range is empty)"
     elif not (force or plan.needs_compaction_now or plan.cleanable_ratio > config.min_cleanable_dirty_ratio):
@@ -1031,7 +1085,7 @@ def run_clean(log_dir: str, plan: CleanPlan, config: CleanerConfig, now: int, op
             _swap_group(ops, log_dir, group, out, res)
     res.cleaned = True
     res.reason = "cleaned"
-    res.segments_after = len(list_segments(log_dir))
+    res.segments_after = len(list_segments(log_dir, ops.storage))
 
 
 def _swap_group(ops: FileOps, log_dir: str, group: Sequence[SegmentInfo], out: GroupOutput,
@@ -1055,8 +1109,9 @@ def _swap_group(ops: FileOps, log_dir: str, group: Sequence[SegmentInfo], out: G
 
 def cli_add_parser(subparsers) -> Any:
     """Register ``kcodec compact``."""
-    p = subparsers.add_parser("compact", help="compact a partition directory as Kafka's log cleaner does")
-    p.add_argument("log_dir", help="partition directory (topic-N) holding NNNN.log segments")
+    from kcodec.log._cli import add_target_arguments
+    p = subparsers.add_parser("compact", help="compact partitions as Kafka's log cleaner does")
+    add_target_arguments(p)
     p.add_argument("--delete-retention-ms", type=int, default=86_400_000)
     p.add_argument("--min-cleanable-dirty-ratio", type=float, default=0.5)
     p.add_argument("--min-compaction-lag-ms", type=int, default=0)
@@ -1081,13 +1136,17 @@ def cli_run(args) -> int:
                         max_compaction_lag_ms=args.max_compaction_lag_ms, segment_bytes=args.segment_bytes,
                         index_interval_bytes=args.index_interval_bytes,
                         producer_id_expiration_ms=args.producer_id_expiration_ms)
-    r = compact(args.log_dir, config=cfg, now_ms=args.now_ms, first_dirty_offset=args.first_dirty_offset,
-                use_checkpoint=args.checkpoint, force=args.force, dry_run=args.dry_run)
-    print(f"{r.log_dir}: {r.reason}")
-    print(f"  dirty range [{r.first_dirty_offset}, {r.first_uncleanable_offset}), cleanable ratio "
-          f"{r.cleanable_ratio:.3f} ({r.cleanable_bytes} cleanable of {r.clean_bytes + r.cleanable_bytes} bytes)")
-    if r.cleaned:
-        print(f"  {r.messages_read} records read, {r.messages_written} kept; {r.bytes_read} -> "
-              f"{r.bytes_written} bytes; {r.map_keys} keys; segments {r.segments_before} -> {r.segments_after}; "
-              f"{r.seconds:.2f} s")
+    from kcodec.log._cli import storage_options, target_partitions
+    opts = storage_options(args)
+    for part in target_partitions(args):
+        r = compact(part.storage.url(str(part.path)), config=cfg, now_ms=args.now_ms,
+                    first_dirty_offset=args.first_dirty_offset, use_checkpoint=args.checkpoint, force=args.force,
+                    dry_run=args.dry_run, storage_options=opts)
+        print(f"{r.log_dir}: {r.reason}")
+        print(f"  dirty range [{r.first_dirty_offset}, {r.first_uncleanable_offset}), cleanable ratio "
+              f"{r.cleanable_ratio:.3f} ({r.cleanable_bytes} cleanable of {r.clean_bytes + r.cleanable_bytes} bytes)")
+        if r.cleaned:
+            print(f"  {r.messages_read} records read, {r.messages_written} kept; {r.bytes_read} -> "
+                  f"{r.bytes_written} bytes; {r.map_keys} keys; segments {r.segments_before} -> "
+                  f"{r.segments_after}; {r.seconds:.2f} s")
     return 0

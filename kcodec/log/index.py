@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, NamedTuple, Tuple, Union
+from typing import List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -45,8 +45,8 @@ class TimestampOffset(NamedTuple):
     offset: int
 
 
-def _load(path: Union[str, Path], dtype: np.dtype, what: str) -> np.ndarray:
-    data = Path(path).read_bytes()
+def _load(path: Union[str, Path], dtype: np.dtype, what: str, data: Optional[bytes] = None) -> np.ndarray:
+    data = Path(path).read_bytes() if data is None else data
     if len(data) % dtype.itemsize:
         raise CorruptIndexError(
             f"{what} file size {len(data)} is not a multiple of {dtype.itemsize}", source=str(path))
@@ -62,8 +62,9 @@ class OffsetIndex:
     path: str = ""
 
     @classmethod
-    def open(cls, path: Union[str, Path], base_offset: int) -> "OffsetIndex":
-        return cls(base_offset, _load(path, _OFFSET_DTYPE, "offset index"), str(path))
+    def open(cls, path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> "OffsetIndex":
+        """Load ``path``, or parse ``data`` already fetched from it."""
+        return cls(base_offset, _load(path, _OFFSET_DTYPE, "offset index", data), str(path))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -112,8 +113,9 @@ class TimeIndex:
     path: str = ""
 
     @classmethod
-    def open(cls, path: Union[str, Path], base_offset: int) -> "TimeIndex":
-        return cls(base_offset, _load(path, _TIME_DTYPE, "time index"), str(path))
+    def open(cls, path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> "TimeIndex":
+        """Load ``path``, or parse ``data`` already fetched from it."""
+        return cls(base_offset, _load(path, _TIME_DTYPE, "time index", data), str(path))
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -10,7 +10,11 @@ checked against Kafka's own rules:
 * a partition folder is ``<topic>-<partition>``; topics may contain ``-``, so
   the partition is what follows the last ``-``, written in decimal without
   leading zeros as Kafka writes it;
-* a segment file is its base offset (0 to 2^63 - 1) in 20 digits plus a suffix.
+* a segment file is its base offset (0 to 2^63 - 1) in 20 digits plus a suffix;
+* Kafka's tiered storage (``LocalTieredStorage``) names a partition folder
+  ``<topic>-<partition>-<topic id>`` and a segment file
+  ``<base offset in 20 digits>-<segment id>`` plus a suffix, ids being Kafka
+  Uuids in unpadded base64url (22 characters).
 
 :func:`safe_join` adds names to a target directory (or an object-store
 prefix such as ``s3://bucket/logs``) and refuses a result that leaves it,
@@ -26,6 +30,7 @@ from pathlib import PurePath
 from typing import Optional, Tuple, TypeVar
 
 from kcodec.errors import InvalidNameError
+from kcodec.storage import is_url
 
 __all__ = [
     "MAX_TOPIC_LENGTH",
@@ -39,8 +44,10 @@ __all__ = [
     "is_valid_topic",
     "partition_dir_name",
     "parse_partition_dir_name",
+    "parse_tiered_dir_name",
     "segment_file_name",
     "offset_from_file_name",
+    "segment_log_offset",
     "safe_join",
 ]
 
@@ -58,6 +65,10 @@ TOPIC_PATTERN = r"[a-zA-Z0-9._-]{1,%d}" % MAX_TOPIC_LENGTH
 
 _TOPIC = re.compile(TOPIC_PATTERN)
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
+_UUID = r"[A-Za-z0-9_-]{22}"
+_SEGMENT_LOG = re.compile(r"(?P<offset>\d{20})\.log")
+_TIERED_SEGMENT_LOG = re.compile(r"(?P<offset>\d{20})-(?P<segment_id>%s)\.log" % _UUID)
+_TIERED_DIR = re.compile(r"(?P<partition_dir>.+)-(?P<topic_id>%s)" % _UUID)
 _SHOWN = 60
 
 P = TypeVar("P", str, PurePath)
@@ -143,14 +154,40 @@ def parse_partition_dir_name(name: str, *, source: Optional[str] = None) -> Tupl
                                value=name, source=source) from None
 
 
+def parse_tiered_dir_name(name: str, *, source: Optional[str] = None) -> Tuple[str, int, str]:
+    """``(topic, partition, topic id)`` of a tiered-storage folder ``<topic>-<partition>-<topic id>``."""
+    m = _TIERED_DIR.fullmatch(name)
+    if m is None:
+        raise InvalidNameError(f"{_show(name)} is not a tiered-storage partition folder name: it must be "
+                               "<topic>-<partition>-<topic id in 22 base64url characters>", value=name, source=source)
+    topic, partition = parse_partition_dir_name(m.group("partition_dir"), source=source)
+    return topic, partition, m.group("topic_id")
+
+
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
     """``00000000000000012345.log`` for base offset 12345."""
     return f"{check_base_offset(base_offset):020d}{suffix}"
 
 
+def segment_log_offset(name: str) -> Optional[Tuple[str, int]]:
+    """``("broker", offset)`` for ``NNNNNNNNNNNNNNNNNNNN.log``, ``("tiered", offset)`` for
+    tiered storage's ``NNNNNNNNNNNNNNNNNNNN-<segment id>.log``, None for any other file name."""
+    m = _SEGMENT_LOG.fullmatch(name)
+    if m is not None:
+        return "broker", int(m.group("offset"))
+    m = _TIERED_SEGMENT_LOG.fullmatch(name)
+    if m is not None:
+        return "tiered", int(m.group("offset"))
+    return None
+
+
 def offset_from_file_name(name: str) -> int:
-    """Kafka's ``offsetFromFileName``: the digits before the first dot."""
+    """Kafka's ``offsetFromFileName``: the digits before the first dot (before the ``-<segment id>``
+    of a tiered-storage name)."""
     head = os.path.basename(name).split(".", 1)[0]
+    tiered = _TIERED_SEGMENT_LOG.fullmatch(head + ".log")
+    if tiered is not None:
+        head = tiered.group("offset")
     if not (head.isascii() and head.isdigit()):
         raise InvalidNameError(f"not a segment file name: {_show(name)}", value=name)
     return int(head)
@@ -163,10 +200,6 @@ def _check_component(name: object, source: Optional[str]) -> str:
     return name
 
 
-def _is_url(root: str) -> bool:
-    return "://" in root
-
-
 def safe_join(root: P, *names: str, source: Optional[str] = None) -> P:
     """``root/name/...``, refused unless it stays inside ``root``.
 
@@ -174,12 +207,17 @@ def safe_join(root: P, *names: str, source: Optional[str] = None) -> P:
     ``/``, ``\\`` or NUL).  For a local ``root`` the joined path is also
     resolved: a symlink inside ``root`` that leads outside it is refused, so
     nothing is ever written through one.  A URL root (``s3://bucket/prefix``)
-    is joined with ``/``.  Returns the same type as ``root``.
+    is joined with ``/``; a ``file://`` root is checked as the local folder it
+    names.  Returns the same type as ``root``.
     """
     for name in names:
         _check_component(name, source)
     text = os.fspath(root)
-    if _is_url(text):
+    if text.startswith("file://"):
+        # a local folder: checked as one, given back as a URL
+        local = safe_join(text[len("file://"):] or "/", *names, source=source)
+        return "file://" + local  # type: ignore[return-value]
+    if is_url(text):
         joined = "/".join([text.rstrip("/"), *names])
         return type(root)(joined) if isinstance(root, PurePath) else joined  # type: ignore[return-value]
     joined_path = os.path.join(text, *names)

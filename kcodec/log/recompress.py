@@ -25,12 +25,12 @@ every record present exactly once.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import os
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import CorruptDataError, KcodecError
@@ -39,7 +39,9 @@ from kcodec.log.cleaner import (
     FileOps,
     SegmentInfo,
     _write_segment_files,
+    check_complete,
     list_segments,
+    ops_for,
     open_log,
     recover_log_dir,
     replace_segments,
@@ -258,61 +260,76 @@ def recompress_segment(log_dir: str, seg: SegmentInfo, options: RecompressOption
     With ``dry_run`` only the sizes are computed.  Safe to run in a worker
     process: it only creates files of its own segment's ``.cleaned`` names.
     """
-    ops = ops or FileOps()
+    ops = ops or FileOps(storage=seg.storage)
+    storage = ops.storage
     res = SegmentResult(seg.base_offset, seg.size, 0, 0)
     digest = _Digest()
-    log_path = os.path.join(log_dir, segment_file_name(seg.base_offset, ".log") + CLEANED)
-    with open_log(seg.path()) as buf:
-        if dry_run:
-            for out in rewrite_records(buf, options, None, res):
-                res.bytes_after += len(out)
-            return res
-        with ops.writer(log_path) as w:
-            for out in rewrite_records(buf, options, digest, res):
-                w.write(out)
-                if w.size > seg.size // 2:
-                    w.checkpoint()
-        res.bytes_after = os.path.getsize(log_path)
+    log_path = storage.join(log_dir, segment_file_name(seg.base_offset, ".log") + CLEANED)
+    source = storage.url(seg.path())
+    with open_log(seg.path(), storage) as buf:
+        check_complete(buf, source)
+        try:
+            if dry_run:
+                for out in rewrite_records(buf, options, None, res):
+                    res.bytes_after += len(out)
+                return res
+            with ops.writer(log_path) as w:
+                for out in rewrite_records(buf, options, digest, res):
+                    w.write(out)
+                    if w.size > seg.size // 2:
+                        w.checkpoint()
+        except KcodecError as exc:
+            raise exc.with_context(source=source)
+    res.bytes_after = storage.size(log_path)
     res.digest = digest.hexdigest()
+    written = None
+    if verify or storage.remote:
+        # Read back once: the digest check and the index build share the bytes.
+        written = storage.read_bytes(log_path) if storage.remote else None
     if verify:
-        with open_log(log_path) as out_buf:
+        with (contextlib.nullcontext(written) if written is not None else open_log(log_path, storage)) as out_buf:
             try:
                 got = records_digest(out_buf)
             except KcodecError as exc:
                 ops.delete(log_path)
                 raise RecompressVerificationError(f"rewritten segment does not read back: {exc}",
-                                                  source=seg.path()) from exc
+                                                  source=source) from exc
         if got != res.digest:
             ops.delete(log_path)
             raise RecompressVerificationError(
                 f"rewritten segment holds different records (expected {res.digest}, got {got})",
-                source=seg.path())
-    txn_path = seg.path(".txnindex")
-    txn = open(txn_path, "rb").read() if os.path.exists(txn_path) else b""
-    _write_segment_files(ops, log_dir, seg.base_offset, log_path, txn, index_interval_bytes)
+                source=source)
+    try:
+        txn = storage.read_bytes(seg.path(".txnindex"))
+    except FileNotFoundError:
+        txn = b""
+    _write_segment_files(ops, log_dir, seg.base_offset, log_path, txn, index_interval_bytes, log_buf=written)
     return res
 
 
 def recompress(log_dir: str, compression: Union[CompressionType, int, str], level: Optional[int] = None, *,
                to_magic: Optional[int] = None, skip_same_codec: bool = False, include_active: bool = True,
                dry_run: bool = False, verify: bool = True, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-               index_interval_bytes: int = 4096, ops: Optional[FileOps] = None) -> RecompressResult:
-    """Recompress every segment of the partition directory ``log_dir``.
+               index_interval_bytes: int = 4096, ops: Optional[FileOps] = None,
+               storage_options: Optional[Dict[str, Any]] = None) -> RecompressResult:
+    """Recompress every segment of the partition directory ``log_dir`` (a path or URL).
 
     ``include_active=False`` leaves the newest segment alone (a directory a
     broker may still append to).  Returns per-segment sizes; with
     ``dry_run`` nothing is written and ``bytes_saved`` is what would be saved.
+    A segment ending in a partial batch is refused (:class:`PartialTailError`)
+    before anything of it is written.
     """
     t0 = time.perf_counter()
     options = RecompressOptions(compression, level, to_magic, skip_same_codec, max_batch_bytes)
     options.check()
-    ops = ops or FileOps()
+    ops, log_dir = ops_for(log_dir, ops, storage_options)
     if not dry_run:
         recover_log_dir(log_dir, ops, index_interval_bytes)
-    segments = list_segments(log_dir)
+    segments = list_segments(log_dir, ops.storage)
     if not include_active and segments:
         segments = segments[:-1]
-    result = RecompressResult(log_dir, dry_run)
+    result = RecompressResult(ops.storage.url(log_dir), dry_run)
     for seg in segments:
         res = recompress_segment(log_dir, seg, options, dry_run=dry_run, verify=verify,
                                  index_interval_bytes=index_interval_bytes, ops=ops)
@@ -329,14 +346,15 @@ def recompress(log_dir: str, compression: Union[CompressionType, int, str], leve
 
 def cli_add_parser(subparsers) -> Any:
     """Register ``kcodec recompress``."""
-    p = subparsers.add_parser("recompress", help="rewrite a partition directory's segments with another codec")
-    p.add_argument("log_dirs", nargs="+", help="partition directories holding NNNN.log segments")
+    from kcodec.log._cli import add_target_arguments
+    p = subparsers.add_parser("recompress", help="rewrite the segments of partitions with another codec")
+    add_target_arguments(p)
     p.add_argument("--codec", required=True, help="none, gzip, snappy, lz4 or zstd")
     p.add_argument("--level", type=int, default=None, help="codec level (Kafka's ranges; default: Kafka's)")
     p.add_argument("--to-magic", type=int, choices=(2,), default=None,
                    help="up-convert legacy v0/v1 data to v2 (needed for zstd)")
     p.add_argument("--skip-same-codec", action="store_true", help="keep batches already in the target codec")
-    p.add_argument("--skip-active", action="store_true", help="leave the newest segment alone")
+    p.add_argument("--skip-active", action="store_true", help="leave the newest segment of each partition alone")
     p.add_argument("--no-verify", action="store_true", help="skip reading back and comparing the new files")
     p.add_argument("--dry-run", action="store_true", help="only report the bytes it would save")
     p.set_defaults(func=cli_run)
@@ -344,16 +362,21 @@ def cli_add_parser(subparsers) -> Any:
 
 
 def cli_run(args) -> int:
+    from kcodec.log._cli import storage_options, target_partitions
+    parts = target_partitions(args)
+    opts = storage_options(args)
     total_before = total_after = 0
-    for d in args.log_dirs:
-        r = recompress(d, args.codec, args.level, to_magic=args.to_magic, skip_same_codec=args.skip_same_codec,
-                       include_active=not args.skip_active, dry_run=args.dry_run, verify=not args.no_verify)
+    for part in parts:
+        r = recompress(part.storage.url(str(part.path)), args.codec, args.level, to_magic=args.to_magic,
+                       skip_same_codec=args.skip_same_codec, include_active=not args.skip_active,
+                       dry_run=args.dry_run, verify=not args.no_verify, storage_options=opts)
         total_before += r.bytes_before
         total_after += r.bytes_after
         verb = "would save" if r.dry_run else "saved"
         pct = 100.0 * r.bytes_saved / r.bytes_before if r.bytes_before else 0.0
-        print(f"{d}: {len(r.segments)} segments, {r.records} records, {r.bytes_before} -> {r.bytes_after} bytes, "
-              f"{verb} {r.bytes_saved} ({pct:.1f}%) in {r.seconds:.2f} s")
-    if len(args.log_dirs) > 1:
-        print(f"total: {total_before} -> {total_after} bytes, saving {total_before - total_after}")
+        print(f"{r.log_dir}: {len(r.segments)} segments, {r.records} records, {r.bytes_before} -> "
+              f"{r.bytes_after} bytes, {verb} {r.bytes_saved} ({pct:.1f}%) in {r.seconds:.2f} s")
+    if len(parts) > 1:
+        print(f"total: {len(parts)} partitions, {total_before} -> {total_after} bytes, "
+              f"{'would save' if args.dry_run else 'saved'} {total_before - total_after}")
     return 0

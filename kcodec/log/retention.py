@@ -21,9 +21,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
-from kcodec.log.cleaner import FileOps, SegmentInfo, delete_segments, list_segments, recover_log_dir, scan_log
+from kcodec.log.cleaner import (
+    FileOps,
+    SegmentInfo,
+    delete_segments,
+    list_segments,
+    ops_for,
+    recover_log_dir,
+    scan_log,
+)
 
 __all__ = ["RetentionResult", "retain", "deletable_segments", "cli_add_parser", "cli_run"]
 
@@ -72,17 +80,22 @@ def deletable_segments(segments: List[SegmentInfo], largest_timestamp, *, now_ms
 
 def retain(log_dir: str, *, retention_ms: int = 604_800_000, retention_bytes: int = -1,
            log_start_offset: Optional[int] = None, now_ms: Optional[int] = None, dry_run: bool = False,
-           ops: Optional[FileOps] = None) -> RetentionResult:
-    """Delete the segments of ``log_dir`` that Kafka's retention would delete (never the newest)."""
-    ops = ops or FileOps()
+           ops: Optional[FileOps] = None, storage_options: Optional[Dict[str, Any]] = None) -> RetentionResult:
+    """Delete the segments of ``log_dir`` (a path or URL) that Kafka's retention would delete (never the newest).
+
+    In object storage a segment's last-modified time (the ``retention.ms``
+    fallback for segments without timestamps) is when its objects were last
+    written.
+    """
+    ops, log_dir = ops_for(log_dir, ops, storage_options)
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     if not dry_run:
         recover_log_dir(log_dir, ops)
-    segments = list_segments(log_dir)
+    segments = list_segments(log_dir, ops.storage)
     state = scan_log(log_dir, segments)
     victims = deletable_segments(segments, state.largest_timestamp, now_ms=now, retention_ms=retention_ms,
                                  retention_bytes=retention_bytes, log_start_offset=log_start_offset)
-    res = RetentionResult(log_dir, dry_run)
+    res = RetentionResult(ops.storage.url(log_dir), dry_run)
     res.deleted = [s.base_offset for s, _ in victims]
     res.reasons = [r for _, r in victims]
     res.bytes_deleted = sum(s.size for s, _ in victims)
@@ -98,10 +111,11 @@ def retain(log_dir: str, *, retention_ms: int = 604_800_000, retention_bytes: in
 
 def cli_add_parser(subparsers) -> Any:
     """Register ``kcodec retain``."""
+    from kcodec.log._cli import add_target_arguments
     p = subparsers.add_parser("retain", help="delete old segments by retention.ms / retention.bytes")
-    p.add_argument("log_dirs", nargs="+", help="partition directories holding NNNN.log segments")
+    add_target_arguments(p)
     p.add_argument("--retention-ms", type=int, default=604_800_000, help="-1 disables (default 7 days)")
-    p.add_argument("--retention-bytes", type=int, default=-1, help="-1 disables (default)")
+    p.add_argument("--retention-bytes", type=int, default=-1, help="-1 disables (default); per partition")
     p.add_argument("--log-start-offset", type=int, default=None)
     p.add_argument("--now-ms", type=int, default=None)
     p.add_argument("--dry-run", action="store_true")
@@ -110,11 +124,14 @@ def cli_add_parser(subparsers) -> Any:
 
 
 def cli_run(args) -> int:
-    for d in args.log_dirs:
-        r = retain(d, retention_ms=args.retention_ms, retention_bytes=args.retention_bytes,
-                   log_start_offset=args.log_start_offset, now_ms=args.now_ms, dry_run=args.dry_run)
+    from kcodec.log._cli import storage_options, target_partitions
+    opts = storage_options(args)
+    for part in target_partitions(args):
+        r = retain(part.storage.url(str(part.path)), retention_ms=args.retention_ms,
+                   retention_bytes=args.retention_bytes, log_start_offset=args.log_start_offset,
+                   now_ms=args.now_ms, dry_run=args.dry_run, storage_options=opts)
         verb = "would delete" if r.dry_run else "deleted"
         detail = ", ".join(f"{b} ({why})" for b, why in zip(r.deleted, r.reasons)) or "nothing"
-        print(f"{d}: {verb} {len(r.deleted)} segments, {r.bytes_deleted} bytes: {detail}; "
+        print(f"{r.log_dir}: {verb} {len(r.deleted)} segments, {r.bytes_deleted} bytes: {detail}; "
               f"{r.bytes_remaining} bytes remain, log start offset {r.log_start_offset}")
     return 0

@@ -16,8 +16,8 @@ import re
 import struct
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from pathlib import Path, PurePosixPath
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
 from kcodec.log._atomic import atomic_write_bytes
@@ -30,11 +30,15 @@ from kcodec.log.names import (
     check_topic,
     offset_from_file_name,
     parse_partition_dir_name,
+    parse_tiered_dir_name,
     partition_dir_name,
     safe_join,
     segment_file_name,
+    segment_log_offset,
 )
 from kcodec.records.framing import Entry, iter_entries
+from kcodec.storage import LOCAL as _LOCAL
+from kcodec.storage import FileInfo, Storage, resolve
 
 __all__ = [
     "segment_file_name",
@@ -46,6 +50,10 @@ __all__ = [
     "SkippedFolder",
     "open_log_dir",
     "open_partition",
+    "find_partitions",
+    "require_partitions",
+    "partition_path",
+    "NoSegmentsError",
     "LogWriter",
     "write_partition",
     "rebuild_indexes",
@@ -54,7 +62,10 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
-_SEGMENT_LOG = re.compile(r"^(?P<offset>\d{20})\.log$")
+
+
+class NoSegmentsError(KcodecError, FileNotFoundError):
+    """A path given as a log directory holds no Kafka segments."""
 
 
 def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
@@ -75,49 +86,80 @@ def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
 
 
 class LogSegment:
-    """One segment: ``.log`` memory-mapped, indexes loaded on demand."""
+    """One segment: ``.log`` memory-mapped (or fetched in ranges from an object store), indexes on demand.
 
-    def __init__(self, log_path: PathLike) -> None:
-        self.path = Path(log_path)
-        self.base_offset = offset_from_file_name(self.path.name)
-        self._mmap: Optional[mmap.mmap] = None
+    ``base_offset`` comes from the file name (``00000000000000012345.log``, or
+    tiered storage's ``00000000000000012345-<segment id>.log``) unless given.
+    """
+
+    def __init__(self, log_path: PathLike, storage: Optional[Storage] = None, *,
+                 base_offset: Optional[int] = None, size: Optional[int] = None) -> None:
+        self.storage = storage or _LOCAL
+        self.path = PurePosixPath(str(log_path)) if self.storage.remote else Path(log_path)
+        self.base_offset = offset_from_file_name(self.path.name) if base_offset is None else base_offset
+        self._size = size
+        self._buf = None
         self._file = None
         self._offset_index: Optional[OffsetIndex] = None
         self._time_index: Optional[TimeIndex] = None
 
     def __repr__(self) -> str:
-        return f"LogSegment({str(self.path)!r})"
+        return f"LogSegment({self.url!r})"
 
     @property
-    def index_path(self) -> Path:
+    def url(self) -> str:
+        """The path or URL, for messages."""
+        return self.storage.url(str(self.path))
+
+    @property
+    def index_path(self):
         return self.path.with_suffix(".index")
 
     @property
-    def time_index_path(self) -> Path:
+    def time_index_path(self):
         return self.path.with_suffix(".timeindex")
 
     @property
+    def txn_index_path(self):
+        return self.path.with_suffix(".txnindex")
+
+    @property
     def size(self) -> int:
-        return self.path.stat().st_size
+        if self._size is None or not self.storage.remote:
+            self._size = self.path.stat().st_size if not self.storage.remote else self.storage.size(str(self.path))
+        return self._size
 
     @property
     def data(self):
-        """The ``.log`` bytes as a read-only buffer (a memory map; ``b""`` when empty)."""
-        if self._mmap is None:
+        """The ``.log`` bytes as a read-only buffer (a memory map; ``b""`` when empty).
+
+        From an object store this downloads the whole object; readers of a
+        part use :meth:`read_range`.
+        """
+        if self._buf is None:
+            if self.storage.remote:
+                self._buf = self.storage.read_bytes(str(self.path))
+                return self._buf
             if self.size == 0:
                 return b""
             self._file = open(self.path, "rb")
-            self._mmap = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-        return self._mmap
+            self._buf = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._buf
+
+    def read_range(self, start: int, end: int):
+        """Bytes ``[start, end)`` of the ``.log``: a view of the map, or one ranged read."""
+        if self.storage.remote and self._buf is None:
+            return self.storage.read_range(str(self.path), start, end)
+        return memoryview(self.data)[start:end]
 
     def close(self) -> None:
-        if self._mmap is not None:
+        if self._buf is not None and not isinstance(self._buf, bytes):  # a memory map
             try:
-                self._mmap.close()
+                self._buf.close()
             except BufferError:
                 # Batches handed out still view the map; it unmaps when the last one goes.
                 pass
-            self._mmap = None
+        self._buf = None
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -128,27 +170,44 @@ class LogSegment:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _load_index(self, cls, path, dtype):
+        if self.storage.remote:
+            try:
+                data = self.storage.read_bytes(str(path))
+            except FileNotFoundError:
+                data = None
+            if data is not None:
+                return cls.open(self.storage.url(str(path)), self.base_offset, data)
+        elif path.exists():
+            return cls.open(path, self.base_offset)
+        import numpy as np
+        return cls(self.base_offset, np.empty(0, dtype), "")
+
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            if self.index_path.exists():
-                self._offset_index = OffsetIndex.open(self.index_path, self.base_offset)
-            else:
-                import numpy as np
-                from kcodec.log.index import _OFFSET_DTYPE
-                self._offset_index = OffsetIndex(self.base_offset, np.empty(0, _OFFSET_DTYPE), "")
+            from kcodec.log.index import _OFFSET_DTYPE
+            self._offset_index = self._load_index(OffsetIndex, self.index_path, _OFFSET_DTYPE)
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
-            if self.time_index_path.exists():
-                self._time_index = TimeIndex.open(self.time_index_path, self.base_offset)
-            else:
-                import numpy as np
-                from kcodec.log.index import _TIME_DTYPE
-                self._time_index = TimeIndex(self.base_offset, np.empty(0, _TIME_DTYPE), "")
+            from kcodec.log.index import _TIME_DTYPE
+            self._time_index = self._load_index(TimeIndex, self.time_index_path, _TIME_DTYPE)
         return self._time_index
+
+    def aborted_transactions(self) -> List[Tuple[int, int, int]]:
+        """``(producer id, first offset, last offset)`` of each ``.txnindex`` entry (none without the file)."""
+        try:
+            if self.storage.remote:
+                data = self.storage.read_bytes(str(self.txn_index_path))
+            else:
+                data = Path(self.txn_index_path).read_bytes()
+        except FileNotFoundError:
+            return []
+        from kcodec.log.cleaner import read_txn_index
+        return [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(data)]
 
     def start_position(self, offset: Optional[int]) -> int:
         """Byte position to start scanning for ``offset`` (the offset index lookup)."""
@@ -161,7 +220,7 @@ class LogSegment:
         try:
             yield from iter_entries(self.data, start_position, end_position)
         except KcodecError as exc:
-            raise exc.with_context(source=str(self.path))
+            raise exc.with_context(source=self.url)
 
     def batches(self, start_offset: Optional[int] = None, *, validate: bool = True,
                 start_position: Optional[int] = None, end_position: Optional[int] = None):
@@ -169,15 +228,15 @@ class LogSegment:
         from kcodec.records import read_batches
 
         pos = self.start_position(start_offset) if start_position is None else start_position
-        data = self.data
-        view = memoryview(data)[pos:end_position] if end_position is not None else memoryview(data)[pos:]
+        end = self.size if end_position is None else end_position
+        view = self.read_range(pos, end)
         try:
             for batch in read_batches(view, validate=validate):
                 if start_offset is not None and batch.last_offset < start_offset:
                     continue
                 yield batch
         except KcodecError as exc:
-            raise exc.with_context(position=pos, source=str(self.path))
+            raise exc.with_context(position=pos, source=self.url)
 
     def byte_ranges(self, target_bytes: int) -> List[Tuple[int, int]]:
         """Split the file into ``[start, end)`` ranges of about ``target_bytes`` on batch boundaries.
@@ -219,8 +278,11 @@ class Partition:
 
     topic: str
     partition: int
-    path: Path
+    path: Union[Path, PurePosixPath]
     segments: List[LogSegment] = field(default_factory=list)
+    storage: Storage = field(default_factory=lambda: _LOCAL)
+    layout: str = "broker"  #: ``broker`` (a log directory) or ``tiered`` (LocalTieredStorage)
+    topic_id: Optional[str] = None
 
     @property
     def active_segment(self) -> Optional[LogSegment]:
@@ -245,17 +307,20 @@ class Partition:
             seg.close()
 
 
-def open_partition(path: PathLike, topic: Optional[str] = None, partition: Optional[int] = None) -> Partition:
-    """A partition folder; topic and partition come from its name unless given (both are checked)."""
-    p = Path(path)
-    if topic is None or partition is None:
-        name_topic, name_partition = parse_partition_dir_name(p.name, source=str(p))
-        topic = name_topic if topic is None else topic
-        partition = name_partition if partition is None else partition
-    topic = check_topic(topic, source=str(p))
-    partition = check_partition(partition, source=str(p))
-    logs = sorted((f for f in p.iterdir() if _SEGMENT_LOG.match(f.name)), key=lambda f: f.name)
-    return Partition(topic, partition, p, [LogSegment(f) for f in logs])
+def partition_path(parent: str, topic: object, partition: object, storage: Optional[Storage] = None, *,
+                   source: Optional[str] = None) -> str:
+    """The folder of ``topic``-``partition`` under the log directory ``parent`` (a path in ``storage``).
+
+    Topic and partition are checked by Kafka's rules, and a local folder must
+    resolve inside ``parent`` (not through a symlink leading out of it); an
+    :class:`~kcodec.errors.InvalidNameError` naming ``source`` otherwise.
+    """
+    storage = storage or _LOCAL
+    name = partition_dir_name(topic, partition, source=source)
+    if storage.remote:
+        # an object key cannot lead out of its prefix once the name is one checked component
+        return storage.join(str(parent), name)
+    return safe_join(str(parent), name, source=source)
 
 
 @dataclass(frozen=True)
@@ -275,8 +340,50 @@ class LogDir(Dict[Tuple[str, int], Partition]):
         self.skipped: List[SkippedFolder] = []
 
 
-def _holds_segments(p: Path) -> bool:
-    return p.is_dir() and any(_SEGMENT_LOG.match(f.name) for f in p.iterdir())
+def _segment_logs(files: Iterable[FileInfo]) -> Tuple[str, List[Tuple[int, FileInfo]]]:
+    """(layout, [(base offset, .log file)]) of one folder's listing."""
+    found: Dict[str, List[Tuple[int, FileInfo]]] = {"broker": [], "tiered": []}
+    for f in files:
+        named = None if f.is_dir else segment_log_offset(f.name)
+        if named is not None:
+            found[named[0]].append((named[1], f))
+    if found["tiered"] and not found["broker"]:
+        return "tiered", sorted(found["tiered"], key=lambda t: (t[0], t[1].name))
+    return "broker", sorted(found["broker"], key=lambda t: t[0])
+
+
+def _folder_name(storage: Storage, path: str, layout: str) -> Tuple[str, int, Optional[str]]:
+    """(topic, partition, topic id) from a partition folder's name, by Kafka's rules."""
+    name, where = storage.basename(path), storage.url(path)
+    if layout == "tiered":
+        return parse_tiered_dir_name(name, source=where)
+    return parse_partition_dir_name(name, source=where) + (None,)
+
+
+def _partition_from(storage: Storage, path: str, layout: str, logs: List[Tuple[int, FileInfo]],
+                    topic: Optional[str] = None, partition: Optional[int] = None) -> Partition:
+    topic_id = None
+    if topic is None or partition is None or layout == "tiered":
+        name_topic, name_partition, topic_id = _folder_name(storage, path, layout)
+        topic = name_topic if topic is None else topic
+        partition = name_partition if partition is None else partition
+    where = storage.url(path)
+    topic = check_topic(topic, source=where)
+    partition = check_partition(partition, source=where)
+    local = not storage.remote
+    root = Path(path) if local else PurePosixPath(path)
+    segments = [LogSegment(root / f.name, storage, base_offset=off, size=None if local else f.size)
+                for off, f in logs]
+    return Partition(topic, partition, root, segments, storage, layout, topic_id)
+
+
+def open_partition(path: PathLike, topic: Optional[str] = None, partition: Optional[int] = None, *,
+                   storage_options: Optional[Dict[str, Any]] = None) -> Partition:
+    """A partition folder (path or URL); topic and partition come from its name unless given (both are
+    checked by Kafka's rules)."""
+    storage, inner = resolve(path, storage_options)
+    layout, logs = _segment_logs(storage.list(inner))
+    return _partition_from(storage, inner, layout, logs, topic, partition)
 
 
 def _is_bookkeeping(name: str) -> bool:
@@ -284,52 +391,91 @@ def _is_bookkeeping(name: str) -> bool:
     return name.endswith(KAFKA_DIR_SUFFIXES) or name.startswith(STAGING_PREFIX)
 
 
-def _add_partition(out: LogDir, folder: Path) -> None:
+def _add_partition(out: LogDir, storage: Storage, path: str, layout: str,
+                   logs: List[Tuple[int, FileInfo]]) -> None:
     try:
-        topic, partition = parse_partition_dir_name(folder.name, source=str(folder))
+        part = _partition_from(storage, path, layout, logs)
     except InvalidNameError as exc:
-        out.skipped.append(SkippedFolder(str(folder), exc.message))
-        warnings.warn(f"kcodec: skipped {str(folder)!r}: {exc.message}", InvalidNameWarning, stacklevel=3)
+        where = storage.url(path)
+        out.skipped.append(SkippedFolder(where, exc.message))
+        warnings.warn(f"kcodec: skipped {where!r}: {exc.message}", InvalidNameWarning, stacklevel=4)
         return
-    out[(topic, partition)] = open_partition(folder, topic, partition)
+    out[(part.topic, part.partition)] = part
 
 
-def open_log_dir(path: PathLike) -> LogDir:
-    """Every partition under ``path``: a broker log dir, a topic's partition folder, or one partition.
+def open_log_dir(path: PathLike, *, topic: Optional[str] = None,
+                 storage_options: Optional[Dict[str, Any]] = None) -> LogDir:
+    """Every partition under ``path`` (a path or URL): a broker log dir, a topic's partition folder,
+    one partition, or a tiered-storage directory; empty when it holds no segments.
 
-    A folder holding segments whose name is not a valid ``<topic>-<partition>``
-    is not guessed at: it is left out, listed in the result's ``skipped`` and
-    reported with an :class:`~kcodec.errors.InvalidNameWarning`.
+    ``topic`` is a regular expression the whole topic name must match.
+    Folders Kafka is deleting (``*-delete``) or moving (``*-future``,
+    ``*-stray``) and kcodec's staging folders are not read.  A folder holding
+    segments whose name is not a valid ``<topic>-<partition>`` (for tiered
+    storage ``<topic>-<partition>-<topic id>``) is not guessed at: it is left
+    out, listed in the result's ``skipped`` and reported with an
+    :class:`~kcodec.errors.InvalidNameWarning`.
     """
-    p = Path(path)
-    if not p.is_dir():
-        raise FileNotFoundError(f"no such log directory: {p}")
+    storage, inner = resolve(path, storage_options)
+    if not storage.isdir(inner):
+        raise FileNotFoundError(f"no such log directory: {storage.url(inner)}")
+    pattern = re.compile(topic) if topic is not None else None
     out = LogDir()
-    if _holds_segments(p):
-        _add_partition(out, p)
-        return out
-    for child in sorted(p.iterdir()):
-        if not _is_bookkeeping(child.name) and _holds_segments(child):
-            _add_partition(out, child)
+    listing = storage.list(inner)
+    layout, logs = _segment_logs(listing)
+    if logs:
+        _add_partition(out, storage, inner, layout, logs)
+    else:
+        for child in sorted(f.name for f in listing if f.is_dir and not _is_bookkeeping(f.name)):
+            sub = storage.join(inner, child)
+            layout, logs = _segment_logs(storage.list(sub))
+            if logs:
+                _add_partition(out, storage, sub, layout, logs)
+    if pattern is not None:
+        for key in [k for k in out if not pattern.fullmatch(k[0])]:
+            del out[key]
     return out
 
 
+def find_partitions(path: PathLike, *, topic: Optional[str] = None,
+                    storage_options: Optional[Dict[str, Any]] = None) -> List[Partition]:
+    """The partitions of :func:`open_log_dir`, in ``(topic, partition)`` order."""
+    found = open_log_dir(path, topic=topic, storage_options=storage_options)
+    return [found[k] for k in sorted(found)]
+
+
+def require_partitions(path: PathLike, *, topic: Optional[str] = None,
+                       storage_options: Optional[Dict[str, Any]] = None) -> List[Partition]:
+    """:func:`find_partitions`, but a path without Kafka segments (for ``topic``) is an error naming it."""
+    found = find_partitions(path, topic=topic, storage_options=storage_options)
+    if not found:
+        what = f" of a topic matching {topic!r}" if topic is not None else ""
+        raise NoSegmentsError(
+            f"no Kafka segments{what} under {path} (expected a partition folder <topic>-<partition> holding "
+            "NNNNNNNNNNNNNNNNNNNN.log files, or a log directory of such folders)", source=str(path))
+    return found
+
+
 class LogWriter:
-    """Appends batches to a partition folder as a broker would store them.
+    """Appends batches to a partition folder (a path or URL) as a broker would store them.
 
     Each :meth:`append` is one message set (its offsets already assigned and
     increasing).  Segments roll when the next append would pass
     ``segment_bytes`` (or its offsets no longer fit relative to the base);
-    each segment's ``.index``, ``.timeindex`` and ``.log`` are written
-    atomically when it rolls or on :meth:`close` (``.log`` last, so a crash
-    never leaves a ``.log`` without its indexes being at least absent, which
-    Kafka and kcodec both handle by rebuilding them).
+    each segment's files are written whole when it rolls or on
+    :meth:`close`.  On a local disk the ``.index`` and ``.timeindex`` come
+    first and the ``.log`` last, each renamed into place, so a crash never
+    leaves a ``.log`` without its indexes being at least absent (Kafka and
+    kcodec rebuild missing ones).  In an object store each file is one put,
+    the ``.log`` before its indexes, as a broker's tiered storage uploads.
     """
 
     def __init__(self, path: PathLike, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> None:
-        self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 storage_options: Optional[Dict[str, Any]] = None) -> None:
+        self.storage, inner = resolve(path, storage_options)
+        self.path = PurePosixPath(inner) if self.storage.remote else Path(inner)
+        self.storage.makedirs(str(self.path))
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
         self._buf = bytearray()
@@ -340,15 +486,15 @@ class LogWriter:
     @classmethod
     def in_log_dir(cls, log_dir: PathLike, topic: str, partition: int, *, source: Optional[str] = None,
                    **options) -> "LogWriter":
-        """A writer for the ``<topic>-<partition>`` folder of ``log_dir``.
+        """A writer for the ``<topic>-<partition>`` folder of ``log_dir`` (a path or URL).
 
-        The names are checked by Kafka's rules and the folder must resolve
+        The names are checked by Kafka's rules and a local folder must resolve
         inside ``log_dir`` (not through a symlink leading out of it); an
         :class:`~kcodec.errors.InvalidNameError` naming ``source`` (where the
         names came from) is raised before anything is created.
         """
-        folder = safe_join(Path(log_dir), partition_dir_name(topic, partition, source=source), source=source)
-        return cls(folder, **options)
+        storage, inner = resolve(log_dir, options.get("storage_options"))
+        return cls(storage.url(partition_path(inner, topic, partition, storage, source=source)), **options)
 
     def append(self, data) -> None:
         view = memoryview(data).cast("B")
@@ -366,7 +512,7 @@ class LogWriter:
                 len(self._buf) + size > self.segment_bytes or largest - self._index.base_offset > 2 ** 31 - 1):
             self._roll()
         if self._index is None:
-            check_base_offset(first_offset, source=str(self.path))
+            check_base_offset(first_offset, source=self.storage.url(str(self.path)))
             self._index = IndexBuilder(first_offset, self.index_interval_bytes)
         max_ts, shallow = -1, largest
         for (last, ts) in infos:
@@ -381,11 +527,13 @@ class LogWriter:
         if idx is None:
             return
         idx.finish()
-        base = self.path / segment_file_name(idx.base_offset, "")
-        atomic_write_bytes(str(base) + ".index", idx.offset_index_bytes())
-        atomic_write_bytes(str(base) + ".timeindex", idx.time_index_bytes())
-        atomic_write_bytes(str(base) + ".log", self._buf)
-        self.segments_written.append(Path(str(base) + ".log"))
+        base = str(self.path / segment_file_name(idx.base_offset, ""))
+        files = [(".index", idx.offset_index_bytes()), (".timeindex", idx.time_index_bytes()), (".log", self._buf)]
+        if self.storage.remote:
+            files = files[2:] + files[:2]
+        for suffix, data in files:
+            self.storage.put(base + suffix, data)
+        self.segments_written.append(type(self.path)(base + ".log"))
         self._buf = bytearray()
         self._index = None
 
@@ -403,7 +551,8 @@ class LogWriter:
 
 
 def write_partition(path: PathLike, message_sets: Iterable, **options) -> List[Path]:
-    """Write message sets (each bytes of one or more batches) into a partition folder."""
+    """Write message sets (each bytes of one or more batches) into a partition folder (a path or URL;
+    ``storage_options`` among the options)."""
     with LogWriter(path, **options) as w:
         for ms in message_sets:
             w.append(ms)

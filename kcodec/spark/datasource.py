@@ -15,6 +15,16 @@ exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``,
 is not ``<topic>-<partition>`` is skipped with an ``InvalidNameWarning``;
 ``fail``: the read fails with ``InvalidNameError``).
 
+Paths may be URLs (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``)
+read through fsspec; file-system options go in ``storage.<name>`` options
+(string values; ``true``/``false`` become booleans) or in one JSON
+``storageOptions`` option (typed or nested values, and names with capitals,
+which Spark lower-cases in ordinary option keys).  In an object store each
+task fetches its byte range with one ranged read, after the planner cut it
+to what the offset or timestamp options need through the ``.index`` and
+``.timeindex``.  ``isolationLevel`` ``read_committed`` leaves out the records
+of aborted transactions, found in the ``.txnindex`` files.
+
 Writing (rows with Spark's Kafka schema; ``topic`` and ``partition`` columns)::
 
     df.repartition("partition").write.format("kafka-log") \
@@ -31,7 +41,6 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 from pyspark.sql.datasource import (
@@ -44,6 +53,7 @@ from pyspark.sql.datasource import (
 
 from kcodec.log.names import STAGING_PREFIX
 from kcodec.spark.transforms import KAFKA_DDL
+from kcodec.storage import storage_options_from
 
 __all__ = ["KafkaLogDataSource", "register"]
 
@@ -54,9 +64,13 @@ def register(spark) -> None:
 
 
 class SegmentRange(InputPartition):
-    def __init__(self, path: str, topic: str, partition: int, start: int, end: int) -> None:
+    """``[start, end)`` bytes of one ``.log`` (a path or URL) and the aborted transactions that touch it."""
+
+    def __init__(self, path: str, topic: str, partition: int, start: int, end: int,
+                 aborted: Tuple[Tuple[int, int, int], ...] = ()) -> None:
         super().__init__((path, start, end))
         self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
+        self.aborted = aborted
 
 
 def _options(options) -> dict:
@@ -72,6 +86,13 @@ def _int_option(options, name: str) -> Optional[int]:
 def _bool_option(options, name: str, default: bool) -> bool:
     value = options.get(name.lower())
     return default if value is None else str(value).lower() in ("1", "true", "yes")
+
+
+def _read_committed(options) -> bool:
+    level = str(options.get("isolationlevel") or "read_uncommitted").lower()
+    if level not in ("read_committed", "read_uncommitted"):
+        raise ValueError(f"kafka-log: isolationLevel is read_committed or read_uncommitted, not {level!r}")
+    return level == "read_committed"
 
 
 class KafkaLogDataSource(DataSource):
@@ -95,6 +116,8 @@ class KafkaLogReader(DataSourceReader):
         self.path = self.options.get("path")
         if not self.path:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
+        self.storage_options = storage_options_from(self.options)
+        self.read_committed = _read_committed(self.options)
 
     def partitions(self) -> List[InputPartition]:
         from kcodec.log import open_log_dir
@@ -103,8 +126,9 @@ class KafkaLogReader(DataSourceReader):
         split = _int_option(self.options, "splitBytes") or 64 * 1024 * 1024
         start = _int_option(self.options, "startingOffset")
         end = _int_option(self.options, "endingOffset")
+        ts_start = _int_option(self.options, "startingTimestamp")
         only_topic = self.options.get("topic")
-        log_dir = open_log_dir(self.path)
+        log_dir = open_log_dir(self.path, storage_options=self.storage_options)
         if log_dir.skipped and str(self.options.get("oninvalidfolder", "warn")).lower() == "fail":
             from kcodec.errors import InvalidNameError
 
@@ -113,14 +137,26 @@ class KafkaLogReader(DataSourceReader):
                                    f"(onInvalidFolder=fail); the first: {first.reason}",
                                    value=first.path, source=self.path)
         out: List[InputPartition] = []
-        wanted = RecordRange(start, end)
+        wanted = RecordRange(start, end, ts_start)
         for (topic, partition), part in log_dir.items():
             if only_topic and topic != only_topic:
                 continue
+            segs = part.segments
+            aborted: Tuple[Tuple[int, int, int], ...] = ()
+            if self.read_committed:
+                # An aborted transaction's entry sits in the .txnindex of the segment holding its marker,
+                # which may come after the segments holding its data.
+                aborted = tuple(t for seg in segs for t in seg.aborted_transactions())
             for seg in wanted.segments(part):
-                ranges = seg.byte_ranges(split)
+                # the bytes that can hold the wanted records, found through the indexes
+                lo, hi = wanted.byte_range(seg) or (0, 0)
+                nxt = next((s.base_offset for s in segs if s.base_offset > seg.base_offset), None)
+                mine = tuple(t for t in aborted if t[2] >= seg.base_offset and (nxt is None or t[1] < nxt))
+                for a, b in seg.byte_ranges(split) if lo < hi else ():
+                    a, b = max(a, lo), min(b, hi)
+                    if a < b:
+                        out.append(SegmentRange(seg.url, topic, partition, a, b, mine))
                 seg.close()
-                out.extend(SegmentRange(str(seg.path), topic, partition, a, b) for a, b in ranges)
         return out or [SegmentRange("", "", 0, 0, 0)]
 
     def read(self, partition: SegmentRange) -> Iterator:
@@ -128,6 +164,7 @@ class KafkaLogReader(DataSourceReader):
         from kcodec.errors import KcodecError
         from kcodec.log import LogSegment
         from kcodec.log.selection import RecordRange
+        from kcodec.storage import resolve
 
         if not partition.path:
             return
@@ -138,22 +175,78 @@ class KafkaLogReader(DataSourceReader):
         include_control = _bool_option(self.options, "includeControl", False)
         validate = _bool_option(self.options, "validate", True)
         schema = kcodec.kafka_schema()
-        with LogSegment(partition.path) as seg:
-            view = memoryview(seg.data)[partition.start:partition.end]
-            try:
-                table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
-                                        include_control=include_control, validate=validate,
-                                        use_threads=False)  # Spark runs one task per core
-            except KcodecError as exc:
-                raise exc.with_context(position=partition.start, source=partition.path) from None
-            del view
-        table = RecordRange(start, end, ts_start, ts_end).filter(table)
-        yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
+        wanted = RecordRange(start, end, ts_start, ts_end)
+        fields = ("producer_id", "is_transactional") if partition.aborted else ()
+        storage, inner = resolve(partition.path, self.storage_options)
+        with LogSegment(inner, storage, base_offset=0) as seg:
+            for position, view in _pieces(seg, partition.start, partition.end):
+                try:
+                    table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
+                                            include_control=include_control, validate=validate,
+                                            batch_fields=fields, use_threads=False)  # one task per core
+                except KcodecError as exc:
+                    raise exc.with_context(position=position, source=partition.path) from None
+                del view
+                if partition.aborted:
+                    table = table.filter(_aborted_mask(table, partition.aborted))
+                table = wanted.filter(table)
+                yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
+
+
+#: Bytes per ranged read of an object store; the next read is in flight while one is converted.
+FETCH_BYTES = 32 * 1024 * 1024
+
+
+def _pieces(seg, start: int, end: int) -> Iterator[Tuple[int, object]]:
+    """``(position, buffer)`` pieces of ``[start, end)``, each ending at a batch boundary.
+
+    Local files give one memory-mapped view.  From an object store the range
+    is fetched in reads of :data:`FETCH_BYTES`, two in flight, and the
+    incomplete batch at the end of one read is carried into the next.
+    """
+    if not seg.storage.remote:
+        yield start, seg.read_range(start, end)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kcodec.records.framing import valid_bytes
+
+    cuts = list(range(start, end, FETCH_BYTES)) + [end]
+    with ThreadPoolExecutor(2) as pool:
+        pending = deque(pool.submit(seg.read_range, a, b) for a, b in zip(cuts[:2], cuts[1:3]))
+        nxt = len(pending)
+        carry, position = b"", start
+        while pending:
+            chunk = pending.popleft().result()
+            if nxt + 1 < len(cuts):
+                pending.append(pool.submit(seg.read_range, cuts[nxt], cuts[nxt + 1]))
+                nxt += 1
+            buf = carry + chunk if carry else chunk
+            # The last piece goes whole: a partial tail there is the reader's to report.
+            valid = valid_bytes(buf) if pending else len(buf)
+            if valid:
+                yield position, memoryview(buf)[:valid]
+            carry, position = buf[valid:], position + valid
+
+
+def _aborted_mask(table, aborted) -> "object":
+    """True for rows outside every aborted transaction (Kafka's read_committed)."""
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = table["offset"].to_numpy()
+    pids = table["producer_id"].to_numpy()
+    txn = table["is_transactional"].to_numpy(zero_copy_only=False)
+    drop = np.zeros(len(offsets), dtype=bool)
+    for pid, first, last in aborted:
+        drop |= txn & (pids == pid) & (offsets >= first) & (offsets <= last)
+    return pa.array(~drop)
 
 
 @dataclass
 class _Written(WriterCommitMessage):
-    staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder)
+    staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder), paths or URLs
 
 
 def _task_label() -> str:
@@ -190,22 +283,23 @@ class KafkaLogWriter(DataSourceArrowWriter):
             raise ValueError("kafka-log: give a path: df.write.format('kafka-log').save(PATH)")
         if self.options.get("topic") is not None:
             check_topic(self.options["topic"], source="the kafka-log writer's 'topic' option")
+        self.storage_options = storage_options_from(self.options)
         self.overwrite = overwrite
         self.job_id = uuid.uuid4().hex
-        # abort() removes the target folder again when this job was the one to create it
-        self.created_path = not os.path.lexists(self.path)
+        storage, root = self._root()
+        # abort() removes a local target folder again when this job was the one to create it
+        self.created_path = not storage.remote and not os.path.lexists(root)
 
-    def _final(self, name: str, source: str) -> str:
-        from kcodec.log.names import safe_join
-
-        return safe_join(self.path, name, source=source)
+    def _root(self):
+        from kcodec.storage import resolve
+        return resolve(self.path, self.storage_options)
 
     def write(self, iterator) -> _Written:
         import numpy as np
         import pyarrow as pa
 
         import kcodec
-        from kcodec.log import LogWriter
+        from kcodec.log import LogWriter, partition_path
 
         compression = self.options.get("compression", "none")
         level = _int_option(self.options, "level")
@@ -223,23 +317,26 @@ class KafkaLogWriter(DataSourceArrowWriter):
         parts = table.column("partition").to_pylist()
         keep = [c for c in ("key", "value", "timestamp", "headers", "offset") if c in table.column_names]
         # Every name is checked, and every target folder resolved, before anything is created.
+        storage, root = self._root()
         plan = []
         for topic, partition, rows, source in _rows_by_partition(topics, parts, "kafka-log writer",
                                                                  "; nothing was written"):
-            name = f"{topic}-{partition}"
-            plan.append((name, self._final(name, source), rows))
-        plan.sort()
-        staging_root = Path(self.path) / f"{STAGING_PREFIX}{self.job_id}" / uuid.uuid4().hex
+            final = partition_path(root, topic, partition, storage, source=source)
+            plan.append((storage.basename(final), final, topic, partition, rows))
+        plan.sort(key=lambda entry: entry[0])
+        staging_root = storage.join(root, f"{STAGING_PREFIX}{self.job_id}", uuid.uuid4().hex)
         staged = []
-        for name, final, rows in plan:
+        for _, final, topic, partition, rows in plan:
             sub = table.select(keep).take(pa.array(np.asarray(rows)))
             if "offset" in sub.column_names:
                 sub = sub.sort_by("offset")
-            with LogWriter(staging_root / name, segment_bytes=segment_bytes) as w:
+            staging = partition_path(staging_root, topic, partition, storage)
+            with LogWriter(storage.url(staging), segment_bytes=segment_bytes,
+                           storage_options=self.storage_options) as w:
                 for batch in kcodec.from_arrow(sub, compression=compression, level=level,
                                                max_batch_bytes=batch_bytes):
                     w.append(batch)
-            staged.append((str(staging_root / name), final))
+            staged.append((staging, final))
         return _Written(staged)
 
     def commit(self, messages) -> None:
@@ -251,10 +348,11 @@ class KafkaLogWriter(DataSourceArrowWriter):
                 "kafka-log writer: these Kafka partitions were written by several tasks: "
                 f"{sorted(dupes)}; repartition by the partition column first "
                 "(kcodec.spark.write_log does this)")
+        storage, root = self._root()
         try:
             # checked again here: a symlink may have appeared in the target since the tasks ran
             for final in finals:
-                self._final(os.path.basename(final), "kafka-log writer commit; nothing was replaced")
+                _recheck(storage, root, final)
         except Exception:
             self.abort(messages)
             raise
@@ -262,20 +360,47 @@ class KafkaLogWriter(DataSourceArrowWriter):
             if not m:
                 continue
             for staging, final in m.staged:
-                if os.path.lexists(final):
-                    if not self.overwrite:
-                        self.abort(messages)
-                        raise FileExistsError(f"kafka-log writer: {final} exists (use mode('overwrite'))")
+                exists = storage.isdir(final) if storage.remote else os.path.lexists(final)
+                if exists and not self.overwrite:
+                    self.abort(messages)
+                    raise FileExistsError(f"kafka-log writer: {storage.url(final)} exists (use mode('overwrite'))")
+                if storage.remote:
+                    _publish_objects(storage, staging, final, exists)
+                elif exists:
                     old = f"{final}.{self.job_id}-delete"
                     os.replace(final, old)
                     os.replace(staging, final)
                     shutil.rmtree(old, ignore_errors=True)
                 else:
                     os.replace(staging, final)
-        shutil.rmtree(Path(self.path) / f"{STAGING_PREFIX}{self.job_id}", ignore_errors=True)
+        storage.delete_tree(storage.join(root, f"{STAGING_PREFIX}{self.job_id}"))
 
     def abort(self, messages) -> None:
-        shutil.rmtree(Path(self.path) / f"{STAGING_PREFIX}{self.job_id}", ignore_errors=True)
-        if self.created_path:
+        storage, root = self._root()
+        storage.delete_tree(storage.join(root, f"{STAGING_PREFIX}{self.job_id}"))
+        if self.created_path and not storage.remote:
             with contextlib.suppress(OSError):
-                os.rmdir(self.path)  # only if empty: nothing but this job's staging was ever in it
+                os.rmdir(root)  # only if empty: nothing but this job's staging was ever in it
+
+
+def _recheck(storage, root: str, final: str) -> None:
+    """InvalidNameError unless ``final`` still resolves inside ``root`` (a local target may have changed)."""
+    from kcodec.log.names import safe_join
+
+    if not storage.remote:
+        safe_join(root, storage.basename(final), source="kafka-log writer commit; nothing was replaced")
+
+
+def _publish_objects(storage, staging: str, final: str, replace: bool) -> None:
+    """Copy a staged partition into place in an object store, each segment's ``.log`` before its indexes.
+
+    Objects cannot be renamed together, so a reader listing the folder
+    meanwhile may see fewer segments, never a partial object; an overwrite
+    deletes the old objects first.
+    """
+    if replace:
+        storage.delete_tree(final)
+    names = sorted((f.name for f in storage.list(staging) if not f.is_dir),
+                   key=lambda n: (n.split(".", 1)[0], not n.endswith(".log"), n))
+    for name in names:
+        storage.copy(storage.join(staging, name), storage.join(final, name))

@@ -207,7 +207,10 @@ def write_log(df, path: str, *, mode: str = "append", **options) -> None:
     Rows are first grouped so that each Kafka partition is written by one
     task (the data source requires it).  ``mode="append"`` adds new
     partition folders and refuses existing ones; ``"overwrite"`` replaces them.
+    ``path`` may be a URL, with ``storage_options`` for its file system.
     """
+    import json
+
     from pyspark.sql import functions as F
 
     from kcodec.log.names import check_topic
@@ -218,6 +221,9 @@ def write_log(df, path: str, *, mode: str = "append", **options) -> None:
     elif "topic" not in df.columns:
         raise ValueError("write_log: give topic= or a topic column")
     _check_columns(df, None, "topic" if "topic" in df.columns else None)
+    storage_options = options.pop("storage_options", None)
+    if storage_options:
+        options["storageOptions"] = json.dumps(storage_options)
     part_col = options.pop("partition_column", "partition" if "partition" in df.columns else None)
     partitions = options.pop("partitions", None)
     staged = _with_partition(df, partitions, part_col)

@@ -1,0 +1,163 @@
+"""Records/s of ``spark.read.format("kafka-log")`` from local disk and from an S3 API server, in one run.
+
+Builds a log directory of ``--gib`` GiB (lz4 batches of JSON-like values,
+``--partitions`` partition folders of 256 MiB segments), uploads it to a
+moto S3 server started on 127.0.0.1 (reached over HTTP by s3fs, as a user's
+cluster reaches S3), then reads both copies with the same Spark session
+(``local[2]``) and reports records/s, the ratio S3/local, and the requests
+and bytes the S3 read fetched.
+
+Spark runs each task in a Python worker, whose request counter the driver
+cannot see; the requests and bytes are therefore counted by running the
+data source's own planner and task function in this process over the same
+S3 copy (the same calls Spark's workers make), after the timed Spark runs.
+
+    python bench/datasource_read.py              # 1.1 GiB, 3 timed runs each
+    python bench/datasource_read.py --gib 0.2 --runs 1
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+
+def build_log_dir(root: str, gib: float, partitions: int, segment_bytes: int) -> tuple:
+    """(records, bytes on disk): one partition's segments built, the others hard links to them."""
+    import numpy as np
+    import pyarrow as pa
+
+    import kcodec
+    from kcodec.log import partition_path, write_partition
+
+    per_partition = int(gib * (1 << 30) / partitions)
+    rng = np.random.default_rng(7)
+    first = partition_path(root, "events", 0)
+    written = records = 0
+    chunk = 200_000
+
+    def message_sets():
+        nonlocal written, records
+        offset = 0
+        while written < per_partition:
+            ids = rng.integers(0, 10**9, size=chunk)
+            vals = [b'{"user":%d,"page":"/p/%d","agent":"Mozilla/5.0","ms":%d,"pad":"%s"}'
+                    % (u, u % 977, u % 5000, os.urandom(24).hex().encode()) for u in ids.tolist()]
+            table = pa.table({"key": pa.array([b"user-%d" % (u % 50_000) for u in ids.tolist()], pa.binary()),
+                              "value": pa.array(vals, pa.binary()),
+                              "offset": pa.array(np.arange(offset, offset + chunk), pa.int64())})
+            for ms in kcodec.from_arrow(table, compression="lz4", max_batch_bytes=64 * 1024):
+                written += len(ms)
+                yield ms
+            records += chunk
+            offset += chunk
+
+    write_partition(first, message_sets(), segment_bytes=segment_bytes)
+    for p in range(1, partitions):
+        d = partition_path(root, "events", p)
+        os.makedirs(d)
+        for name in os.listdir(first):
+            os.link(os.path.join(first, name), os.path.join(d, name))
+    size = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(root) for f in fs)
+    return records * partitions, size
+
+
+def timed_read(spark, path: str, options: dict, runs: int) -> tuple:
+    best = None
+    rows = 0
+    for _ in range(runs):
+        reader = spark.read.format("kafka-log")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        t0 = time.perf_counter()
+        got = reader.load(path).selectExpr("count(*) AS n", "sum(length(value)) AS b").collect()[0]
+        dt = time.perf_counter() - t0
+        rows = got["n"]
+        best = dt if best is None else min(best, dt)
+    return rows, best
+
+
+def count_requests(url: str, options: dict) -> tuple:
+    from kcodec.spark.datasource import KafkaLogReader
+    from kcodec.storage import io_stats
+
+    reader = KafkaLogReader(dict(options, path=url))
+    io_stats.reset()
+    parts = reader.partitions()
+    plan = io_stats.snapshot()
+    io_stats.reset()
+    for p in parts:
+        for _ in reader.read(p):
+            pass
+    return len(parts), plan, io_stats.snapshot()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gib", type=float, default=1.1)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--segment-mib", type=int, default=256, help="segment.bytes of the log (MiB)")
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    import kcodec.spark
+    from s3_server import start_server, stop_server
+
+    work = tempfile.mkdtemp(prefix="kcodec-dsread-")
+    server = start_server()
+    spark = None
+    try:
+        t0 = time.perf_counter()
+        records, size = build_log_dir(os.path.join(work, "kafka"), args.gib, args.partitions,
+                                        args.segment_mib << 20)
+        print(f"log directory: {records:,} records, {size / (1 << 30):.2f} GiB in {args.partitions} partitions "
+              f"of {args.segment_mib} MiB segments (built in {time.perf_counter() - t0:.0f} s)", flush=True)
+        bucket = server.new_bucket()
+        url = f"s3://{bucket}/kafka"
+        t0 = time.perf_counter()
+        server.upload_dir(os.path.join(work, "kafka"), url)
+        print(f"uploaded to the S3 server in {time.perf_counter() - t0:.0f} s", flush=True)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        spark = (SparkSession.builder.master("local[2]").appName("kcodec-datasource-read")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        kcodec.spark.register(spark)
+        s3_options = {f"storage.{k}": v for k, v in server.storage_options.items() if isinstance(v, str)}
+        timed_read(spark, os.path.join(work, "kafka"), {}, 1)  # warm the workers and the page cache
+        local_rows, local_s = timed_read(spark, os.path.join(work, "kafka"), {}, args.runs)
+        s3_rows, s3_s = timed_read(spark, url, s3_options, args.runs)
+        assert local_rows == s3_rows == records, (local_rows, s3_rows, records)
+        tasks, plan, fetch = count_requests(url, s3_options)
+        local_rate, s3_rate = local_rows / local_s, s3_rows / s3_s
+        print()
+        print(f"| source | records | best of {args.runs} (s) | records/s | MiB/s on disk | requests | bytes fetched |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        print(f"| local disk | {local_rows:,} | {local_s:.2f} | {local_rate:,.0f} | {size / local_s / (1 << 20):,.0f} "
+              f"| - | - |")
+        print(f"| S3 (moto on 127.0.0.1) | {s3_rows:,} | {s3_s:.2f} | {s3_rate:,.0f} | "
+              f"{size / s3_s / (1 << 20):,.0f} | {plan.requests + fetch.requests} "
+              f"({plan.requests} planning, {fetch.requests} for {tasks} tasks) | "
+              f"{plan.bytes_read + fetch.bytes_read:,} ({plan.bytes_read:,} planning) |")
+        print()
+        print(f"S3 / local: {100 * s3_rate / local_rate:.0f}% (goal: at least 80%); "
+              f"log files {size:,} bytes; mean read {fetch.bytes_read / max(1, fetch.requests) / (1 << 20):.1f} MiB")
+    finally:
+        if spark is not None:
+            spark.stop()
+        stop_server(server)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Command-line arguments naming the partitions an operation works on."""
+from __future__ import annotations
+
+import argparse
+from typing import Any, Dict, List
+
+from kcodec.log.segment import NoSegmentsError, Partition, require_partitions
+from kcodec.storage import parse_storage_option
+
+__all__ = ["add_target_arguments", "target_partitions", "storage_options"]
+
+
+def add_target_arguments(p: argparse.ArgumentParser, *, many: bool = True) -> None:
+    p.add_argument("log_dirs", nargs="+" if many else None, metavar="PATH",
+                   help="a partition folder (topic-N), or a broker log directory holding such folders; "
+                        "a path or a URL (s3://, gs://, abfs://, hdfs://, file://)")
+    p.add_argument("--topic", metavar="REGEX", default=None,
+                   help="only partitions whose topic matches this regular expression (the whole name)")
+    add_storage_option_argument(p)
+
+
+def add_storage_option_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--storage-option", metavar="KEY=VALUE", action="append", default=[],
+                   help="an fsspec storage option for URLs (repeatable; VALUE may be JSON), "
+                        "e.g. endpoint_url=http://127.0.0.1:9000")
+
+
+def storage_options(args: Any) -> Dict[str, Any]:
+    return dict(parse_storage_option(t) for t in getattr(args, "storage_option", None) or [])
+
+
+def target_partitions(args: Any) -> List[Partition]:
+    """The broker-layout partitions under every PATH argument, for operations that rewrite them.
+
+    A PATH without Kafka segments, or holding tiered-storage segments, is an
+    error naming it.
+    """
+    paths = args.log_dirs if isinstance(args.log_dirs, list) else [args.log_dirs]
+    opts = storage_options(args)
+    out: List[Partition] = []
+    for path in paths:
+        found = require_partitions(path, topic=args.topic, storage_options=opts)
+        tiered = [p for p in found if p.layout == "tiered"]
+        if tiered:
+            where = tiered[0].storage.url(str(tiered[0].path))
+            raise NoSegmentsError(
+                f"{where} is Kafka tiered storage (LocalTieredStorage's layout): kcodec reads it but does not "
+                "rewrite it, because the broker's remote log metadata records each segment as uploaded",
+                source=where)
+        out.extend(found)
+    return out

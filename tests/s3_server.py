@@ -1,0 +1,91 @@
+"""A real S3 API server for the tests: moto in server mode on 127.0.0.1, reached over HTTP by s3fs."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+# Fake credentials: moto accepts any, and the tests check they never reach a message.
+KEY = "AKIAKCODECTESTFAKE01"
+SECRET = "kcodec/fake+secret/0123456789abcdefSECRET"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class S3Server:
+    def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
+        self.endpoint = endpoint
+        self.proc = proc
+
+    @property
+    def storage_options(self) -> dict:
+        return {"key": KEY, "secret": SECRET, "endpoint_url": self.endpoint,
+                "client_kwargs": {"region_name": "us-east-1"}}
+
+    def filesystem(self):
+        import s3fs
+        return s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False, **self.storage_options)
+
+    def new_bucket(self) -> str:
+        import boto3
+        name = "kc-" + uuid.uuid4().hex[:12]
+        boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                     region_name="us-east-1").create_bucket(Bucket=name)
+        return name
+
+    def upload_dir(self, local: str, url: str) -> None:
+        """Copy a local folder tree to ``url`` (s3://bucket/prefix), one put per file."""
+        fs = self.filesystem()
+        base = url.split("://", 1)[1].rstrip("/")
+        for root, _dirs, files in os.walk(local):
+            for name in files:
+                rel = os.path.relpath(os.path.join(root, name), local)
+                with open(os.path.join(root, name), "rb") as f:
+                    fs.pipe_file(f"{base}/{rel}", f.read())
+
+
+def start_server() -> S3Server:
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    port = _free_port()
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET)
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=1).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the moto S3 server did not start")
+            time.sleep(0.1)
+    return S3Server(endpoint, proc)
+
+
+def stop_server(server: S3Server) -> None:
+    server.proc.terminate()
+    try:
+        server.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def s3():
+    server = start_server()
+    yield server
+    stop_server(server)

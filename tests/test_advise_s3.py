@@ -1,0 +1,98 @@
+"""``kcodec advise`` on an s3:// estate (a moto S3 server on 127.0.0.1, reached over HTTP by s3fs) gives the
+per-topic profile and recommendation it gives on the local copy, in the broker and tiered-storage layouts."""
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kcodec.cli import main
+from kcodec.storage import io_stats
+from s3_server import KEY, SECRET, s3  # noqa: F401  (the session fixture)
+
+# CPU priced at zero, no throughput floor and one batch.size: the recommendation then follows from ratios
+# and batching alone (settings of equal cost are told apart by measured speed, which varies from run to run).
+FLAGS = ["--codecs", "zstd:1,lz4", "--batch-sizes", "16k", "--linger-ms", "0,100", "--sample", "1MiB",
+         "--vcpu-hour", "0", "--min-compress-mbps", "0", "--min-read-mbps", "0", "--no-progress"]
+# what a run measures by the clock, left out of the comparison
+TIMED = {"compress_mbps", "read_mbps", "cost_month"}
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from advise_estate import build_estate
+
+    root = tmp_path_factory.mktemp("estate")
+    build_estate(root)
+    return root
+
+
+def _kafka_uuid() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def tiered_copy(estate: Path, dest: Path) -> Path:
+    """The estate laid out as LocalTieredStorage names it: <topic>-<partition>-<topic id>/<offset>-<segment id>.*"""
+    for folder in sorted(estate.iterdir()):
+        target = dest / f"{folder.name}-{_kafka_uuid()}"
+        target.mkdir(parents=True)
+        ids = {}
+        for f in sorted(folder.iterdir()):
+            stem, suffix = f.name.split(".", 1)
+            seg_id = ids.setdefault(stem, _kafka_uuid())
+            shutil.copyfile(f, target / f"{stem}-{seg_id}.{suffix}")
+    return dest
+
+
+def _profiles(doc):
+    def strip(m):
+        return None if m is None else {k: v for k, v in m.items() if k not in TIMED}
+
+    return {t["topic"]: {"partitions": t["partitions"], "codec_mix": t["codec_mix"], "profile": t["profile"],
+                         "today": strip(t["today"]), "recommended": strip(t["recommended"]), "config": t["config"],
+                         "timestamps": t["timestamps"], "stored_per_day": t["stored_per_day"],
+                         "settings": [strip(m) for m in t["settings"]]}
+            for t in doc["topics"]}
+
+
+def _advise(args, out: Path, capsys):
+    assert main(["advise"] + args + FLAGS + ["--out", str(out)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    return _profiles(json.loads((out / "results.json").read_text()))
+
+
+def test_advise_on_s3_matches_local(spark, s3, estate, tmp_path, capsys):
+    local = _advise([str(estate)], tmp_path / "local", capsys)
+    assert len(local) == 6 and sum(1 for p in local.values() if p["recommended"]) >= 3
+    bucket = s3.new_bucket()
+    s3.upload_dir(str(estate), f"s3://{bucket}/kafka")
+    s3.upload_dir(str(tiered_copy(estate, tmp_path / "tiered")), f"s3://{bucket}/tiered")
+    opts = [f"--storage-option=key={KEY}", f"--storage-option=secret={SECRET}",
+            f"--storage-option=endpoint_url={s3.endpoint}"]
+    io_stats.reset()
+    remote = _advise([f"s3://{bucket}/kafka"] + opts, tmp_path / "remote", capsys)
+    # the driver plans from listings and index objects: no .log is fetched on the driver
+    assert io_stats.bytes_read < sum(f.stat().st_size for f in estate.rglob("*.index")) + \
+        sum(f.stat().st_size for f in estate.rglob("*.timeindex")) + 35 * len(list(estate.iterdir()))
+    assert remote == local
+    tiered = _advise([f"s3://{bucket}/tiered"] + opts, tmp_path / "tiered-report", capsys)
+    assert tiered == local
+    report = (tmp_path / "remote" / "results.json").read_text() + (tmp_path / "remote" / "report.html").read_text()
+    assert SECRET not in report
+
+
+def test_advise_names_a_missing_s3_input(s3, capsys):
+    bucket = s3.new_bucket()
+    args = ["advise", f"s3://{bucket}/nothing", f"--storage-option=key={KEY}", f"--storage-option=secret={SECRET}",
+            f"--storage-option=endpoint_url={s3.endpoint}", "--no-progress"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"s3://{bucket}/nothing: no such file or directory" in err and SECRET not in err
+    assert main(["advise", "s3://b/x", "--storage-option", "nokeyvalue"]) == 1
+    assert "--storage-option" in capsys.readouterr().err

@@ -1,0 +1,238 @@
+"""Segments in an S3 bucket (a moto server on 127.0.0.1 reached over HTTP by s3fs).
+
+Recompression and compaction of an ``s3://`` partition are stopped after
+every single object operation (put, copy, delete); recovery must then leave
+every record present exactly once, as on local disk.
+"""
+import functools
+import json
+import subprocess
+import sys
+
+import pytest
+
+import kcodec
+from kcodec.log import RecordRange, find_partitions, open_log_dir
+from kcodec.log.cleaner import CleanerConfig, FileOps, compact, list_segments, recover_log_dir
+from kcodec.log.recompress import recompress
+from kcodec.storage import StorageError, io_stats, resolve
+from s3_server import KEY, SECRET, s3  # noqa: F401  (the session fixture)
+from test_cleaner import DAY, PID, T0, batch, kv, make_log, marker
+from test_fault_injection import Crash, crash_after, records
+
+
+def source_log(path):
+    """Two closed segments with overwritten keys, a tombstone, an aborted and a committed transaction,
+    and an active one (fewer segments than the local fault tests: every object operation is a request)."""
+    return make_log(path, [
+        [batch(0, [kv("k%d" % (i % 6), "v%d" % i * 20) for i in range(12)], codec="gzip"),
+         batch(12, [kv("k1", None), kv("k7", "x" * 50)]),
+         batch(14, [kv("k2", "aborted"), kv("k8", "aborted")], producer_id=PID, producer_epoch=0, base_sequence=0,
+               is_transactional=True),
+         marker(16, PID, 0, commit=False)],
+        [batch(17, [kv("k3", "c" * 40)], producer_id=PID + 1, producer_epoch=0, base_sequence=0,
+               is_transactional=True), marker(18, PID + 1, 0, commit=True),
+         batch(19, [kv("k%d" % i, "z" * 60) for i in range(5)], codec="snappy")],
+        [batch(24, [kv("k0", "active")])],
+    ])
+
+
+def s3_records(url, opts):
+    storage, path = resolve(url, opts)
+    out = []
+    for seg in list_segments(path, storage):
+        for b in kcodec.read_batches(storage.read_bytes(seg.path())):
+            b.ensure_valid()
+            out.extend((r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in b)
+    return out
+
+
+def s3_names(url, opts):
+    storage, path = resolve(url, opts)
+    return sorted(f.name for f in storage.list(path))
+
+
+def check_s3_indexes(url, opts):
+    for part in find_partitions(url, storage_options=opts):
+        for seg in part.segments:
+            seg.sanity_check()
+
+
+def run_recompress(url, opts, ops=None):
+    return recompress(url, "zstd", level=3, include_active=False, ops=ops, storage_options=opts)
+
+
+def run_compact(url, opts, ops=None):
+    return compact(url, config=CleanerConfig(segment_bytes=900, producer_id_expiration_ms=1,
+                                             delete_retention_ms=DAY),
+                   now_ms=T0 + 1000, force=True, ops=ops, storage_options=opts)
+
+
+@pytest.mark.parametrize("operation", ["recompress", "compact"])
+def test_crash_after_every_object_operation(tmp_path, s3, operation):
+    opts = s3.storage_options
+    fn = functools.partial(run_recompress if operation == "recompress" else run_compact, opts=opts)
+    pristine = source_log(tmp_path / "t-0")
+    original = records(pristine)
+    bucket = s3.new_bucket()
+
+    def fresh(name):
+        url = f"s3://{bucket}/{name}/t-0"
+        s3.upload_dir(pristine, url)
+        return url
+
+    reference = fresh("reference")
+    counter = FileOps()
+    fn(reference, ops=counter)
+    steps = counter.count
+    expected = s3_records(reference, opts)
+    assert steps > 20
+    if operation == "compact":
+        assert len(s3_names(reference, opts)) < len(s3_names(fresh("count"), opts))
+    if operation == "recompress":
+        assert expected == original
+    else:
+        assert len(expected) < len(original)
+    seen_ops = set()
+    for k in range(1, steps + 1):
+        url = fresh(f"crash{k}")
+        ops = crash_after(k)
+        ops.hook = _recording(ops.hook, seen_ops)
+        with pytest.raises(Crash):
+            fn(url, ops=ops)
+        recover_log_dir(url, storage_options=opts)
+        got = s3_records(url, opts)
+        offsets = [r[0] for r in got]
+        assert offsets == sorted(set(offsets)), f"crash after step {k}: offsets repeat"
+        by_offset = {r[0]: r for r in original}
+        assert all(by_offset[r[0]] == r for r in got), f"crash after step {k}: a record changed"
+        if operation == "recompress":
+            assert got == original, f"crash after step {k} lost or duplicated records"
+        else:
+            assert {r[0] for r in expected} <= set(offsets), f"crash after step {k} lost records"
+        assert not [n for n in s3_names(url, opts) if n.endswith((".cleaned", ".swap", ".deleted"))]
+        check_s3_indexes(url, opts)
+        if k in (1, steps // 2, steps - 1, steps):
+            fn(url)  # re-running completes
+            assert s3_records(url, opts) == expected, f"re-run after a crash at step {k} differs"
+    # an object store renames by copy + delete; both were crash points
+    assert {"write", "copy", "delete"} <= seen_ops
+
+
+def _recording(hook, seen):
+    def h(op, path):
+        seen.add(op)
+        hook(op, path)
+    return h
+
+
+def test_s3_recompress_equals_local(tmp_path, s3):
+    opts = s3.storage_options
+    local = source_log(tmp_path / "t-0")
+    bucket = s3.new_bucket()
+    url = f"s3://{bucket}/data/t-0"
+    s3.upload_dir(local, url)
+    r_remote = recompress(url, "zstd", level=3, storage_options=opts)
+    r_local = recompress(local, "zstd", level=3)
+    assert r_remote.log_dir == url
+    assert [s.bytes_after for s in r_remote.segments] == [s.bytes_after for s in r_local.segments]
+    storage, path = resolve(url, opts)
+    for seg in list_segments(local):
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+            with open(seg.path(suffix), "rb") as f:
+                assert storage.read_bytes(f"{path}/{seg.path(suffix).rsplit('/', 1)[1]}") == f.read(), suffix
+
+
+def test_ranged_reads_through_the_index(tmp_path, s3):
+    """Reading a range of offsets fetches index objects and one ranged read, never the whole segment."""
+    from kcodec.log import write_partition
+    from test_cleaner import batch, kv
+    local = tmp_path / "big-0"
+    sets = [batch(i * 50, [kv(b"k%d" % j, b"v" * 300) for j in range(50)]) for i in range(200)]
+    write_partition(local, sets, index_interval_bytes=4096)
+    bucket = s3.new_bucket()
+    url = f"s3://{bucket}/big-0"
+    s3.upload_dir(str(local), url)
+    part = open_log_dir(url, storage_options=s3.storage_options)[("big", 0)]
+    seg = part.segments[0]
+    size = seg.size
+    assert size > 3_000_000
+    io_stats.reset()
+    start, end = RecordRange(5000, 5100).byte_range(seg)
+    batches = list(seg.batches(start_position=start, end_position=end))
+    assert {b.base_offset for b in batches} >= {5000, 5050}
+    assert io_stats.requests == 2  # the .index object, then one ranged GET
+    batch_bytes = len(sets[0])
+    # at most the batch before, the two wanted and the one after; the whole segment is 200 batches
+    assert end - start <= 4 * batch_bytes
+    assert io_stats.bytes_read == end - start + 8 * len(seg.offset_index)
+    # the stream reader takes the URL too: the same bytes, found the same way
+    io_stats.reset()
+    table = kcodec.read_arrow(url, start_offset=5000, end_offset=5100, storage_options=s3.storage_options).read_all()
+    assert table["offset"].to_pylist() == list(range(5000, 5100))
+    assert io_stats.bytes_read < end - start + 8 * len(seg.offset_index) + 12 * len(seg.time_index) + 4096
+
+
+def test_missing_package_and_secret_free_errors(tmp_path, s3, capsys):
+    with pytest.raises(StorageError, match=r"pip install gcsfs"):
+        resolve("gs://bucket/data")
+    opts = dict(s3.storage_options)
+    with pytest.raises(FileNotFoundError) as e:
+        open_log_dir("s3://kc-no-such-bucket/data", storage_options=opts)
+    assert SECRET not in str(e.value) and KEY not in str(e.value)
+    bad = dict(opts, endpoint_url="http://127.0.0.1:9")  # nothing listens there
+    with pytest.raises(StorageError) as e:
+        open_log_dir("s3://b/data", storage_options=dict(bad, config_kwargs={"retries": {"max_attempts": 1},
+                                                                              "connect_timeout": 1}))
+    assert SECRET not in str(e.value)
+    from kcodec.cli import main
+    args = ["recompress", "s3://b/data", "--codec", "zstd", "--storage-option", f"secret={SECRET}",
+            "--storage-option", f"key={KEY}", "--storage-option", "endpoint_url=http://127.0.0.1:9",
+            "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}, "connect_timeout": 1}']
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kcodec recompress: ") and SECRET not in err and "Traceback" not in err
+
+
+def test_cli_on_an_s3_log_directory(tmp_path, s3, capsys):
+    from test_log_dirs import broker_dir
+    root = broker_dir(tmp_path / "data")
+    bucket = s3.new_bucket()
+    url = f"s3://{bucket}/kafka"
+    s3.upload_dir(str(root), url)
+    opt_args = [f"--storage-option={k}={v}" for k, v in (("key", KEY), ("secret", SECRET),
+                                                           ("endpoint_url", s3.endpoint))]
+    from kcodec.cli import main
+    assert main(["recompress", url, "--codec", "zstd", "--topic", "orders"] + opt_args) == 0
+    out = capsys.readouterr().out
+    assert f"{url}/orders-0: 2 segments, 40 records" in out and "clicks" not in out
+    assert main(["dump", f"{url}/orders-1/00000000000000000020.log", "--json"] + opt_args) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 1 and '"compresscodec": "zstd"' in rows[0]
+    assert main(["retain", url, "--retention-bytes", "0"] + opt_args) == 0
+    assert capsys.readouterr().out.count("deleted 1 segments") == 4
+
+
+def test_spark_writes_and_reads_s3(spark, tmp_path, s3):
+    from test_tiered_storage import rows
+    import kcodec.spark
+    local = source_log(tmp_path / "src" / "t-0")
+    df = spark.read.format("kafka-log").load(local)
+    bucket = s3.new_bucket()
+    url = f"s3://{bucket}/out"
+    kcodec.spark.write_log(df, url, compression="zstd", batchBytes=200, segmentBytes=300,
+                          storage_options=s3.storage_options)
+    names = s3_names(url, s3.storage_options)
+    assert names == ["t-0"]  # the staging prefix is gone
+    seg_names = s3_names(f"{url}/t-0", s3.storage_options)
+    assert len([n for n in seg_names if n.endswith(".log")]) > 1
+    assert {n.rsplit(".", 1)[1] for n in seg_names} == {"log", "index", "timeindex"}
+    check_s3_indexes(url, s3.storage_options)
+    back = (spark.read.format("kafka-log").option("storageOptions", json.dumps(s3.storage_options))
+            .load(url))
+    assert rows(back) == rows(df)
+    with pytest.raises(Exception, match="exists"):
+        kcodec.spark.write_log(df, url, storage_options=s3.storage_options)
+    kcodec.spark.write_log(df.where("offset < 5"), url, mode="overwrite", storage_options=s3.storage_options)
+    assert [r[2] for r in rows(spark.read.format("kafka-log").option(
+        "storageOptions", json.dumps(s3.storage_options)).load(url))] == [0, 1, 2, 3, 4]
