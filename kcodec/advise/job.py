@@ -132,13 +132,12 @@ def check_options(o: Options) -> Checked:
     else:
         if o.topic:
             raise KcodecError("--topic selects topics of --bootstrap-server")
-        plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes)
+        storage_options = dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option)
+        plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options or None)
     if o.write_dir:
         from kcodec.advise.write import check_write
 
         check_write(plan, o.write_dir)
-        storage_options = dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option)
-        plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options or None)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
                    rule, plan)
 
