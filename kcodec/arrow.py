@@ -21,9 +21,10 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
 
 from kcodec._java_utf8 import decode as java_utf8_decode
-from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, batch_header_into,
-                                     columns_uncompressed_v2, encode_columnar, split_batches)
+from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, columns_uncompressed_v2,
+                                     compressed_batch, encode_columnar, split_batches)
 from kcodec._native.columnar import column_cache as _column_cache
+from kcodec._native.native_codec import native_of
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import InvalidRecordError, KcodecError, LimitExceededError, RecordBuilderError
 from kcodec.records.batch import (
@@ -453,7 +454,7 @@ def _from_arrow(table: "pyarrow.Table", *, compression: Union[CompressionType, i
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     codec = get_codec(compression)
-    lvl = CompressionType(codec.id).validate_level(level) if codec.id <= 4 else codec.resolve_level(level)
+    lvl = codec.resolve_level(level)
     ts_type = TimestampType(timestamp_type)
     if ts_type == TimestampType.LOG_APPEND_TIME and log_append_time is None:
         raise RecordBuilderError("a LOG_APPEND_TIME batch needs log_append_time")
@@ -521,17 +522,18 @@ def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, att
     # writes header, CRC and payload into the result.
     pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
     first_off, last_off = first_off.tolist(), last_off.tolist()
-    # kcodec's own lz4, snappy and zstd write each frame after room for the header, sparing a copy.
-    after = getattr(codec, "_compress_after", None)
+    # A codec with native functions (every built-in) writes each frame after room for the header,
+    # without the GIL, sparing a copy; a Python-only codec goes through its compress().
+    native = native_of(codec)
+    native_level = 0 if lvl is None else lvl
     for b in range(len(first_ts)):
         region = mv[pos[b]:pos[b + 1]]
         seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
         header = (first_off[b], last_off[b] - first_off[b], first_ts[b],
                   max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
                   attributes, producer_id, producer_epoch, seq, partition_leader_epoch)
-        batch = after(region, lvl, RECORD_BATCH_OVERHEAD) if after is not None else None
-        if batch is not None:
-            yield batch_header_into(batch, *header)
+        if native is not None:
+            yield compressed_batch(native, region, native_level, *header)
         else:
             yield batch_bytes(codec.compress(region, lvl, magic=2), *header)
 

@@ -22,9 +22,12 @@ from kcodec import RecordBatchBuilder, TimestampType, get_codec
 from kcodec.records import ControlRecordType
 
 FIXTURES = Path(__file__).parent / "fixtures" / "oracle"
-ORACLE_DIR = Path(__file__).resolve().parents[2] / "shared" / "oracle"
-if not ORACLE_DIR.exists():
-    ORACLE_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "oracle"
+# The oracle beside the checkout (../shared/oracle), one level further up from a
+# git worktree, or wherever KCODEC_ORACLE points.
+ORACLE_DIR = Path(os.environ.get("KCODEC_ORACLE", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
+for _up in (1, 3):
+    if not ORACLE_DIR.exists():
+        ORACLE_DIR = Path(__file__).resolve().parents[_up] / "shared" / "oracle"
 
 
 def _digest_b64(v: Optional[str]) -> Optional[str]:

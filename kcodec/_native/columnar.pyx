@@ -13,6 +13,7 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
 
 from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_bytes_shrink
+from kcodec._native.native_codec cimport NativeCodec
 
 import numpy as np
 cimport numpy as cnp
@@ -620,19 +621,24 @@ def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t
     return out
 
 
-def batch_header_into(bytes batch, int64_t base_offset, int32_t last_offset_delta, int64_t first_timestamp,
-                      int64_t max_timestamp, int32_t count, int16_t attributes, int64_t producer_id,
-                      int16_t producer_epoch, int32_t base_sequence, int32_t partition_leader_epoch) -> bytes:
-    """Write the v2 header and CRC-32C into the first 61 bytes of ``batch``, whose records region follows.
+def compressed_batch(NativeCodec codec, records, int level, int64_t base_offset, int32_t last_offset_delta,
+                     int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
+                     int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                     int32_t partition_leader_epoch) -> bytes:
+    """One complete v2 batch whose ``records`` region a native codec compresses (kcodec/codec.h).
 
-    For a ``bytes`` object just made by a codec with room for the header
-    (its ``_compress_after``) and not yet shared: it is filled in place and
-    returned.
+    The codec writes its frame after room for the header in the result, and
+    header and CRC-32C are written in place: the compressed payload is never copied.
     """
+    cdef Py_buffer view
+    cdef bytes batch
+    PyObject_GetBuffer(records, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        batch = codec.compress_after(<const uint8_t *>view.buf, view.len, level, 2, 61)
+    finally:
+        PyBuffer_Release(&view)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(batch)
     cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(batch)
-    if n < 61:
-        raise ValueError("a batch needs 61 bytes of header")
     with nogil:
         _write_batch(p, n - 61, base_offset, last_offset_delta, first_timestamp, max_timestamp, count, attributes,
                      producer_id, producer_epoch, base_sequence, partition_leader_epoch)

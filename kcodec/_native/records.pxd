@@ -116,7 +116,7 @@ cdef class BatchBuilderCore:
     cdef void _adopt(self, object store)
     cdef void _drop_store(self)
     cdef int _grow(self, Py_ssize_t need, bint keep) except -1
-    cdef bint _compress_after(self) except -1
+    cdef bint _compress_native(self) except -1
     cdef int64_t _estimated(self)
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
     cdef object _detached(self, Py_ssize_t size)

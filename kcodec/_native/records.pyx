@@ -25,6 +25,7 @@ cimport numpy as cnp
 from kcodec._native.primitives cimport kc_crc32c, kc_store_be16, kc_store_be32, kc_store_be64
 from kcodec._native.primitives cimport kc_load_be16, kc_load_be32, kc_load_be64
 from kcodec._native.primitives cimport kc_varint_size, kc_bytes_shrink
+from kcodec._native.native_codec cimport NativeCodec, native_of
 from kcodec._java_utf8 import decode as _java_utf8_decode
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (BufferReleasedError, CorruptRecordError, InvalidRecordError, KcodecError,
@@ -750,10 +751,7 @@ cdef class BatchBuilderCore:
             self._codec = codec
             self._compression = compression
             self.compression_id = codec.id
-            if codec.id <= 4:
-                self.level = CompressionType(codec.id).validate_level(level)
-            else:
-                self.level = codec.resolve_level(level)
+            self.level = codec.resolve_level(level)
             codec.check_magic(2)
         tt = timestamp_type if type(timestamp_type) is int else int(timestamp_type)
         if tt == 1:
@@ -1228,18 +1226,16 @@ cdef class BatchBuilderCore:
         self._last_override = offset
 
     # -- building --------------------------------------------------------------
-    cdef bint _compress_after(self) except -1:
-        # Codecs that can (kcodec's own lz4, snappy and zstd) write the frame after
-        # room for the header, into a new bytes object that becomes the
-        # batch: the compressed payload is then never copied.
-        after = getattr(self.codec, "_compress_after", None)
-        if after is None:
+    cdef bint _compress_native(self) except -1:
+        # A codec with native functions (kcodec/codec.h: every built-in, and
+        # plugins that have them) writes the frame, without the GIL, after
+        # room for the header in a new bytes object that becomes the batch:
+        # the compressed payload is then never copied.
+        cdef NativeCodec native = native_of(self.codec)
+        if native is None:
             return False
-        out = after(self, self.level, BATCH_OVERHEAD_)
-        if out is None:
-            return False
-        if type(out) is not bytes or PyBytes_GET_SIZE(out) < BATCH_OVERHEAD_:
-            raise TypeError("a codec's _compress_after() must return bytes with room for the batch header")
+        out = native.compress_after(self._buf + BATCH_OVERHEAD_, self._size,
+                                    0 if self.level is None else self.level, 2, BATCH_OVERHEAD_)
         if PyBytes_GET_SIZE(out) > INT32_MAX_:
             raise RecordBuilderError(f"batch of {PyBytes_GET_SIZE(out)} bytes exceeds the int32 size field")
         self._drop_store()
@@ -1303,7 +1299,7 @@ cdef class BatchBuilderCore:
         # in a separate buffer (`detached`) and the store stays until the builder goes.
         if self.compression_id == 0:
             plen = self._size
-        elif self.pool is None and self._exports == 0 and self._compress_after():
+        elif self.pool is None and self._exports == 0 and self._compress_native():
             plen = self._cap - BATCH_OVERHEAD_
         else:
             exports = self._exports
@@ -1719,6 +1715,7 @@ cdef class RecordBatchBase:
     def records_data(self):
         """The uncompressed records region (a view into the source when stored uncompressed)."""
         cdef int cid = self.attributes & 0x07
+        cdef NativeCodec native
         payload = self.payload
         if cid == 0:
             return payload
@@ -1727,6 +1724,9 @@ cdef class RecordBatchBase:
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
         try:
+            native = native_of(codec)
+            if native is not None:
+                return native.decompress_buffer(payload, 2, self._max_size)
             return codec.decompress(payload, magic=2, max_size=self._max_size)
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)

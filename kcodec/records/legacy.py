@@ -34,6 +34,7 @@ import time
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Union
 
 from kcodec._native.legacy import append_message, check_crc, parse_message, scan_inner, value_span
+from kcodec._native.native_codec import native_of
 from kcodec._native.primitives import crc32
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (
@@ -411,8 +412,13 @@ class LegacyRecordBatch:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {magic})")
         try:
-            data = get_codec(codec_id).decompress(
-                self._mv[value_pos:value_pos + length], magic=magic, max_size=self._max_size)
+            codec = get_codec(codec_id)
+            value = self._mv[value_pos:value_pos + length]
+            native = native_of(codec)
+            if native is not None:
+                data = native.decompress(value, magic, self._max_size)
+            else:
+                data = codec.decompress(value, magic=magic, max_size=self._max_size)
         except KcodecError as e:
             # Codec positions count from the start of the compressed value.
             if e.position is not None:
@@ -498,7 +504,7 @@ class LegacyRecordBatchBuilder:
         self._codec = get_codec(codec_id)
         # A plugin codec says which magics its framing is defined for.
         self._codec.check_magic(magic)
-        self._level = ctype.validate_level(level) if ctype is not None else self._codec.resolve_level(level)
+        self._level = self._codec.resolve_level(level)
         if ctype is not None and level is None:
             self._level = None  # the codec's own default == Kafka's
         timestamp_type = TimestampType(timestamp_type)
@@ -636,7 +642,12 @@ class LegacyRecordBatchBuilder:
         return out
 
     def _wrap(self) -> bytes:
-        payload = self._codec.compress(self._buf, level=self._level, magic=self.magic)
+        native = native_of(self._codec)
+        if native is not None:
+            level = self._codec.resolve_level(self._level)
+            payload = native.compress(self._buf, 0 if level is None else level, self.magic)
+        else:
+            payload = self._codec.compress(self._buf, level=self._level, magic=self.magic)
         attributes = self._attributes | self._codec_id
         size = self._overhead + len(payload)
         timestamp = self.log_append_time if self._lat else self._max_timestamp
