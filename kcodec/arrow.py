@@ -27,13 +27,8 @@ from kcodec._native.columnar import column_cache as _column_cache
 from kcodec._native.native_codec import native_of
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import InvalidRecordError, KcodecError, LimitExceededError, RecordBuilderError
-from kcodec.records.batch import (
-    COMPRESSION_MASK,
-    TIMESTAMP_TYPE_MASK,
-    TRANSACTIONAL_MASK,
-    RecordBatch,
-)
-from kcodec.records.framing import RECORD_BATCH_OVERHEAD
+from kcodec.records.batch import RecordBatch
+from kcodec.records.batch_header import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kcodec.records.reader import read_batches
 
 __all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "column_cache", "BATCH_FIELDS"]

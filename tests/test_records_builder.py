@@ -9,7 +9,7 @@ import kcodec
 from kcodec import CompressionType, RecordBatchBuilder, TimestampType, read_batches
 from kcodec.errors import InvalidRecordError, RecordBuilderError, UnsupportedCodecError
 from kcodec.records import ControlRecordType, EndTransactionMarker, Record, RecordBatch
-from kcodec.records.batch import increment_sequence
+from kcodec.records.batch_header import increment_sequence
 from oracle_util import oracle_available, oracle_verify
 
 TS = 1_700_000_000_000

@@ -13,6 +13,11 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
 
 from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_bytes_shrink
+from kcodec._native.primitives cimport kc_load_be32, kc_varint_size
+from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
+                                        KC_BATCH_OVERHEAD, KC_BATCH_LENGTH, KC_BATCH_MAGIC, KC_BATCH_ATTRIBUTES,
+                                        KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,
+                                        KC_BATCH_CONTROL, KC_BATCH_TIMESTAMP_TYPE)
 from kcodec._native.native_codec cimport NativeCodec
 
 import numpy as np
@@ -33,18 +38,6 @@ cdef extern from "kc_record.h" nogil:
     int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t key_len, const uint8_t *value,
                             int32_t value_len)
 
-cdef extern from "kc_crc.h" nogil:
-    uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
-
-cdef extern from "kc_endian.h" nogil:
-    uint32_t kc_load_be32(const uint8_t *p)
-    uint64_t kc_load_be64(const uint8_t *p)
-    void kc_store_be16(uint8_t *p, uint16_t v)
-    void kc_store_be32(uint8_t *p, uint32_t v)
-    void kc_store_be64(uint8_t *p, uint64_t v)
-
-cdef extern from "kc_varint.h" nogil:
-    int kc_varint_size(int32_t v)
 
 cdef extern from *:
     """
@@ -576,24 +569,14 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
     return out
 
 
-cdef void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,
-                       int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
-                       int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
-                       int32_t partition_leader_epoch) noexcept nogil:
-    """The 61-byte v2 header in front of a payload already at p + 61, then the CRC-32C over both."""
-    kc_store_be64(p, <uint64_t>base_offset)
-    kc_store_be32(p + 8, <uint32_t>(49 + payload_len))
-    kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
-    p[16] = 2
-    kc_store_be16(p + 21, <uint16_t>attributes)
-    kc_store_be32(p + 23, <uint32_t>last_offset_delta)
-    kc_store_be64(p + 27, <uint64_t>first_timestamp)
-    kc_store_be64(p + 35, <uint64_t>max_timestamp)
-    kc_store_be64(p + 43, <uint64_t>producer_id)
-    kc_store_be16(p + 51, <uint16_t>producer_epoch)
-    kc_store_be32(p + 53, <uint32_t>base_sequence)
-    kc_store_be32(p + 57, <uint32_t>count)
-    kc_store_be32(p + 17, kc_crc32c(0, p + 21, 40 + payload_len))
+cdef inline void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,
+                              int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
+                              int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                              int32_t partition_leader_epoch) noexcept nogil:
+    # The header before a records region of payload_len bytes already at p + 61 (argument order of batch_bytes).
+    kc_batch_write(p, KC_BATCH_OVERHEAD + payload_len, base_offset, partition_leader_epoch, attributes,
+                   last_offset_delta, first_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                   count)
 
 
 
@@ -742,18 +725,18 @@ cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, 
         remaining = length - pos
         if remaining < 12:
             return 0 if remaining == 0 else -1
-        size = <int32_t>kc_load_be32(buf + pos + 8)
-        if size < 49 or remaining < 17 or buf[pos + 16] != 2 or remaining < size + 12:
+        size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH)
+        if size < 49 or remaining < 17 or buf[pos + KC_BATCH_MAGIC] != 2 or remaining < size + 12:
             return -1
-        attrs = buf[pos + 22]
-        if attrs & 0x07:
+        attrs = buf[pos + KC_BATCH_ATTRIBUTES + 1]
+        if attrs & KC_BATCH_COMPRESSION_MASK:
             return -1
-        count = <int32_t>kc_load_be32(buf + pos + 57)
+        count = <int32_t>kc_load_be32(buf + pos + KC_BATCH_RECORDS_COUNT)
         # A count the records region cannot hold is damage (reported by the general
         # path); it must not reach the column sizing, which trusts n_records.
         if count < 0 or count > (size - 49) // KC_MIN_RECORD_SIZE:
             return -1
-        if include_control or not (attrs & 0x20):
+        if include_control or not (attrs & KC_BATCH_CONTROL):
             n_records[0] += count
         pos += size + 12
 
@@ -1434,6 +1417,7 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     cdef const uint8_t *buf
     cdef int64_t rc = 0
     cdef uint8_t attrs
+    cdef kc_batch_header_t h
     cdef int err = 0
     cdef bint presized = False
     cdef _Acc a
@@ -1452,17 +1436,18 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
             rc = _walk(buf, length, include_control, &n)
             pos = 0
             while rc >= 0 and pos < length and err == 0:
-                size = <int32_t>kc_load_be32(buf + pos + 8) + 12
-                if size < 61 or size > length - pos:  # changed since _walk (a writer in another thread)
+                size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH) + 12
+                if size < KC_BATCH_OVERHEAD or size > length - pos:  # changed since _walk (a writer in another thread)
                     err = 1
                     break
-                attrs = buf[pos + 22]
-                if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size - 21):
+                kc_batch_read(buf + pos, &h)
+                attrs = <uint8_t>h.attributes
+                if validate and h.crc != kc_batch_checksum(buf + pos, size):
                     err = 1
-                elif include_control or not (attrs & 0x20):
-                    err = _acc_add(&a, buf + pos + 61, buf + pos + size, <int32_t>kc_load_be32(buf + pos + 57),
-                                   <int64_t>kc_load_be64(buf + pos), <int64_t>kc_load_be64(buf + pos + 27),
-                                   <int64_t>kc_load_be64(buf + pos + 35), (attrs & 0x08) != 0, False)
+                elif include_control or not (attrs & KC_BATCH_CONTROL):
+                    err = _acc_add(&a, buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count,
+                                   h.base_offset, h.base_timestamp, h.max_timestamp,
+                                   (attrs & KC_BATCH_TIMESTAMP_TYPE) != 0, False)
                 pos += size
                 if not presized and err == 0 and pos >= 65536:
                     presized = True

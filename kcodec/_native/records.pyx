@@ -22,9 +22,9 @@ from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 import numpy as np
 cimport numpy as cnp
 
-from kcodec._native.primitives cimport kc_crc32c, kc_store_be16, kc_store_be32, kc_store_be64
-from kcodec._native.primitives cimport kc_load_be16, kc_load_be32, kc_load_be64
-from kcodec._native.primitives cimport kc_varint_size, kc_bytes_shrink
+from kcodec._native.primitives cimport kc_load_be32, kc_load_be64, kc_varint_size, kc_bytes_shrink
+from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
+                                        KC_BATCH_CRC)
 from kcodec._native.native_codec cimport NativeCodec, native_of
 from kcodec._java_utf8 import decode as _java_utf8_decode
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
@@ -1338,14 +1338,14 @@ cdef class BatchBuilderCore:
             else:
                 dst = self._buf
         if total < 65536:
-            _write_header_raw(dst, self.base_offset, <int32_t>total, self.partition_leader_epoch,
-                              attributes, <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
-                              self.producer_epoch, self.base_sequence, self._count)
+            kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
+                           <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
+                           self.producer_epoch, self.base_sequence, self._count)
         else:  # the CRC of a large batch runs without the GIL
             with nogil:
-                _write_header_raw(dst, self.base_offset, <int32_t>total, self.partition_leader_epoch,
-                                  attributes, <int32_t>(last - self.base_offset), base_ts, max_ts,
-                                  self.producer_id, self.producer_epoch, self.base_sequence, self._count)
+                kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
+                               <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
+                               self.producer_epoch, self.base_sequence, self._count)
         self._built = True
         if detached is not None:
             return detached if self.pool is None else PooledBuffer(detached, total, self.pool)
@@ -1545,6 +1545,7 @@ cdef class RecordBatchBase:
                     object max_decompressed_size, object pool):
         # The header fields of the batch at p (total bytes, already checked to lie inside buf).
         cdef uint8_t hdr[61]
+        cdef kc_batch_header_t h
         if total < BATCH_OVERHEAD_:
             # too small for a header: ensure_valid() reports it; fields read as zero
             memset(hdr, 0, BATCH_OVERHEAD_)
@@ -1553,20 +1554,21 @@ cdef class RecordBatchBase:
         self._src = buf
         self.position = position
         self.size_in_bytes = total
-        self.base_offset = <int64_t>kc_load_be64(p)
-        self.batch_length = <int32_t>kc_load_be32(p + 8)
-        self.partition_leader_epoch = <int32_t>kc_load_be32(p + 12)
-        self._magic = <int8_t>p[16]
-        self.crc = kc_load_be32(p + 17)
+        kc_batch_read(p, &h)
+        self.base_offset = h.base_offset
+        self.batch_length = h.length
+        self.partition_leader_epoch = h.partition_leader_epoch
+        self._magic = h.magic
+        self.crc = h.crc
         # Only the low byte of the attributes is read, as Kafka does ((byte) getShort(21)).
-        self.attributes = p[22]
-        self.last_offset_delta = <int32_t>kc_load_be32(p + 23)
-        self.base_timestamp = <int64_t>kc_load_be64(p + 27)
-        self.max_timestamp = <int64_t>kc_load_be64(p + 35)
-        self.producer_id = <int64_t>kc_load_be64(p + 43)
-        self.producer_epoch = <int16_t>kc_load_be16(p + 51)
-        self.base_sequence = <int32_t>kc_load_be32(p + 53)
-        self.record_count = <int32_t>kc_load_be32(p + 57)
+        self.attributes = <uint8_t>h.attributes
+        self.last_offset_delta = h.last_offset_delta
+        self.base_timestamp = h.base_timestamp
+        self.max_timestamp = h.max_timestamp
+        self.producer_id = h.producer_id
+        self.producer_epoch = h.producer_epoch
+        self.base_sequence = h.base_sequence
+        self.record_count = h.records_count
         self._max_size = DEFAULT_MAX_DECOMPRESSED_SIZE if max_decompressed_size is None else max_decompressed_size
         self._pool = pool
 
@@ -1655,14 +1657,11 @@ cdef class RecordBatchBase:
     cdef uint32_t _checksum_at(self, const uint8_t *batch) noexcept:
         # CRC-32C of bytes [21, end) of this batch, which starts at `batch`.
         cdef uint32_t crc
-        cdef size_t n
-        if self.size_in_bytes <= 21:
-            return 0
-        n = <size_t>(self.size_in_bytes - 21)
+        cdef size_t n = <size_t>self.size_in_bytes
         if n < 65536:
-            return kc_crc32c(0, batch + 21, n)
+            return kc_batch_checksum(batch, n)
         with nogil:
-            crc = kc_crc32c(0, batch + 21, n)
+            crc = kc_batch_checksum(batch, n)
         return crc
 
     cdef int _ensure_valid_at(self, const uint8_t *batch) except -1:
@@ -1767,21 +1766,10 @@ def write_batch_header(out, Py_ssize_t pos, int64_t base_offset, int32_t total_s
         if pos < 0 or total_size < 61 or pos > view.len or total_size > view.len - pos:
             raise ValueError("the batch does not fit in the output buffer")
         p = <uint8_t *>view.buf + pos
-        kc_store_be64(p, <uint64_t>base_offset)
-        kc_store_be32(p + 8, <uint32_t>(total_size - 12))
-        kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
-        p[16] = 2
-        kc_store_be16(p + 21, <uint16_t>attributes)
-        kc_store_be32(p + 23, <uint32_t>last_offset_delta)
-        kc_store_be64(p + 27, <uint64_t>base_timestamp)
-        kc_store_be64(p + 35, <uint64_t>max_timestamp)
-        kc_store_be64(p + 43, <uint64_t>producer_id)
-        kc_store_be16(p + 51, <uint16_t>producer_epoch)
-        kc_store_be32(p + 53, <uint32_t>base_sequence)
-        kc_store_be32(p + 57, <uint32_t>records_count)
         with nogil:
-            crc = kc_crc32c(0, p + 21, <size_t>(total_size - 21))
-        kc_store_be32(p + 17, crc)
+            kc_batch_write(p, total_size, base_offset, partition_leader_epoch, attributes, last_offset_delta,
+                           base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records_count)
+        crc = kc_load_be32(p + KC_BATCH_CRC)
     finally:
         PyBuffer_Release(&view)
     return crc
@@ -1807,9 +1795,9 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
         if out is None:
             result = PyBytes_FromStringAndSize(NULL, total)
             memcpy(PyBytes_AS_STRING(result) + 61, rv.buf, rv.len)
-            _write_header_raw(<uint8_t *>PyBytes_AS_STRING(result), base_offset, <int32_t>total,
-                              partition_leader_epoch, attributes, last_offset_delta, base_timestamp,
-                              max_timestamp, producer_id, producer_epoch, base_sequence, records_count)
+            kc_batch_write(<uint8_t *>PyBytes_AS_STRING(result), total, base_offset, partition_leader_epoch,
+                           attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+                           producer_epoch, base_sequence, records_count)
             return result
         mv = memoryview(out)
         if len(mv) < total:
@@ -1823,41 +1811,20 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
         PyBuffer_Release(&rv)
 
 
-cdef void _write_header_raw(uint8_t *p, int64_t base_offset, int32_t total_size,
-                            int32_t partition_leader_epoch, int16_t attributes, int32_t last_offset_delta,
-                            int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
-                            int16_t producer_epoch, int32_t base_sequence, int32_t records_count) noexcept nogil:
-    kc_store_be64(p, <uint64_t>base_offset)
-    kc_store_be32(p + 8, <uint32_t>(total_size - 12))
-    kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
-    p[16] = 2
-    kc_store_be16(p + 21, <uint16_t>attributes)
-    kc_store_be32(p + 23, <uint32_t>last_offset_delta)
-    kc_store_be64(p + 27, <uint64_t>base_timestamp)
-    kc_store_be64(p + 35, <uint64_t>max_timestamp)
-    kc_store_be64(p + 43, <uint64_t>producer_id)
-    kc_store_be16(p + 51, <uint16_t>producer_epoch)
-    kc_store_be32(p + 53, <uint32_t>base_sequence)
-    kc_store_be32(p + 57, <uint32_t>records_count)
-    kc_store_be32(p + 17, kc_crc32c(0, p + 21, <size_t>(total_size - 21)))
-
-
 def read_batch_header(buf, Py_ssize_t pos=0) -> tuple:
     """The v2 header fields at ``buf[pos:pos+61]``: (baseOffset, batchLength,
     partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp,
     maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount)."""
     cdef Py_buffer view
-    cdef const uint8_t *p
+    cdef kc_batch_header_t h
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         if pos < 0 or pos > view.len or view.len - pos < 61:
             raise ValueError("fewer than 61 bytes for a v2 batch header")
-        p = <const uint8_t *>view.buf + pos
-        return (<int64_t>kc_load_be64(p), <int32_t>kc_load_be32(p + 8), <int32_t>kc_load_be32(p + 12),
-                <int8_t>p[16], kc_load_be32(p + 17), <int16_t>kc_load_be16(p + 21),
-                <int32_t>kc_load_be32(p + 23), <int64_t>kc_load_be64(p + 27), <int64_t>kc_load_be64(p + 35),
-                <int64_t>kc_load_be64(p + 43), <int16_t>kc_load_be16(p + 51), <int32_t>kc_load_be32(p + 53),
-                <int32_t>kc_load_be32(p + 57))
+        kc_batch_read(<const uint8_t *>view.buf + pos, &h)
+        return (h.base_offset, h.length, h.partition_leader_epoch, h.magic, h.crc, h.attributes,
+                h.last_offset_delta, h.base_timestamp, h.max_timestamp, h.producer_id, h.producer_epoch,
+                h.base_sequence, h.records_count)
     finally:
         PyBuffer_Release(&view)
 

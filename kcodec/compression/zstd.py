@@ -35,7 +35,7 @@ import os
 import threading
 from collections import OrderedDict
 from types import ModuleType
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from kcodec._native.codecs import ZSTD_ENTRY_POINTS, ZstdContext, zstd_native_codec, zstd_scan
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library

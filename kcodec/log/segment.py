@@ -13,7 +13,6 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -21,6 +20,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log._atomic import atomic_write_bytes
 from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex
+from kcodec.records import batch_header, message_header
 from kcodec.records.framing import Entry, iter_entries
 
 __all__ = [
@@ -62,15 +62,8 @@ def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
     v2: ``baseOffset + lastOffsetDelta`` and ``maxTimestamp``; v1: the
     (wrapper) message offset and timestamp; v0: the offset and -1.
     """
-    p = entry.position
-    if entry.magic >= 2:
-        (delta,) = struct.unpack_from(">i", buf, p + 23)
-        (max_ts,) = struct.unpack_from(">q", buf, p + 35)
-        return entry.offset + delta, max_ts
-    if entry.magic == 1:
-        (ts,) = struct.unpack_from(">q", buf, p + 18)
-        return entry.offset, ts
-    return entry.offset, -1
+    header = batch_header if entry.magic >= 2 else message_header
+    return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
 
 
 class LogSegment:

@@ -44,6 +44,7 @@ from kcodec.errors import (
     RecordBuilderError,
     UnsupportedCodecError,
 )
+from kcodec.records import message_header
 from kcodec.records.framing import LOG_OVERHEAD, java_long
 
 if TYPE_CHECKING:
@@ -64,21 +65,18 @@ __all__ = [
     "NO_TIMESTAMP",
 ]
 
-NO_TIMESTAMP = -1
+NO_TIMESTAMP = message_header.NO_TIMESTAMP
 HEADER_SIZE_V0 = 6  # crc, magic, attributes
 HEADER_SIZE_V1 = 14  # + timestamp
 RECORD_OVERHEAD_V0 = 14  # header + key and value length fields
 RECORD_OVERHEAD_V1 = 22
-_CODEC_MASK = 0x07
-_TIMESTAMP_TYPE_MASK = 0x08
+_CODEC_MASK = message_header.COMPRESSION_MASK
+_TIMESTAMP_TYPE_MASK = message_header.TIMESTAMP_TYPE_MASK
 
 _OFFSET_SIZE = struct.Struct(">qi")
-_CRC = struct.Struct(">I")
+_CRC = struct.Struct(">I")  # the message's first field after the log overhead
 _TIMESTAMP = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
-# offset, size, crc, magic, attributes[, timestamp]: a whole message header.
-_HEAD_V0 = struct.Struct(">qiIbb")
-_HEAD_V1 = struct.Struct(">qiIbbq")
 
 _TS_TYPES = (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
 _COMPRESSION_TYPES = tuple(CompressionType)
@@ -173,16 +171,15 @@ class LegacyRecordBatch:
         self._max_size = max_decompressed_size
         self._pool = pool
         self._offset = offset
-        msg_size = size - LOG_OVERHEAD
-        start = position + LOG_OVERHEAD
         # Fields up to the timestamp; a message too short for them is reported
         # by ensure_valid() with Kafka's text, and here read as zero.
-        self._crc = _CRC.unpack_from(mv, start)[0] if msg_size >= 4 else 0
-        magic = mv[start + 4] if msg_size >= 5 else 0
+        h = message_header
+        self._crc = _CRC.unpack_from(mv, position + h.CRC)[0] if size >= h.MAGIC else 0
+        magic = mv[position + h.MAGIC] if size > h.MAGIC else 0
         self._magic = magic - 256 if magic > 127 else magic
-        self._attributes = mv[start + 5] if msg_size >= 6 else 0
-        if self._magic != 0 and msg_size >= HEADER_SIZE_V1:
-            self._timestamp = _TIMESTAMP.unpack_from(mv, start + 6)[0]
+        self._attributes = mv[position + h.ATTRIBUTES] if size > h.ATTRIBUTES else 0
+        if self._magic != 0 and size - LOG_OVERHEAD >= HEADER_SIZE_V1:
+            self._timestamp = _TIMESTAMP.unpack_from(mv, position + h.TIMESTAMP)[0]
         else:
             self._timestamp = NO_TIMESTAMP
         # Inner framing of a wrapper, (offset, start, end, magic, attributes) per
@@ -652,14 +649,14 @@ class LegacyRecordBatchBuilder:
         size = self._overhead + len(payload)
         timestamp = self.log_append_time if self._lat else self._max_timestamp
         if self.magic == 0:
-            head = _HEAD_V0.pack(self._last_offset, size, 0, 0, attributes)
+            head = message_header.HEADER_V0.pack(self._last_offset, size, 0, 0, attributes)
         else:
-            head = _HEAD_V1.pack(self._last_offset, size, 0, 1, attributes, timestamp)
+            head = message_header.HEADER_V1.pack(self._last_offset, size, 0, 1, attributes, timestamp)
         out = bytearray(head)
         out += b"\xff\xff\xff\xff"  # null key
         out += _INT32.pack(len(payload))
         out += payload
-        _CRC.pack_into(out, LOG_OVERHEAD, crc32(memoryview(out)[LOG_OVERHEAD + 4:]))
+        message_header.seal(out, 0, len(out))
         return bytes(out)
 
 
