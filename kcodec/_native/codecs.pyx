@@ -21,7 +21,7 @@ from libc.string cimport memcpy, memset
 from libc.stdio cimport snprintf
 
 from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_load_be32, kc_load_le32, kc_store_be32
-from kcodec._native.primitives cimport kc_bytes_shrink, kc_crc32, kc_store_le32
+from kcodec._native.primitives cimport kc_bytes_shrink, kc_crc32, kc_store_le32, kc_xxh32
 from kcodec._native.native_codec cimport (kcodec_codec_v1, KCODEC_CODEC_CAPSULE_NAME, KCODEC_CODEC_ABI_VERSION,
                                           KCODEC_CODEC_THREAD_SAFE, KCODEC_CODEC_ERROR, KCODEC_CODEC_CORRUPT,
                                           KCODEC_CODEC_DST_TOO_SMALL, KCODEC_CODEC_BAD_LEVEL,
@@ -30,9 +30,6 @@ from kcodec._native.native_codec cimport (kcodec_codec_v1, KCODEC_CODEC_CAPSULE_
                                           PyThread_release_lock, WAIT_LOCK)
 
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
-
-cdef extern from "kc_xxhash.h" nogil:
-    uint32_t kc_xxh32(const uint8_t *p, size_t len, uint32_t seed)
 
 cdef extern from "Python.h":
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)

@@ -1,5 +1,6 @@
 # cython: language_level=3
-# C-level declarations shared by kcodec's Cython modules (``cimport``).
+# C-level declarations shared by kcodec's Cython modules (``cimport``): every csrc/ header,
+# declared here once.
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int8_t, int16_t, int32_t, int64_t
 
@@ -76,3 +77,69 @@ cdef extern from "kc_message.h" nogil:
     size_t kc_message_header_size(uint8_t magic)
     uint32_t kc_message_checksum(const uint8_t *m, size_t size)
     void kc_message_seal(uint8_t *m, size_t size)
+
+cdef extern from "kc_record.h" nogil:
+    int KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS, KC_REC_MANY_HEADERS
+    int KC_REC_NEG_HKEY, KC_REC_SIZE_MISMATCH, KC_REC_EOF, KC_REC_STREAM_SHORT
+    int KC_MIN_RECORD_SIZE
+    int64_t kc_add_i64(int64_t a, int64_t b)
+    ctypedef struct kc_record_t:
+        int32_t length
+        int32_t consumed
+        int32_t header_count
+        int32_t bad_value
+        int8_t attributes
+        int64_t timestamp_delta
+        int32_t offset_delta
+        int32_t key_len
+        int32_t value_len
+        const uint8_t *key
+        const uint8_t *value
+        const uint8_t *headers_start
+        const uint8_t *end
+    ctypedef struct kc_header_t:
+        int32_t key_len
+        int32_t value_len
+        int32_t bad_value
+        const uint8_t *key
+        const uint8_t *value
+    const char *kc_record_error_message(int code)
+    int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+    int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+    int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
+    int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_len,
+                                int32_t value_len, int32_t header_count, int64_t headers_size)
+    int64_t kc_record_size(int64_t body_size)
+    int64_t kc_header_size(int32_t key_len, int32_t value_len)
+    int64_t kc_write_record_sized(uint8_t *p, int64_t body_size, int64_t timestamp_delta,
+                                  int32_t offset_delta, const uint8_t *key, int32_t key_len,
+                                  const uint8_t *value, int32_t value_len, int32_t header_count)
+    int64_t kc_write_record(uint8_t *p, int64_t timestamp_delta, int32_t offset_delta,
+                            const uint8_t *key, int32_t key_len, const uint8_t *value,
+                            int32_t value_len, int32_t header_count)
+    int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t key_len, const uint8_t *value,
+                            int32_t value_len)
+
+cdef extern from "kc_xxhash.h" nogil:
+    uint32_t kc_xxh32(const uint8_t *p, size_t len, uint32_t seed)
+
+cdef extern from "kc_gather.h" nogil:
+    ctypedef struct kc_bincol_t:
+        uint8_t *data
+        int64_t len
+        int32_t *offs
+        uint8_t *nullmap
+        int64_t nulls
+    ctypedef struct kc_gather_t:
+        kc_bincol_t col[4]
+        int64_t *offset
+        int64_t *timestamp
+        int32_t *ts_type
+        int32_t *hlist
+        uint8_t *hnullmap
+        int64_t hnulls
+        int64_t n
+        int64_t nh
+    int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_t count, int stream,
+                         int64_t base_off, int64_t base_ts, int64_t max_ts, int lat, int headers)
+    void kc_nullmap_to_validity(uint8_t *map, int64_t n)

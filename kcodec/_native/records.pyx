@@ -162,46 +162,7 @@ cdef class Record:
                          self.coordinator_epoch))
 
 
-cdef extern from *:
-    """
-    #include <structmember.h>
-    #ifndef Py_T_OBJECT_EX
-    #define Py_T_OBJECT_EX T_OBJECT_EX
-    #define Py_READONLY READONLY
-    #endif
-    /* Replaces a type's getset descriptor `name` by a read-only member
-       descriptor over the object field at `offset`.  CPython's interpreter
-       (3.11+) reads member descriptors of object fields inline, with no call,
-       where getset descriptors cost a full attribute lookup and a call each:
-       rec.key and rec.value are read for every record. */
-    static int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) {
-        PyMemberDef *def = (PyMemberDef *)PyMem_Calloc(1, sizeof(PyMemberDef));
-        PyObject *descr;
-        int rc;
-        if (def == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        /* The type keeps using the definition for as long as it lives: never freed. */
-        def->name = name;
-        def->type = Py_T_OBJECT_EX;
-        def->offset = offset;
-        def->flags = Py_READONLY;
-        descr = PyDescr_NewMember(type, def);
-        if (descr == NULL)
-            return -1;
-        rc = PyDict_SetItemString(type->tp_dict, name, descr);
-        Py_DECREF(descr);
-        PyType_Modified(type);
-        return rc;
-    }
-    /* Expanded where used, after Cython has defined Record's struct; a
-       renamed class or field fails to compile. */
-    #define KC_RECORD_FIELD(name) offsetof(struct __pyx_obj_6kcodec_7_native_7records_Record, name)
-    #define KC_RECORD_KEY KC_RECORD_FIELD(key)
-    #define KC_RECORD_VALUE KC_RECORD_FIELD(value)
-    #define KC_RECORD_TIMESTAMP_TYPE KC_RECORD_FIELD(timestamp_type)
-    """
+cdef extern from "kc_members.h":
     int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
     Py_ssize_t KC_RECORD_KEY, KC_RECORD_VALUE, KC_RECORD_TIMESTAMP_TYPE
 
@@ -610,31 +571,7 @@ cdef inline bint _is_none_codec(compression):
     return False
 
 
-cdef extern from *:
-    """
-    /* Borrowed-reference reads for the builder's header scan. */
-    static inline PyObject *kc_seq_item(PyObject *seq, int is_list, Py_ssize_t i) {
-        return is_list ? PyList_GET_ITEM(seq, i) : PyTuple_GET_ITEM(seq, i);
-    }
-    static inline int kc_is_pair(PyObject *o) { return PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2; }
-    static inline PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i) { return PyTuple_GET_ITEM(t, i); }
-    static inline int kc_is_bytes(PyObject *o) { return PyBytes_CheckExact(o); }
-    static inline int kc_is_str(PyObject *o) { return PyUnicode_CheckExact(o); }
-    static inline int kc_is_none(PyObject *o) { return o == Py_None; }
-    static inline const char *kc_bytes_data(PyObject *o) { return PyBytes_AS_STRING(o); }
-    static inline Py_ssize_t kc_bytes_len(PyObject *o) { return PyBytes_GET_SIZE(o); }
-    static inline int kc_is_seq(PyObject *o) { return PyList_CheckExact(o) || PyTuple_CheckExact(o); }
-    static inline Py_ssize_t kc_seq_size(PyObject *o) { return Py_SIZE(o); }
-    /* Header keys are nearly always ASCII str, whose characters are already UTF-8:
-       read them in place instead of calling into the UTF-8 cache. */
-    static inline const char *kc_utf8(PyObject *o, Py_ssize_t *size) {
-        if (PyUnicode_IS_COMPACT_ASCII(o)) {
-            *size = PyUnicode_GET_LENGTH(o);
-            return (const char *)(((PyASCIIObject *)o) + 1);
-        }
-        return PyUnicode_AsUTF8AndSize(o, size);
-    }
-    """
+cdef extern from "kc_pyseq.h":
     PyObject *kc_seq_item(PyObject *seq, bint is_list, Py_ssize_t i)
     bint kc_is_pair(PyObject *o)
     PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i)
@@ -1377,93 +1314,7 @@ cdef inline uint8_t *_data_of(obj):
     return <uint8_t *>PyByteArray_AS_STRING(obj)
 
 
-cdef extern from *:
-    """
-    /* RecordBatchBuilder's tp_new.  Magic 2, the default and once per batch,
-       goes straight to BatchBuilderCore's tp_new (a __new__ written in
-       Python costs a third of a microsecond per batch); any other magic to a
-       Python function that makes a legacy builder, refuses the magic, or
-       returns None for a v2 builder after all. */
-    static newfunc kc_core_new = NULL;
-    static PyTypeObject *kc_builder_type = NULL;
-    static PyObject *kc_other_magic = NULL;
-    static PyObject *kc_magic_name = NULL;  /* interned "magic" */
-
-    static PyObject *kc_builder_tp_new(PyTypeObject *t, PyObject *args, PyObject *kwds) {
-        if (t == kc_builder_type) {
-            PyObject *magic = NULL;
-            int overflow = 0;
-            if (args && PyTuple_GET_SIZE(args) > 0)
-                magic = PyTuple_GET_ITEM(args, 0);
-            else if (kwds && PyDict_GET_SIZE(kwds))
-                magic = PyDict_GetItem(kwds, kc_magic_name);  /* borrowed; never raises */
-            if (magic && !(PyLong_CheckExact(magic) && PyLong_AsLongAndOverflow(magic, &overflow) == 2)) {
-                PyObject *head = PyTuple_Pack(1, (PyObject *)t), *all, *out;
-                if (head == NULL)
-                    return NULL;
-                all = args ? PySequence_Concat(head, args) : (Py_INCREF(head), head);
-                Py_DECREF(head);
-                if (all == NULL)
-                    return NULL;
-                out = PyObject_Call(kc_other_magic, all, kwds);
-                Py_DECREF(all);
-                if (out != Py_None)
-                    return out;  /* a legacy builder, or NULL with the error */
-                Py_DECREF(out);  /* a magic equal to 2 that is not the int 2 */
-            }
-        }
-        return kc_core_new(t, args, kwds);
-    }
-
-    /* RecordBatchBuilder.__new__ as Python sees it (super().__new__ in a
-       subclass, copy protocols): the same dispatch for any subclass. */
-    static PyObject *kc_builder_new_wrapper(PyObject *self, PyObject *args, PyObject *kwds) {
-        PyObject *sub, *rest, *out;
-        if (PyTuple_GET_SIZE(args) < 1) {
-            PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder.__new__(): not enough arguments");
-            return NULL;
-        }
-        sub = PyTuple_GET_ITEM(args, 0);
-        if (!PyType_Check(sub) || !PyType_IsSubtype((PyTypeObject *)sub, kc_builder_type)) {
-            PyErr_Format(PyExc_TypeError, "RecordBatchBuilder.__new__(%R): not a subtype of RecordBatchBuilder", sub);
-            return NULL;
-        }
-        rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
-        if (rest == NULL)
-            return NULL;
-        out = kc_builder_tp_new((PyTypeObject *)sub, rest, kwds);
-        Py_DECREF(rest);
-        return out;
-    }
-
-    static PyMethodDef kc_builder_new_def = {
-        "__new__", (PyCFunction)(void (*)(void))kc_builder_new_wrapper, METH_VARARGS | METH_KEYWORDS,
-        "Create and return a new builder: RecordBatchBuilder for magic 2, a legacy builder for 0 and 1."};
-
-    static int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) {
-        PyObject *wrapper;
-        if (kc_magic_name == NULL && (kc_magic_name = PyUnicode_InternFromString("magic")) == NULL)
-            return -1;
-        Py_INCREF(other_magic);
-        Py_XSETREF(kc_other_magic, other_magic);
-        Py_INCREF(cls);
-        Py_XSETREF(kc_builder_type, (PyTypeObject *)cls);
-        kc_core_new = ((PyTypeObject *)core)->tp_new;
-        ((PyTypeObject *)cls)->tp_new = kc_builder_tp_new;
-        /* Set in the type's dict directly: setting the attribute would make
-           the slot call __new__ through Python again. */
-        wrapper = PyCFunction_NewEx(&kc_builder_new_def, cls, NULL);
-        if (wrapper == NULL)
-            return -1;
-        if (PyDict_SetItemString(((PyTypeObject *)cls)->tp_dict, "__new__", wrapper) < 0) {
-            Py_DECREF(wrapper);
-            return -1;
-        }
-        Py_DECREF(wrapper);
-        PyType_Modified((PyTypeObject *)cls);
-        return 0;
-    }
-    """
+cdef extern from "kc_builder_new.h":
     int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) except -1
 
 
@@ -1917,12 +1768,7 @@ cdef class PooledBuffer:
         self._exports -= 1
 
 
-cdef extern from *:
-    """
-    static PyObject *kc_tp_new(PyObject *type, PyObject *args, PyObject *kwds) {
-        return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, kwds);
-    }
-    """
+cdef extern from "kc_tp_new.h":
     object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
 
 
