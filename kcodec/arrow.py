@@ -29,6 +29,7 @@ from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, T
 from kcodec.errors import InvalidRecordError, KcodecError, LimitExceededError, RecordBuilderError
 from kcodec.records.batch import RecordBatch
 from kcodec.records.batch_header import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
+from kcodec.records.pool import BufferPool, PooledBuffer
 from kcodec.records.reader import read_batches
 
 __all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "column_cache", "BATCH_FIELDS"]
@@ -132,10 +133,15 @@ def _add_v2(acc: ColumnAccumulator, batch: RecordBatch) -> None:
     count = batch._count()  # a negative count raises Kafka's error
     if count == 0:  # Kafka never looks at the payload of an empty batch
         return
-    data = batch.records_data()
+    data = batch._pooled_records()  # a pooled buffer, given back as soon as the columns hold the records
     compressed = (batch.attributes & COMPRESSION_MASK) != 0
-    if not acc.add(data, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
-                   bool(batch.attributes & TIMESTAMP_TYPE_MASK), compressed):
+    try:
+        added = acc.add(data, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
+                        bool(batch.attributes & TIMESTAMP_TYPE_MASK), compressed)
+    finally:
+        if type(data) is PooledBuffer:
+            data.release()
+    if not added:
         batch.scan()  # reports the damage with Kafka's message and position
         raise InvalidRecordError("Found invalid record structure", position=batch.position,
                                  batch_offset=batch.base_offset)
@@ -248,7 +254,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
                                         max_decompressed_size)
                 if tables is not None:
                     return _concat(tables)
-        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
+        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
+                               pool=BufferPool())
     return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, headers)
 
 
@@ -275,7 +282,8 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
 
     def part(a: int, b: int):
         try:
-            batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size)
+            batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
+                                   pool=BufferPool())
             return _general(batches, b - a, schema, topic, partition, (), include_control, headers)
         except KcodecError:
             return None

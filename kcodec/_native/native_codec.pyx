@@ -7,6 +7,7 @@ its Python methods only.  The builder, ``from_arrow``, ``to_arrow`` and the
 readers take this one path for every codec, built-in or plugin.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cpython.ref cimport Py_DECREF
@@ -141,8 +142,9 @@ cdef class NativeCodec:
             return KCODEC_CODEC_ERROR
         return got
 
-    cdef object decompress_buffer(self, object data, int magic, int64_t max_size):
-        """The decompressed ``data`` as bytes, at most ``max_size`` of them.
+    cdef object decompress_buffer(self, object data, int magic, int64_t max_size, object pool=None):
+        """The decompressed ``data`` as bytes, at most ``max_size`` of them; with a
+        :class:`~kcodec.records.BufferPool`, ``(bytearray from the pool, size)`` instead.
 
         The output starts at the codec's size hint (or four times the input)
         and grows while the codec answers DST_TOO_SMALL, up to ``max_size``.
@@ -150,10 +152,11 @@ cdef class NativeCodec:
         error, which names the byte; the native message stands if it has none.
         """
         cdef Py_buffer view
-        cdef int64_t guess = -1, cap, got = 0
+        cdef int64_t guess = -1, cap, room, got = 0
         cdef char err[_ERR_CAP]
         cdef PyObject *out = NULL
         cdef uint8_t *dst
+        store = None
         err[0] = 0
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
@@ -163,21 +166,32 @@ cdef class NativeCodec:
             cap = guess if guess >= 0 else max(4 * <int64_t>view.len, <int64_t>_FIRST_GUESS_MIN)
             cap = min(cap, max_size)
             while True:
-                out = _raw_bytes(NULL, cap)
-                dst = <uint8_t *>_raw_bytes_data(out)
+                if pool is None:
+                    out = _raw_bytes(NULL, cap)
+                    dst = <uint8_t *>_raw_bytes_data(out)
+                    room = cap
+                else:
+                    store = pool.get(cap)
+                    dst = <uint8_t *>PyByteArray_AS_STRING(store)
+                    room = min(<int64_t>PyByteArray_GET_SIZE(store), max_size)
                 with nogil:
-                    got = self.call_decompress(<const uint8_t *>view.buf, view.len, dst, cap, magic, err, _ERR_CAP)
+                    got = self.call_decompress(<const uint8_t *>view.buf, view.len, dst, room, magic, err, _ERR_CAP)
                 if got >= 0:
                     break
-                Py_DECREF(<object>out)
-                out = NULL
-                if got != KCODEC_CODEC_DST_TOO_SMALL or cap >= max_size:
+                if pool is None:
+                    Py_DECREF(<object>out)
+                    out = NULL
+                else:
+                    pool.put(store)
+                if got != KCODEC_CODEC_DST_TOO_SMALL or room >= max_size:
                     break
-                cap = min(max(cap * 4, <int64_t>_FIRST_GUESS_MIN), max_size)
+                cap = min(max(room * 4, <int64_t>_FIRST_GUESS_MIN), max_size)
         finally:
             PyBuffer_Release(&view)
         if got < 0:
             self._decompress_failed(got, err, data, magic, max_size)
+        if pool is not None:
+            return store, got
         kc_bytes_shrink(&out, got)
         result = <object>out
         Py_DECREF(result)

@@ -1581,6 +1581,22 @@ cdef class RecordBatchBase:
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
 
+    def _pooled_records(self):
+        """:meth:`records_data`, decompressed into a buffer of the batch's pool where it has one
+        and its codec native functions: then a PooledBuffer the caller releases."""
+        cdef int cid = self.attributes & 0x07
+        cdef NativeCodec native
+        if cid == 0 or self._pool is None:
+            return self.records_data()
+        try:
+            native = native_of(get_codec(cid))
+            if native is None:
+                return self.records_data()
+            store, size = native.decompress_buffer(self.payload, 2, self._max_size, self._pool)
+        except KcodecError as exc:
+            raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+        return PooledBuffer(store, size, self._pool)
+
     def __iter__(self):
         """Decode lazily, one record per step; every call starts again from the first record."""
         cdef bint compressed = (self.attributes & 0x07) != 0
