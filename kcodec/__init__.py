@@ -36,6 +36,7 @@ from kcodec.errors import (
 # name -> module that defines it; imported on first access (PEP 562).
 _LAZY = {
     "RecordBatchBuilder": "kcodec.records",
+    "batch_builder": "kcodec.records",
     "LegacyRecordBatchBuilder": "kcodec.records",
     "BufferPool": "kcodec.records",
     "RecordBatch": "kcodec.records",
@@ -115,6 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Record,
         RecordBatch,
         RecordBatchBuilder,
+        batch_builder,
         convert_magic,
         read_batches,
     )

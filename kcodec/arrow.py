@@ -552,7 +552,7 @@ def from_arrow(table: "pyarrow.Table", **options) -> List[bytes]:
 def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset, timestamp_type,
                        log_append_time) -> Iterator[bytes]:
     # Old message formats exist for conversions only; records go through the builder.
-    from kcodec.records import RecordBatchBuilder
+    from kcodec.records import batch_builder
 
     pa = _pa()
     value = _column(table, "value")
@@ -574,9 +574,9 @@ def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_o
             yield bytes(builder.build())
             builder = None
         if builder is None:
-            builder = RecordBatchBuilder(magic=magic, compression=compression, level=level, base_offset=off,
-                                         timestamp_type=timestamp_type, log_append_time=log_append_time,
-                                         write_limit=max_batch_bytes)
+            builder = batch_builder(magic=magic, compression=compression, level=level, base_offset=off,
+                                    timestamp_type=timestamp_type, log_append_time=log_append_time,
+                                    write_limit=max_batch_bytes)
         builder.append(keys[i], values[i], ts, offset=off)
     if builder is not None:
         yield bytes(builder.build())

@@ -670,7 +670,8 @@ cdef class BatchBuilderCore:
                  write_limit=None, pool=None, float estimated_compression_ratio=1.0):
         cdef Py_ssize_t initial
         if magic != 2:
-            raise RecordBuilderError(f"unsupported magic {magic!r} for a v2 batch builder")
+            raise RecordBuilderError(f"RecordBatchBuilder writes magic 2, not {magic!r}; "
+                                     "kcodec.batch_builder(magic=...) makes a builder for any magic")
         if self._busy:
             raise RecordBuilderError(_REENTERED)
         if self._store != NULL:  # __init__ called again: start over
@@ -1312,29 +1313,6 @@ cdef inline uint8_t *_data_of(obj):
     if type(obj) is bytes:
         return <uint8_t *>PyBytes_AS_STRING(obj)
     return <uint8_t *>PyByteArray_AS_STRING(obj)
-
-
-cdef extern from "kc_builder_new.h":
-    int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) except -1
-
-
-def install_builder_new(type builder_cls, legacy_factory):
-    """Make ``builder_cls(magic=0|1, ...)`` return ``legacy_factory(magic, **kwargs)``.
-
-    Magic 2 (and any subclass of ``builder_cls``) constructs the native
-    builder without a Python-level ``__new__``.
-    """
-    if not issubclass(builder_cls, BatchBuilderCore):
-        raise TypeError(f"{builder_cls!r} is not a BatchBuilderCore")
-
-    def other_magic(cls, magic=2, *args, **kwargs):
-        if magic == 2:
-            return None
-        if magic == 0 or magic == 1:
-            return legacy_factory(magic, **kwargs)
-        raise RecordBuilderError(f"unsupported magic {magic!r}: use 0, 1 or 2")
-
-    kc_install_builder_new(<PyObject *>builder_cls, <PyObject *>BatchBuilderCore, <PyObject *>other_magic)
 
 
 def record_size(int32_t offset_delta, int64_t timestamp_delta, key, value, headers=()) -> int:

@@ -622,15 +622,15 @@ class LegacyRecordBatchBuilder:
 
     # -- output ------------------------------------------------------------------
     def build(self) -> bytes:
-        """The message set as ``bytes`` (empty when nothing was appended).
+        """The message set as ``bytes``; RecordBuilderError without records, as for magic 2.
 
         The result is owned by the caller; building twice returns the same object.
         """
         if self._built is not None:
             return self._built
         if self._count == 0:
-            out = b""
-        elif self._codec_id == 0:
+            raise RecordBuilderError("cannot build a batch without records (Kafka writes nothing)")
+        if self._codec_id == 0:
             out = bytes(self._buf)
         else:
             out = self._wrap()
