@@ -21,11 +21,16 @@ if sanitize:
     link_args = [f"-fsanitize={sanitize}"]
 
 
+#: System libraries a module links: zlib for the gzip codec's native functions.
+LIBRARIES = {"codecs": ["z"]}
+
+
 def ext(name: str) -> Extension:
     return Extension(
         f"kcodec._native.{name}",
         sources=[f"kcodec/_native/{name}.pyx", *C_SOURCES],
-        include_dirs=["csrc", numpy.get_include()],
+        include_dirs=["csrc", "kcodec/include", numpy.get_include()],
+        libraries=LIBRARIES.get(name, []),
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args,
         extra_link_args=link_args,

@@ -39,6 +39,7 @@ from kcodec.errors import (
 # name -> module that defines it; imported on first access (PEP 562).
 _LAZY = {
     "RecordBatchBuilder": "kcodec.records",
+    "batch_builder": "kcodec.records",
     "LegacyRecordBatchBuilder": "kcodec.records",
     "BufferPool": "kcodec.records",
     "RecordBatch": "kcodec.records",
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Record,
         RecordBatch,
         RecordBatchBuilder,
+        batch_builder,
         convert_magic,
         read_batches,
     )

@@ -22,18 +22,15 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
 
 from kcodec._extras import require
 from kcodec._java_utf8 import decode as java_utf8_decode
-from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, batch_header_into,
-                                     columns_uncompressed_v2, encode_columnar, split_batches)
+from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, columns_uncompressed_v2,
+                                     compressed_batch, encode_columnar, split_batches)
 from kcodec._native.columnar import column_cache as _column_cache
+from kcodec._native.native_codec import native_of
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import InvalidRecordError, KcodecError, LimitExceededError, RecordBuilderError
-from kcodec.records.batch import (
-    COMPRESSION_MASK,
-    TIMESTAMP_TYPE_MASK,
-    TRANSACTIONAL_MASK,
-    RecordBatch,
-)
-from kcodec.records.framing import RECORD_BATCH_OVERHEAD
+from kcodec.records.batch import RecordBatch
+from kcodec.records.batch_header import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
+from kcodec.records.pool import BufferPool, PooledBuffer
 from kcodec.records.reader import read_batches
 
 __all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "column_cache", "BATCH_FIELDS"]
@@ -136,10 +133,15 @@ def _add_v2(acc: ColumnAccumulator, batch: RecordBatch) -> None:
     count = batch._count()  # a negative count raises Kafka's error
     if count == 0:  # Kafka never looks at the payload of an empty batch
         return
-    data = batch.records_data()
+    data = batch._pooled_records()  # a pooled buffer, given back as soon as the columns hold the records
     compressed = (batch.attributes & COMPRESSION_MASK) != 0
-    if not acc.add(data, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
-                   bool(batch.attributes & TIMESTAMP_TYPE_MASK), compressed):
+    try:
+        added = acc.add(data, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
+                        bool(batch.attributes & TIMESTAMP_TYPE_MASK), compressed)
+    finally:
+        if type(data) is PooledBuffer:
+            data.release()
+    if not added:
         batch.scan()  # reports the damage with Kafka's message and position
         raise InvalidRecordError("Found invalid record structure", position=batch.position,
                                  batch_offset=batch.base_offset)
@@ -253,7 +255,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
                                         max_decompressed_size)
                 if tables is not None:
                     return _concat(tables)
-        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size)
+        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
+                               pool=BufferPool())
     return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, validate, headers)
 
 
@@ -280,7 +283,8 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
 
     def part(a: int, b: int):
         try:
-            batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size)
+            batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
+                                   pool=BufferPool())
             return _general(batches, b - a, schema, topic, partition, (), include_control, validate, headers)
         except KcodecError:
             return None
@@ -458,7 +462,7 @@ def _from_arrow(table: "pyarrow.Table", *, compression: Union[CompressionType, i
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     codec = get_codec(compression)
-    lvl = CompressionType(codec.id).validate_level(level) if codec.id <= 4 else codec.resolve_level(level)
+    lvl = codec.resolve_level(level)
     ts_type = TimestampType(timestamp_type)
     if ts_type == TimestampType.LOG_APPEND_TIME and log_append_time is None:
         raise RecordBuilderError("a LOG_APPEND_TIME batch needs log_append_time")
@@ -526,17 +530,18 @@ def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, att
     # writes header, CRC and payload into the result.
     pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
     first_off, last_off = first_off.tolist(), last_off.tolist()
-    # kcodec's own lz4, snappy and zstd write each frame after room for the header, sparing a copy.
-    after = getattr(codec, "_compress_after", None)
+    # A codec with native functions (every built-in) writes each frame after room for the header,
+    # without the GIL, sparing a copy; a Python-only codec goes through its compress().
+    native = native_of(codec)
+    native_level = 0 if lvl is None else lvl
     for b in range(len(first_ts)):
         region = mv[pos[b]:pos[b + 1]]
         seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
         header = (first_off[b], last_off[b] - first_off[b], first_ts[b],
                   max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
                   attributes, producer_id, producer_epoch, seq, partition_leader_epoch)
-        batch = after(region, lvl, RECORD_BATCH_OVERHEAD) if after is not None else None
-        if batch is not None:
-            yield batch_header_into(batch, *header)
+        if native is not None:
+            yield compressed_batch(native, region, native_level, *header)
         else:
             yield batch_bytes(codec.compress(region, lvl, magic=2), *header)
 
@@ -552,7 +557,7 @@ def from_arrow(table: "pyarrow.Table", **options) -> List[bytes]:
 def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset, timestamp_type,
                        log_append_time) -> Iterator[bytes]:
     # Old message formats exist for conversions only; records go through the builder.
-    from kcodec.records import RecordBatchBuilder
+    from kcodec.records import batch_builder
 
     pa = _pa()
     value = _column(table, "value")
@@ -574,9 +579,9 @@ def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_o
             yield bytes(builder.build())
             builder = None
         if builder is None:
-            builder = RecordBatchBuilder(magic=magic, compression=compression, level=level, base_offset=off,
-                                         timestamp_type=timestamp_type, log_append_time=log_append_time,
-                                         write_limit=max_batch_bytes)
+            builder = batch_builder(magic=magic, compression=compression, level=level, base_offset=off,
+                                    timestamp_type=timestamp_type, log_append_time=log_append_time,
+                                    write_limit=max_batch_bytes)
         builder.append(keys[i], values[i], ts, offset=off)
     if builder is not None:
         yield bytes(builder.build())

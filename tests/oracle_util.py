@@ -22,10 +22,22 @@ from kcodec import RecordBatchBuilder, TimestampType, get_codec
 from kcodec.records import ControlRecordType
 
 FIXTURES = Path(__file__).parent / "fixtures" / "oracle"
-# KCODEC_ORACLE_DIR names the oracle when the checkout is not next to it.
-ORACLE_DIR = Path(os.environ.get("KCODEC_ORACLE_DIR") or Path(__file__).resolve().parents[2] / "shared" / "oracle")
-if not ORACLE_DIR.exists():
-    ORACLE_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "oracle"
+
+
+def _oracle_dir() -> Path:
+    """The directory KCODEC_ORACLE_DIR names when present, else ../shared/oracle beside
+    the checkout, or one level further up from a git worktree."""
+    named = os.environ.get("KCODEC_ORACLE_DIR")
+    if named and Path(named).exists():
+        return Path(named)
+    here = Path(__file__).resolve()
+    for up in (2, 3):
+        if (here.parents[up] / "shared" / "oracle").exists():
+            return here.parents[up] / "shared" / "oracle"
+    return here.parents[2] / "shared" / "oracle"
+
+
+ORACLE_DIR = _oracle_dir()
 
 
 def _digest_b64(v: Optional[str]) -> Optional[str]:

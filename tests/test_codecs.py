@@ -23,6 +23,7 @@ import pytest
 import kcodec
 from kcodec import get_codec
 from kcodec._native.codecs import xxh32
+from kcodec._native.native_codec import native_of
 from kcodec._native.primitives import crc32, crc32c, decode_varint, decode_varlong
 from kcodec.compression.lz4 import LZ4_FRAME_HEADER, LZ4_FRAME_HEADER_V0
 from kcodec.errors import UnsupportedCodecError
@@ -701,8 +702,17 @@ def _native_pair(codec_class, missing: str):
     """A codec calling its library's C functions directly, and one held to the Python API."""
     native, python = codec_class(), codec_class()
     native.load()
-    python.load()
-    python._native = None
+    switch = f"KCODEC_{codec_class.name.upper()}_NATIVE"
+    old = os.environ.get(switch)
+    os.environ[switch] = "0"
+    try:
+        python.load()  # the engine is chosen when the codec loads
+    finally:
+        if old is None:
+            del os.environ[switch]
+        else:
+            os.environ[switch] = old
+    assert not python.native
     if not native.native:
         pytest.skip(missing)
     return native, python
@@ -848,7 +858,9 @@ def test_zstd_native_frames_equal_zstd_jnis_stream(level):
         assert framed == _zstd_jni_stream(data, level), size
         if size <= 131072:
             assert framed == python.compress(data, level), size
-        assert native._compress_after(data, level, 61)[61:] == framed
+        out = bytearray(61 + native_of(native).compress_bound(len(data), level))
+        assert native.compress_into(data, out, level, headroom=61) == len(framed)
+        assert out[61:61 + len(framed)] == framed
         assert native.decompress(framed) == data == python.decompress(framed)
 
 
@@ -932,23 +944,37 @@ def test_zstd_native_can_be_turned_off():
     assert out["0"][-1] == out["1"][-1]
 
 
-@pytest.mark.parametrize("name", ["lz4", "snappy", "zstd"])
-def test_compress_after_headroom_is_the_same_frame(name):
+@pytest.mark.parametrize("name", ["gzip", "lz4", "snappy", "zstd"])
+def test_native_headroom_is_the_same_frame(name):
+    from kcodec._native.native_codec import native_of
+
     codec = get_codec(name)
+    native = native_of(codec)
+    if native is None:  # no native lz4 / no cramjam here: the builder copies instead
+        pytest.skip(f"{name} has no native functions with this backend")
     data = bytes(random.Random(3).getrandbits(8) for _ in range(150_000)) + b"z" * 100_000
-    out = codec._compress_after(data, None, 61)
-    if out is None:  # no native lz4 / no cramjam here: the builder copies instead
-        pytest.skip(f"{name} has no headroom path with this backend")
+    level = codec.resolve_level(None)
+    level = 0 if level is None else level
+    out = native.compress(data, level, 2, 61)
     assert type(out) is bytes and out[61:] == codec.compress(data)
-    assert codec._compress_after(b"", None, 61)[61:] == codec.compress(b"")
+    assert native.compress(b"", level, 2, 61)[61:] == codec.compress(b"")
+    room = bytearray(61 + native.compress_bound(len(data), level))
+    written = codec.compress_into(data, room, headroom=61)
+    assert room[61:61 + written] == codec.compress(data) and room[:61] == bytes(61)
+    with pytest.raises(kcodec.LimitExceededError):
+        codec.compress_into(data, bytearray(100))
+    plain = bytearray(len(data))
+    assert codec.decompress_into(codec.compress(data), plain) == len(data) and plain == data
+    with pytest.raises(kcodec.LimitExceededError):
+        codec.decompress_into(codec.compress(data), bytearray(len(data) - 1))
 
 
-def test_batch_header_into_checks_room_and_matches_batch_bytes():
-    from kcodec._native.columnar import batch_bytes, batch_header_into
+def test_compressed_batch_matches_batch_bytes():
+    from kcodec._native.columnar import batch_bytes, compressed_batch
+    from kcodec._native.native_codec import native_of
 
-    payload = b"compressed records"
-    fields = (100, 4, 1_700_000_000_000, 1_700_000_000_009, 5, 3, 77, 1, 9, 2)
-    room = bytes(61) + payload
-    assert batch_header_into(room, *fields) == batch_bytes(payload, *fields)
-    with pytest.raises(ValueError, match="61 bytes"):
-        batch_header_into(b"short", *fields)
+    codec = get_codec("gzip")
+    records = b"uncompressed records " * 50
+    fields = (100, 4, 1_700_000_000_000, 1_700_000_000_009, 5, 1, 77, 1, 9, 2)
+    assert compressed_batch(native_of(codec), records, 6, *fields) == batch_bytes(codec.compress(records, 6),
+                                                                                   *fields)

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kcodec import CompressionType, TimestampType, get_codec
+import kcodec
 from kcodec.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -503,7 +504,9 @@ def test_builder_with_a_registered_codec():
 
 
 def test_builder_empty_and_default_timestamp():
-    assert LegacyRecordBatchBuilder(1, "gzip").build() == b""
+    for magic in (0, 1, 2):  # the same for every magic
+        with pytest.raises(RecordBuilderError, match="without records"):
+            kcodec.batch_builder(magic, compression="gzip").build()
     b = LegacyRecordBatchBuilder(1)
     b.append(b"k", b"v")
     (r,) = one(b.build()).records()

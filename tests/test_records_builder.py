@@ -9,7 +9,7 @@ import kcodec
 from kcodec import CompressionType, RecordBatchBuilder, TimestampType, read_batches
 from kcodec.errors import InvalidRecordError, RecordBuilderError, UnsupportedCodecError
 from kcodec.records import ControlRecordType, EndTransactionMarker, Record, RecordBatch
-from kcodec.records.batch import increment_sequence
+from kcodec.records.batch_header import increment_sequence
 from oracle_util import oracle_available, oracle_verify
 
 TS = 1_700_000_000_000
@@ -158,7 +158,7 @@ def test_zstd_levels_and_validation():
     with pytest.raises((RecordBuilderError, UnsupportedCodecError, ValueError)):
         RecordBatchBuilder(compression="gzip", level=42)
     with pytest.raises(UnsupportedCodecError):
-        RecordBatchBuilder(magic=1, compression="zstd")
+        kcodec.batch_builder(magic=1, compression="zstd")
 
 
 def test_transactional_and_producer_state():
@@ -230,30 +230,34 @@ def test_empty_builder_refuses_to_build():
         RecordBatchBuilder().build()
 
 
-def test_magic_v1_delegates_and_refuses_headers():
-    b = RecordBatchBuilder(magic=1)
+def test_magic_v1_builder_refuses_headers():
+    b = kcodec.batch_builder(magic=1)
     with pytest.raises(RecordBuilderError, match="Magic v1 does not support record headers"):
         b.append(b"k", b"v", TS, [("h", b"v")])
     b.append(b"k", b"v", TS)
     batch = one(bytes(b.build()))
     assert batch.magic == 1 and batch.records()[0].value == b"v"
     with pytest.raises(RecordBuilderError):
-        RecordBatchBuilder(magic=1, is_transactional=True)
+        kcodec.batch_builder(magic=1, is_transactional=True)
 
 
-def test_magic_selects_the_builder_however_it_is_passed():
+def test_batch_builder_selects_the_builder_for_the_magic():
     from kcodec.records.legacy import LegacyRecordBatchBuilder
 
     for args, kwargs in [((), {}), ((2,), {}), ((), {"magic": 2}), ((2.0,), {}), ((), {"magic": True + 1})]:
-        b = RecordBatchBuilder(*args, compression="gzip", **kwargs)
+        b = kcodec.batch_builder(*args, compression="gzip", **kwargs)
         assert type(b) is RecordBatchBuilder and b.compression_id == 1
+        assert type(RecordBatchBuilder(*args, compression="gzip", **kwargs)) is RecordBatchBuilder
     for args, kwargs in [((0,), {}), ((1,), {}), ((), {"magic": 0}), ((), {"magic": 1.0})]:
-        b = RecordBatchBuilder(*args, compression="gzip", **kwargs)
+        b = kcodec.batch_builder(*args, compression="gzip", **kwargs)
         assert isinstance(b, LegacyRecordBatchBuilder) and b.magic in (0, 1) and b.compression == 1
-    for magic in (3, -1, 2 ** 70, "2", None):
+    for magic in (3, -1, 2 ** 70, "2", None, True):
         with pytest.raises(RecordBuilderError, match="unsupported magic"):
+            kcodec.batch_builder(magic=magic)
+    for magic in (0, 1, 3, None):
+        with pytest.raises(RecordBuilderError, match="writes magic 2"):
             RecordBatchBuilder(magic=magic)
-        with pytest.raises(RecordBuilderError, match="unsupported magic"):
+        with pytest.raises(RecordBuilderError, match="writes magic 2"):
             RecordBatchBuilder(magic)
 
     class Producer(RecordBatchBuilder):
@@ -261,7 +265,7 @@ def test_magic_selects_the_builder_however_it_is_passed():
 
     # A subclass always builds v2 (its __init__ refuses other magics).
     assert type(Producer(compression="lz4")) is Producer
-    with pytest.raises(RecordBuilderError, match="unsupported magic"):
+    with pytest.raises(RecordBuilderError, match="writes magic 2"):
         Producer(magic=1)
 
     class Counting(RecordBatchBuilder):
@@ -273,7 +277,7 @@ def test_magic_selects_the_builder_however_it_is_passed():
 
     b = Counting(compression="gzip", write_limit=100)
     assert type(b) is Counting and b.compression_id == 1 and b.write_limit == 100 and Counting.made == 1
-    assert type(RecordBatchBuilder.__new__(RecordBatchBuilder, magic=1)) is LegacyRecordBatchBuilder
+    assert type(RecordBatchBuilder.__new__(RecordBatchBuilder, magic=1)) is RecordBatchBuilder  # no dispatch in __new__
     with pytest.raises(TypeError, match="not a subtype"):
         RecordBatchBuilder.__new__(int)
 

@@ -165,12 +165,12 @@ def test_codec_checks():
     with pytest.raises(UnsupportedCodecError):
         RecordBatchBuilder(compression="brotli")
     with pytest.raises(UnsupportedCodecError):
-        RecordBatchBuilder(magic=1, compression="zstd")
+        kcodec.batch_builder(magic=1, compression="zstd")
     with pytest.raises(RecordBuilderError, match="headers"):
-        RecordBatchBuilder(magic=1).append(b"k", b"v", T0, headers=[("a", b"b")])
-    assert isinstance(RecordBatchBuilder(magic=0), LegacyRecordBatchBuilder)
+        kcodec.batch_builder(magic=1).append(b"k", b"v", T0, headers=[("a", b"b")])
+    assert isinstance(kcodec.batch_builder(magic=0), LegacyRecordBatchBuilder)
     with pytest.raises(RecordBuilderError, match="Idempotent"):
-        RecordBatchBuilder(magic=1, producer_id=4)
+        kcodec.batch_builder(magic=1, producer_id=4)
     with pytest.raises(RecordBuilderError):
         RecordBatchBuilder().build()
 

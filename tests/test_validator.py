@@ -11,9 +11,9 @@ from kcodec.log.validator import (
     ValidatorConfig,
     magic_for_message_format_version,
     target_compression,
-    v2_empty_header,
     validate_and_assign_offsets,
 )
+from kcodec.records import batch_header
 from kcodec.records.legacy import LegacyRecordBatchBuilder
 from oracle_util import oracle_available, oracle_verify
 
@@ -317,13 +317,12 @@ def test_more_than_one_v2_batch():
 def test_offset_range_and_count():
     src = bytearray(v2(3))
     struct.pack_into(">i", src, 23, 5)  # lastOffsetDelta 5 with 3 records
-    from kcodec.log.validator import _v2_crc
-    _v2_crc(src, 0, len(src))
+    batch_header.seal(src, 0, len(src))
     expect("INVALID_RECORD", lambda: run(bytes(src)), "Inconsistent batch offset range [0, 5] and count of records 3")
     struct.pack_into(">i", src, 23, -3)
-    _v2_crc(src, 0, len(src))
+    batch_header.seal(src, 0, len(src))
     expect("INVALID_RECORD", lambda: run(bytes(src)), "Batch has an invalid offset range: [0, -3]")
-    empty = v2_empty_header(batches(v2(1))[0])
+    empty = batch_header.empty_header(batches(v2(1))[0])
     expect("INVALID_RECORD", lambda: run(empty), "Invalid reported count for record batch: 0")
 
 

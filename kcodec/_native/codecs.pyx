@@ -13,22 +13,28 @@ Errors carry Kafka's (Java) messages where Kafka has one.
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_DECREF
-from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t
-from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t, INT64_MAX
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memcpy, memset
+from libc.stdio cimport snprintf
 
 from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_load_be32, kc_load_le32, kc_store_be32
-from kcodec._native.primitives cimport kc_bytes_shrink
+from kcodec._native.primitives cimport kc_bytes_shrink, kc_crc32, kc_store_le32, kc_xxh32
+from kcodec._native.native_codec cimport (kcodec_codec_v1, KCODEC_CODEC_CAPSULE_NAME, KCODEC_CODEC_ABI_VERSION,
+                                          KCODEC_CODEC_THREAD_SAFE, KCODEC_CODEC_ERROR, KCODEC_CODEC_CORRUPT,
+                                          KCODEC_CODEC_DST_TOO_SMALL, KCODEC_CODEC_BAD_LEVEL,
+                                          KCODEC_CODEC_BAD_MAGIC, PyThread_type_lock,
+                                          PyThread_allocate_lock, PyThread_free_lock, PyThread_acquire_lock,
+                                          PyThread_release_lock, WAIT_LOCK)
 
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
-
-cdef extern from "kc_xxhash.h" nogil:
-    uint32_t kc_xxh32(const uint8_t *p, size_t len, uint32_t seed)
 
 cdef extern from "Python.h":
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
     int PyBUF_WRITE
+    int PyBUF_READ
 
 cdef Py_ssize_t _GIL_THRESHOLD = 4096
 
@@ -296,6 +302,8 @@ cdef enum:
     SN_IMPOSSIBLE = 11
 
 cdef const uint8_t *_SNAPPY_MAGIC = b"\x82SNAPPY\x00"
+# snappy-java's stream header: the magic, version 1, compatible version 1
+cdef const uint8_t *_SNAPPY_HEADER = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01"
 cdef int64_t _SNAPPY_MAX_CHUNK = 512 * 1024 * 1024
 
 
@@ -695,39 +703,56 @@ def snappy_frame_compress(data, header, Py_ssize_t block_size, compress_into, Py
     bytes (uninitialised) come first in the result.
     """
     cdef Py_buffer view, hview
-    cdef Py_ssize_t nblocks, bound, pos, start, written
+    cdef Py_ssize_t nblocks, bound, pos
     cdef PyObject *out
-    cdef uint8_t *o
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     PyObject_GetBuffer(header, &hview, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         nblocks = (view.len + block_size - 1) // block_size
         bound = hview.len + nblocks * (4 + max_block_out)
         out = _raw_bytes(NULL, headroom + bound)
-        o = <uint8_t *>_raw_bytes_data(out) + headroom
-        memcpy(o, hview.buf, hview.len)
-        pos = hview.len
-        dst = None
         try:
-            src = memoryview(data).cast("B")
-            dst = PyMemoryView_FromMemory(<char *>o, bound, PyBUF_WRITE)
-            for start in range(0, view.len, block_size):
-                written = compress_into(src[start:start + block_size], dst[pos + 4:pos + 4 + max_block_out])
-                if written < 0 or written > max_block_out:
-                    raise ValueError(f"snappy: the library reported {written} bytes for one block")
-                kc_store_be32(o + pos, <uint32_t>written)
-                pos += 4 + written
+            pos = _snappy_frame_into(compress_into, max_block_out, <const uint8_t *>view.buf, view.len,
+                                     <uint8_t *>_raw_bytes_data(out) + headroom, bound,
+                                     <const uint8_t *>hview.buf, hview.len, block_size)
         except BaseException:
-            if dst is not None:
-                dst.release()
             Py_DECREF(<object>out)
             raise
-        dst.release()
-        src.release()
         return _bytes_of(out, headroom + pos)
     finally:
         PyBuffer_Release(&hview)
         PyBuffer_Release(&view)
+
+
+cdef inline int64_t _lz4_frame_bound(int64_t n, int64_t header_len, int64_t block_size) noexcept nogil:
+    # LZ4_compressBound per block, plus its size word, plus header and end mark
+    cdef int64_t nblocks = (n + block_size - 1) // block_size
+    return header_len + nblocks * (4 + block_size + block_size // 255 + 16) + 4
+
+
+cdef int64_t _lz4_frame_write(const uint8_t *src, int64_t n, uint8_t *o, int64_t cap, const uint8_t *header,
+                              int64_t header_len, int level, _lz4_compress_fn fast, _lz4_compress_hc_fn hc,
+                              int64_t block_size) noexcept nogil:
+    """Kafka's LZ4 frame of src into o (cap at least _lz4_frame_bound): the bytes written."""
+    cdef int64_t pos = header_len, start = 0, chunk
+    cdef int written
+    memcpy(o, header, header_len)
+    while start < n:
+        chunk = min(block_size, n - start)
+        if level == 0:
+            written = fast(<const char *>src + start, <char *>o + pos + 4, <int>chunk, <int>(cap - pos - 4))
+        else:
+            written = hc(<const char *>src + start, <char *>o + pos + 4, <int>chunk, <int>(cap - pos - 4), level)
+        if written <= 0 or written >= chunk:
+            _le32(o + pos, <uint32_t>chunk | 0x80000000u)
+            memcpy(o + pos + 4, src + start, chunk)
+            pos += 4 + chunk
+        else:
+            _le32(o + pos, <uint32_t>written)
+            pos += 4 + written
+        start += chunk
+    _le32(o + pos, 0)
+    return pos + 4
 
 
 def lz4_frame_compress(data, header, int level, size_t compress_addr, size_t compress_hc_addr,
@@ -741,68 +766,81 @@ def lz4_frame_compress(data, header, int level, size_t compress_addr, size_t com
     own header there.
     """
     cdef Py_buffer view, hview
-    cdef _lz4_compress_fn fast = <_lz4_compress_fn>compress_addr
-    cdef _lz4_compress_hc_fn hc = <_lz4_compress_hc_fn>compress_hc_addr
-    cdef Py_ssize_t nblocks, bound, pos, start, chunk
-    cdef int written
+    cdef Py_ssize_t bound, pos
     cdef PyObject *out
     cdef uint8_t *o
-    cdef const char *src
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     PyObject_GetBuffer(header, &hview, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
-        nblocks = (view.len + block_size - 1) // block_size
-        # LZ4_compressBound per block, plus its size word, plus header and end mark
-        bound = hview.len + nblocks * (4 + block_size + block_size // 255 + 16) + 4
+        bound = _lz4_frame_bound(view.len, hview.len, block_size)
         out = _raw_bytes(NULL, headroom + bound)
         o = <uint8_t *>_raw_bytes_data(out) + headroom
-        memcpy(o, hview.buf, hview.len)
-        pos = hview.len
-        src = <const char *>view.buf
         with nogil:
-            start = 0
-            while start < view.len:
-                chunk = min(block_size, view.len - start)
-                if level == 0:
-                    written = fast(src + start, <char *>o + pos + 4, <int>chunk, <int>(bound - pos - 4))
-                else:
-                    written = hc(src + start, <char *>o + pos + 4, <int>chunk, <int>(bound - pos - 4), level)
-                if written <= 0 or written >= chunk:
-                    _le32(o + pos, <uint32_t>chunk | 0x80000000u)
-                    memcpy(o + pos + 4, src + start, chunk)
-                    pos += 4 + chunk
-                else:
-                    _le32(o + pos, <uint32_t>written)
-                    pos += 4 + written
-                start += chunk
-            _le32(o + pos, 0)
-            pos += 4
+            pos = _lz4_frame_write(<const uint8_t *>view.buf, view.len, o, bound, <const uint8_t *>hview.buf,
+                                   hview.len, level, <_lz4_compress_fn>compress_addr,
+                                   <_lz4_compress_hc_fn>compress_hc_addr, block_size)
         return _bytes_of(out, headroom + pos)
     finally:
         PyBuffer_Release(&hview)
         PyBuffer_Release(&view)
 
 
+cdef int64_t _lz4_blocks_bound(_Blocks *blocks, int64_t max_block) noexcept nogil:
+    # The most the blocks can hold: raw blocks their size, others the frame's block maximum.
+    cdef int64_t bound = 0
+    cdef Py_ssize_t i
+    for i in range(blocks.n):
+        bound += blocks.v[3 * i + 1] if blocks.v[3 * i + 2] else max_block
+    return bound
+
+
+cdef int64_t _lz4_blocks_read(const uint8_t *src, _Blocks *blocks, int64_t max_block, uint8_t *o, int64_t cap,
+                              _lz4_decompress_fn dec, int64_t *err_pos) noexcept nogil:
+    """The blocks of a scanned frame into o[0:cap]: the bytes written, or
+    KCODEC_CODEC_CORRUPT / KCODEC_CODEC_DST_TOO_SMALL with the block's offset in err_pos."""
+    cdef Py_ssize_t i
+    cdef int64_t pos = 0, off, size
+    cdef int got
+    cdef char *probe
+    for i in range(blocks.n):
+        off = blocks.v[3 * i]
+        size = blocks.v[3 * i + 1]
+        err_pos[0] = off
+        if blocks.v[3 * i + 2]:
+            if size > cap - pos:
+                return KCODEC_CODEC_DST_TOO_SMALL
+            memcpy(o + pos, src + off, size)
+            pos += size
+            continue
+        got = dec(<const char *>src + off, <char *>o + pos, <int>size, <int>min(max_block, cap - pos))
+        if got < 0:
+            if cap - pos < max_block:
+                # Corrupt, or valid but too large for the room left: decode the block (at most 4 MiB) to tell.
+                probe = <char *>malloc(max_block)
+                if probe == NULL:
+                    return KCODEC_CODEC_ERROR
+                got = dec(<const char *>src + off, probe, <int>size, <int>max_block)
+                free(probe)
+                if got >= 0:
+                    return KCODEC_CODEC_DST_TOO_SMALL
+            return KCODEC_CODEC_CORRUPT
+        pos += got
+    return pos
+
+
 def lz4_frame_decompress(data, bint check_hc, int64_t max_size, size_t decompress_addr) -> bytes:
     """The content of a Kafka LZ4 frame, decoded in one native pass; errors as the Python path gives them.
 
-    The result is allocated once, at the most the blocks can hold (raw
-    blocks their size, others the frame's block maximum) and never more
-    than ``max_size + 1`` bytes, then shrunk to what was written.
+    The result is allocated once, at the most the blocks can hold and never
+    more than ``max_size`` bytes, then shrunk to what was written.
     """
     cdef Py_buffer view
     cdef _Lz4Scan r
     cdef _Blocks blocks
-    cdef _lz4_decompress_fn dec = <_lz4_decompress_fn>decompress_addr
-    cdef Py_ssize_t i, cap, pos = 0
-    cdef int64_t bound = 0, off, size
-    cdef int got = 0
-    cdef int err = 0        # 1 corrupt, 2 over the limit
-    cdef int64_t err_pos = 0
+    cdef int64_t cap, got = 0, err_pos = 0
+    cdef uint8_t *o
     cdef PyObject *done
     cdef PyObject *out = NULL
-    cdef uint8_t *o
-    cdef char *probe
     blocks.v = NULL
     blocks.n = 0
     blocks.cap = 0
@@ -817,52 +855,22 @@ def lz4_frame_decompress(data, bint check_hc, int64_t max_size, size_t decompres
             blocks.n = 0
             lz4_scan(data, check_hc)
             raise CorruptCompressedDataError("lz4: malformed frame", position=r.pos)
-        for i in range(blocks.n):
-            bound += blocks.v[3 * i + 1] if blocks.v[3 * i + 2] else r.max_block
-            if bound > max_size:
-                bound = max_size + 1
-                break
-        cap = <Py_ssize_t>bound
+        cap = min(_lz4_blocks_bound(&blocks, r.max_block), max_size)
         out = _raw_bytes(NULL, cap)
         o = <uint8_t *>_raw_bytes_data(out)
         with nogil:
-            for i in range(blocks.n):
-                off = blocks.v[3 * i]
-                size = blocks.v[3 * i + 1]
-                if blocks.v[3 * i + 2]:
-                    if size > max_size - pos:
-                        err = 2
-                        err_pos = off
-                        break
-                    memcpy(o + pos, <const uint8_t *>view.buf + off, size)
-                    pos += size
-                    continue
-                got = dec(<const char *>view.buf + off, <char *>o + pos, <int>size,
-                          <int>min(r.max_block, cap - pos))
-                if got < 0:
-                    err = 1
-                    err_pos = off
-                    if cap - pos < r.max_block:
-                        # Corrupt, or valid but over the limit: decode the block (at most 4 MiB) to tell.
-                        probe = <char *>malloc(r.max_block)
-                        if probe != NULL:
-                            if dec(<const char *>view.buf + off, probe, <int>size, <int>r.max_block) >= 0:
-                                err = 2
-                            free(probe)
-                    break
-                if got > max_size - pos:
-                    err = 2
-                    err_pos = off
-                    break
-                pos += got
-        if err == 1:
+            got = _lz4_blocks_read(<const uint8_t *>view.buf, &blocks, r.max_block, o, cap,
+                                   <_lz4_decompress_fn>decompress_addr, &err_pos)
+        if got == KCODEC_CODEC_CORRUPT:
             raise CorruptCompressedDataError("lz4: corrupt block (LZ4 decompression failed)", position=err_pos)
-        if err == 2:
+        if got == KCODEC_CODEC_DST_TOO_SMALL:
             raise LimitExceededError(f"lz4: decompressed data exceeds the limit of {max_size} bytes",
                                      position=err_pos)
+        if got < 0:
+            raise MemoryError()
         done = out
         out = NULL  # handed to _bytes_of: the finally clause must not free it
-        return _bytes_of(done, pos)
+        return _bytes_of(done, got)
     finally:
         if out != NULL:
             Py_DECREF(<object>out)
@@ -923,6 +931,151 @@ cdef enum:
     _ZSTD_FRAME_SLACK = 64      # the flushed block's and the empty last block's headers, beyond compressBound
 
 
+cdef struct _Zstd:
+    # libzstd's functions, from ZSTD_ENTRY_POINTS
+    _zstd_create_fn create_cctx
+    _zstd_free_fn free_cctx
+    _zstd_set_fn set
+    _zstd_reset_fn reset
+    _zstd_stream_fn stream
+    _zstd_bound_fn bound
+    _zstd_create_fn create_dctx
+    _zstd_free_fn free_dctx
+    _zstd_dctx_fn decompress
+    _zstd_is_error_fn is_error
+    _zstd_error_name_fn error_name
+
+
+cdef struct _ZstdCtx:
+    # [0]: stable buffers, from the caller's input straight into the result;
+    # [1]: libzstd's own input ring buffer, as zstd-jni's stream uses it.
+    void *cctx[2]
+    int level[2]   # the level set on each, or _ZSTD_NO_LEVEL
+    void *dctx
+    _ZstdCtx *next   # in a _ZstdCodec's free list
+
+
+cdef int _zstd_functions(tuple addresses, _Zstd *z) except -1:
+    cdef size_t a[11]
+    cdef int i
+    if len(addresses) != len(ZSTD_ENTRY_POINTS):
+        raise ValueError(f"ZstdContext needs {len(ZSTD_ENTRY_POINTS)} addresses, got {len(addresses)}")
+    for i in range(11):
+        a[i] = addresses[i]
+        if a[i] == 0:
+            raise ValueError(f"no address for {ZSTD_ENTRY_POINTS[i]}")
+    z.create_cctx = <_zstd_create_fn>a[0]
+    z.free_cctx = <_zstd_free_fn>a[1]
+    z.set = <_zstd_set_fn>a[2]
+    z.reset = <_zstd_reset_fn>a[3]
+    z.stream = <_zstd_stream_fn>a[4]
+    z.bound = <_zstd_bound_fn>a[5]
+    z.create_dctx = <_zstd_create_fn>a[6]
+    z.free_dctx = <_zstd_free_fn>a[7]
+    z.decompress = <_zstd_dctx_fn>a[8]
+    z.is_error = <_zstd_is_error_fn>a[9]
+    z.error_name = <_zstd_error_name_fn>a[10]
+    return 0
+
+
+cdef size_t _zstd_java_frames(const _Zstd *z, void *cctx) noexcept nogil:
+    cdef size_t code = z.set(cctx, _ZSTD_c_contentSizeFlag, 0)
+    if not z.is_error(code):
+        code = z.set(cctx, _ZSTD_c_checksumFlag, 0)
+    if not z.is_error(code):
+        code = z.set(cctx, _ZSTD_c_dictIDFlag, 0)
+    # Libraries before 1.5.7 reject the parameter: they have no pre-splitter to turn off.
+    z.set(cctx, _ZSTD_c_blockSplitterLevel, _ZSTD_NO_PRESPLIT)
+    return code
+
+
+cdef void _zstd_ctx_free(const _Zstd *z, _ZstdCtx *c) noexcept nogil:
+    cdef int i
+    for i in range(2):
+        if c.cctx[i] != NULL:
+            z.free_cctx(c.cctx[i])
+    if c.dctx != NULL:
+        z.free_dctx(c.dctx)
+    free(c)
+
+
+cdef _ZstdCtx *_zstd_ctx_new(const _Zstd *z, size_t *code) noexcept nogil:
+    """New contexts set up for Java's frames; NULL on failure (code: a libzstd error, or 0 for memory)."""
+    cdef _ZstdCtx *c = <_ZstdCtx *>calloc(1, sizeof(_ZstdCtx))
+    cdef int i
+    code[0] = 0
+    if c == NULL:
+        return NULL
+    for i in range(2):
+        c.cctx[i] = z.create_cctx()
+        c.level[i] = _ZSTD_NO_LEVEL
+    c.dctx = z.create_dctx()
+    if c.cctx[0] == NULL or c.cctx[1] == NULL or c.dctx == NULL:
+        _zstd_ctx_free(z, c)
+        return NULL
+    for i in range(2):
+        code[0] = _zstd_java_frames(z, c.cctx[i])
+        if z.is_error(code[0]):
+            _zstd_ctx_free(z, c)
+            return NULL
+    code[0] = z.set(c.cctx[0], _ZSTD_c_stableInBuffer, 1)
+    if not z.is_error(code[0]):
+        code[0] = z.set(c.cctx[0], _ZSTD_c_stableOutBuffer, 1)
+    if z.is_error(code[0]):
+        _zstd_ctx_free(z, c)
+        return NULL
+    return c
+
+
+cdef size_t _zstd_frame(const _Zstd *z, void *cctx, _ZstdBuffer *out, _ZstdBuffer *inp) noexcept nogil:
+    """All of inp in one frame: 0, a libzstd error code, or 1 when the output stopped moving."""
+    cdef size_t code = z.reset(cctx, _ZSTD_reset_session_only)
+    cdef size_t in_before, out_before
+    cdef int op, stalls
+    if z.is_error(code):
+        return code
+    # e_continue until the input is taken, so that the parameters are chosen
+    # for an unknown size, as for Java's stream; then flush and end.
+    for op in range(3):   # _ZSTD_e_continue, _ZSTD_e_flush, _ZSTD_e_end
+        stalls = 0
+        while True:
+            in_before = inp.pos
+            out_before = out.pos
+            code = z.stream(cctx, out, inp, op)
+            if z.is_error(code):
+                return code
+            if (inp.pos == inp.size) if op == _ZSTD_e_continue else code == 0:
+                break
+            if inp.pos == in_before and out.pos == out_before:
+                stalls += 1
+                if stalls > 4:   # cannot happen with an output at the bound
+                    return 1
+    return 0
+
+
+cdef size_t _zstd_compress(const _Zstd *z, _ZstdCtx *c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                           int level, bint stream, size_t *written) noexcept nogil:
+    """One Java frame of src into dst (cap at least compressBound + _ZSTD_FRAME_SLACK): 0, 1 or an error code."""
+    cdef _ZstdBuffer inp, out
+    cdef size_t code
+    if level != c.level[stream]:
+        code = z.set(c.cctx[stream], _ZSTD_c_compressionLevel, level)
+        if z.is_error(code):
+            return code
+        c.level[stream] = level
+    inp.ptr = <void *>src
+    inp.size = n
+    inp.pos = 0
+    out.ptr = dst
+    out.size = cap
+    out.pos = 0
+    code = _zstd_frame(z, c.cctx[stream], &out, &inp)
+    if z.is_error(code):
+        z.reset(c.cctx[stream], _ZSTD_reset_session_only)
+    written[0] = out.pos
+    return code
+
+
 cdef class ZstdContext:
     """One thread's libzstd contexts for Kafka's zstd frames; not to be shared between threads.
 
@@ -931,96 +1084,24 @@ cdef class ZstdContext:
     checksum or dictionary id, the data flushed as a block, then an empty
     last block, and blocks cut only at 128 KiB (no pre-splitting).
     """
-    cdef _zstd_create_fn _create_cctx, _create_dctx
-    cdef _zstd_free_fn _free_cctx, _free_dctx
-    cdef _zstd_set_fn _set
-    cdef _zstd_reset_fn _reset
-    cdef _zstd_stream_fn _stream
-    cdef _zstd_bound_fn _bound
-    cdef _zstd_dctx_fn _decompress
-    cdef _zstd_is_error_fn _is_error
-    cdef _zstd_error_name_fn _error_name
-    # [0]: stable buffers, from the caller's input straight into the result;
-    # [1]: libzstd's own input ring buffer, as zstd-jni's stream uses it.
-    cdef void *_cctx[2]
-    cdef int _level[2]   # the level set on each, or _ZSTD_NO_LEVEL
-    cdef void *_dctx
+    cdef _Zstd _z
+    cdef _ZstdCtx *_c
 
     def __cinit__(self, tuple addresses):
-        cdef size_t a[11]
-        cdef int i
-        if len(addresses) != len(ZSTD_ENTRY_POINTS):
-            raise ValueError(f"ZstdContext needs {len(ZSTD_ENTRY_POINTS)} addresses, got {len(addresses)}")
-        for i in range(11):
-            a[i] = addresses[i]
-            if a[i] == 0:
-                raise ValueError(f"no address for {ZSTD_ENTRY_POINTS[i]}")
-        self._create_cctx = <_zstd_create_fn>a[0]
-        self._free_cctx = <_zstd_free_fn>a[1]
-        self._set = <_zstd_set_fn>a[2]
-        self._reset = <_zstd_reset_fn>a[3]
-        self._stream = <_zstd_stream_fn>a[4]
-        self._bound = <_zstd_bound_fn>a[5]
-        self._create_dctx = <_zstd_create_fn>a[6]
-        self._free_dctx = <_zstd_free_fn>a[7]
-        self._decompress = <_zstd_dctx_fn>a[8]
-        self._is_error = <_zstd_is_error_fn>a[9]
-        self._error_name = <_zstd_error_name_fn>a[10]
-        for i in range(2):
-            self._cctx[i] = self._create_cctx()
-            self._level[i] = _ZSTD_NO_LEVEL
-        self._dctx = self._create_dctx()
-        if self._cctx[0] == NULL or self._cctx[1] == NULL or self._dctx == NULL:
+        cdef size_t code
+        _zstd_functions(addresses, &self._z)
+        self._c = _zstd_ctx_new(&self._z, &code)
+        if self._c == NULL:
+            self._check(code)
             raise MemoryError("zstd: cannot create a context")
-        for i in range(2):
-            self._java_frames(self._cctx[i])
-        self._check(self._set(self._cctx[0], _ZSTD_c_stableInBuffer, 1))
-        self._check(self._set(self._cctx[0], _ZSTD_c_stableOutBuffer, 1))
 
     def __dealloc__(self):
-        cdef int i
-        for i in range(2):
-            if self._cctx[i] != NULL:
-                self._free_cctx(self._cctx[i])
-        if self._dctx != NULL:
-            self._free_dctx(self._dctx)
+        if self._c != NULL:
+            _zstd_ctx_free(&self._z, self._c)
 
     cdef int _check(self, size_t code) except -1:
-        if self._is_error(code):
-            raise ValueError(f"zstd: {self._error_name(code).decode('ascii', 'replace')}")
-        return 0
-
-    cdef int _java_frames(self, void *cctx) except -1:
-        self._check(self._set(cctx, _ZSTD_c_contentSizeFlag, 0))
-        self._check(self._set(cctx, _ZSTD_c_checksumFlag, 0))
-        self._check(self._set(cctx, _ZSTD_c_dictIDFlag, 0))
-        # Libraries before 1.5.7 reject the parameter: they have no pre-splitter to turn off.
-        self._set(cctx, _ZSTD_c_blockSplitterLevel, _ZSTD_NO_PRESPLIT)
-        return 0
-
-    cdef size_t _frame(self, void *cctx, _ZstdBuffer *out, _ZstdBuffer *inp) noexcept nogil:
-        """All of inp in one frame: 0, a libzstd error code, or 1 when the output stopped moving."""
-        cdef size_t code = self._reset(cctx, _ZSTD_reset_session_only)
-        cdef size_t in_before, out_before
-        cdef int op, stalls
-        if self._is_error(code):
-            return code
-        # e_continue until the input is taken, so that the parameters are chosen
-        # for an unknown size, as for Java's stream; then flush and end.
-        for op in range(3):   # _ZSTD_e_continue, _ZSTD_e_flush, _ZSTD_e_end
-            stalls = 0
-            while True:
-                in_before = inp.pos
-                out_before = out.pos
-                code = self._stream(cctx, out, inp, op)
-                if self._is_error(code):
-                    return code
-                if (inp.pos == inp.size) if op == _ZSTD_e_continue else code == 0:
-                    break
-                if inp.pos == in_before and out.pos == out_before:
-                    stalls += 1
-                    if stalls > 4:   # cannot happen with an output at the bound
-                        return 1
+        if self._z.is_error(code):
+            raise ValueError(f"zstd: {self._z.error_name(code).decode('ascii', 'replace')}")
         return 0
 
     def compress(self, data, int level, Py_ssize_t headroom=0, bint stream=False) -> bytes:
@@ -1031,34 +1112,24 @@ cdef class ZstdContext:
         finds the same matches as the ring buffer only up to the level's window.
         """
         cdef Py_buffer view
-        cdef _ZstdBuffer inp, out
-        cdef size_t code = 0, cap
+        cdef size_t code = 0, cap, written = 0
         cdef PyObject *result
-        cdef void *cctx = self._cctx[stream]
+        cdef uint8_t *dst
         if headroom < 0:
             raise ValueError("negative headroom")
-        if level != self._level[stream]:
-            self._check(self._set(cctx, _ZSTD_c_compressionLevel, level))
-            self._level[stream] = level
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
-            cap = self._bound(<size_t>view.len) + _ZSTD_FRAME_SLACK
+            cap = self._z.bound(<size_t>view.len) + _ZSTD_FRAME_SLACK
             result = _raw_bytes(NULL, headroom + <Py_ssize_t>cap)
-            inp.ptr = view.buf
-            inp.size = <size_t>view.len
-            inp.pos = 0
-            out.ptr = _raw_bytes_data(result) + headroom
-            out.size = cap
-            out.pos = 0
+            dst = <uint8_t *>_raw_bytes_data(result) + headroom
             with nogil:   # zstd takes microseconds even on a small frame
-                code = self._frame(cctx, &out, &inp)
+                code = _zstd_compress(&self._z, self._c, <const uint8_t *>view.buf, <size_t>view.len, dst, cap,
+                                      level, stream, &written)
             if code != 0:
                 Py_DECREF(<object>result)
-                if self._is_error(code):
-                    self._reset(cctx, _ZSTD_reset_session_only)
-                    self._check(code)
+                self._check(code)
                 raise ValueError("zstd: the frame did not fit its bound")
-            return _bytes_of(result, headroom + <Py_ssize_t>out.pos)
+            return _bytes_of(result, headroom + <Py_ssize_t>written)
         finally:
             PyBuffer_Release(&view)
 
@@ -1080,12 +1151,637 @@ cdef class ZstdContext:
             result = _raw_bytes(NULL, capacity)
             dst = _raw_bytes_data(result)
             with nogil:   # zstd takes microseconds even on a small frame
-                code = self._decompress(self._dctx, dst, <size_t>capacity,
-                                        view.buf, <size_t>view.len)
-            if self._is_error(code):
+                code = self._z.decompress(self._c.dctx, dst, <size_t>capacity, view.buf, <size_t>view.len)
+            if self._z.is_error(code):
                 Py_DECREF(<object>result)
                 raise CorruptCompressedDataError(
-                    f"zstd: {self._error_name(code).decode('ascii', 'replace')}", position=0)
+                    f"zstd: {self._z.error_name(code).decode('ascii', 'replace')}", position=0)
             return _bytes_of(result, <Py_ssize_t>code)
         finally:
             PyBuffer_Release(&view)
+
+
+# --------------------------------------------------------------------------
+# Kafka's codecs behind kcodec/codec.h: the struct each built-in codec's
+# native_codec() returns, the same interface a plugin implements.  The
+# builder, from_arrow, to_arrow and the readers call these without the GIL.
+
+cdef inline int64_t _fail(int64_t code, char *err, size_t err_cap, const char *message,
+                          const char *detail, int64_t at) noexcept nogil:
+    # A negative code with its message in err (the caller's, up to err_cap bytes):
+    # message, then detail or " at byte <at>" when given.
+    if err != NULL and err_cap > 0:
+        if detail != NULL:
+            snprintf(err, err_cap, "%s%s", message, detail)
+        elif at >= 0:
+            snprintf(err, err_cap, "%s at byte %lld", message, <long long>at)
+        else:
+            snprintf(err, err_cap, "%s", message)
+    return code
+
+
+cdef void _free_native(object capsule) noexcept:
+    free(PyCapsule_GetPointer(capsule, KCODEC_CODEC_CAPSULE_NAME))
+
+
+cdef object _capsule(kcodec_codec_v1 *api, void *state, uint32_t flags, PyCapsule_Destructor destructor):
+    api.abi_version = KCODEC_CODEC_ABI_VERSION
+    api.flags = flags
+    api.state = state
+    return PyCapsule_New(api, KCODEC_CODEC_CAPSULE_NAME, destructor)
+
+
+# -- lz4 ----------------------------------------------------------------------
+
+cdef struct _Lz4Native:
+    kcodec_codec_v1 api   # first: the capsule's pointer is the whole struct
+    _lz4_compress_fn fast
+    _lz4_compress_hc_fn hc
+    _lz4_decompress_fn dec
+    uint8_t header[7]
+    uint8_t header_v0[7]
+
+
+cdef enum:
+    _LZ4_BLOCK = 65536
+    _LZ4_FAST_LEVEL = 9
+    _LZ4_HC_MAX = 12
+
+
+cdef int64_t _lz4_n_bound(void *state, int64_t n, int level, int magic) noexcept nogil:
+    return KCODEC_CODEC_ERROR if n < 0 else _lz4_frame_bound(n, 7, _LZ4_BLOCK)
+
+
+cdef int64_t _lz4_n_compress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int level,
+                             int magic, char *err, size_t err_cap) noexcept nogil:
+    cdef _Lz4Native *st = <_Lz4Native *>state
+    cdef const uint8_t *header = &st.header_v0[0] if magic == 0 else &st.header[0]
+    if level < 1 or level > 17:
+        return KCODEC_CODEC_BAD_LEVEL
+    if cap < _lz4_frame_bound(n, 7, _LZ4_BLOCK):
+        return KCODEC_CODEC_DST_TOO_SMALL
+    return _lz4_frame_write(src, n, dst, cap, header, 7,
+                            0 if level == _LZ4_FAST_LEVEL else min(level, _LZ4_HC_MAX), st.fast, st.hc, _LZ4_BLOCK)
+
+
+cdef int64_t _lz4_n_size(void *state, const uint8_t *src, int64_t n, int magic) noexcept nogil:
+    cdef _Lz4Scan r
+    cdef _Blocks blocks
+    cdef int64_t bound = -1
+    blocks.v = NULL
+    blocks.n = 0
+    blocks.cap = 0
+    _lz4_scan(src, n, magic != 0, &r, &blocks)
+    if r.err == LZ4_OK:
+        bound = _lz4_blocks_bound(&blocks, r.max_block)
+    free(blocks.v)
+    return bound
+
+
+cdef int64_t _lz4_n_decompress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int magic,
+                               char *err, size_t err_cap) noexcept nogil:
+    cdef _Lz4Native *st = <_Lz4Native *>state
+    cdef _Lz4Scan r
+    cdef _Blocks blocks
+    cdef int64_t got, err_pos = 0
+    blocks.v = NULL
+    blocks.n = 0
+    blocks.cap = 0
+    _lz4_scan(src, n, magic != 0, &r, &blocks)
+    if r.err != LZ4_OK:
+        free(blocks.v)
+        return _fail(KCODEC_CODEC_ERROR if r.err == LZ4_NOMEM else KCODEC_CODEC_CORRUPT, err, err_cap,
+                     "lz4: malformed frame", NULL, r.pos)
+    got = _lz4_blocks_read(src, &blocks, r.max_block, dst, cap, st.dec, &err_pos)
+    free(blocks.v)
+    if got == KCODEC_CODEC_CORRUPT:
+        return _fail(got, err, err_cap, "lz4: corrupt block", NULL, err_pos)
+    return got
+
+
+def lz4_native_codec(size_t compress_addr, size_t compress_hc_addr, size_t decompress_addr, bytes header,
+                     bytes header_v0):
+    """The lz4 codec's kcodec/codec.h capsule over liblz4's ``LZ4_compress_default``,
+    ``LZ4_compress_HC`` and ``LZ4_decompress_safe`` (thread-safe: liblz4 keeps no state)."""
+    if len(header) != 7 or len(header_v0) != 7:
+        raise ValueError("lz4 frame headers are 7 bytes")
+    cdef _Lz4Native *st = <_Lz4Native *>calloc(1, sizeof(_Lz4Native))
+    if st == NULL:
+        raise MemoryError()
+    st.fast = <_lz4_compress_fn>compress_addr
+    st.hc = <_lz4_compress_hc_fn>compress_hc_addr
+    st.dec = <_lz4_decompress_fn>decompress_addr
+    memcpy(st.header, <const char *>header, 7)
+    memcpy(st.header_v0, <const char *>header_v0, 7)
+    st.api.compress_bound = _lz4_n_bound
+    st.api.compress = _lz4_n_compress
+    st.api.decompressed_size = _lz4_n_size
+    st.api.decompress = _lz4_n_decompress
+    return _capsule(&st.api, st, KCODEC_CODEC_THREAD_SAFE, _free_native)
+
+
+# -- zstd ---------------------------------------------------------------------
+
+cdef struct _ZstdNative:
+    kcodec_codec_v1 api
+    _Zstd z
+    PyThread_type_lock lock   # guards idle
+    _ZstdCtx *idle            # contexts no thread is using
+    uint8_t window_log[24]    # the window libzstd picks for an unknown size, levels -1..22
+
+
+cdef enum:
+    _ZSTD_DST_TOO_SMALL = 70   # ZSTD_error_dstSize_tooSmall (zstd_errors.h, stable since 1.3)
+    _ZSTD_KEPT_MAX = 19
+
+#: Contexts for levels above this one are made for one frame and freed after it, as zstd-jni
+#: makes one per batch: for a stream of unknown size their windows of 8-128 MiB take 170 MB
+#: (level 20) to 720 MB (22) of tables, which a context kept for reuse would hold for good.
+ZSTD_KEPT_CONTEXT_MAX_LEVEL = _ZSTD_KEPT_MAX
+
+
+cdef _ZstdCtx *_zstd_take(_ZstdNative *st, size_t *code) noexcept nogil:
+    cdef _ZstdCtx *c
+    PyThread_acquire_lock(st.lock, WAIT_LOCK)
+    c = st.idle
+    if c != NULL:
+        st.idle = c.next
+    PyThread_release_lock(st.lock)
+    if c == NULL:
+        c = _zstd_ctx_new(&st.z, code)
+    return c
+
+
+cdef void _zstd_give(_ZstdNative *st, _ZstdCtx *c) noexcept nogil:
+    PyThread_acquire_lock(st.lock, WAIT_LOCK)
+    c.next = st.idle
+    st.idle = c
+    PyThread_release_lock(st.lock)
+
+
+cdef int64_t _zstd_n_bound(void *state, int64_t n, int level, int magic) noexcept nogil:
+    cdef _ZstdNative *st = <_ZstdNative *>state
+    return KCODEC_CODEC_ERROR if n < 0 else <int64_t>st.z.bound(<size_t>n) + _ZSTD_FRAME_SLACK
+
+
+cdef int64_t _zstd_error(_ZstdNative *st, int64_t kind, size_t code, char *err, size_t err_cap) noexcept nogil:
+    if code == 0:
+        return _fail(KCODEC_CODEC_ERROR, err, err_cap, "zstd: cannot create a context", NULL, -1)
+    if code == 1:
+        return _fail(KCODEC_CODEC_ERROR, err, err_cap, "zstd: the frame did not fit its bound", NULL, -1)
+    return _fail(kind, err, err_cap, "zstd: ", st.z.error_name(code), -1)
+
+
+cdef int64_t _zstd_n_compress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int level,
+                              int magic, char *err, size_t err_cap) noexcept nogil:
+    cdef _ZstdNative *st = <_ZstdNative *>state
+    cdef size_t code = 0, written = 0
+    cdef _ZstdCtx *c
+    cdef bint stream, kept
+    if magic != 2:
+        return KCODEC_CODEC_BAD_MAGIC
+    if level < -131072 or level > 22:
+        return KCODEC_CODEC_BAD_LEVEL
+    if cap < _zstd_n_bound(state, n, level, magic):
+        return KCODEC_CODEC_DST_TOO_SMALL
+    # Beyond the level's window the input streams through libzstd's ring
+    # buffer, as zstd-jni's does: in place it would find other matches.
+    stream = n > (<int64_t>1 << st.window_log[max(level, -1) + 1])
+    kept = level <= _ZSTD_KEPT_MAX
+    c = _zstd_take(st, &code) if kept else _zstd_ctx_new(&st.z, &code)
+    if c == NULL:
+        return _zstd_error(st, KCODEC_CODEC_ERROR, code, err, err_cap)
+    code = _zstd_compress(&st.z, c, src, <size_t>n, dst, <size_t>cap, level, stream, &written)
+    if kept:
+        _zstd_give(st, c)
+    else:
+        _zstd_ctx_free(&st.z, c)
+    if code != 0:
+        return _zstd_error(st, KCODEC_CODEC_ERROR, code, err, err_cap)
+    return <int64_t>written
+
+
+cdef int64_t _zstd_n_size(void *state, const uint8_t *src, int64_t n, int magic) noexcept nogil:
+    cdef _ZsScan r
+    _zstd_scan(src, n, 27, &r)
+    if r.err != ZS_OK:
+        return -1
+    if r.frames == 0:
+        return 0
+    return r.content_size if r.content_size >= 0 else r.bound
+
+
+cdef int64_t _zstd_n_decompress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int magic,
+                                char *err, size_t err_cap) noexcept nogil:
+    cdef _ZstdNative *st = <_ZstdNative *>state
+    cdef _ZsScan r
+    cdef size_t code = 0
+    cdef _ZstdCtx *c
+    if magic != 2:
+        return KCODEC_CODEC_BAD_MAGIC
+    # The frames are walked first, as zstd-jni refuses them: cut short,
+    # followed by other bytes, or with a window over 128 MiB.
+    _zstd_scan(src, n, 27, &r)
+    if r.err != ZS_OK:
+        return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "zstd: malformed frame", NULL, r.pos)
+    if r.frames == 0:
+        return 0
+    c = _zstd_take(st, &code)
+    if c == NULL:
+        return _zstd_error(st, KCODEC_CODEC_ERROR, code, err, err_cap)
+    code = st.z.decompress(c.dctx, dst, <size_t>cap, src, <size_t>n)
+    _zstd_give(st, c)
+    if st.z.is_error(code):
+        if code == <size_t>(-_ZSTD_DST_TOO_SMALL):
+            return KCODEC_CODEC_DST_TOO_SMALL
+        return _zstd_error(st, KCODEC_CODEC_CORRUPT, code, err, err_cap)
+    return <int64_t>code
+
+
+cdef void _free_zstd(object capsule) noexcept:
+    cdef _ZstdNative *st = <_ZstdNative *>PyCapsule_GetPointer(capsule, KCODEC_CODEC_CAPSULE_NAME)
+    cdef _ZstdCtx *c
+    while st.idle != NULL:
+        c = st.idle
+        st.idle = c.next
+        _zstd_ctx_free(&st.z, c)
+    if st.lock != NULL:
+        PyThread_free_lock(st.lock)
+    free(st)
+
+
+def zstd_native_codec(tuple addresses, window_logs):
+    """The zstd codec's kcodec/codec.h capsule over libzstd (:data:`ZSTD_ENTRY_POINTS`, in order).
+
+    ``window_logs`` are the window logs libzstd picks for a stream of unknown
+    size at levels -1..22 (every lower level uses -1's).  Contexts are kept
+    in a list that threads take from and give back: thread-safe.
+    """
+    cdef _ZstdNative *st
+    cdef int i
+    if len(window_logs) != 24:
+        raise ValueError("window_logs holds levels -1..22")
+    st = <_ZstdNative *>calloc(1, sizeof(_ZstdNative))
+    if st == NULL:
+        raise MemoryError()
+    try:
+        _zstd_functions(addresses, &st.z)
+        st.lock = PyThread_allocate_lock()
+        if st.lock == NULL:
+            raise MemoryError()
+        for i in range(24):
+            st.window_log[i] = window_logs[i]
+    except BaseException:
+        if st.lock != NULL:
+            PyThread_free_lock(st.lock)
+        free(st)
+        raise
+    st.api.compress_bound = _zstd_n_bound
+    st.api.compress = _zstd_n_compress
+    st.api.decompressed_size = _zstd_n_size
+    st.api.decompress = _zstd_n_decompress
+    return _capsule(&st.api, st, KCODEC_CODEC_THREAD_SAFE, _free_zstd)
+
+
+# -- gzip (zlib) ----------------------------------------------------------------
+
+cdef extern from "zlib.h" nogil:
+    ctypedef struct z_stream:
+        uint8_t *next_in
+        unsigned int avail_in
+        unsigned long total_in
+        uint8_t *next_out
+        unsigned int avail_out
+        unsigned long total_out
+        const char *msg
+    int Z_OK, Z_STREAM_END, Z_BUF_ERROR, Z_NO_FLUSH, Z_FINISH, Z_DEFLATED, Z_DEFAULT_STRATEGY
+    int deflateInit2(z_stream *s, int level, int method, int window_bits, int mem_level, int strategy)
+    int deflate(z_stream *s, int flush)
+    int deflateEnd(z_stream *s)
+    int inflateInit2(z_stream *s, int window_bits)
+    int inflate(z_stream *s, int flush)
+    int inflateReset(z_stream *s)
+    int inflateEnd(z_stream *s)
+
+cdef const uint8_t *_JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+cdef enum:
+    _GZ_FHCRC = 0x02
+    _GZ_FEXTRA = 0x04
+    _GZ_FNAME = 0x08
+    _GZ_FCOMMENT = 0x10
+    _ZLIB_CHUNK = 1 << 30   # zlib counts in unsigned int
+
+
+cdef int64_t _gzip_n_bound(void *state, int64_t n, int level, int magic) noexcept nogil:
+    # deflateBound's general bound for raw deflate, the JDK header and the trailer
+    return KCODEC_CODEC_ERROR if n < 0 else n + ((n + 7) >> 3) + ((n + 63) >> 6) + 5 + 10 + 8 + 16
+
+
+cdef int64_t _gzip_n_compress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int level,
+                              int magic, char *err, size_t err_cap) noexcept nogil:
+    cdef z_stream zs
+    cdef int rc
+    cdef int64_t pos
+    if level != -1 and (level < 1 or level > 9):
+        return KCODEC_CODEC_BAD_LEVEL
+    if cap < _gzip_n_bound(state, n, level, magic) or n >= _ZLIB_CHUNK:
+        return KCODEC_CODEC_DST_TOO_SMALL if n < _ZLIB_CHUNK else KCODEC_CODEC_ERROR
+    memset(&zs, 0, sizeof(zs))
+    # raw deflate (the framing is written here) with java.util.zip.Deflater's memLevel 8
+    if deflateInit2(&zs, 6 if level == -1 else level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK:
+        return _fail(KCODEC_CODEC_ERROR, err, err_cap, "gzip: cannot initialise zlib", NULL, -1)
+    memcpy(dst, _JAVA_GZIP_HEADER, 10)
+    zs.next_in = <uint8_t *>src   # zlib reads it only (z_const without ZLIB_CONST)
+    zs.avail_in = <unsigned int>n
+    zs.next_out = dst + 10
+    zs.avail_out = <unsigned int>min(cap - 18, <int64_t>_ZLIB_CHUNK)
+    # the input, then the end, as two calls like zlib.compressobj's compress() and flush()
+    rc = deflate(&zs, Z_NO_FLUSH)
+    if rc == Z_OK or rc == Z_BUF_ERROR:
+        rc = deflate(&zs, Z_FINISH)
+    pos = 10 + <int64_t>zs.total_out
+    deflateEnd(&zs)
+    if rc != Z_STREAM_END:
+        return _fail(KCODEC_CODEC_ERROR, err, err_cap, "gzip: deflate did not finish", NULL, -1)
+    kc_store_le32(dst + pos, kc_crc32(0, src, <size_t>n))
+    kc_store_le32(dst + pos + 4, <uint32_t>n)   # ISIZE: the size modulo 2**32
+    return pos + 8
+
+
+cdef inline int64_t _gzip_skip_zero_terminated(const uint8_t *p, int64_t n, int64_t pos) noexcept nogil:
+    # Past the NUL that ends a header string (FNAME, FCOMMENT), or -1.
+    while pos < n and p[pos] != 0:
+        pos += 1
+    return pos + 1 if pos < n else -1
+
+
+cdef int64_t _gzip_header_end(const uint8_t *p, int64_t n, int64_t pos) noexcept nogil:
+    # Position after the member header at pos (GZIPInputStream.readHeader), or -1.
+    cdef int64_t start = pos
+    cdef uint8_t flags
+    if n - pos < 10 or p[pos] != 0x1F or p[pos + 1] != 0x8B or p[pos + 2] != 8:
+        return -1
+    flags = p[pos + 3]
+    pos += 10
+    if flags & _GZ_FEXTRA:
+        if n - pos < 2:
+            return -1
+        pos += 2 + (p[pos] | (p[pos + 1] << 8))
+        if pos > n:
+            return -1
+    if flags & _GZ_FNAME:
+        pos = _gzip_skip_zero_terminated(p, n, pos)
+    if flags & _GZ_FCOMMENT and pos >= 0:
+        pos = _gzip_skip_zero_terminated(p, n, pos)
+    if pos < 0:
+        return -1
+    if flags & _GZ_FHCRC:
+        if n - pos < 2 or <uint32_t>(p[pos] | (p[pos + 1] << 8)) != (kc_crc32(0, p + start, <size_t>(pos - start)) & 0xFFFF):
+            return -1
+        pos += 2
+    return pos
+
+
+cdef int64_t _gzip_member(z_stream *zs, const uint8_t *src, int64_t n, int64_t *pos, uint8_t *dst, int64_t cap,
+                          int64_t out) noexcept nogil:
+    # Inflate one member's deflate data from src[pos] into dst[out:cap]: the new out, or a negative code.
+    cdef int rc
+    cdef unsigned int took_in, took_out
+    while True:
+        zs.next_in = <uint8_t *>src + pos[0]
+        zs.avail_in = <unsigned int>min(n - pos[0], <int64_t>_ZLIB_CHUNK)
+        zs.next_out = dst + out
+        zs.avail_out = <unsigned int>min(cap - out, <int64_t>_ZLIB_CHUNK)
+        took_in = zs.avail_in
+        took_out = zs.avail_out
+        rc = inflate(zs, Z_NO_FLUSH)
+        pos[0] += took_in - zs.avail_in
+        out += took_out - zs.avail_out
+        if rc == Z_STREAM_END:
+            return out
+        if rc != Z_OK and rc != Z_BUF_ERROR:
+            return KCODEC_CODEC_CORRUPT
+        if out == cap:
+            return KCODEC_CODEC_DST_TOO_SMALL
+        if pos[0] == n:
+            return KCODEC_CODEC_CORRUPT   # Unexpected end of ZLIB input stream
+
+
+cdef int64_t _gzip_n_decompress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int magic,
+                                char *err, size_t err_cap) noexcept nogil:
+    cdef z_stream zs
+    cdef int64_t pos, start, out = 0, got, next_pos
+    pos = _gzip_header_end(src, n, 0)
+    if pos < 0:
+        return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "gzip: Not in GZIP format", NULL, -1)
+    memset(&zs, 0, sizeof(zs))
+    if inflateInit2(&zs, -15) != Z_OK:
+        return _fail(KCODEC_CODEC_ERROR, err, err_cap, "gzip: cannot initialise zlib", NULL, -1)
+    while True:
+        start = out
+        got = _gzip_member(&zs, src, n, &pos, dst, cap, out)
+        if got < 0:
+            inflateEnd(&zs)
+            if got == KCODEC_CODEC_CORRUPT:
+                return _fail(got, err, err_cap, "gzip: invalid deflate data", NULL, pos)
+            return got
+        out = got
+        if n - pos < 8 or kc_load_le32(src + pos) != kc_crc32(0, dst + start, <size_t>(out - start)) \
+                or kc_load_le32(src + pos + 4) != <uint32_t>(out - start):
+            inflateEnd(&zs)
+            return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "gzip: Corrupt GZIP trailer", NULL, pos)
+        pos += 8
+        # the JDK reads a following member as more of the stream, and ignores anything else
+        next_pos = _gzip_header_end(src, n, pos) if pos < n else -1
+        if next_pos < 0:
+            break
+        pos = next_pos
+        inflateReset(&zs)
+    inflateEnd(&zs)
+    return out
+
+
+def gzip_native_codec():
+    """The gzip codec's kcodec/codec.h capsule over zlib (thread-safe: a z_stream per call)."""
+    cdef kcodec_codec_v1 *api = <kcodec_codec_v1 *>calloc(1, sizeof(kcodec_codec_v1))
+    if api == NULL:
+        raise MemoryError()
+    api.compress_bound = _gzip_n_bound
+    api.compress = _gzip_n_compress
+    api.decompressed_size = NULL
+    api.decompress = _gzip_n_decompress
+    return _capsule(api, NULL, KCODEC_CODEC_THREAD_SAFE, _free_native)
+
+
+# -- snappy ---------------------------------------------------------------------
+
+cdef int64_t _snappy_block(const uint8_t *p, int64_t n, uint8_t *o, int64_t ulen) noexcept nogil:
+    """One raw snappy block (preamble included) into o[0:ulen]: ulen, or -1 if it is not exactly that."""
+    cdef int64_t ip = 0, op = 0, length, offset, i
+    cdef uint8_t tag
+    cdef int extra
+    while ip < n and p[ip] & 0x80:   # the preamble, checked by the scan
+        ip += 1
+    ip += 1
+    while ip < n:
+        tag = p[ip]
+        ip += 1
+        if tag & 3 == 0:
+            length = (tag >> 2) + 1
+            if length > 60:
+                extra = <int>length - 60
+                if n - ip < extra:
+                    return -1
+                length = 0
+                for i in range(extra):
+                    length |= (<int64_t>p[ip + i]) << (8 * i)
+                length += 1
+                ip += extra
+            if n - ip < length or ulen - op < length:
+                return -1
+            memcpy(o + op, p + ip, length)
+            ip += length
+            op += length
+            continue
+        if tag & 3 == 1:
+            if n - ip < 1:
+                return -1
+            length = ((tag >> 2) & 7) + 4
+            offset = ((<int64_t>(tag >> 5)) << 8) | p[ip]
+            ip += 1
+        elif tag & 3 == 2:
+            if n - ip < 2:
+                return -1
+            length = (tag >> 2) + 1
+            offset = p[ip] | (<int64_t>p[ip + 1] << 8)
+            ip += 2
+        else:
+            if n - ip < 4:
+                return -1
+            length = (tag >> 2) + 1
+            offset = kc_load_le32(p + ip)
+            ip += 4
+        if offset == 0 or offset > op or ulen - op < length:
+            return -1
+        if offset >= length:
+            memcpy(o + op, o + op - offset, length)
+        else:
+            for i in range(length):   # an overlapping copy repeats the last `offset` bytes
+                o[op + i] = o[op + i - offset]
+        op += length
+    return op if op == ulen else -1
+
+
+cdef struct _SnappyNative:
+    kcodec_codec_v1 api
+    PyObject *compress_into   # the library's block compressor (Python), a strong reference
+    int64_t max_block_out
+
+
+cdef int64_t _snappy_n_bound(void *state, int64_t n, int level, int magic) noexcept nogil:
+    cdef _SnappyNative *st = <_SnappyNative *>state
+    if n < 0:
+        return KCODEC_CODEC_ERROR
+    return 16 + ((n + 32767) // 32768) * (4 + st.max_block_out)
+
+
+cdef int64_t _snappy_frame_into(object compress_into, int64_t max_block_out, const uint8_t *src, int64_t n,
+                                uint8_t *o, int64_t cap, const uint8_t *header, int64_t header_len,
+                                int64_t block_size) except -1:
+    """snappy-java's framing of src into o (cap at least its bound): the bytes written.
+
+    ``compress_into(block, out)`` compresses one block into the writable view
+    ``out`` and returns the bytes written.
+    """
+    cdef int64_t pos = header_len, start
+    cdef Py_ssize_t written
+    memcpy(o, header, header_len)
+    dst = PyMemoryView_FromMemory(<char *>o, cap, PyBUF_WRITE)
+    source = PyMemoryView_FromMemory(<char *>src, n, PyBUF_READ)
+    try:
+        for start in range(0, n, block_size):
+            written = compress_into(source[start:start + block_size], dst[pos + 4:pos + 4 + max_block_out])
+            if written < 0 or written > max_block_out:
+                raise ValueError(f"snappy: the library reported {written} bytes for one block")
+            kc_store_be32(o + pos, <uint32_t>written)
+            pos += 4 + written
+    finally:
+        dst.release()
+        source.release()
+    return pos
+
+
+cdef int64_t _snappy_n_compress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int level,
+                                int magic, char *err, size_t err_cap) noexcept nogil:
+    # The block compressor is a Python library (cramjam has no C interface): this one takes the GIL.
+    cdef _SnappyNative *st = <_SnappyNative *>state
+    if cap < _snappy_n_bound(state, n, level, magic):
+        return KCODEC_CODEC_DST_TOO_SMALL
+    with gil:
+        try:
+            return _snappy_frame_into(<object>st.compress_into, st.max_block_out, src, n, dst, cap,
+                                      _SNAPPY_HEADER, 16, 32768)
+        except BaseException as exc:
+            message = f"snappy: {exc}".encode("utf-8", "replace")
+            return _fail(KCODEC_CODEC_ERROR, err, err_cap, message, NULL, -1)
+
+
+cdef int64_t _snappy_n_size(void *state, const uint8_t *src, int64_t n, int magic) noexcept nogil:
+    cdef _SnScan r
+    cdef _Blocks blocks
+    blocks.v = NULL
+    blocks.n = 0
+    blocks.cap = 0
+    _snappy_scan(src, n, INT64_MAX, &r, &blocks)
+    free(blocks.v)
+    return r.total if r.err == SN_OK else -1
+
+
+cdef int64_t _snappy_n_decompress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int magic,
+                                  char *err, size_t err_cap) noexcept nogil:
+    cdef _SnScan r
+    cdef _Blocks blocks
+    cdef int64_t pos = 0, off, size, usize
+    cdef Py_ssize_t i
+    blocks.v = NULL
+    blocks.n = 0
+    blocks.cap = 0
+    _snappy_scan(src, n, cap, &r, &blocks)
+    if r.err != SN_OK:
+        free(blocks.v)
+        if r.err == SN_LIMIT:
+            return KCODEC_CODEC_DST_TOO_SMALL
+        return _fail(KCODEC_CODEC_ERROR if r.err == SN_NOMEM else KCODEC_CODEC_CORRUPT, err, err_cap,
+                     "snappy: malformed stream", NULL, r.pos)
+    for i in range(blocks.n):
+        off = blocks.v[3 * i]
+        size = blocks.v[3 * i + 1]
+        usize = blocks.v[3 * i + 2]
+        if _snappy_block(src + off, size, dst + pos, usize) < 0:
+            free(blocks.v)
+            return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "snappy: corrupt block", NULL, off)
+        pos += usize
+    free(blocks.v)
+    return pos
+
+
+cdef void _free_snappy(object capsule) noexcept:
+    cdef _SnappyNative *st = <_SnappyNative *>PyCapsule_GetPointer(capsule, KCODEC_CODEC_CAPSULE_NAME)
+    Py_XDECREF(st.compress_into)
+    free(st)
+
+
+def snappy_native_codec(compress_into, Py_ssize_t max_block_out):
+    """The snappy codec's kcodec/codec.h capsule: blocks decoded in C without the GIL; blocks
+    compressed by ``compress_into(block, out) -> int`` (cramjam), under the GIL."""
+    cdef _SnappyNative *st = <_SnappyNative *>calloc(1, sizeof(_SnappyNative))
+    if st == NULL:
+        raise MemoryError()
+    Py_INCREF(compress_into)
+    st.compress_into = <PyObject *>compress_into
+    st.max_block_out = max_block_out
+    st.api.compress_bound = _snappy_n_bound
+    st.api.compress = _snappy_n_compress
+    st.api.decompressed_size = _snappy_n_size
+    st.api.decompress = _snappy_n_decompress
+    return _capsule(&st.api, st, KCODEC_CODEC_THREAD_SAFE, _free_snappy)

@@ -13,6 +13,16 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
 
 from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_bytes_shrink
+from kcodec._native.primitives cimport kc_load_be32, kc_varint_size
+from kcodec._native.primitives cimport (KC_MIN_RECORD_SIZE, kc_record_body_size, kc_header_size,
+                                        kc_write_record_sized, kc_write_header, kc_record_t, kc_header_t,
+                                        kc_parse_record, kc_parse_header, kc_parse_record_stream, kc_bincol_t,
+                                        kc_gather_t, kc_gather_region, kc_nullmap_to_validity)
+from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
+                                        KC_BATCH_OVERHEAD, KC_BATCH_LENGTH, KC_BATCH_MAGIC, KC_BATCH_ATTRIBUTES,
+                                        KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,
+                                        KC_BATCH_CONTROL, KC_BATCH_TIMESTAMP_TYPE)
+from kcodec._native.native_codec cimport NativeCodec
 
 import numpy as np
 cimport numpy as cnp
@@ -21,273 +31,7 @@ from kcodec.errors import LimitExceededError, RecordBuilderError
 
 cnp.import_array()
 
-cdef extern from "kc_record.h" nogil:
-    int KC_MIN_RECORD_SIZE
-    int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_len,
-                                int32_t value_len, int32_t header_count, int64_t headers_size)
-    int64_t kc_header_size(int32_t key_len, int32_t value_len)
-    int64_t kc_write_record_sized(uint8_t *p, int64_t body_size, int64_t timestamp_delta, int32_t offset_delta,
-                                  const uint8_t *key, int32_t key_len, const uint8_t *value, int32_t value_len,
-                                  int32_t header_count)
-    int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t key_len, const uint8_t *value,
-                            int32_t value_len)
-
-cdef extern from "kc_crc.h" nogil:
-    uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
-
-cdef extern from "kc_endian.h" nogil:
-    uint32_t kc_load_be32(const uint8_t *p)
-    uint64_t kc_load_be64(const uint8_t *p)
-    void kc_store_be16(uint8_t *p, uint16_t v)
-    void kc_store_be32(uint8_t *p, uint32_t v)
-    void kc_store_be64(uint8_t *p, uint64_t v)
-
-cdef extern from "kc_varint.h" nogil:
-    int kc_varint_size(int32_t v)
-
-cdef extern from *:
-    """
-    #include "kc_gather.h"
-    /* Column accessors for the encode loops: forced inline, since GCC leaves
-       them out of line in the large loop bodies and the per-record call costs ~10%. */
-    typedef struct {
-        const uint8_t *valid;   /* Arrow validity bitmap or NULL */
-        int64_t voff;           /* the array's offset into that bitmap */
-        const int64_t *offs;    /* int64 value offsets (large binary), or NULL */
-        const int32_t *offs32;  /* int32 value offsets (binary), or NULL */
-        const uint8_t *data;
-    } kc_col_t;
-
-    static inline __attribute__((always_inline)) int kc_bit_valid(const uint8_t *bitmap, int64_t offset,
-                                                                  int64_t i) {
-        if (bitmap == NULL) return 1;
-        i += offset;
-        return (bitmap[i >> 3] >> (i & 7)) & 1;
-    }
-
-    static inline __attribute__((always_inline)) int64_t kc_off(const kc_col_t *c, int64_t i) {
-        return c->offs32 ? c->offs32[i] : c->offs[i];
-    }
-
-    static inline __attribute__((always_inline)) int32_t kc_col_len(const kc_col_t *c, int64_t i) {
-        if (!kc_bit_valid(c->valid, c->voff, i)) return -1;
-        return (int32_t)(kc_off(c, i + 1) - kc_off(c, i));
-    }
-
-    /* The same with `fast` (a constant in each instantiated loop): every
-       column has int32 offsets and no validity bitmap, the usual layout of
-       a table made by pyarrow, so the loop carries no per-field checks. */
-    static inline __attribute__((always_inline)) int64_t kc_off_f(const kc_col_t *c, int64_t i, int fast) {
-        return fast ? c->offs32[i] : kc_off(c, i);
-    }
-
-    static inline __attribute__((always_inline)) int32_t kc_len_f(const kc_col_t *c, int64_t i, int fast) {
-        return fast ? c->offs32[i + 1] - c->offs32[i] : kc_col_len(c, i);
-    }
-
-    static inline int kc_cols_fast(const kc_col_t *key, int has_key, const kc_col_t *value,
-                                   const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval) {
-        const kc_col_t *cols[5] = {value, has_key ? key : NULL, has_h ? hlist : NULL, has_h ? hkey : NULL,
-                                   has_h ? hval : NULL};
-        for (int c = 0; c < 5; c++)
-            if (cols[c] && (cols[c]->valid != NULL || cols[c]->offs32 == NULL))
-                return 0;
-        return 1;
-    }
-
-    static inline __attribute__((always_inline)) uint8_t *kc_put_field(uint8_t *p, const uint8_t *data,
-                                                                       int32_t len) {
-        if (len < 0) {
-            *p++ = 1;  /* varint -1: null */
-            return p;
-        }
-        p += kc_write_varint(p, len);
-        kc_copy(p, data, (size_t)len);
-        return p + len;
-    }
-
-    /* Everything of row i's record after its length varint: attributes,
-       deltas, key, value and the headers h0..h1 of the header columns. */
-    static inline __attribute__((always_inline)) uint8_t *kc_put_body(
-            uint8_t *p, int64_t td, int32_t od, const kc_col_t *k, int32_t kl,
-            const kc_col_t *v, int32_t vl, int64_t i, const kc_col_t *hk, const kc_col_t *hv,
-            int64_t h0, int64_t h1, int fast) {
-        *p++ = 0;
-        p += kc_write_varlong(p, td);
-        p += kc_write_varint(p, od);
-        p = kc_put_field(p, kl >= 0 ? k->data + kc_off_f(k, i, fast) : NULL, kl);
-        p = kc_put_field(p, vl >= 0 ? v->data + kc_off_f(v, i, fast) : NULL, vl);
-        p += kc_write_varint(p, (int32_t)(h1 - h0));
-        for (int64_t j = h0; j < h1; j++) {
-            int32_t hkl = kc_len_f(hk, j, fast), hvl = kc_len_f(hv, j, fast);
-            p = kc_put_field(p, hk->data + kc_off_f(hk, j, fast), hkl);
-            p = kc_put_field(p, hvl >= 0 ? hv->data + kc_off_f(hv, j, fast) : NULL, hvl);
-        }
-        return p;
-    }
-
-    /* One whole record whose body size is known. */
-    static inline __attribute__((always_inline)) uint8_t *kc_put_record(
-            uint8_t *p, int32_t body, int64_t td, int32_t od, const kc_col_t *k, int32_t kl,
-            const kc_col_t *v, int32_t vl, int64_t i, const kc_col_t *hk, const kc_col_t *hv,
-            int64_t h0, int64_t h1, int fast) {
-        p += kc_write_varint(p, body);
-        return kc_put_body(p, td, od, k, kl, v, vl, i, hk, hv, h0, h1, fast);
-    }
-
-    typedef struct {
-        int64_t row_end;    /* first row not in the batch */
-        int64_t written;    /* records region bytes */
-        int64_t max_ts;
-        int64_t last_off;
-        int err;            /* 1: null header key, 2: offset delta overflow */
-        int64_t err_row;
-    } kc_batch_fill_t;
-
-    /* The most framing a record can take: length 5, attributes 1, timestamp
-       delta 10, offset delta 5, key and value lengths 5 each, header count
-       5; and a header: key and value lengths 5 each. */
-    #define KC_RECORD_FRAMING_MAX 36
-    #define KC_HEADER_FRAMING_MAX 10
-
-    /* Upper bound of the records region of rows [r0, n): their data bytes
-       plus the most framing their records and headers can take. */
-    static int64_t kc_rows_bound(int64_t r0, int64_t n, const kc_col_t *key, int has_key, const kc_col_t *value,
-                                 const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval) {
-        int64_t b = KC_RECORD_FRAMING_MAX * (n - r0) + (kc_off(value, n) - kc_off(value, r0));
-        if (has_key) b += kc_off(key, n) - kc_off(key, r0);
-        if (has_h) {
-            int64_t h0 = kc_off(hlist, r0), h1 = kc_off(hlist, n);
-            b += KC_HEADER_FRAMING_MAX * (h1 - h0) + (kc_off(hkey, h1) - kc_off(hkey, h0))
-                 + (kc_off(hval, h1) - kc_off(hval, h0));
-        }
-        return b;
-    }
-
-    /* kc_fill_batch's loop; `fast` is a constant in each of its two copies. */
-    static inline __attribute__((always_inline)) void kc_fill_batch_impl(
-            uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
-            const kc_col_t *key, int has_key, const kc_col_t *value,
-            const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
-            const int64_t *ts, const int64_t *offsets, int64_t base_offset,
-            kc_batch_fill_t *res, int fast) {
-        const kc_col_t k = *key, v = *value, hl = *hlist, hk = *hkey, hv = *hval;
-        const int64_t first_ts = ts[r0], first_off = offsets ? offsets[r0] : base_offset + r0;
-        int64_t max_ts = -1, last_off = first_off, i;
-        uint8_t *p = dst;
-        res->err = 0;
-        for (i = r0; i < n; i++) {
-            int64_t off = offsets ? offsets[i] : base_offset + i;
-            int64_t od = off - first_off, td = ts[i] - first_ts, hs = 0, h0 = 0, h1 = 0, body, size;
-            int32_t kl = has_key ? kc_len_f(&k, i, fast) : -1, vl = kc_len_f(&v, i, fast);
-            int has_hdrs = has_h && (fast || kc_bit_valid(hl.valid, hl.voff, i));
-            if (od > 2147483647 || od < -2147483648LL) {
-                res->err = 2;
-                res->err_row = i;
-                break;
-            }
-            if (has_hdrs) {
-                h0 = kc_off_f(&hl, i, fast);
-                h1 = kc_off_f(&hl, i + 1, fast);
-            }
-            if (fast) {
-                /* Write first, size after: a bound of the body from the
-                   field lengths alone (the framing at its widest) says
-                   whether the record surely fits; the body is then written
-                   after room for its length varint at the bound's width and
-                   moved back in the rare case its own varint is narrower.
-                   Only when the bound does not fit is the record sized
-                   exactly, below.  No header key can be null here. */
-                /* the body's bound: kc_rows_bound's share of this record, less its length varint */
-                int64_t bound = KC_RECORD_FRAMING_MAX - 5 + (kl >= 0 ? kl : 0) + vl + KC_HEADER_FRAMING_MAX * (h1 - h0);
-                if (h1 > h0)
-                    bound += (hk.offs32[h1] - hk.offs32[h0]) + (hv.offs32[h1] - hv.offs32[h0]);
-                if (bound < 0x7fffff00 && (i == r0 || 61 + (p - dst) + 5 + bound <= write_limit)) {
-                    int g = kc_varint_size((int32_t)bound), a;
-                    uint8_t *end = kc_put_body(p + g, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1, 1);
-                    body = end - (p + g);
-                    a = kc_varint_size((int32_t)body);
-                    if (a != g)
-                        memmove(p + a, p + g, (size_t)body);
-                    kc_write_varint(p, (int32_t)body);
-                    p += a + body;
-                    if (ts[i] > max_ts) max_ts = ts[i];
-                    last_off = off;
-                    continue;
-                }
-            }
-            if (has_hdrs) {
-                for (int64_t j = h0; j < h1; j++) {
-                    int32_t hkl = kc_len_f(&hk, j, fast);
-                    if (hkl < 0) {
-                        res->err = 1;
-                        res->err_row = i;
-                        goto done;
-                    }
-                    hs += kc_header_size(hkl, kc_len_f(&hv, j, fast));
-                }
-            }
-            body = kc_record_body_size(td, (int32_t)od, kl, vl, (int32_t)(h1 - h0), hs);
-            size = kc_varint_size((int32_t)body) + body;
-            if (i > r0 && write_limit < 61 + (p - dst) + size)
-                break;
-            p = kc_put_record(p, (int32_t)body, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1, fast);
-            if (ts[i] > max_ts) max_ts = ts[i];
-            last_off = off;
-        }
-    done:
-        res->row_end = i;
-        res->written = p - dst;
-        res->max_ts = max_ts;
-        res->last_off = last_off;
-    }
-
-    /* Write records from row r0 into one batch's records region at dst, in a
-       single pass: each record is sized, checked against Kafka's batch.size
-       rule for an uncompressed batch (the first record always fits, then
-       61 + bytes so far + record <= write_limit) and written.  dst must hold
-       max(write_limit - 61, first record) bytes, or every remaining row, at
-       kc_rows_bound's count; a record written before its exact size is
-       known stays within its share of that count. */
-    static void kc_fill_batch(uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
-                              const kc_col_t *key, int has_key, const kc_col_t *value,
-                              const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
-                              const int64_t *ts, const int64_t *offsets, int64_t base_offset,
-                              kc_batch_fill_t *res) {
-        if (kc_cols_fast(key, has_key, value, hlist, has_h, hkey, hval))
-            kc_fill_batch_impl(dst, r0, n, write_limit, key, has_key, value, hlist, has_h, hkey, hval, ts,
-                               offsets, base_offset, res, 1);
-        else
-            kc_fill_batch_impl(dst, r0, n, write_limit, key, has_key, value, hlist, has_h, hkey, hval, ts,
-                               offsets, base_offset, res, 0);
-    }
-
-    /* The records of rows [r0, r1) at dst, one batch's records region, with
-       each row's body size from the sizing pass.  The columns are copied
-       into locals: stores through uint8_t pointers may alias anything, and
-       fields read through a pointer would be reloaded after every copy.
-       Returns the bytes written. */
-    static int64_t kc_encode_rows(uint8_t *dst, int64_t r0, int64_t r1, const int32_t *bodies,
-                                  const kc_col_t *key, int has_key, const kc_col_t *value,
-                                  const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval,
-                                  const int64_t *ts, int64_t first_ts, const int64_t *offsets,
-                                  int64_t base_offset, int64_t first_off) {
-        const kc_col_t k = *key, v = *value, hl = *hlist, hk = *hkey, hv = *hval;
-        uint8_t *p = dst;
-        for (int64_t i = r0; i < r1; i++) {
-            int64_t off = offsets ? offsets[i] : base_offset + i;
-            int32_t kl = has_key ? kc_col_len(&k, i) : -1, vl = kc_col_len(&v, i);
-            int64_t h0 = 0, h1 = 0;
-            if (has_h && kc_bit_valid(hl.valid, hl.voff, i)) {
-                h0 = kc_off(&hl, i);
-                h1 = kc_off(&hl, i + 1);
-            }
-            p = kc_put_record(p, bodies[i], ts[i] - first_ts, (int32_t)(off - first_off), &k, kl, &v, vl, i,
-                              &hk, &hv, h0, h1, 0);
-        }
-        return p - dst;
-    }
-    """
+cdef extern from "kc_columns.h":
     ctypedef struct kc_col_t:
         const uint8_t *valid
         int64_t voff
@@ -575,24 +319,14 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
     return out
 
 
-cdef void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,
-                       int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
-                       int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
-                       int32_t partition_leader_epoch) noexcept nogil:
-    """The 61-byte v2 header in front of a payload already at p + 61, then the CRC-32C over both."""
-    kc_store_be64(p, <uint64_t>base_offset)
-    kc_store_be32(p + 8, <uint32_t>(49 + payload_len))
-    kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
-    p[16] = 2
-    kc_store_be16(p + 21, <uint16_t>attributes)
-    kc_store_be32(p + 23, <uint32_t>last_offset_delta)
-    kc_store_be64(p + 27, <uint64_t>first_timestamp)
-    kc_store_be64(p + 35, <uint64_t>max_timestamp)
-    kc_store_be64(p + 43, <uint64_t>producer_id)
-    kc_store_be16(p + 51, <uint16_t>producer_epoch)
-    kc_store_be32(p + 53, <uint32_t>base_sequence)
-    kc_store_be32(p + 57, <uint32_t>count)
-    kc_store_be32(p + 17, kc_crc32c(0, p + 21, 40 + payload_len))
+cdef inline void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,
+                              int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
+                              int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                              int32_t partition_leader_epoch) noexcept nogil:
+    # The header before a records region of payload_len bytes already at p + 61 (argument order of batch_bytes).
+    kc_batch_write(p, KC_BATCH_OVERHEAD + payload_len, base_offset, partition_leader_epoch, attributes,
+                   last_offset_delta, first_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                   count)
 
 
 
@@ -620,19 +354,24 @@ def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t
     return out
 
 
-def batch_header_into(bytes batch, int64_t base_offset, int32_t last_offset_delta, int64_t first_timestamp,
-                      int64_t max_timestamp, int32_t count, int16_t attributes, int64_t producer_id,
-                      int16_t producer_epoch, int32_t base_sequence, int32_t partition_leader_epoch) -> bytes:
-    """Write the v2 header and CRC-32C into the first 61 bytes of ``batch``, whose records region follows.
+def compressed_batch(NativeCodec codec, records, int level, int64_t base_offset, int32_t last_offset_delta,
+                     int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
+                     int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                     int32_t partition_leader_epoch) -> bytes:
+    """One complete v2 batch whose ``records`` region a native codec compresses (kcodec/codec.h).
 
-    For a ``bytes`` object just made by a codec with room for the header
-    (its ``_compress_after``) and not yet shared: it is filled in place and
-    returned.
+    The codec writes its frame after room for the header in the result, and
+    header and CRC-32C are written in place: the compressed payload is never copied.
     """
+    cdef Py_buffer view
+    cdef bytes batch
+    PyObject_GetBuffer(records, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        batch = codec.compress_after(<const uint8_t *>view.buf, view.len, level, 2, 61)
+    finally:
+        PyBuffer_Release(&view)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(batch)
     cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(batch)
-    if n < 61:
-        raise ValueError("a batch needs 61 bytes of header")
     with nogil:
         _write_batch(p, n - 61, base_offset, last_offset_delta, first_timestamp, max_timestamp, count, attributes,
                      producer_id, producer_epoch, base_sequence, partition_leader_epoch)
@@ -699,32 +438,8 @@ def partition_column(valid, Py_ssize_t voff, offsets, data, Py_ssize_t n, int32_
     return out
 
 
-cdef extern from "kc_record.h" nogil:
-    ctypedef struct kc_record_t:
-        int32_t length
-        int32_t header_count
-        int64_t timestamp_delta
-        int32_t offset_delta
-        int32_t key_len
-        int32_t value_len
-        const uint8_t *key
-        const uint8_t *value
-        const uint8_t *headers_start
-        const uint8_t *end
-    ctypedef struct kc_header_t:
-        int32_t key_len
-        int32_t value_len
-        const uint8_t *key
-        const uint8_t *value
-    int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
-    int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
-
-
 cdef extern from "kc_control.h" nogil:
     int kc_control_region_ok(const uint8_t *p, const uint8_t *end, int32_t count)
-
-
-
 
 
 cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, Py_ssize_t *n_records) noexcept nogil:
@@ -740,18 +455,18 @@ cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, 
         remaining = length - pos
         if remaining < 12:
             return 0 if remaining == 0 else -1
-        size = <int32_t>kc_load_be32(buf + pos + 8)
-        if size < 49 or remaining < 17 or buf[pos + 16] != 2 or remaining < size + 12:
+        size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH)
+        if size < 49 or remaining < 17 or buf[pos + KC_BATCH_MAGIC] != 2 or remaining < size + 12:
             return -1
-        attrs = buf[pos + 22]
-        if attrs & 0x07:
+        attrs = buf[pos + KC_BATCH_ATTRIBUTES + 1]
+        if attrs & KC_BATCH_COMPRESSION_MASK:
             return -1
-        count = <int32_t>kc_load_be32(buf + pos + 57)
+        count = <int32_t>kc_load_be32(buf + pos + KC_BATCH_RECORDS_COUNT)
         # A count the records region cannot hold is damage (reported by the general
         # path); it must not reach the column sizing, which trusts n_records.
         if count < 0 or count > (size - 49) // KC_MIN_RECORD_SIZE:
             return -1
-        if include_control or not (attrs & 0x20):
+        if include_control or not (attrs & KC_BATCH_CONTROL):
             n_records[0] += count
         pos += size + 12
 
@@ -762,119 +477,7 @@ cdef struct _Grow:
     int64_t cap
 
 
-cdef extern from *:
-    """
-    #include <pthread.h>
-    #include <stdlib.h>
-    #include <string.h>
-    /* Column memory handed to Arrow comes back here when Arrow lets it go,
-       and the next conversion reuses it.  Fresh pages cost a page fault per
-       4 KiB on first touch (about 1.3 GB/s on small VMs, several times the
-       cost of filling them), so large tables converted one after another
-       would otherwise spend most of their time faulting. */
-    #define KC_CACHE_SLOTS 64
-    typedef struct { void *p; size_t cap; } kc_block_t;
-    static kc_block_t kc_cache[KC_CACHE_SLOTS];
-    static size_t kc_cache_bytes = 0, kc_cache_limit = (size_t)256 << 20, kc_cache_min = (size_t)1 << 20;
-    static pthread_mutex_t kc_cache_lock = PTHREAD_MUTEX_INITIALIZER;
-
-    /* The smallest cached block of at least `want` bytes (and not over 4x
-       larger), or NULL. */
-    static void *kc_cache_take(size_t want, size_t *cap)
-    {
-        void *p = NULL;
-        int best = -1;
-        if (want < kc_cache_min) return NULL;
-        pthread_mutex_lock(&kc_cache_lock);
-        for (int i = 0; i < KC_CACHE_SLOTS; i++)
-            if (kc_cache[i].p && kc_cache[i].cap >= want && kc_cache[i].cap / 4 <= want
-                    && (best < 0 || kc_cache[i].cap < kc_cache[best].cap))
-                best = i;
-        if (best >= 0) {
-            p = kc_cache[best].p;
-            *cap = kc_cache[best].cap;
-            kc_cache[best].p = NULL;
-            kc_cache_bytes -= *cap;
-        }
-        pthread_mutex_unlock(&kc_cache_lock);
-        return p;
-    }
-
-    /* Keep a block for reuse, evicting smaller ones to make room, or free it. */
-    static void kc_cache_give(void *p, size_t cap)
-    {
-        void *evicted[KC_CACHE_SLOTS];
-        int n_evicted = 0, slot = -1;
-        if (p == NULL) return;
-        if (cap >= kc_cache_min) {
-            pthread_mutex_lock(&kc_cache_lock);
-            while (cap <= kc_cache_limit) {
-                int smallest = -1;
-                slot = -1;
-                for (int i = 0; i < KC_CACHE_SLOTS; i++) {
-                    if (!kc_cache[i].p) { if (slot < 0) slot = i; }
-                    else if (smallest < 0 || kc_cache[i].cap < kc_cache[smallest].cap) smallest = i;
-                }
-                if (slot >= 0 && kc_cache_bytes + cap <= kc_cache_limit) break;
-                slot = -1;
-                if (smallest < 0 || kc_cache[smallest].cap >= cap) break;
-                evicted[n_evicted++] = kc_cache[smallest].p;
-                kc_cache_bytes -= kc_cache[smallest].cap;
-                kc_cache[smallest].p = NULL;
-            }
-            if (slot >= 0) {
-                kc_cache[slot].p = p;
-                kc_cache[slot].cap = cap;
-                kc_cache_bytes += cap;
-                p = NULL;
-            }
-            pthread_mutex_unlock(&kc_cache_lock);
-            for (int i = 0; i < n_evicted; i++) free(evicted[i]);
-        }
-        free(p);
-    }
-
-    /* Set the limit (bytes) and the smallest block kept; blocks over the
-       limit are freed now.  Returns the old limit. */
-    static size_t kc_cache_set_limit(size_t limit, size_t min_block)
-    {
-        void *evicted[KC_CACHE_SLOTS];
-        int n_evicted = 0;
-        size_t old;
-        pthread_mutex_lock(&kc_cache_lock);
-        old = kc_cache_limit;
-        kc_cache_limit = limit;
-        kc_cache_min = min_block;
-        for (int i = 0; i < KC_CACHE_SLOTS && kc_cache_bytes > limit; i++)
-            if (kc_cache[i].p) {
-                evicted[n_evicted++] = kc_cache[i].p;
-                kc_cache_bytes -= kc_cache[i].cap;
-                kc_cache[i].p = NULL;
-            }
-        pthread_mutex_unlock(&kc_cache_lock);
-        for (int i = 0; i < n_evicted; i++) free(evicted[i]);
-        return old;
-    }
-
-    /* A fork while another thread holds the lock must not leave the child
-       with a lock no thread will release (Spark's Python daemon forks its
-       workers): hold it across fork and release it on both sides. */
-    static void kc_cache_fork_prepare(void) { pthread_mutex_lock(&kc_cache_lock); }
-    static void kc_cache_fork_release(void) { pthread_mutex_unlock(&kc_cache_lock); }
-    static int kc_cache_init(void)
-    {
-        return pthread_atfork(kc_cache_fork_prepare, kc_cache_fork_release, kc_cache_fork_release);
-    }
-
-    static void kc_cache_state(size_t *limit, size_t *held, size_t *min_block)
-    {
-        pthread_mutex_lock(&kc_cache_lock);
-        *limit = kc_cache_limit;
-        *held = kc_cache_bytes;
-        *min_block = kc_cache_min;
-        pthread_mutex_unlock(&kc_cache_lock);
-    }
-    """
+cdef extern from "kc_column_cache.h":
     void *kc_cache_take(size_t want, size_t *cap) nogil
     void kc_cache_give(void *p, size_t cap) nogil
     size_t kc_cache_set_limit(size_t limit, size_t min_block) nogil
@@ -1008,30 +611,6 @@ cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noex
     return 0
 
 
-cdef extern from "kc_record.h" nogil:
-    int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
-
-
-cdef extern from "kc_gather.h" nogil:
-    ctypedef struct kc_bincol_t:
-        uint8_t *data
-        int64_t len
-        int32_t *offs
-        uint8_t *nullmap
-        int64_t nulls
-    ctypedef struct kc_gather_t:
-        kc_bincol_t col[4]
-        int64_t *offset
-        int64_t *timestamp
-        int32_t *ts_type
-        int32_t *hlist
-        uint8_t *hnullmap
-        int64_t hnulls
-        int64_t n
-        int64_t nh
-    int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_t count, int stream,
-                         int64_t base_off, int64_t base_ts, int64_t max_ts, int lat, int headers)
-    void kc_nullmap_to_validity(uint8_t *map, int64_t n)
 
 
 # Growable buffers of a column accumulator: per binary column c (key, value,
@@ -1182,45 +761,11 @@ cdef object _validity(_Grow *g, int64_t rows, int64_t nulls):
     return _own(g)
 
 
-cdef extern from *:
-    """
-    /* Kafka's millisecond timestamps as Arrow's microseconds, in place.  Returns
-       -1, or the index of the first one that a 64-bit microsecond count cannot
-       hold (all are then left in milliseconds). */
-    static Py_ssize_t kc_ms_to_us(int64_t *ts, Py_ssize_t n)
-    {
-        /* Two branch-free passes, which the compiler vectorises: the range check, then the product. */
-        int bad = 0;
-        for (Py_ssize_t i = 0; i < n; i++)
-            bad |= (ts[i] > INT64_MAX / 1000) | (ts[i] < INT64_MIN / 1000);
-        if (bad) {
-            for (Py_ssize_t i = 0; i < n; i++)
-                if (ts[i] > INT64_MAX / 1000 || ts[i] < INT64_MIN / 1000)
-                    return i;
-        }
-        for (Py_ssize_t i = 0; i < n; i++)
-            ts[i] *= 1000;
-        return -1;
-    }
-    """
+cdef extern from "kc_arrow_time.h":
     Py_ssize_t kc_ms_to_us(int64_t *ts, Py_ssize_t n) nogil
 
 
-cdef extern from *:
-    """
-    static int kc_all_ascii(const uint8_t *p, Py_ssize_t n)
-    {
-        uint64_t acc = 0, w;
-        Py_ssize_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            memcpy(&w, p + i, 8);
-            acc |= w;
-        }
-        for (; i < n; i++)
-            acc |= p[i];
-        return (acc & 0x8080808080808080ull) == 0;
-    }
-    """
+cdef extern from "kc_ascii.h":
     int kc_all_ascii(const uint8_t *p, Py_ssize_t n) nogil
 
 
@@ -1433,6 +978,7 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     cdef const uint8_t *buf
     cdef int64_t rc = 0
     cdef uint8_t attrs
+    cdef kc_batch_header_t h
     cdef int err = 0
     cdef bint presized = False
     cdef _Acc a
@@ -1451,20 +997,21 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
             rc = _walk(buf, length, include_control, &n)
             pos = 0
             while rc >= 0 and pos < length and err == 0:
-                size = <int32_t>kc_load_be32(buf + pos + 8) + 12
-                if size < 61 or size > length - pos:  # changed since _walk (a writer in another thread)
+                size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH) + 12
+                if size < KC_BATCH_OVERHEAD or size > length - pos:  # changed since _walk (a writer in another thread)
                     err = 1
                     break
-                attrs = buf[pos + 22]
-                if validate and kc_load_be32(buf + pos + 17) != kc_crc32c(0, buf + pos + 21, size - 21):
+                kc_batch_read(buf + pos, &h)
+                attrs = <uint8_t>h.attributes
+                if validate and h.crc != kc_batch_checksum(buf + pos, size):
                     err = 1
-                elif validate and (attrs & 0x20) and not kc_control_region_ok(
-                        buf + pos + 61, buf + pos + size, <int32_t>kc_load_be32(buf + pos + 57)):
+                elif validate and (attrs & KC_BATCH_CONTROL) and not kc_control_region_ok(
+                        buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count):
                     err = 1  # Kafka's control record checks fail: reported by the general path
-                elif include_control or not (attrs & 0x20):
-                    err = _acc_add(&a, buf + pos + 61, buf + pos + size, <int32_t>kc_load_be32(buf + pos + 57),
-                                   <int64_t>kc_load_be64(buf + pos), <int64_t>kc_load_be64(buf + pos + 27),
-                                   <int64_t>kc_load_be64(buf + pos + 35), (attrs & 0x08) != 0, False)
+                elif include_control or not (attrs & KC_BATCH_CONTROL):
+                    err = _acc_add(&a, buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count,
+                                   h.base_offset, h.base_timestamp, h.max_timestamp,
+                                   (attrs & KC_BATCH_TIMESTAMP_TYPE) != 0, False)
                 pos += size
                 if not presized and err == 0 and pos >= 65536:
                     presized = True

@@ -6,7 +6,10 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from libc.string cimport memcpy
 
-from kcodec._native.primitives cimport kc_crc32, kc_load_be32, kc_load_be64, kc_store_be32, kc_store_be64
+from kcodec._native.primitives cimport kc_load_be32, kc_load_be64, kc_store_be32, kc_store_be64
+from kcodec._native.primitives cimport (KC_MSG_LOG_OVERHEAD, KC_MSG_CRC, KC_MSG_MAGIC, KC_MSG_ATTRIBUTES,
+                                        KC_MSG_TIMESTAMP, KC_MSG_OVERHEAD_V0, kc_message_header_size,
+                                        kc_message_checksum, kc_message_seal)
 
 cdef extern from "Python.h":
     int PyByteArray_Resize(object bytearray, Py_ssize_t len) except -1
@@ -14,13 +17,6 @@ cdef extern from "Python.h":
     Py_ssize_t PyByteArray_GET_SIZE(object bytearray)
 
 from kcodec.errors import CorruptRecordError, InvalidRecordError
-
-cdef enum:
-    LOG_OVERHEAD = 12
-    RECORD_OVERHEAD_V0 = 14
-    HEADER_SIZE_V0 = 6
-    HEADER_SIZE_V1 = 14
-
 
 cdef inline int8_t _i8(uint8_t b) noexcept nogil:
     return <int8_t>b
@@ -43,12 +39,12 @@ def scan_inner(const uint8_t[::1] data, bint strict=False):
     cdef uint32_t stored, computed
     cdef list out = []
     cdef const uint8_t *p = &data[0] if n > 0 else NULL
-    while n - pos >= LOG_OVERHEAD:
+    while n - pos >= KC_MSG_LOG_OVERHEAD:
         offset = <int64_t>kc_load_be64(p + pos)
         size = <int32_t>kc_load_be32(p + pos + 8)
-        if size < RECORD_OVERHEAD_V0:
+        if size < KC_MSG_OVERHEAD_V0:
             raise CorruptRecordError("Record size is less than the minimum record overhead (14)")
-        start = pos + LOG_OVERHEAD
+        start = pos + KC_MSG_LOG_OVERHEAD
         if size > n - start:
             if strict:
                 raise CorruptRecordError(
@@ -57,13 +53,13 @@ def scan_inner(const uint8_t[::1] data, bint strict=False):
             break
         end = start + size
         if strict:
-            stored = kc_load_be32(p + start)
+            stored = kc_load_be32(p + start + KC_MSG_CRC)
             with nogil:
-                computed = kc_crc32(0, p + start + 4, <size_t>(size - 4))
+                computed = kc_message_checksum(p + start, <size_t>size)
             if stored != computed:
                 raise CorruptRecordError(
                     f"Record is corrupt (stored crc = {stored}, computed crc = {computed})")
-        out.append((offset, start, end, _i8(p[start + 4]), _i8(p[start + 5])))
+        out.append((offset, start, end, _i8(p[start + KC_MSG_MAGIC]), _i8(p[start + KC_MSG_ATTRIBUTES])))
         pos = end
     return out, pos
 
@@ -106,21 +102,17 @@ def parse_message(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     cdef const uint8_t *p
     cdef int8_t magic
     cdef int64_t timestamp
-    if start < 0 or end > data.shape[0] or size < RECORD_OVERHEAD_V0:
+    if start < 0 or end > data.shape[0] or size < KC_MSG_OVERHEAD_V0:
         raise CorruptRecordError(
             "Record is corrupt (crc could not be retrieved as the record is too small, "
             f"size = {size})", position=start)
     p = &data[0]
-    magic = _i8(p[start + 4])
-    if magic == 0:
-        timestamp = -1
-        pos = start + HEADER_SIZE_V0
-    else:
-        timestamp = <int64_t>kc_load_be64(p + start + 6)
-        pos = start + HEADER_SIZE_V1
+    magic = _i8(p[start + KC_MSG_MAGIC])
+    timestamp = -1 if magic == 0 else <int64_t>kc_load_be64(p + start + KC_MSG_TIMESTAMP)
+    pos = start + kc_message_header_size(<uint8_t>magic)
     key = _sized(p, pos, end, "key", &pos)
     value = _sized(p, pos, end, "value", &pos)
-    return kc_load_be32(p + start), magic, _i8(p[start + 5]), timestamp, key, value
+    return kc_load_be32(p + start + KC_MSG_CRC), magic, _i8(p[start + KC_MSG_ATTRIBUTES]), timestamp, key, value
 
 
 def check_crc(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
@@ -130,13 +122,13 @@ def check_crc(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     """
     cdef Py_ssize_t size = end - start
     cdef uint32_t stored, computed
-    if start < 0 or end > data.shape[0] or size < RECORD_OVERHEAD_V0:
+    if start < 0 or end > data.shape[0] or size < KC_MSG_OVERHEAD_V0:
         raise CorruptRecordError(
             "Record is corrupt (crc could not be retrieved as the record is too small, "
             f"size = {size})", position=start)
     with nogil:
-        stored = kc_load_be32(&data[start])
-        computed = kc_crc32(0, &data[start + 4], <size_t>(size - 4))
+        stored = kc_load_be32(&data[start] + KC_MSG_CRC)
+        computed = kc_message_checksum(&data[start], <size_t>size)
     if stored == computed:
         return None
     return stored, computed
@@ -151,12 +143,12 @@ def value_span(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     cdef Py_ssize_t size = end - start, pos
     cdef const uint8_t *p
     cdef int32_t length
-    if start < 0 or end > data.shape[0] or size < RECORD_OVERHEAD_V0:
+    if start < 0 or end > data.shape[0] or size < KC_MSG_OVERHEAD_V0:
         raise CorruptRecordError(
             "Record is corrupt (crc could not be retrieved as the record is too small, "
             f"size = {size})", position=start)
     p = &data[0]
-    pos = start + (HEADER_SIZE_V0 if p[start + 4] == 0 else HEADER_SIZE_V1)
+    pos = start + kc_message_header_size(p[start + KC_MSG_MAGIC])
     length = _span(p, pos, end, "key")
     pos += 4 + (length if length > 0 else 0)
     length = _span(p, pos, end, "value")
@@ -175,28 +167,29 @@ def append_message(bytearray buf, int64_t offset, int magic, int attributes, int
     cdef const uint8_t[::1] v
     cdef Py_ssize_t klen = -1, vlen = -1, size, old, pos
     cdef uint8_t *p
+    cdef uint8_t *m
     if key is not None:
         k = memoryview(key).cast("B") if not isinstance(key, bytes) else key
         klen = k.shape[0]
     if value is not None:
         v = memoryview(value).cast("B") if not isinstance(value, bytes) else value
         vlen = v.shape[0]
-    size = (HEADER_SIZE_V0 if magic == 0 else HEADER_SIZE_V1) + 8 + \
+    size = kc_message_header_size(<uint8_t>magic) + 8 + \
         (klen if klen > 0 else 0) + (vlen if vlen > 0 else 0)
-    if size > 0x7FFFFFFF - LOG_OVERHEAD:
+    if size > 0x7FFFFFFF - KC_MSG_LOG_OVERHEAD:
         raise OverflowError(f"a message of {size} bytes does not fit a 32-bit size field")
     old = PyByteArray_GET_SIZE(buf)
-    PyByteArray_Resize(buf, old + LOG_OVERHEAD + size)
+    PyByteArray_Resize(buf, old + KC_MSG_LOG_OVERHEAD + size)
     p = <uint8_t *>PyByteArray_AS_STRING(buf) + old
     with nogil:
         kc_store_be64(p, <uint64_t>offset)
         kc_store_be32(p + 8, <uint32_t>size)
-        p[16] = <uint8_t>magic
-        p[17] = <uint8_t>attributes
-        pos = 18
+        m = p + KC_MSG_LOG_OVERHEAD
+        m[KC_MSG_MAGIC] = <uint8_t>magic
+        m[KC_MSG_ATTRIBUTES] = <uint8_t>attributes
         if magic != 0:
-            kc_store_be64(p + 18, <uint64_t>timestamp)
-            pos = 26
+            kc_store_be64(m + KC_MSG_TIMESTAMP, <uint64_t>timestamp)
+        pos = KC_MSG_LOG_OVERHEAD + kc_message_header_size(<uint8_t>magic)
         kc_store_be32(p + pos, <uint32_t><int32_t>klen)
         pos += 4
         if klen > 0:
@@ -206,5 +199,5 @@ def append_message(bytearray buf, int64_t offset, int magic, int attributes, int
         pos += 4
         if vlen > 0:
             memcpy(p + pos, &v[0], vlen)
-        kc_store_be32(p + 12, kc_crc32(0, p + 16, <size_t>(size - 4)))
+        kc_message_seal(m, <size_t>size)
     return size

@@ -1,50 +1,16 @@
 # cython: language_level=3
 # C-level API of kcodec._native.records for other Cython modules (``cimport``):
-# the v2 record codec of csrc/kc_record.h and the record classes.
+# the record classes (csrc/kc_record.h's v2 record codec is declared in primitives.pxd).
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t
 
-cdef extern from "kc_record.h" nogil:
-    int KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS, KC_REC_MANY_HEADERS
-    int KC_REC_NEG_HKEY, KC_REC_SIZE_MISMATCH, KC_REC_EOF, KC_REC_STREAM_SHORT
-    int KC_MIN_RECORD_SIZE
-    int64_t kc_add_i64(int64_t a, int64_t b)
-    ctypedef struct kc_record_t:
-        int32_t length
-        int32_t consumed
-        int32_t header_count
-        int32_t bad_value
-        int8_t attributes
-        int64_t timestamp_delta
-        int32_t offset_delta
-        int32_t key_len
-        int32_t value_len
-        const uint8_t *key
-        const uint8_t *value
-        const uint8_t *headers_start
-        const uint8_t *end
-    ctypedef struct kc_header_t:
-        int32_t key_len
-        int32_t value_len
-        int32_t bad_value
-        const uint8_t *key
-        const uint8_t *value
-    const char *kc_record_error_message(int code)
-    int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
-    int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
-    int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
-    int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_len,
-                                int32_t value_len, int32_t header_count, int64_t headers_size)
-    int64_t kc_record_size(int64_t body_size)
-    int64_t kc_header_size(int32_t key_len, int32_t value_len)
-    int64_t kc_write_record_sized(uint8_t *p, int64_t body_size, int64_t timestamp_delta,
-                                  int32_t offset_delta, const uint8_t *key, int32_t key_len,
-                                  const uint8_t *value, int32_t value_len, int32_t header_count)
-    int64_t kc_write_record(uint8_t *p, int64_t timestamp_delta, int32_t offset_delta,
-                            const uint8_t *key, int32_t key_len, const uint8_t *value,
-                            int32_t value_len, int32_t header_count)
-    int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t key_len, const uint8_t *value,
-                            int32_t value_len)
+from kcodec._native.primitives cimport (KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS,
+                                        KC_REC_MANY_HEADERS, KC_REC_NEG_HKEY, KC_REC_SIZE_MISMATCH, KC_REC_EOF,
+                                        KC_REC_STREAM_SHORT, KC_MIN_RECORD_SIZE, kc_add_i64, kc_record_t,
+                                        kc_header_t, kc_record_error_message, kc_parse_record,
+                                        kc_parse_record_stream, kc_parse_header, kc_record_body_size,
+                                        kc_record_size, kc_header_size, kc_write_record_sized, kc_write_record,
+                                        kc_write_header)
 
 
 cdef class Record:
@@ -116,7 +82,7 @@ cdef class BatchBuilderCore:
     cdef void _adopt(self, object store)
     cdef void _drop_store(self)
     cdef int _grow(self, Py_ssize_t need, bint keep) except -1
-    cdef bint _compress_after(self) except -1
+    cdef bint _compress_native(self) except -1
     cdef int64_t _estimated(self)
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
     cdef object _detached(self, Py_ssize_t size)

@@ -22,9 +22,10 @@ from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 import numpy as np
 cimport numpy as cnp
 
-from kcodec._native.primitives cimport kc_crc32c, kc_store_be16, kc_store_be32, kc_store_be64
-from kcodec._native.primitives cimport kc_load_be16, kc_load_be32, kc_load_be64
-from kcodec._native.primitives cimport kc_varint_size, kc_bytes_shrink
+from kcodec._native.primitives cimport kc_load_be32, kc_load_be64, kc_varint_size, kc_bytes_shrink
+from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
+                                        KC_BATCH_CRC)
+from kcodec._native.native_codec cimport NativeCodec, native_of
 from kcodec._java_utf8 import decode as _java_utf8_decode
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (BufferReleasedError, CorruptRecordError, InvalidRecordError, KcodecError,
@@ -161,46 +162,7 @@ cdef class Record:
                          self.coordinator_epoch))
 
 
-cdef extern from *:
-    """
-    #include <structmember.h>
-    #ifndef Py_T_OBJECT_EX
-    #define Py_T_OBJECT_EX T_OBJECT_EX
-    #define Py_READONLY READONLY
-    #endif
-    /* Replaces a type's getset descriptor `name` by a read-only member
-       descriptor over the object field at `offset`.  CPython's interpreter
-       (3.11+) reads member descriptors of object fields inline, with no call,
-       where getset descriptors cost a full attribute lookup and a call each:
-       rec.key and rec.value are read for every record. */
-    static int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) {
-        PyMemberDef *def = (PyMemberDef *)PyMem_Calloc(1, sizeof(PyMemberDef));
-        PyObject *descr;
-        int rc;
-        if (def == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        /* The type keeps using the definition for as long as it lives: never freed. */
-        def->name = name;
-        def->type = Py_T_OBJECT_EX;
-        def->offset = offset;
-        def->flags = Py_READONLY;
-        descr = PyDescr_NewMember(type, def);
-        if (descr == NULL)
-            return -1;
-        rc = PyDict_SetItemString(type->tp_dict, name, descr);
-        Py_DECREF(descr);
-        PyType_Modified(type);
-        return rc;
-    }
-    /* Expanded where used, after Cython has defined Record's struct; a
-       renamed class or field fails to compile. */
-    #define KC_RECORD_FIELD(name) offsetof(struct __pyx_obj_6kcodec_7_native_7records_Record, name)
-    #define KC_RECORD_KEY KC_RECORD_FIELD(key)
-    #define KC_RECORD_VALUE KC_RECORD_FIELD(value)
-    #define KC_RECORD_TIMESTAMP_TYPE KC_RECORD_FIELD(timestamp_type)
-    """
+cdef extern from "kc_members.h":
     int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
     Py_ssize_t KC_RECORD_KEY, KC_RECORD_VALUE, KC_RECORD_TIMESTAMP_TYPE
 
@@ -609,31 +571,7 @@ cdef inline bint _is_none_codec(compression):
     return False
 
 
-cdef extern from *:
-    """
-    /* Borrowed-reference reads for the builder's header scan. */
-    static inline PyObject *kc_seq_item(PyObject *seq, int is_list, Py_ssize_t i) {
-        return is_list ? PyList_GET_ITEM(seq, i) : PyTuple_GET_ITEM(seq, i);
-    }
-    static inline int kc_is_pair(PyObject *o) { return PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2; }
-    static inline PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i) { return PyTuple_GET_ITEM(t, i); }
-    static inline int kc_is_bytes(PyObject *o) { return PyBytes_CheckExact(o); }
-    static inline int kc_is_str(PyObject *o) { return PyUnicode_CheckExact(o); }
-    static inline int kc_is_none(PyObject *o) { return o == Py_None; }
-    static inline const char *kc_bytes_data(PyObject *o) { return PyBytes_AS_STRING(o); }
-    static inline Py_ssize_t kc_bytes_len(PyObject *o) { return PyBytes_GET_SIZE(o); }
-    static inline int kc_is_seq(PyObject *o) { return PyList_CheckExact(o) || PyTuple_CheckExact(o); }
-    static inline Py_ssize_t kc_seq_size(PyObject *o) { return Py_SIZE(o); }
-    /* Header keys are nearly always ASCII str, whose characters are already UTF-8:
-       read them in place instead of calling into the UTF-8 cache. */
-    static inline const char *kc_utf8(PyObject *o, Py_ssize_t *size) {
-        if (PyUnicode_IS_COMPACT_ASCII(o)) {
-            *size = PyUnicode_GET_LENGTH(o);
-            return (const char *)(((PyASCIIObject *)o) + 1);
-        }
-        return PyUnicode_AsUTF8AndSize(o, size);
-    }
-    """
+cdef extern from "kc_pyseq.h":
     PyObject *kc_seq_item(PyObject *seq, bint is_list, Py_ssize_t i)
     bint kc_is_pair(PyObject *o)
     PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i)
@@ -732,7 +670,8 @@ cdef class BatchBuilderCore:
                  write_limit=None, pool=None, float estimated_compression_ratio=1.0):
         cdef Py_ssize_t initial
         if magic != 2:
-            raise RecordBuilderError(f"unsupported magic {magic!r} for a v2 batch builder")
+            raise RecordBuilderError(f"RecordBatchBuilder writes magic 2, not {magic!r}; "
+                                     "kcodec.batch_builder(magic=...) makes a builder for any magic")
         if self._busy:
             raise RecordBuilderError(_REENTERED)
         if self._store != NULL:  # __init__ called again: start over
@@ -750,10 +689,7 @@ cdef class BatchBuilderCore:
             self._codec = codec
             self._compression = compression
             self.compression_id = codec.id
-            if codec.id <= 4:
-                self.level = CompressionType(codec.id).validate_level(level)
-            else:
-                self.level = codec.resolve_level(level)
+            self.level = codec.resolve_level(level)
             codec.check_magic(2)
         tt = timestamp_type if type(timestamp_type) is int else int(timestamp_type)
         if tt == 1:
@@ -1228,18 +1164,16 @@ cdef class BatchBuilderCore:
         self._last_override = offset
 
     # -- building --------------------------------------------------------------
-    cdef bint _compress_after(self) except -1:
-        # Codecs that can (kcodec's own lz4, snappy and zstd) write the frame after
-        # room for the header, into a new bytes object that becomes the
-        # batch: the compressed payload is then never copied.
-        after = getattr(self.codec, "_compress_after", None)
-        if after is None:
+    cdef bint _compress_native(self) except -1:
+        # A codec with native functions (kcodec/codec.h: every built-in, and
+        # plugins that have them) writes the frame, without the GIL, after
+        # room for the header in a new bytes object that becomes the batch:
+        # the compressed payload is then never copied.
+        cdef NativeCodec native = native_of(self.codec)
+        if native is None:
             return False
-        out = after(self, self.level, BATCH_OVERHEAD_)
-        if out is None:
-            return False
-        if type(out) is not bytes or PyBytes_GET_SIZE(out) < BATCH_OVERHEAD_:
-            raise TypeError("a codec's _compress_after() must return bytes with room for the batch header")
+        out = native.compress_after(self._buf + BATCH_OVERHEAD_, self._size,
+                                    0 if self.level is None else self.level, 2, BATCH_OVERHEAD_)
         if PyBytes_GET_SIZE(out) > INT32_MAX_:
             raise RecordBuilderError(f"batch of {PyBytes_GET_SIZE(out)} bytes exceeds the int32 size field")
         self._drop_store()
@@ -1303,7 +1237,7 @@ cdef class BatchBuilderCore:
         # in a separate buffer (`detached`) and the store stays until the builder goes.
         if self.compression_id == 0:
             plen = self._size
-        elif self.pool is None and self._exports == 0 and self._compress_after():
+        elif self.pool is None and self._exports == 0 and self._compress_native():
             plen = self._cap - BATCH_OVERHEAD_
         else:
             exports = self._exports
@@ -1342,14 +1276,14 @@ cdef class BatchBuilderCore:
             else:
                 dst = self._buf
         if total < 65536:
-            _write_header_raw(dst, self.base_offset, <int32_t>total, self.partition_leader_epoch,
-                              attributes, <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
-                              self.producer_epoch, self.base_sequence, self._count)
+            kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
+                           <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
+                           self.producer_epoch, self.base_sequence, self._count)
         else:  # the CRC of a large batch runs without the GIL
             with nogil:
-                _write_header_raw(dst, self.base_offset, <int32_t>total, self.partition_leader_epoch,
-                                  attributes, <int32_t>(last - self.base_offset), base_ts, max_ts,
-                                  self.producer_id, self.producer_epoch, self.base_sequence, self._count)
+                kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
+                               <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
+                               self.producer_epoch, self.base_sequence, self._count)
         self._built = True
         if detached is not None:
             return detached if self.pool is None else PooledBuffer(detached, total, self.pool)
@@ -1379,115 +1313,6 @@ cdef inline uint8_t *_data_of(obj):
     if type(obj) is bytes:
         return <uint8_t *>PyBytes_AS_STRING(obj)
     return <uint8_t *>PyByteArray_AS_STRING(obj)
-
-
-cdef extern from *:
-    """
-    /* RecordBatchBuilder's tp_new.  Magic 2, the default and once per batch,
-       goes straight to BatchBuilderCore's tp_new (a __new__ written in
-       Python costs a third of a microsecond per batch); any other magic to a
-       Python function that makes a legacy builder, refuses the magic, or
-       returns None for a v2 builder after all. */
-    static newfunc kc_core_new = NULL;
-    static PyTypeObject *kc_builder_type = NULL;
-    static PyObject *kc_other_magic = NULL;
-    static PyObject *kc_magic_name = NULL;  /* interned "magic" */
-
-    static PyObject *kc_builder_tp_new(PyTypeObject *t, PyObject *args, PyObject *kwds) {
-        if (t == kc_builder_type) {
-            PyObject *magic = NULL;
-            int overflow = 0;
-            if (args && PyTuple_GET_SIZE(args) > 0)
-                magic = PyTuple_GET_ITEM(args, 0);
-            else if (kwds && PyDict_GET_SIZE(kwds))
-                magic = PyDict_GetItem(kwds, kc_magic_name);  /* borrowed; never raises */
-            if (magic && !(PyLong_CheckExact(magic) && PyLong_AsLongAndOverflow(magic, &overflow) == 2)) {
-                PyObject *head = PyTuple_Pack(1, (PyObject *)t), *all, *out;
-                if (head == NULL)
-                    return NULL;
-                all = args ? PySequence_Concat(head, args) : (Py_INCREF(head), head);
-                Py_DECREF(head);
-                if (all == NULL)
-                    return NULL;
-                out = PyObject_Call(kc_other_magic, all, kwds);
-                Py_DECREF(all);
-                if (out != Py_None)
-                    return out;  /* a legacy builder, or NULL with the error */
-                Py_DECREF(out);  /* a magic equal to 2 that is not the int 2 */
-            }
-        }
-        return kc_core_new(t, args, kwds);
-    }
-
-    /* RecordBatchBuilder.__new__ as Python sees it (super().__new__ in a
-       subclass, copy protocols): the same dispatch for any subclass. */
-    static PyObject *kc_builder_new_wrapper(PyObject *self, PyObject *args, PyObject *kwds) {
-        PyObject *sub, *rest, *out;
-        if (PyTuple_GET_SIZE(args) < 1) {
-            PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder.__new__(): not enough arguments");
-            return NULL;
-        }
-        sub = PyTuple_GET_ITEM(args, 0);
-        if (!PyType_Check(sub) || !PyType_IsSubtype((PyTypeObject *)sub, kc_builder_type)) {
-            PyErr_Format(PyExc_TypeError, "RecordBatchBuilder.__new__(%R): not a subtype of RecordBatchBuilder", sub);
-            return NULL;
-        }
-        rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
-        if (rest == NULL)
-            return NULL;
-        out = kc_builder_tp_new((PyTypeObject *)sub, rest, kwds);
-        Py_DECREF(rest);
-        return out;
-    }
-
-    static PyMethodDef kc_builder_new_def = {
-        "__new__", (PyCFunction)(void (*)(void))kc_builder_new_wrapper, METH_VARARGS | METH_KEYWORDS,
-        "Create and return a new builder: RecordBatchBuilder for magic 2, a legacy builder for 0 and 1."};
-
-    static int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) {
-        PyObject *wrapper;
-        if (kc_magic_name == NULL && (kc_magic_name = PyUnicode_InternFromString("magic")) == NULL)
-            return -1;
-        Py_INCREF(other_magic);
-        Py_XSETREF(kc_other_magic, other_magic);
-        Py_INCREF(cls);
-        Py_XSETREF(kc_builder_type, (PyTypeObject *)cls);
-        kc_core_new = ((PyTypeObject *)core)->tp_new;
-        ((PyTypeObject *)cls)->tp_new = kc_builder_tp_new;
-        /* Set in the type's dict directly: setting the attribute would make
-           the slot call __new__ through Python again. */
-        wrapper = PyCFunction_NewEx(&kc_builder_new_def, cls, NULL);
-        if (wrapper == NULL)
-            return -1;
-        if (PyDict_SetItemString(((PyTypeObject *)cls)->tp_dict, "__new__", wrapper) < 0) {
-            Py_DECREF(wrapper);
-            return -1;
-        }
-        Py_DECREF(wrapper);
-        PyType_Modified((PyTypeObject *)cls);
-        return 0;
-    }
-    """
-    int kc_install_builder_new(PyObject *cls, PyObject *core, PyObject *other_magic) except -1
-
-
-def install_builder_new(type builder_cls, legacy_factory):
-    """Make ``builder_cls(magic=0|1, ...)`` return ``legacy_factory(magic, **kwargs)``.
-
-    Magic 2 (and any subclass of ``builder_cls``) constructs the native
-    builder without a Python-level ``__new__``.
-    """
-    if not issubclass(builder_cls, BatchBuilderCore):
-        raise TypeError(f"{builder_cls!r} is not a BatchBuilderCore")
-
-    def other_magic(cls, magic=2, *args, **kwargs):
-        if magic == 2:
-            return None
-        if magic == 0 or magic == 1:
-            return legacy_factory(magic, **kwargs)
-        raise RecordBuilderError(f"unsupported magic {magic!r}: use 0, 1 or 2")
-
-    kc_install_builder_new(<PyObject *>builder_cls, <PyObject *>BatchBuilderCore, <PyObject *>other_magic)
 
 
 def record_size(int32_t offset_delta, int64_t timestamp_delta, key, value, headers=()) -> int:
@@ -1549,6 +1374,7 @@ cdef class RecordBatchBase:
                     object max_decompressed_size, object pool):
         # The header fields of the batch at p (total bytes, already checked to lie inside buf).
         cdef uint8_t hdr[61]
+        cdef kc_batch_header_t h
         if total < BATCH_OVERHEAD_:
             # too small for a header: ensure_valid() reports it; fields read as zero
             memset(hdr, 0, BATCH_OVERHEAD_)
@@ -1557,20 +1383,21 @@ cdef class RecordBatchBase:
         self._src = buf
         self.position = position
         self.size_in_bytes = total
-        self.base_offset = <int64_t>kc_load_be64(p)
-        self.batch_length = <int32_t>kc_load_be32(p + 8)
-        self.partition_leader_epoch = <int32_t>kc_load_be32(p + 12)
-        self._magic = <int8_t>p[16]
-        self.crc = kc_load_be32(p + 17)
+        kc_batch_read(p, &h)
+        self.base_offset = h.base_offset
+        self.batch_length = h.length
+        self.partition_leader_epoch = h.partition_leader_epoch
+        self._magic = h.magic
+        self.crc = h.crc
         # Only the low byte of the attributes is read, as Kafka does ((byte) getShort(21)).
-        self.attributes = p[22]
-        self.last_offset_delta = <int32_t>kc_load_be32(p + 23)
-        self.base_timestamp = <int64_t>kc_load_be64(p + 27)
-        self.max_timestamp = <int64_t>kc_load_be64(p + 35)
-        self.producer_id = <int64_t>kc_load_be64(p + 43)
-        self.producer_epoch = <int16_t>kc_load_be16(p + 51)
-        self.base_sequence = <int32_t>kc_load_be32(p + 53)
-        self.record_count = <int32_t>kc_load_be32(p + 57)
+        self.attributes = <uint8_t>h.attributes
+        self.last_offset_delta = h.last_offset_delta
+        self.base_timestamp = h.base_timestamp
+        self.max_timestamp = h.max_timestamp
+        self.producer_id = h.producer_id
+        self.producer_epoch = h.producer_epoch
+        self.base_sequence = h.base_sequence
+        self.record_count = h.records_count
         self._max_size = DEFAULT_MAX_DECOMPRESSED_SIZE if max_decompressed_size is None else max_decompressed_size
         self._pool = pool
 
@@ -1659,14 +1486,11 @@ cdef class RecordBatchBase:
     cdef uint32_t _checksum_at(self, const uint8_t *batch) noexcept:
         # CRC-32C of bytes [21, end) of this batch, which starts at `batch`.
         cdef uint32_t crc
-        cdef size_t n
-        if self.size_in_bytes <= 21:
-            return 0
-        n = <size_t>(self.size_in_bytes - 21)
+        cdef size_t n = <size_t>self.size_in_bytes
         if n < 65536:
-            return kc_crc32c(0, batch + 21, n)
+            return kc_batch_checksum(batch, n)
         with nogil:
-            crc = kc_crc32c(0, batch + 21, n)
+            crc = kc_batch_checksum(batch, n)
         return crc
 
     cdef int _ensure_valid_at(self, const uint8_t *batch) except -1:
@@ -1719,6 +1543,7 @@ cdef class RecordBatchBase:
     def records_data(self):
         """The uncompressed records region (a view into the source when stored uncompressed)."""
         cdef int cid = self.attributes & 0x07
+        cdef NativeCodec native
         payload = self.payload
         if cid == 0:
             return payload
@@ -1727,9 +1552,28 @@ cdef class RecordBatchBase:
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
         try:
+            native = native_of(codec)
+            if native is not None:
+                return native.decompress_buffer(payload, 2, self._max_size)
             return codec.decompress(payload, magic=2, max_size=self._max_size)
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+
+    def _pooled_records(self):
+        """:meth:`records_data`, decompressed into a buffer of the batch's pool where it has one
+        and its codec native functions: then a PooledBuffer the caller releases."""
+        cdef int cid = self.attributes & 0x07
+        cdef NativeCodec native
+        if cid == 0 or self._pool is None:
+            return self.records_data()
+        try:
+            native = native_of(get_codec(cid))
+            if native is None:
+                return self.records_data()
+            store, size = native.decompress_buffer(self.payload, 2, self._max_size, self._pool)
+        except KcodecError as exc:
+            raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+        return PooledBuffer(store, size, self._pool)
 
     def __iter__(self):
         """Decode lazily, one record per step; every call starts again from the first record."""
@@ -1767,21 +1611,10 @@ def write_batch_header(out, Py_ssize_t pos, int64_t base_offset, int32_t total_s
         if pos < 0 or total_size < 61 or pos > view.len or total_size > view.len - pos:
             raise ValueError("the batch does not fit in the output buffer")
         p = <uint8_t *>view.buf + pos
-        kc_store_be64(p, <uint64_t>base_offset)
-        kc_store_be32(p + 8, <uint32_t>(total_size - 12))
-        kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
-        p[16] = 2
-        kc_store_be16(p + 21, <uint16_t>attributes)
-        kc_store_be32(p + 23, <uint32_t>last_offset_delta)
-        kc_store_be64(p + 27, <uint64_t>base_timestamp)
-        kc_store_be64(p + 35, <uint64_t>max_timestamp)
-        kc_store_be64(p + 43, <uint64_t>producer_id)
-        kc_store_be16(p + 51, <uint16_t>producer_epoch)
-        kc_store_be32(p + 53, <uint32_t>base_sequence)
-        kc_store_be32(p + 57, <uint32_t>records_count)
         with nogil:
-            crc = kc_crc32c(0, p + 21, <size_t>(total_size - 21))
-        kc_store_be32(p + 17, crc)
+            kc_batch_write(p, total_size, base_offset, partition_leader_epoch, attributes, last_offset_delta,
+                           base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records_count)
+        crc = kc_load_be32(p + KC_BATCH_CRC)
     finally:
         PyBuffer_Release(&view)
     return crc
@@ -1807,9 +1640,9 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
         if out is None:
             result = PyBytes_FromStringAndSize(NULL, total)
             memcpy(PyBytes_AS_STRING(result) + 61, rv.buf, rv.len)
-            _write_header_raw(<uint8_t *>PyBytes_AS_STRING(result), base_offset, <int32_t>total,
-                              partition_leader_epoch, attributes, last_offset_delta, base_timestamp,
-                              max_timestamp, producer_id, producer_epoch, base_sequence, records_count)
+            kc_batch_write(<uint8_t *>PyBytes_AS_STRING(result), total, base_offset, partition_leader_epoch,
+                           attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+                           producer_epoch, base_sequence, records_count)
             return result
         mv = memoryview(out)
         if len(mv) < total:
@@ -1823,41 +1656,20 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
         PyBuffer_Release(&rv)
 
 
-cdef void _write_header_raw(uint8_t *p, int64_t base_offset, int32_t total_size,
-                            int32_t partition_leader_epoch, int16_t attributes, int32_t last_offset_delta,
-                            int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
-                            int16_t producer_epoch, int32_t base_sequence, int32_t records_count) noexcept nogil:
-    kc_store_be64(p, <uint64_t>base_offset)
-    kc_store_be32(p + 8, <uint32_t>(total_size - 12))
-    kc_store_be32(p + 12, <uint32_t>partition_leader_epoch)
-    p[16] = 2
-    kc_store_be16(p + 21, <uint16_t>attributes)
-    kc_store_be32(p + 23, <uint32_t>last_offset_delta)
-    kc_store_be64(p + 27, <uint64_t>base_timestamp)
-    kc_store_be64(p + 35, <uint64_t>max_timestamp)
-    kc_store_be64(p + 43, <uint64_t>producer_id)
-    kc_store_be16(p + 51, <uint16_t>producer_epoch)
-    kc_store_be32(p + 53, <uint32_t>base_sequence)
-    kc_store_be32(p + 57, <uint32_t>records_count)
-    kc_store_be32(p + 17, kc_crc32c(0, p + 21, <size_t>(total_size - 21)))
-
-
 def read_batch_header(buf, Py_ssize_t pos=0) -> tuple:
     """The v2 header fields at ``buf[pos:pos+61]``: (baseOffset, batchLength,
     partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp,
     maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount)."""
     cdef Py_buffer view
-    cdef const uint8_t *p
+    cdef kc_batch_header_t h
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         if pos < 0 or pos > view.len or view.len - pos < 61:
             raise ValueError("fewer than 61 bytes for a v2 batch header")
-        p = <const uint8_t *>view.buf + pos
-        return (<int64_t>kc_load_be64(p), <int32_t>kc_load_be32(p + 8), <int32_t>kc_load_be32(p + 12),
-                <int8_t>p[16], kc_load_be32(p + 17), <int16_t>kc_load_be16(p + 21),
-                <int32_t>kc_load_be32(p + 23), <int64_t>kc_load_be64(p + 27), <int64_t>kc_load_be64(p + 35),
-                <int64_t>kc_load_be64(p + 43), <int16_t>kc_load_be16(p + 51), <int32_t>kc_load_be32(p + 53),
-                <int32_t>kc_load_be32(p + 57))
+        kc_batch_read(<const uint8_t *>view.buf + pos, &h)
+        return (h.base_offset, h.length, h.partition_leader_epoch, h.magic, h.crc, h.attributes,
+                h.last_offset_delta, h.base_timestamp, h.max_timestamp, h.producer_id, h.producer_epoch,
+                h.base_sequence, h.records_count)
     finally:
         PyBuffer_Release(&view)
 
@@ -1950,12 +1762,7 @@ cdef class PooledBuffer:
         self._exports -= 1
 
 
-cdef extern from *:
-    """
-    static PyObject *kc_tp_new(PyObject *type, PyObject *args, PyObject *kwds) {
-        return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, kwds);
-    }
-    """
+cdef extern from "kc_tp_new.h":
     object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
 
 

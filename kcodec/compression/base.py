@@ -25,6 +25,13 @@ class Codec(abc.ABC):
     it first, import their compression library only when first used, and
     stop decompressing with :class:`~kcodec.errors.LimitExceededError` as
     soon as the output would exceed ``max_size``, without allocating it.
+
+    A codec with C functions returns them from :meth:`native_codec` (the
+    struct of ``kcodec/codec.h``, see :func:`kcodec.get_include`); kcodec's
+    builder, readers, ``from_arrow`` and ``to_arrow`` then call them without
+    the GIL, and :meth:`compress_into` and :meth:`decompress_into` use them
+    too.  Levels and the magics a codec may be used with are this class's
+    attributes; :class:`~kcodec.CompressionType` asks the active codec.
     """
 
     #: Id stored in bits 0-2 of the batch attributes: 0-4 are Kafka's, 5-7 are free.
@@ -50,6 +57,41 @@ class Codec(abc.ABC):
                    max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
         """Decompress Kafka-framed ``data``; raise LimitExceededError past ``max_size`` bytes."""
 
+    def native_codec(self) -> Optional[Any]:
+        """A PyCapsule named ``kcodec.native_codec.v1`` holding this codec's ``kcodec_codec_v1``, or None.
+
+        None (the default) means the Python methods do all the work.  The
+        capsule must stay valid as long as it is referenced; kcodec asks once
+        per codec object and keeps it.
+        """
+        return None
+
+    def compress_into(self, data: Buffer, out: Buffer, level: Optional[int] = None, magic: int = 2, *,
+                      headroom: int = 0) -> int:
+        """Compress ``data`` into the writable buffer ``out`` after ``headroom`` bytes; the bytes written.
+
+        The first ``headroom`` bytes of ``out`` are left as they are, for a
+        header the caller writes (a batch header).  Raises LimitExceededError
+        when the frame does not fit.
+        """
+        self.check_magic(magic)
+        level = self.resolve_level(level)
+        native = _native_of(self)
+        if native is not None:
+            return native.compress_into(data, out, _native_level(level), magic, headroom)
+        frame = self.compress(data, level, magic)
+        return _copy_into(frame, out, headroom, f"{self.name}: the output buffer is too small for the frame")
+
+    def decompress_into(self, data: Buffer, out: Buffer, magic: int = 2) -> int:
+        """Decompress ``data`` into the writable buffer ``out``, whose size is the limit; the bytes written."""
+        self.check_magic(magic)
+        native = _native_of(self)
+        if native is not None:
+            return native.decompress_into(data, out, magic)
+        size = memoryview(out).nbytes
+        return _copy_into(self.decompress(data, magic, max_size=size), out, 0,
+                          f"{self.name}: decompressed data exceeds the {size}-byte output")
+
     def available(self) -> bool:
         """Whether the library this codec needs can be imported (imports it)."""
         try:
@@ -66,7 +108,7 @@ class Codec(abc.ABC):
         if level is None:
             return self.default_level
         if self.min_level is None:
-            raise UnsupportedCodecError(f"codec {self.name} has no compression levels (got {level!r})")
+            raise UnsupportedCodecError(f"codec {self.name} has no levels (got {level!r})")
         if isinstance(level, bool) or not isinstance(level, int):
             raise UnsupportedCodecError(f"{self.name} level must be an int, got {level!r}")
         if not (self.min_level <= level <= self.max_level or level in self.extra_levels):
@@ -89,3 +131,24 @@ class Codec(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__module__}.{type(self).__qualname__} id={self.id} name={self.name!r}>"
+
+
+def _native_level(level: Optional[int]) -> int:
+    """The level a native codec receives: the resolved level, 0 for codecs without levels."""
+    return 0 if level is None else level
+
+
+def _copy_into(data: Buffer, out: Buffer, offset: int, too_small: str) -> int:
+    src = memoryview(data).cast("B")
+    dst = memoryview(out).cast("B")
+    n = src.nbytes
+    if offset < 0 or offset + n > dst.nbytes:
+        raise LimitExceededError(too_small)
+    dst[offset:offset + n] = src
+    return n
+
+
+def _native_of(codec: Codec):
+    from kcodec._native.native_codec import native_of
+
+    return native_of(codec)

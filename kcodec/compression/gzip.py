@@ -10,18 +10,22 @@ header fields (FHCRC verified), the trailer verified, further members read as
 one continuous stream, and anything after a member that does not parse as a
 gzip header silently ignored.  zlib-wrapped or raw deflate data is rejected.
 
-The deflate engine is the ``zlib`` module by default; subclasses (the
-``kcodec-isal`` plugin) swap in any module with zlib's API by overriding
-:attr:`GzipCodec.engine_module` and :meth:`GzipCodec.engine_level`.
+The deflate engine is zlib: compression by kcodec's C functions over the
+zlib library (the codec's :meth:`~GzipCodec.native_codec`), which the
+builder, ``from_arrow``, ``to_arrow`` and the readers call without the GIL.
+Subclasses (the ``kcodec-isal`` plugin) swap in any module with zlib's API by
+overriding :attr:`GzipCodec.engine_module` and :meth:`GzipCodec.engine_level`;
+they then work through the Python methods.
 """
 from __future__ import annotations
 
 import struct
 from types import ModuleType
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from kcodec.compression._lib import byte_view, import_library, library_version
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
+from kcodec._native.codecs import gzip_native_codec
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
 __all__ = ["GzipCodec", "JAVA_GZIP_HEADER"]
@@ -68,6 +72,7 @@ class GzipCodec(Codec):
 
     def __init__(self) -> None:
         self._engine: Optional[ModuleType] = None
+        self._capsule: Any = None
 
     def __reduce__(self):
         # Library handles are not picklable; a fresh instance reloads them.
@@ -79,8 +84,21 @@ class GzipCodec(Codec):
         return 6 if level == -1 else level
 
     def load(self) -> None:
+        # The engine is chosen here, once: kcodec's C functions over zlib for
+        # the zlib engine, the engine module's compressobj for another.
         if self._engine is None:
-            self._engine = import_library(self.engine_module, self.requires or self.engine_package, self.name)
+            engine = import_library(self.engine_module, self.requires or self.engine_package, self.name)
+            if self.engine_module == "zlib" and type(self).engine_level is GzipCodec.engine_level:
+                self._capsule = gzip_native_codec()
+                self._deflate = self._native_deflate
+            else:
+                self._deflate = self._engine_deflate
+            self._engine = engine  # last: another thread takes a loaded codec as ready
+
+    def native_codec(self) -> Any:
+        """zlib through kcodec's C functions (kcodec/codec.h); None for another engine."""
+        self.load()
+        return self._capsule
 
     @property
     def backend(self) -> str:
@@ -97,6 +115,13 @@ class GzipCodec(Codec):
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         level = self.resolve_level(level)
+        self.load()
+        return self._deflate(data, level)
+
+    def _native_deflate(self, data: Buffer, level: int) -> bytes:
+        return _native_of(self).compress(data, level, 2)
+
+    def _engine_deflate(self, data: Buffer, level: int) -> bytes:
         z = self._z()
         view = byte_view(data)
         # wbits -15: raw deflate, the framing is written here; memLevel 8 is

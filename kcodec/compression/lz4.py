@@ -32,9 +32,9 @@ import struct
 from types import ModuleType
 from typing import Any, List, Optional, Tuple
 
-from kcodec._native.codecs import lz4_frame_compress, lz4_frame_decompress, lz4_scan, xxh32
+from kcodec._native.codecs import lz4_frame_compress, lz4_frame_decompress, lz4_native_codec, lz4_scan, xxh32
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
 __all__ = ["Lz4Codec", "LZ4_FRAME_HEADER", "LZ4_FRAME_HEADER_V0", "LZ4_BLOCK_SIZE", "LZ4_HC_MAX_LEVEL"]
@@ -71,18 +71,30 @@ class Lz4Codec(Codec):
         self._lz4: Optional[ModuleType] = None
         self._block: Any = None
         self._native: Optional[Tuple[int, int, int]] = None
+        self._capsule: Any = None
 
     def __reduce__(self):
         # Library handles are not picklable; a fresh instance reloads them.
         return (type(self), ())
 
     def load(self) -> None:
+        # The engine is chosen here, once: liblz4's functions when python-lz4's
+        # extension exports them, else python-lz4's per-block API.
         if self._lz4 is None:
-            block = import_library("lz4.block", self.requires, self.name)
-            self._native = _native_entry_points(block)
-            self._block = block
-            # Last: another thread takes the codec as loaded once this is set.
-            self._lz4 = import_library("lz4", self.requires, self.name)
+            lz4 = import_library("lz4", self.requires, self.name)
+            self._block = import_library("lz4.block", self.requires, self.name)
+            self._native = _native_entry_points(self._block)
+            if self._native is not None:
+                self._capsule = lz4_native_codec(*self._native, LZ4_FRAME_HEADER, LZ4_FRAME_HEADER_V0)
+                self._frame, self._unframe = self._native_frame, self._native_unframe
+            else:
+                self._frame, self._unframe = self._block_frame, self._block_unframe
+            self._lz4 = lz4  # last: another thread takes a loaded codec as ready
+
+    def native_codec(self) -> Any:
+        """liblz4's frame functions (kcodec/codec.h), where python-lz4's extension exports liblz4."""
+        self.load()
+        return self._capsule
 
     @property
     def native(self) -> bool:
@@ -97,29 +109,28 @@ class Lz4Codec(Codec):
         lib = self._lz4.library_version_string()  # type: ignore[union-attr]
         return f"{library_version(self._lz4)} (liblz4 {lib})"
 
-    def _native_frame(self, data: Buffer, level: int, header: bytes, headroom: int = 0) -> Optional[bytes]:
-        # One native call for the whole frame, after `headroom` bytes; None without native lz4.
-        if self._native is None:
-            return None
-        fast, hc, _ = self._native
-        return lz4_frame_compress(data, header, 0 if level == FAST_LEVEL else min(level, LZ4_HC_MAX_LEVEL),
-                                  fast, hc, LZ4_BLOCK_SIZE, headroom)
-
-    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
-        # The v2 frame after `headroom` bytes the caller fills (a batch header), so that the
-        # batch needs no copy of its payload; None when only the per-block path is there.
-        level = self.resolve_level(level)
-        self.load()
-        return self._native_frame(data, level, LZ4_FRAME_HEADER, headroom)
-
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         level = self.resolve_level(level)
         self.load()
+        return self._frame(data, level, magic)
+
+    def decompress(self, data: Buffer, magic: int = 2,
+                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+        self.check_magic(magic)
+        self.load()
+        return self._unframe(data, magic, max_size)
+
+    # -- the two engines, one chosen by load() ------------------------------------
+    def _native_frame(self, data: Buffer, level: int, magic: int) -> bytes:
+        return _native_of(self).compress(data, level, magic)
+
+    def _native_unframe(self, data: Buffer, magic: int, max_size: int) -> bytes:
+        return lz4_frame_decompress(data, magic != 0, max_size, self._native[2])
+
+    def _block_frame(self, data: Buffer, level: int, magic: int) -> bytes:
+        # python-lz4 per 64 KiB block (its default mode writes other, equally valid, bytes).
         header = LZ4_FRAME_HEADER_V0 if magic == 0 else LZ4_FRAME_HEADER
-        frame = self._native_frame(data, level, header)
-        if frame is not None:
-            return frame
         compress_block = self._block.compress
         if level == FAST_LEVEL:
             options = {"mode": "default"}
@@ -139,12 +150,7 @@ class Lz4Codec(Codec):
         pieces.append(_END_MARK)
         return b"".join(pieces)
 
-    def decompress(self, data: Buffer, magic: int = 2,
-                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
-        self.check_magic(magic)
-        self.load()
-        if self._native is not None:
-            return lz4_frame_decompress(data, magic != 0, max_size, self._native[2])
+    def _block_unframe(self, data: Buffer, magic: int, max_size: int) -> bytes:
         view = byte_view(data)
         max_block, blocks, _end = lz4_scan(view, magic != 0)
         decompress_block = self._block.decompress

@@ -22,9 +22,9 @@ import struct
 from types import ModuleType
 from typing import Any, Callable, List, Optional
 
-from kcodec._native.codecs import alloc_bytes, snappy_frame_compress, snappy_scan
+from kcodec._native.codecs import alloc_bytes, snappy_native_codec, snappy_scan
 from kcodec.compression._lib import byte_view, import_library, library_version
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CodecLibraryMissingError, CorruptCompressedDataError
 
 __all__ = ["SnappyCodec", "SNAPPY_JAVA_HEADER", "SNAPPY_JAVA_BLOCK_SIZE"]
@@ -48,8 +48,7 @@ class SnappyCodec(Codec):
         self._module: Optional[ModuleType] = None
         self._compress_block: Optional[Callable[[Any], Any]] = None
         self._decompress_into: Optional[Callable[[memoryview, memoryview], int]] = None
-        self._compress_into: Optional[Callable[[memoryview, memoryview], int]] = None
-        self._max_block_out = 0
+        self._capsule: Any = None
         self._errors: tuple = ()
 
     def __reduce__(self):
@@ -65,12 +64,15 @@ class SnappyCodec(Codec):
             legacy = import_library("snappy", self.requires, self.name)
             self._use_legacy(legacy)
             return
+        # cramjam compresses each block straight into the frame (kcodec/codec.h's
+        # functions, which decode blocks in C); python-snappy before 0.7 block by block.
         self._compress_block = cj.snappy.compress_raw
-        self._compress_into = cj.snappy.compress_raw_into
-        self._max_block_out = cj.snappy.compress_raw_max_len(bytes(SNAPPY_JAVA_BLOCK_SIZE))
+        self._capsule = snappy_native_codec(cj.snappy.compress_raw_into,
+                                            cj.snappy.compress_raw_max_len(bytes(SNAPPY_JAVA_BLOCK_SIZE)))
+        self._frame = self._native_frame
         self._decompress_into = cj.snappy.decompress_raw_into
         self._errors = (cj.DecompressionError,)
-        self._module = cj  # last: another thread takes the codec as loaded once this is set
+        self._module = cj  # last: another thread takes a loaded codec as ready
 
     def _use_legacy(self, snappy: ModuleType) -> None:
         def decompress_into(src: memoryview, dst: memoryview) -> int:
@@ -81,6 +83,7 @@ class SnappyCodec(Codec):
             return len(out)
 
         self._compress_block = snappy.compress
+        self._frame = self._block_frame
         self._decompress_into = decompress_into
         self._errors = (Exception,)
         self._module = snappy
@@ -91,29 +94,22 @@ class SnappyCodec(Codec):
         self.load()
         return library_version(self._module)
 
-    def _native_frame(self, view: memoryview, headroom: int) -> Optional[bytes]:
-        # The whole frame in one native call, each block compressed straight into the
-        # result after `headroom` bytes; None without cramjam.
-        if self._compress_into is None:
-            return None
-        return snappy_frame_compress(view, SNAPPY_JAVA_HEADER, SNAPPY_JAVA_BLOCK_SIZE,
-                                     self._compress_into, self._max_block_out, headroom)
-
-    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
-        # The frame after `headroom` bytes the caller fills (a batch header), so that the
-        # batch needs no copy of its payload.
-        self.resolve_level(level)
+    def native_codec(self) -> Any:
+        """snappy's frame functions (kcodec/codec.h) with cramjam; None with python-snappy before 0.7."""
         self.load()
-        return self._native_frame(byte_view(data), headroom)
+        return self._capsule
 
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         self.resolve_level(level)
         self.load()
+        return self._frame(data)
+
+    def _native_frame(self, data: Buffer) -> bytes:
+        return _native_of(self).compress(data, 0, 2)
+
+    def _block_frame(self, data: Buffer) -> bytes:
         view = byte_view(data)
-        framed = self._native_frame(view, 0)
-        if framed is not None:
-            return framed
         compress_block = self._compress_block
         pieces: List[Any] = [SNAPPY_JAVA_HEADER]
         for start in range(0, len(view), SNAPPY_JAVA_BLOCK_SIZE):

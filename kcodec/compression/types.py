@@ -2,21 +2,14 @@
 from __future__ import annotations
 
 import enum
-from typing import FrozenSet, Optional, Union
+from typing import TYPE_CHECKING, FrozenSet, Optional, Union
 
 from kcodec.errors import UnsupportedCodecError
 
+if TYPE_CHECKING:
+    from kcodec.compression.base import Codec
+
 __all__ = ["CompressionType", "TimestampType"]
-
-_LEVELS = {
-    # id: (min, max, default, extra allowed values) -- KIP-390 (Kafka 3.8+)
-    0: None,
-    1: (1, 9, -1, (-1,)),  # -1 = Deflater.DEFAULT_COMPRESSION (zlib 6)
-    2: None,
-    3: (1, 17, 9, ()),
-    4: (-131072, 22, 3, ()),
-}
-
 
 class CompressionType(enum.IntEnum):
     """Kafka's compression types: the id stored in bits 0-2 of a batch's attributes."""
@@ -33,44 +26,36 @@ class CompressionType(enum.IntEnum):
         return self.name.lower()
 
     @property
+    def codec(self) -> "Codec":
+        """The active codec for this type (a plugin replaces a built-in); levels and magics are its own."""
+        from kcodec.compression.registry import get_codec
+
+        return get_codec(self.value)
+
+    @property
     def min_level(self) -> Optional[int]:
-        lv = _LEVELS[self.value]
-        return None if lv is None else lv[0]
+        return self.codec.min_level
 
     @property
     def max_level(self) -> Optional[int]:
-        lv = _LEVELS[self.value]
-        return None if lv is None else lv[1]
+        return self.codec.max_level
 
     @property
     def default_level(self) -> Optional[int]:
-        """Kafka's default level, or None for types without levels."""
-        lv = _LEVELS[self.value]
-        return None if lv is None else lv[2]
+        """The codec's default level (Kafka's for the built-ins), or None for types without levels."""
+        return self.codec.default_level
 
     @property
     def magics(self) -> FrozenSet[int]:
         """Message format versions (magic) that may carry this type: zstd needs v2."""
-        return frozenset({2}) if self is CompressionType.ZSTD else frozenset({0, 1, 2})
+        return self.codec.magics
 
     def supports_magic(self, magic: int) -> bool:
         return magic in self.magics
 
     def validate_level(self, level: Optional[int]) -> Optional[int]:
-        """Return the effective level (the default for None); raise on a level Kafka rejects."""
-        lv = _LEVELS[self.value]
-        if level is None:
-            return None if lv is None else lv[2]
-        if lv is None:
-            raise UnsupportedCodecError(f"compression type {self.kafka_name} has no levels (got {level!r})")
-        lo, hi, _default, extra = lv
-        if isinstance(level, bool) or not isinstance(level, int):
-            raise UnsupportedCodecError(f"{self.kafka_name} level must be an int, got {level!r}")
-        if not (lo <= level <= hi or level in extra):
-            also = f" or equal to {extra[0]}" if extra else ""
-            raise UnsupportedCodecError(
-                f"invalid {self.kafka_name} level {level}: must be between {lo} and {hi}{also}")
-        return level
+        """Return the effective level (the default for None); raise on a level the codec rejects."""
+        return self.codec.resolve_level(level)
 
     @classmethod
     def from_id(cls, type_id: int) -> "CompressionType":

@@ -35,11 +35,12 @@ import os
 import threading
 from collections import OrderedDict
 from types import ModuleType
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
-from kcodec._native.codecs import ZSTD_ENTRY_POINTS, ZstdContext, zstd_scan
+from kcodec._native.codecs import (ZSTD_ENTRY_POINTS, ZSTD_KEPT_CONTEXT_MAX_LEVEL, ZstdContext, zstd_native_codec,
+                                   zstd_scan)
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
 __all__ = ["ZstdCodec", "ZSTD_WINDOW_LOG_MAX"]
@@ -49,10 +50,6 @@ ZSTD_WINDOW_LOG_MAX = 27
 _MAX_PIECE = 64 * 1024 * 1024
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CACHED_LEVELS = 4
-#: Contexts for levels above this one are made for one frame and freed after it, as zstd-jni
-#: makes one per batch: for a stream of unknown size their windows of 8-128 MiB take 170 MB
-#: (level 20) to 720 MB (22) of tables, which a context kept per thread would hold for good.
-_KEPT_CONTEXT_MAX_LEVEL = 19
 
 
 class ZstdCodec(Codec):
@@ -69,7 +66,7 @@ class ZstdCodec(Codec):
     def __init__(self) -> None:
         self._zstd: Optional[ModuleType] = None
         self._native: Optional[Tuple[int, ...]] = None
-        self._windows: Dict[int, int] = {}
+        self._capsule: Any = None
         # Compression and decompression contexts are costly to create and
         # not safe to share between threads: one set per thread.
         self._local = threading.local()
@@ -79,10 +76,24 @@ class ZstdCodec(Codec):
         return (type(self), ())
 
     def load(self) -> None:
+        # The engine is chosen here, once: libzstd's functions called directly
+        # when python-zstandard's extension exports them, else its streaming API.
         if self._zstd is None:
-            self._zstd = import_library("zstandard", self.requires, self.name)
-            # Until the check is done, another thread takes the streaming path: the same bytes.
-            self._native = _native_entry_points(self._zstd, self._stream_compress)
+            zstd = import_library("zstandard", self.requires, self.name)
+            native = _native_entry_points(zstd, lambda data, level: self._stream(zstd, data, level))
+            if native is not None:
+                windows = [zstd.ZstdCompressionParameters.from_level(level).window_log for level in range(-1, 23)]
+                self._capsule = zstd_native_codec(native, windows)
+                self._frame, self._decode_frame = self._direct_frame, self._direct_decode
+            else:
+                self._frame, self._decode_frame = self._stream_compress, self._api_decode
+            self._native = native
+            self._zstd = zstd  # last: another thread takes a loaded codec as ready
+
+    def native_codec(self) -> Any:
+        """libzstd's functions (kcodec/codec.h), where python-zstandard's extension exports them."""
+        self.load()
+        return self._capsule
 
     @property
     def native(self) -> bool:
@@ -99,18 +110,15 @@ class ZstdCodec(Codec):
         direct = ", direct calls" if self._native is not None else ""
         return f"{library_version(z)} (libzstd {lib}, {z.backend} backend{direct})"  # type: ignore[union-attr]
 
-    def _compressor(self, level: int) -> Any:
-        if level > _KEPT_CONTEXT_MAX_LEVEL:
-            return self._zstd.ZstdCompressor(  # type: ignore[union-attr]
-                level=level, write_content_size=False, write_checksum=False, write_dict_id=False)
+    def _compressor(self, z: ModuleType, level: int) -> Any:
+        if level > ZSTD_KEPT_CONTEXT_MAX_LEVEL:
+            return _java_compressor(z, level)
         cache = getattr(self._local, "compressors", None)
         if cache is None:
             cache = self._local.compressors = OrderedDict()
         cctx = cache.get(level)
         if cctx is None:
-            cctx = self._zstd.ZstdCompressor(  # type: ignore[union-attr]
-                level=level, write_content_size=False, write_checksum=False, write_dict_id=False)
-            cache[level] = cctx
+            cctx = cache[level] = _java_compressor(z, level)
             if len(cache) > _CACHED_LEVELS:
                 cache.popitem(last=False)
         else:
@@ -123,13 +131,14 @@ class ZstdCodec(Codec):
             ctx = self._local.context = ZstdContext(self._native)
         return ctx
 
-    def _window(self, level: int) -> int:
-        # The window libzstd picks at this level for a stream of unknown size.
-        window = self._windows.get(level)
-        if window is None:
-            params = self._zstd.ZstdCompressionParameters.from_level(level)  # type: ignore[union-attr]
-            window = self._windows[level] = 1 << params.window_log
-        return window
+    def _direct_decode(self, view: memoryview, capacity: int) -> bytes:
+        return self._context().decompress(view, capacity)
+
+    def _api_decode(self, view: memoryview, capacity: int) -> bytes:
+        try:
+            return self._decompressor().decompress(view, max_output_size=capacity)
+        except self._zstd.ZstdError as exc:  # type: ignore[union-attr]
+            raise CorruptCompressedDataError(f"zstd: {exc}", position=0) from None
 
     def _decompressor(self) -> Any:
         dctx = getattr(self._local, "decompressor", None)
@@ -138,37 +147,26 @@ class ZstdCodec(Codec):
                 max_window_size=1 << ZSTD_WINDOW_LOG_MAX)
         return dctx
 
-    def _direct_frame(self, view: memoryview, level: int, headroom: int) -> Optional[bytes]:
-        # One frame by the direct calls, after `headroom` bytes; None without them.
-        if self._native is None:
-            return None
-        ctx = self._context() if level <= _KEPT_CONTEXT_MAX_LEVEL else ZstdContext(self._native)
-        return ctx.compress(view, level, headroom, len(view) > self._window(level))
-
-    def _compress_after(self, data: Buffer, level: Optional[int], headroom: int) -> Optional[bytes]:
-        # The frame after `headroom` bytes the caller fills (a batch header), so that the
-        # batch needs no copy of its payload.
-        level = self.resolve_level(level)
-        self.load()
-        return self._direct_frame(byte_view(data), level, headroom)
-
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
         level = self.resolve_level(level)
         self.load()
-        view = byte_view(data)
-        framed = self._direct_frame(view, level, 0)
-        return framed if framed is not None else self._stream_compress(view, level)
+        return self._frame(byte_view(data), level)
+
+    def _direct_frame(self, view: memoryview, level: int) -> bytes:
+        return _native_of(self).compress(view, level, 2)
 
     def _stream_compress(self, data: Buffer, level: int) -> bytes:
+        return self._stream(self._zstd, data, level)
+
+    def _stream(self, z: ModuleType, data: Buffer, level: int) -> bytes:
         # python-zstandard's streaming API, as zstd-jni drives libzstd: any size, any level
         # (with libzstd 1.5.7's pre-splitting, which the direct calls turn off).
-        z = self._zstd
         view = byte_view(data)
-        cobj = self._compressor(level).compressobj()
+        cobj = self._compressor(z, level).compressobj()
         return b"".join((cobj.compress(view),
-                         cobj.flush(z.COMPRESSOBJ_FLUSH_BLOCK),  # type: ignore[union-attr]
-                         cobj.flush(z.COMPRESSOBJ_FLUSH_FINISH)))  # type: ignore[union-attr]
+                         cobj.flush(z.COMPRESSOBJ_FLUSH_BLOCK),
+                         cobj.flush(z.COMPRESSOBJ_FLUSH_FINISH)))
 
     def decompress(self, data: Buffer, magic: int = 2,
                    max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
@@ -187,12 +185,7 @@ class ZstdCodec(Codec):
             # One frame first (as Java writes per batch; zstd_scan allows only
             # skippable frames after it) whose blocks cannot decode to more
             # than the limit: one call into an output at that bound.
-            if self._native is not None:
-                return self._context().decompress(view, max(bound, 1))
-            try:
-                return self._decompressor().decompress(view, max_output_size=max(bound, 1))
-            except error as exc:
-                raise CorruptCompressedDataError(f"zstd: {exc}", position=0) from None
+            return self._decode_frame(view, max(bound, 1))
         reader = self._decompressor().stream_reader(view, read_across_frames=True)
         # First read: the declared size, else the blocks' upper bound, which
         # is tight for zstd's 128 KiB blocks; never more than the budget + 1.
@@ -223,6 +216,10 @@ class ZstdCodec(Codec):
         if len(pieces) == 1:
             return pieces[0]
         return b"".join(pieces)
+
+
+def _java_compressor(z: ModuleType, level: int) -> Any:
+    return z.ZstdCompressor(level=level, write_content_size=False, write_checksum=False, write_dict_id=False)
 
 
 def _native_entry_points(zstd: ModuleType, stream_compress: Any) -> Optional[Tuple[int, ...]]:

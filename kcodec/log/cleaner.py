@@ -60,6 +60,7 @@ from kcodec.log.filter import (
 )
 from kcodec.log.index import relative_offset
 from kcodec.log.names import parse_partition_dir_name, segment_file_name
+from kcodec.records import batch_header, message_header
 from kcodec.records.framing import iter_entries, valid_bytes
 from kcodec.storage import LOCAL, Storage, is_url, resolve
 
@@ -94,8 +95,6 @@ _NAME = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)(\.cleaned|\
 _TXN_ENTRY = struct.Struct(">hqqqq")
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,14 +244,8 @@ def check_complete(buf, source: str) -> None:
 
 def _entry_header(buf, pos: int, magic: int) -> Tuple[int, int]:
     """(lastOffset, maxTimestamp) of the entry at ``pos`` without decoding it."""
-    if magic >= 2:
-        base = _I64.unpack_from(buf, pos)[0]
-        delta = _I32.unpack_from(buf, pos + 23)[0]
-        return base + delta, _I64.unpack_from(buf, pos + 35)[0]
-    last = _I64.unpack_from(buf, pos)[0]
-    if magic == 1:
-        return last, _I64.unpack_from(buf, pos + 18)[0]
-    return last, -1
+    header = batch_header if magic >= 2 else message_header
+    return header.last_offset_and_max_timestamp(buf, pos, magic)
 
 
 def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -> Tuple[bytes, bytes]:

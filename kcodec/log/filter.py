@@ -23,7 +23,9 @@ from typing import Any, List, NamedTuple, Optional
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import InvalidRecordError, KcodecError
-from kcodec.log.validator import NO_TIMESTAMP, rebuild_batch, v2_empty_header
+from kcodec.records import batch_header
+from kcodec.records.batch_header import NO_TIMESTAMP
+from kcodec.records.rebuild import rebuild_batch
 from kcodec.records.framing import RECORD_BATCH_OVERHEAD
 
 __all__ = [
@@ -161,7 +163,7 @@ def filter_batch(batch, record_filter: RecordFilter, result: FilterResult) -> Op
                                      batch_offset=batch.base_offset)
         result.batches_emptied += 1
         result._retained(batch.max_timestamp, batch.last_offset, batch.last_offset, 0, RECORD_BATCH_OVERHEAD)
-        return v2_empty_header(batch)
+        return batch_header.empty_header(batch)
     result.batches_deleted += 1
     return None
 

@@ -1,7 +1,7 @@
 """Rewrite a partition directory's segments with another codec, level or message format.
 
 Every data batch goes through the validator's rebuild path
-(:func:`kcodec.log.validator.rebuild_batch`) but, unlike a produce, nothing
+(:func:`kcodec.records.rebuild.rebuild_batch`) but, unlike a produce, nothing
 is reassigned: each batch keeps its base offset, every record its offset and
 timestamp (LogAppendTime batches keep their append time), producer id,
 epoch, base sequence, transactional flag, partition leader epoch and delete
@@ -47,7 +47,7 @@ from kcodec.log.cleaner import (
     replace_segments,
     segment_file_name,
 )
-from kcodec.log.validator import rebuild_batch
+from kcodec.records.rebuild import rebuild_batch
 
 __all__ = [
     "RecompressOptions",

@@ -13,7 +13,6 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import struct
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -36,6 +35,7 @@ from kcodec.log.names import (
     segment_file_name,
     segment_log_offset,
 )
+from kcodec.records import batch_header, message_header
 from kcodec.records.framing import Entry, iter_entries
 from kcodec.storage import LOCAL as _LOCAL
 from kcodec.storage import FileInfo, Storage, resolve
@@ -74,15 +74,8 @@ def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
     v2: ``baseOffset + lastOffsetDelta`` and ``maxTimestamp``; v1: the
     (wrapper) message offset and timestamp; v0: the offset and -1.
     """
-    p = entry.position
-    if entry.magic >= 2:
-        (delta,) = struct.unpack_from(">i", buf, p + 23)
-        (max_ts,) = struct.unpack_from(">q", buf, p + 35)
-        return entry.offset + delta, max_ts
-    if entry.magic == 1:
-        (ts,) = struct.unpack_from(">q", buf, p + 18)
-        return entry.offset, ts
-    return entry.offset, -1
+    header = batch_header if entry.magic >= 2 else message_header
+    return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
 
 
 class LogSegment:

@@ -25,17 +25,15 @@ Errors are raised as :class:`RecordValidationError` carrying Kafka's error
 code and name (``INVALID_RECORD``, ``CORRUPT_MESSAGE``, ``INVALID_TIMESTAMP``,
 ...) and, for per-record failures, Kafka's ``RecordError`` list (KIP-467).
 
-The module also holds the batch-level helpers the other broker-side
-operations share: header patching (:func:`v2_set_last_offset_delta`,
-:func:`v2_empty_header`) and :func:`rebuild_batch`, the builder call that
-both the validator's rebuild path and recompression go through.
+Header changes in place are :mod:`kcodec.records.batch_header`'s and
+:mod:`kcodec.records.message_header`'s; rebuilding a batch is
+:func:`kcodec.records.rebuild.rebuild_batch`.
 """
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import (
@@ -47,7 +45,9 @@ from kcodec.errors import (
     RecordBuilderError,
     UnsupportedCodecError,
 )
+from kcodec.records import batch_header, message_header
 from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_entries
+from kcodec.records.rebuild import rebuild_batch
 
 __all__ = [
     "ValidatorConfig",
@@ -58,9 +58,6 @@ __all__ = [
     "validate_and_assign_offsets",
     "target_compression",
     "magic_for_message_format_version",
-    "rebuild_batch",
-    "v2_empty_header",
-    "v2_set_last_offset_delta",
 ]
 
 INT64_MAX = (1 << 63) - 1
@@ -81,45 +78,10 @@ ERRORS = {
 }
 _ERROR_NAMES = {v: k for k, v in ERRORS.items()}
 
-# v2 header field positions (spec section 3)
-_BASE_OFFSET = 0
-_LENGTH = 8
-_PLE = 12
-_MAGIC = 16
-_CRC = 17
-_ATTRIBUTES = 21
-_LAST_OFFSET_DELTA = 23
-_BASE_TIMESTAMP = 27
-_MAX_TIMESTAMP = 35
-_CRC_START = 21
-
-# legacy message field positions, counted from the start of the entry
-_LEGACY_CRC = 12
-_LEGACY_MAGIC = 16
-_LEGACY_ATTRIBUTES = 17
-_LEGACY_TIMESTAMP = 18
-
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_U32 = struct.Struct(">I")
-_I16 = struct.Struct(">h")
-_EMPTY_HEADER = struct.Struct(">qiibIhiqqqhii")
-
-
 def _wrap64(v: int) -> int:
     """Java ``long`` overflow: wrap an int into the signed 64-bit range."""
     v &= (1 << 64) - 1
     return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def _crc32c(data) -> int:
-    from kcodec._native.primitives import crc32c
-    return crc32c(data)
-
-
-def _crc32(data) -> int:
-    from kcodec._native.primitives import crc32
-    return crc32(data)
 
 
 # --------------------------------------------------------------------------------------------
@@ -348,149 +310,6 @@ class ValidationResult:
 
 
 # --------------------------------------------------------------------------------------------
-# header helpers (shared with the filter, the cleaner and recompression)
-
-def _v2_crc(buf: bytearray, pos: int, size: int) -> None:
-    crc = _crc32c(memoryview(buf)[pos + _CRC_START:pos + size])
-    _U32.pack_into(buf, pos + _CRC, crc)
-
-
-def _v2_attributes(compression: int, timestamp_type: int, transactional: bool, control: bool,
-                   delete_horizon: bool) -> int:
-    attrs = int(compression) & 0x07
-    if timestamp_type == TimestampType.LOG_APPEND_TIME:
-        attrs |= 0x08
-    if transactional:
-        attrs |= 0x10
-    if control:
-        attrs |= 0x20
-    if delete_horizon:
-        attrs |= 0x40
-    return attrs
-
-
-def v2_set_last_offset_delta(buf: bytearray, pos: int, size: int, last_offset_delta: int) -> None:
-    """``overrideLastOffset``: store lastOffsetDelta in a built v2 batch and recompute its CRC."""
-    _I32.pack_into(buf, pos + _LAST_OFFSET_DELTA, last_offset_delta)
-    _v2_crc(buf, pos, size)
-
-
-def _v2_set_last_offset(buf: bytearray, pos: int, last_offset: int) -> None:
-    """``DefaultRecordBatch.setLastOffset``: baseOffset = last - lastOffsetDelta (outside the CRC)."""
-    delta = _I32.unpack_from(buf, pos + _LAST_OFFSET_DELTA)[0]
-    _I64.pack_into(buf, pos + _BASE_OFFSET, last_offset - delta)
-
-
-def _v2_set_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
-    _I32.pack_into(buf, pos + _PLE, epoch)
-
-
-def _v2_set_max_timestamp(buf: bytearray, pos: int, size: int, batch, timestamp_type: int, max_ts: int) -> None:
-    """``DefaultRecordBatch.setMaxTimestamp``: a no-op when nothing changes, else attributes
-    are recomputed from the decoded flags (clearing unknown bits) and the CRC is redone."""
-    if int(batch.timestamp_type) == int(timestamp_type) and batch.max_timestamp == max_ts:
-        return
-    attrs = _v2_attributes(batch.compression, timestamp_type, batch.is_transactional, batch.is_control,
-                           batch.delete_horizon_ms is not None)
-    _I16.pack_into(buf, pos + _ATTRIBUTES, attrs)
-    _I64.pack_into(buf, pos + _MAX_TIMESTAMP, max_ts)
-    _v2_crc(buf, pos, size)
-
-
-def _legacy_set_last_offset(buf: bytearray, pos: int, last_offset: int) -> None:
-    """``AbstractLegacyRecordBatch.setLastOffset``: the entry (wrapper) offset."""
-    _I64.pack_into(buf, pos, last_offset)
-
-
-def _legacy_set_max_timestamp(buf: bytearray, pos: int, size: int, batch, timestamp_type: int, ts: int) -> None:
-    """``ByteBufferLegacyRecordBatch.setMaxTimestamp`` for v1: timestamp, attributes, CRC-32."""
-    if batch.magic == 0:
-        return
-    current_type = (buf[pos + _LEGACY_ATTRIBUTES] >> 3) & 1
-    current_ts = _I64.unpack_from(buf, pos + _LEGACY_TIMESTAMP)[0]
-    if current_type == int(timestamp_type) and current_ts == ts:
-        return
-    attrs = int(batch.compression) & 0x07
-    if timestamp_type == TimestampType.LOG_APPEND_TIME:
-        attrs |= 0x08
-    buf[pos + _LEGACY_ATTRIBUTES] = attrs
-    _I64.pack_into(buf, pos + _LEGACY_TIMESTAMP, ts)
-    _U32.pack_into(buf, pos + _LEGACY_CRC, _crc32(memoryview(buf)[pos + _LEGACY_MAGIC:pos + size]))
-
-
-def v2_empty_header(batch) -> bytes:
-    """``DefaultRecordBatch.writeEmptyHeader``: the 61-byte batch the cleaner keeps for producer state.
-
-    Original baseOffset, lastOffsetDelta, producer fields, leader epoch,
-    timestamp type, transactional and control bits and maxTimestamp;
-    compression NONE, baseTimestamp -1, no delete horizon, zero records.
-    """
-    attrs = _v2_attributes(0, batch.timestamp_type, batch.is_transactional, batch.is_control, False)
-    buf = bytearray(RECORD_BATCH_OVERHEAD)
-    _EMPTY_HEADER.pack_into(
-        buf, 0, batch.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD, batch.partition_leader_epoch, 2, 0,
-        attrs, batch.last_offset - batch.base_offset, NO_TIMESTAMP, batch.max_timestamp,
-        batch.producer_id, batch.producer_epoch, batch.base_sequence, 0)
-    _v2_crc(buf, 0, RECORD_BATCH_OVERHEAD)
-    return bytes(buf)
-
-
-def _builder_cls():
-    from kcodec.records import RecordBatchBuilder
-    return RecordBatchBuilder
-
-
-def rebuild_batch(records: Iterable, *, magic: int, compression: Union[CompressionType, int, str],
-                  level: Optional[int], base_offset: int, timestamp_type: TimestampType,
-                  log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
-                  base_sequence: int = -1, is_transactional: bool = False, is_control: bool = False,
-                  partition_leader_epoch: int = -1, delete_horizon_ms: Optional[int] = None,
-                  offsets: Optional[Iterable[int]] = None, last_offset: Optional[int] = None) -> bytes:
-    """Write ``records`` (kcodec ``Record`` objects) as one batch with ``RecordBatchBuilder``.
-
-    ``offsets`` gives each record's offset (default: ``base_offset``,
-    ``base_offset + 1``, ...).  ``last_offset`` is Kafka's
-    ``overrideLastOffset``: a v2 batch keeps that lastOffsetDelta even when its
-    trailing records are gone, so the producer's last sequence survives.
-    Control records are re-appended as control records of a control batch.
-    """
-    ctype = CompressionType.of(compression)
-    kwargs = dict(magic=magic, compression=ctype, level=level, base_offset=base_offset,
-                  timestamp_type=timestamp_type, producer_id=producer_id, producer_epoch=producer_epoch,
-                  base_sequence=base_sequence, is_transactional=is_transactional, is_control=is_control,
-                  partition_leader_epoch=partition_leader_epoch)
-    if timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time is not None:
-        kwargs["log_append_time"] = log_append_time
-    if delete_horizon_ms is not None and delete_horizon_ms != NO_TIMESTAMP:
-        kwargs["delete_horizon_ms"] = delete_horizon_ms
-    if magic < 2:
-        from kcodec.records.legacy import LegacyRecordBatchBuilder
-        for k in ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
-                  "partition_leader_epoch", "delete_horizon_ms"):
-            kwargs.pop(k, None)
-        builder = LegacyRecordBatchBuilder(**kwargs)
-    else:
-        builder = _builder_cls()(**kwargs)
-    offs = iter(offsets) if offsets is not None else None
-    nxt = base_offset
-    for rec in records:
-        off = next(offs) if offs is not None else nxt
-        nxt = off + 1
-        ts = rec.timestamp
-        if is_control:
-            builder.append_control(key=rec.key, value=rec.value, timestamp=ts, offset=off)
-        else:
-            builder.append(rec.key, rec.value, timestamp=ts, headers=tuple(rec.headers or ()), offset=off)
-    out = builder.build()
-    if magic >= 2 and last_offset is not None:
-        buf = bytearray(out)
-        delta = last_offset - base_offset
-        if _I32.unpack_from(buf, _LAST_OFFSET_DELTA)[0] != delta:
-            v2_set_last_offset_delta(buf, 0, len(buf), delta)
-        return bytes(buf)
-    return bytes(out)
-
-
 def _split_entries(buf: bytes) -> List[bytes]:
     return [bytes(buf[e.position:e.position + e.size]) for e in iter_entries(buf)]
 
@@ -806,17 +625,16 @@ def _assign_in_place_uncompressed(cfg, buf, batches, next_offset, now, origin, t
         if batch.magic > 0 and batch_max > max_ts:
             max_ts = batch_max
             shallow = counter - 1
+        lat = cfg.timestamp_type == TimestampType.LOG_APPEND_TIME
         if batch.magic >= 2:
-            _v2_set_last_offset(buf, pos, counter - 1)
-            _v2_set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
+            batch_header.set_last_offset(buf, pos, counter - 1)
+            batch_header.set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
         else:
-            _legacy_set_last_offset(buf, pos, counter - 1)
+            message_header.set_last_offset(buf, pos, counter - 1)
         if batch.magic > 0:
-            ts = now if cfg.timestamp_type == TimestampType.LOG_APPEND_TIME else batch_max
-            if batch.magic >= 2:
-                _v2_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, ts)
-            else:
-                _legacy_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, ts)
+            ts = now if lat else batch_max
+            header = batch_header if batch.magic >= 2 else message_header
+            header.set_max_timestamp(buf, pos, size, batch, lat, ts)
     if cfg.timestamp_type == TimestampType.LOG_APPEND_TIME:
         max_ts = now
         shallow = counter - 1 if to_magic >= 2 else next_offset
@@ -922,19 +740,15 @@ def _compressed(cfg, buf, batches, next_offset, now, origin, to_magic, source, t
     batch = batches[0]
     pos, size = batch.position, batch.size_in_bytes
     last = next_offset + len(records) - 1
-    if batch.magic >= 2:
-        _v2_set_last_offset(buf, pos, last)
-    else:
-        _legacy_set_last_offset(buf, pos, last)
-    if cfg.timestamp_type == TimestampType.LOG_APPEND_TIME:
+    header = batch_header if batch.magic >= 2 else message_header
+    header.set_last_offset(buf, pos, last)
+    lat = cfg.timestamp_type == TimestampType.LOG_APPEND_TIME
+    if lat:
         max_ts = now
     if to_magic >= 1:
-        if batch.magic >= 2:
-            _v2_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, max_ts)
-        else:
-            _legacy_set_max_timestamp(buf, pos, size, batch, cfg.timestamp_type, max_ts)
+        header.set_max_timestamp(buf, pos, size, batch, lat, max_ts)
     if to_magic >= 2:
-        _v2_set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
+        batch_header.set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
     return ValidationResult(
         batches=[bytes(buf[pos:pos + size])], first_offset=next_offset, last_offset=last, max_timestamp=max_ts,
         shallow_offset_of_max_timestamp=last, log_append_time_ms=now, message_size_maybe_changed=False,

@@ -5,7 +5,7 @@ import importlib
 from typing import Any
 
 from kcodec.records.batch import RecordBatch
-from kcodec.records.builder import RecordBatchBuilder
+from kcodec.records.builder import RecordBatchBuilder, batch_builder
 from kcodec.records.control import ControlRecordType, EndTransactionMarker
 from kcodec.records.pool import BufferPool, PooledBuffer
 from kcodec.records.reader import read_batches
@@ -22,6 +22,7 @@ __all__ = [
     "Record",
     "RecordBatch",
     "RecordBatchBuilder",
+    "batch_builder",
     "convert_magic",
     "read_batches",
 ]

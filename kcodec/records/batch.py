@@ -1,33 +1,15 @@
 """``RecordBatch``: a zero-copy view of one magic v2 record batch (DefaultRecordBatch)."""
 from __future__ import annotations
 
-import struct
 from typing import List
 
 from kcodec._native.records import RecordBatchBase, decode_records, scan_v2_records
 from kcodec.errors import KcodecError
+from kcodec.records.batch_header import COMPRESSION_MASK, HEADER, TIMESTAMP_TYPE_MASK, increment_sequence
 from kcodec.records.control import ControlRecordType, EndTransactionMarker, parse_control_key
-from kcodec.records.framing import RECORD_BATCH_OVERHEAD, java_int
+from kcodec.records.framing import RECORD_BATCH_OVERHEAD
 
 __all__ = ["RecordBatch", "HEADER", "increment_sequence"]
-
-#: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-#: baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-HEADER = struct.Struct(">qiibIhiqqqhii")
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """Kafka's DefaultRecordBatch.incrementSequence: wraps from 2^31-1 to 0 (Java int arithmetic)."""
-    if sequence > java_int(2147483647 - increment):
-        return java_int(increment - java_int(2147483647 - sequence) - 1)
-    return java_int(sequence + increment)
 
 
 class RecordBatch(RecordBatchBase):

@@ -3,25 +3,27 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
-from kcodec._native.records import BatchBuilderCore, install_builder_new
+from kcodec._native.records import BatchBuilderCore
 from kcodec.compression import CompressionType, get_codec
 from kcodec.errors import RecordBuilderError
 from kcodec.records.control import ControlRecordType, EndTransactionMarker, control_key
 
-__all__ = ["RecordBatchBuilder", "CompressionRatioEstimator", "COMPRESSION_RATE_ESTIMATION_FACTOR"]
+if TYPE_CHECKING:
+    from kcodec.records.legacy import LegacyRecordBatchBuilder
+
+__all__ = ["RecordBatchBuilder", "batch_builder", "CompressionRatioEstimator", "COMPRESSION_RATE_ESTIMATION_FACTOR"]
 
 #: Kafka over-estimates compressed sizes by 5% when deciding whether a record fits.
 COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 
 
 class RecordBatchBuilder(BatchBuilderCore):
-    """Build one record batch (Kafka's ``MemoryRecordsBuilder``).
+    """Build one magic v2 record batch (Kafka's ``MemoryRecordsBuilder``).
 
-    ``RecordBatchBuilder(magic=0|1, ...)`` returns a
-    :class:`~kcodec.records.legacy.LegacyRecordBatchBuilder` instead, for the
-    old message formats.
+    :func:`batch_builder` makes a builder for any magic (a
+    :class:`~kcodec.records.legacy.LegacyRecordBatchBuilder` for 0 and 1).
 
     Arguments: ``compression`` (a CompressionType, id or name; ids 5-7 need a
     plugin) and ``level`` (validated against Kafka's range for the codec);
@@ -112,7 +114,23 @@ class RecordBatchBuilder(BatchBuilderCore):
         self._set_last_offset(offset)
 
 
-def _legacy_builder(magic: int, **kwargs):
+def batch_builder(magic: int = 2, **kwargs) -> Union[RecordBatchBuilder, "LegacyRecordBatchBuilder"]:
+    """A builder for one batch of message format ``magic`` (Kafka's ``MemoryRecords.builder``).
+
+    Magic 2 gives a :class:`RecordBatchBuilder`, 0 and 1 a
+    :class:`~kcodec.records.legacy.LegacyRecordBatchBuilder`; the arguments
+    are RecordBatchBuilder's, and the v2-only ones (producer fields,
+    transactions, control batches, the partition leader epoch and the delete
+    horizon) are refused for the old formats with Kafka's messages.
+    """
+    if isinstance(magic, bool) or magic not in (0, 1, 2):
+        raise RecordBuilderError(f"unsupported magic {magic!r}: use 0, 1 or 2")
+    if magic == 2:
+        return RecordBatchBuilder(**kwargs)
+    return _legacy_builder(int(magic), **kwargs)
+
+
+def _legacy_builder(magic: int, **kwargs) -> "LegacyRecordBatchBuilder":
     from kcodec.records.legacy import LegacyRecordBatchBuilder
 
     v2_only = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "is_transactional": False,
@@ -129,10 +147,6 @@ def _legacy_builder(magic: int, **kwargs):
             if name == "delete_horizon_ms":
                 raise RecordBuilderError(f"Delete horizon is only supported with magic version 2, not {magic}")
     return LegacyRecordBatchBuilder(magic=magic, **kwargs)
-
-
-# RecordBatchBuilder(magic=0|1, ...) builds a legacy message set (see the class documentation).
-install_builder_new(RecordBatchBuilder, _legacy_builder)
 
 
 class CompressionRatioEstimator:

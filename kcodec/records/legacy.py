@@ -34,6 +34,7 @@ import time
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Union
 
 from kcodec._native.legacy import append_message, check_crc, parse_message, scan_inner, value_span
+from kcodec._native.native_codec import native_of
 from kcodec._native.primitives import crc32
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
 from kcodec.errors import (
@@ -43,6 +44,7 @@ from kcodec.errors import (
     RecordBuilderError,
     UnsupportedCodecError,
 )
+from kcodec.records import message_header
 from kcodec.records.framing import LOG_OVERHEAD, java_long
 
 if TYPE_CHECKING:
@@ -63,21 +65,18 @@ __all__ = [
     "NO_TIMESTAMP",
 ]
 
-NO_TIMESTAMP = -1
+NO_TIMESTAMP = message_header.NO_TIMESTAMP
 HEADER_SIZE_V0 = 6  # crc, magic, attributes
 HEADER_SIZE_V1 = 14  # + timestamp
 RECORD_OVERHEAD_V0 = 14  # header + key and value length fields
 RECORD_OVERHEAD_V1 = 22
-_CODEC_MASK = 0x07
-_TIMESTAMP_TYPE_MASK = 0x08
+_CODEC_MASK = message_header.COMPRESSION_MASK
+_TIMESTAMP_TYPE_MASK = message_header.TIMESTAMP_TYPE_MASK
 
 _OFFSET_SIZE = struct.Struct(">qi")
-_CRC = struct.Struct(">I")
+_CRC = struct.Struct(">I")  # the message's first field after the log overhead
 _TIMESTAMP = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
-# offset, size, crc, magic, attributes[, timestamp]: a whole message header.
-_HEAD_V0 = struct.Struct(">qiIbb")
-_HEAD_V1 = struct.Struct(">qiIbbq")
 
 _TS_TYPES = (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
 _COMPRESSION_TYPES = tuple(CompressionType)
@@ -179,16 +178,15 @@ class LegacyRecordBatch:
         self._pool = pool
         self._validate = validate
         self._offset = offset
-        msg_size = size - LOG_OVERHEAD
-        start = position + LOG_OVERHEAD
         # Fields up to the timestamp; a message too short for them is reported
         # by ensure_valid() with Kafka's text, and here read as zero.
-        self._crc = _CRC.unpack_from(mv, start)[0] if msg_size >= 4 else 0
-        magic = mv[start + 4] if msg_size >= 5 else 0
+        h = message_header
+        self._crc = _CRC.unpack_from(mv, position + h.CRC)[0] if size >= h.MAGIC else 0
+        magic = mv[position + h.MAGIC] if size > h.MAGIC else 0
         self._magic = magic - 256 if magic > 127 else magic
-        self._attributes = mv[start + 5] if msg_size >= 6 else 0
-        if self._magic != 0 and msg_size >= HEADER_SIZE_V1:
-            self._timestamp = _TIMESTAMP.unpack_from(mv, start + 6)[0]
+        self._attributes = mv[position + h.ATTRIBUTES] if size > h.ATTRIBUTES else 0
+        if self._magic != 0 and size - LOG_OVERHEAD >= HEADER_SIZE_V1:
+            self._timestamp = _TIMESTAMP.unpack_from(mv, position + h.TIMESTAMP)[0]
         else:
             self._timestamp = NO_TIMESTAMP
         # Inner framing of a wrapper, (offset, start, end, magic, attributes) per
@@ -416,8 +414,13 @@ class LegacyRecordBatch:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {magic})")
         try:
-            data = get_codec(codec_id).decompress(
-                self._mv[value_pos:value_pos + length], magic=magic, max_size=self._max_size)
+            codec = get_codec(codec_id)
+            value = self._mv[value_pos:value_pos + length]
+            native = native_of(codec)
+            if native is not None:
+                data = native.decompress(value, magic, self._max_size)
+            else:
+                data = codec.decompress(value, magic=magic, max_size=self._max_size)
         except KcodecError as e:
             # Codec positions count from the start of the compressed value.
             if e.position is not None:
@@ -503,7 +506,7 @@ class LegacyRecordBatchBuilder:
         self._codec = get_codec(codec_id)
         # A plugin codec says which magics its framing is defined for.
         self._codec.check_magic(magic)
-        self._level = ctype.validate_level(level) if ctype is not None else self._codec.resolve_level(level)
+        self._level = self._codec.resolve_level(level)
         if ctype is not None and level is None:
             self._level = None  # the codec's own default == Kafka's
         timestamp_type = TimestampType(timestamp_type)
@@ -624,15 +627,15 @@ class LegacyRecordBatchBuilder:
 
     # -- output ------------------------------------------------------------------
     def build(self) -> bytes:
-        """The message set as ``bytes`` (empty when nothing was appended).
+        """The message set as ``bytes``; RecordBuilderError without records, as for magic 2.
 
         The result is owned by the caller; building twice returns the same object.
         """
         if self._built is not None:
             return self._built
         if self._count == 0:
-            out = b""
-        elif self._codec_id == 0:
+            raise RecordBuilderError("cannot build a batch without records (Kafka writes nothing)")
+        if self._codec_id == 0:
             out = bytes(self._buf)
         else:
             out = self._wrap()
@@ -641,19 +644,24 @@ class LegacyRecordBatchBuilder:
         return out
 
     def _wrap(self) -> bytes:
-        payload = self._codec.compress(self._buf, level=self._level, magic=self.magic)
+        native = native_of(self._codec)
+        if native is not None:
+            level = self._codec.resolve_level(self._level)
+            payload = native.compress(self._buf, 0 if level is None else level, self.magic)
+        else:
+            payload = self._codec.compress(self._buf, level=self._level, magic=self.magic)
         attributes = self._attributes | self._codec_id
         size = self._overhead + len(payload)
         timestamp = self.log_append_time if self._lat else self._max_timestamp
         if self.magic == 0:
-            head = _HEAD_V0.pack(self._last_offset, size, 0, 0, attributes)
+            head = message_header.HEADER_V0.pack(self._last_offset, size, 0, 0, attributes)
         else:
-            head = _HEAD_V1.pack(self._last_offset, size, 0, 1, attributes, timestamp)
+            head = message_header.HEADER_V1.pack(self._last_offset, size, 0, 1, attributes, timestamp)
         out = bytearray(head)
         out += b"\xff\xff\xff\xff"  # null key
         out += _INT32.pack(len(payload))
         out += payload
-        _CRC.pack_into(out, LOG_OVERHEAD, crc32(memoryview(out)[LOG_OVERHEAD + 4:]))
+        message_header.seal(out, 0, len(out))
         return bytes(out)
 
 

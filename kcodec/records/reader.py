@@ -36,10 +36,11 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Opti
     ignored, as Kafka does (fetch responses end this way); ``strict=True``
     raises CorruptRecordError for it instead.  ``max_decompressed_size``
     bounds the decompressed size of one batch.  ``pool`` (a
-    :class:`~kcodec.records.BufferPool`) is handed to every batch; v2
-    batches hold decompressed records in the ``bytes`` their codec returns
-    (the codec interface has no output-buffer argument), so for them the
-    pool is accepted for interface compatibility and used by no read.
+    :class:`~kcodec.records.BufferPool`) is handed to every batch: a
+    compressed v2 batch whose codec has native functions decompresses into
+    the pool's buffers when :func:`kcodec.to_arrow` converts it (which
+    reads with a pool of its own), one reused buffer instead of new memory
+    per batch; ``records_data()`` and iteration return ``bytes`` as without a pool.
 
     Errors carry ``position`` (absolute, within ``buf``) and ``batch_offset``.
     """

@@ -6,7 +6,6 @@ arrays through :func:`kcodec.to_arrow` and go back through
 """
 from __future__ import annotations
 
-import struct
 from typing import Iterator, Optional
 
 __all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table", "check_topic_column"]
@@ -54,14 +53,14 @@ def batch_table(batches, topic: Optional[str], partition: int):
     """Arrow table of :data:`BATCH_DDL` rows describing ``batches`` (bytes of single v2 batches)."""
     import pyarrow as pa
 
+    from kcodec.records.batch_header import HEADER
+
     base, last, count, size = [], [], [], []
     for b in batches:
-        off, = struct.unpack_from(">q", b, 0)
-        delta, = struct.unpack_from(">i", b, 23)
-        n, = struct.unpack_from(">i", b, 57)
-        base.append(off)
-        last.append(off + delta)
-        count.append(n)
+        fields = HEADER.unpack_from(b, 0)
+        base.append(fields[0])
+        last.append(fields[0] + fields[6])  # baseOffset + lastOffsetDelta
+        count.append(fields[12])
         size.append(len(b))
     k = len(base)
     return pa.table({

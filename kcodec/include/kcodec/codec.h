@@ -66,9 +66,10 @@ typedef struct kcodec_codec_v1 {
                         uint8_t *dst, int64_t dst_cap, int level, int magic,
                         char *err, size_t err_cap);
 
-    /* Decompressed size of src if the framing records it exactly, else -1.
-       May be NULL.  kcodec uses it only as a first guess for dst_cap and
-       never trusts it past its own size limit. */
+    /* Decompressed size of src if the framing records it, or an upper bound
+       of it that the codec can fill in one call (lz4's and zstd's blocks
+       give one), else -1.  May be NULL.  kcodec uses it only as a first
+       guess for dst_cap and never trusts it past its own size limit. */
     int64_t (*decompressed_size)(void *state, const uint8_t *src, int64_t src_len,
                                  int magic);
 

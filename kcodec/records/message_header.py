@@ -1,0 +1,69 @@
+"""The v0/v1 message header (Kafka's ``LegacyRecord``): its layout and every in-place change.
+
+``offset int64 | size int32 | crc uint32 | magic int8 | attributes int8 |
+[timestamp int64, v1] | key | value``.  The CRC-32 covers everything from the
+magic to the end of the message.  Offsets here count from the start of the
+entry (the log overhead included); the C code reads the same layout through
+``csrc/kc_message.h``.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Tuple
+
+from kcodec._native.primitives import crc32
+from kcodec.records.framing import LOG_OVERHEAD
+
+__all__ = ["OFFSET", "SIZE", "CRC", "MAGIC", "ATTRIBUTES", "TIMESTAMP", "HEADER_V0", "HEADER_V1",
+           "COMPRESSION_MASK", "TIMESTAMP_TYPE_MASK", "NO_TIMESTAMP", "last_offset_and_max_timestamp",
+           "seal", "set_last_offset", "set_max_timestamp"]
+
+OFFSET = 0
+SIZE = 8
+CRC = LOG_OVERHEAD + 0
+MAGIC = LOG_OVERHEAD + 4  #: also where the CRC-32's span starts
+ATTRIBUTES = LOG_OVERHEAD + 5
+TIMESTAMP = LOG_OVERHEAD + 6  #: v1 only
+
+#: offset, size, crc, magic, attributes[, timestamp]: a whole message header
+HEADER_V0 = struct.Struct(">qiIbb")
+HEADER_V1 = struct.Struct(">qiIbbq")
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08  #: LogAppendTime (v1)
+
+NO_TIMESTAMP = -1
+
+_I64 = struct.Struct(">q")
+_U32 = struct.Struct(">I")
+
+
+def last_offset_and_max_timestamp(buf, pos: int, magic: int) -> Tuple[int, int]:
+    """(offset, timestamp) of the message (or wrapper) at ``pos``; v0 has no timestamp (-1)."""
+    offset = _I64.unpack_from(buf, pos + OFFSET)[0]
+    return offset, (_I64.unpack_from(buf, pos + TIMESTAMP)[0] if magic == 1 else NO_TIMESTAMP)
+
+
+def seal(buf: bytearray, pos: int, size: int) -> None:
+    """Store the CRC-32 of the message of ``size`` bytes (log overhead included) at ``pos``."""
+    _U32.pack_into(buf, pos + CRC, crc32(memoryview(buf)[pos + MAGIC:pos + size]))
+
+
+def set_last_offset(buf: bytearray, pos: int, last_offset: int) -> None:
+    """``AbstractLegacyRecordBatch.setLastOffset``: the entry (wrapper) offset, outside the CRC."""
+    _I64.pack_into(buf, pos + OFFSET, last_offset)
+
+
+def set_max_timestamp(buf: bytearray, pos: int, size: int, batch, log_append_time: bool, ts: int) -> None:
+    """``ByteBufferLegacyRecordBatch.setMaxTimestamp`` for v1: timestamp, attributes, CRC-32; v0 has none."""
+    if batch.magic == 0:
+        return
+    current_lat = bool(buf[pos + ATTRIBUTES] & TIMESTAMP_TYPE_MASK)
+    if current_lat == bool(log_append_time) and _I64.unpack_from(buf, pos + TIMESTAMP)[0] == ts:
+        return
+    attrs = int(batch.compression) & COMPRESSION_MASK
+    if log_append_time:
+        attrs |= TIMESTAMP_TYPE_MASK
+    buf[pos + ATTRIBUTES] = attrs
+    _I64.pack_into(buf, pos + TIMESTAMP, ts)
+    seal(buf, pos, size)
