@@ -24,7 +24,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # an installed kcodec comes first
 
 GIB = 1 << 30
 T0 = 1_700_000_000_000

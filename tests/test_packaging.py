@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Folders the compiler searches for quoted includes besides the including file's own
 #: (setup.py's include_dirs, and the public header folder kcodec.get_include() returns).
 INCLUDE_DIRS = ("csrc", "kcodec/include")
-#: Headers that come from Python or numpy, not from kcodec's sources.
-EXTERNAL_HEADER = re.compile(r"^(Python|structmember|numpy/\w+)\.h$")
+#: Headers from outside the sdist: Python's C API, numpy's, and zlib's (setup.py links the system zlib).
+EXTERNAL_HEADER = re.compile(r"^(Python|structmember|pythread|numpy/\w+|zlib)\.h$")
 C_INCLUDE = re.compile(r'^\s*#\s*include\s+(?:"([^"]+)"|<(kcodec/[^>]+)>)', re.M)
 CYTHON_EXTERN = re.compile(r'^\s*cdef\s+extern\s+from\s+"([^"]+)"', re.M)
 CYTHON_CIMPORT = re.compile(r"^\s*(?:from\s+(kcodec(?:\.\w+)+)\s+cimport|cimport\s+(kcodec(?:\.\w+)+))", re.M)
