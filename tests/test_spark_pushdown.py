@@ -158,3 +158,27 @@ def test_columns_option_yields_exactly_those_columns(spark, log_dir, everything)
     for bad in ("key,nope", "key,KEY"):
         with pytest.raises(ValueError, match="columns"):
             _reader(log_dir, columns=bad)
+
+
+def test_timestamp_literals_between_milliseconds_keep_exactly_the_matching_rows(log_dir):
+    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
+
+    def rows(reader):
+        table = pa.Table.from_batches([b for p in reader.partitions() for b in reader.read(p)],
+                                      schema=kcodec.kafka_schema())
+        return sorted(zip(table["topic"].to_pylist(), table["offset"].to_pylist()))
+
+    full = pa.Table.from_batches([b for p in _reader(log_dir).partitions() for b in _reader(log_dir).read(p)])
+    stamps = list(zip(full["topic"].to_pylist(), full["offset"].to_pylist(),
+                      full["timestamp"].cast(pa.int64()).to_pylist()))  # microseconds
+    ops = {EqualTo: lambda a, b: a == b, GreaterThan: lambda a, b: a > b, GreaterThanOrEqual: lambda a, b: a >= b,
+           LessThan: lambda a, b: a < b, LessThanOrEqual: lambda a, b: a <= b}
+    for micros in (T0 * 1000 + 120_000_000 + d for d in (-1, 0, 1, 500)):
+        literal = dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=micros)
+        for cls, test in ops.items():
+            reader = _reader(log_dir, startingOffset=100)
+            assert list(reader.pushFilters([cls(("timestamp",), literal)])) == []
+            assert rows(reader) == sorted((t, o) for t, o, us in stamps if o >= 100 and test(us, micros)), (cls, micros)
+        reader = _reader(log_dir)
+        assert list(reader.pushFilters([In(("timestamp",), (literal, _stamp(T0)))])) == []
+        assert rows(reader) == sorted((t, o) for t, o, us in stamps if us in (micros, T0 * 1000))
