@@ -12,8 +12,16 @@ cannot see; the requests and bytes are therefore counted by running the
 data source's own planner and task function in this process over the same
 S3 copy (the same calls Spark's workers make), after the timed Spark runs.
 
+With ``--against-parquet`` it instead compares, in one run on local disk,
+``spark.read.format("kafka-log")`` (all columns, and with ``columns`` naming
+only what the query uses) against Spark's Parquet reader over the same
+records (written from the log by Spark), for ``count(*)``,
+``sum(length(value))`` and a filter on the last 1% of offsets, and reports
+how many input partitions the pushed offset filter leaves.
+
     python bench/datasource_read.py              # 1.1 GiB, 3 timed runs each
     python bench/datasource_read.py --gib 0.2 --runs 1
+    python bench/datasource_read.py --against-parquet --gib 0.3 --runs 2
 """
 from __future__ import annotations
 
@@ -84,6 +92,59 @@ def timed_read(spark, path: str, options: dict, runs: int) -> tuple:
     return rows, best
 
 
+def best_time(runs: int, query) -> tuple:
+    """(result of the last run, best seconds) of ``query()`` run ``runs`` times."""
+    best, got = None, None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        got = query()
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return got, best
+
+
+def against_parquet(spark, log_path: str, parquet_path: str, records: int, partitions: int, runs: int) -> None:
+    """kafka-log (all columns, and ``columns`` cut to the query's) against Spark's Parquet on the same records."""
+    from pyspark.sql import functions as F
+
+    from kcodec.spark.datasource import KafkaLogReader
+
+    per_partition = records // partitions
+    cut = per_partition - per_partition // 100  # the last 1% of each partition's offsets
+    queries = [
+        ("count(*)", "key,value", lambda df: df.agg(F.count(F.lit(1))).collect()[0][0]),
+        ("sum(length(value))", "key,value", lambda df: df.agg(F.sum(F.length("value"))).collect()[0][0]),
+        (f"offset >= {cut}: count, sum(length(value))", "key,value,offset",
+         lambda df: tuple(df.filter(F.col("offset") >= cut)
+                          .agg(F.count(F.lit(1)), F.sum(F.length("value"))).collect()[0])),
+    ]
+
+    def kafka_log(columns=None):
+        reader = spark.read.format("kafka-log")
+        return (reader.option("columns", columns) if columns else reader).load(log_path)
+
+    print()
+    print("| query | kafka-log, all columns (s) | kafka-log, `columns` (s) | Parquet (s) | "
+          "speed-up from `columns` | kafka-log with `columns` / Parquet (time) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, columns, query in queries:
+        full, full_s = best_time(runs, lambda: query(kafka_log()))
+        cut_cols, cols_s = best_time(runs, lambda: query(kafka_log(columns)))
+        pq, pq_s = best_time(runs, lambda: query(spark.read.parquet(parquet_path)))
+        assert full == cut_cols == pq, (name, full, cut_cols, pq)
+        print(f"| {name} (`columns={columns}`) | {full_s:.2f} | {cols_s:.2f} | {pq_s:.2f} | "
+              f"{full_s / cols_s:.2f}x | {cols_s / pq_s:.2f} |")
+    from pyspark.sql.datasource import GreaterThanOrEqual
+
+    everything = KafkaLogReader({"path": log_path}).partitions()
+    reader = KafkaLogReader({"path": log_path})
+    list(reader.pushFilters([GreaterThanOrEqual(("offset",), cut)]))
+    planned = reader.partitions()
+    print()
+    print(f"input partitions: {len(everything)} for the whole log, {len(planned)} with offset >= {cut} pushed "
+          f"({sum(p.end - p.start for p in planned):,} of {sum(p.end - p.start for p in everything):,} bytes)")
+
+
 def count_requests(url: str, options: dict) -> tuple:
     from kcodec.spark.datasource import KafkaLogReader
     from kcodec.storage import io_stats
@@ -105,11 +166,12 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--segment-mib", type=int, default=256, help="segment.bytes of the log (MiB)")
+    ap.add_argument("--against-parquet", action="store_true",
+                    help="compare kafka-log with Spark's Parquet reader on local disk instead")
     args = ap.parse_args()
+    if args.against_parquet:
+        return main_against_parquet(args)
 
-    from pyspark.sql import SparkSession
-
-    import kcodec.spark
     from s3_server import start_server, stop_server
 
     work = tempfile.mkdtemp(prefix="kcodec-dsread-")
@@ -126,12 +188,7 @@ def main() -> int:
         t0 = time.perf_counter()
         server.upload_dir(os.path.join(work, "kafka"), url)
         print(f"uploaded to the S3 server in {time.perf_counter() - t0:.0f} s", flush=True)
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        spark = (SparkSession.builder.master("local[2]").appName("kcodec-datasource-read")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        kcodec.spark.register(spark)
+        spark = local_session()
         s3_options = {f"storage.{k}": v for k, v in server.storage_options.items() if isinstance(v, str)}
         timed_read(spark, os.path.join(work, "kafka"), {}, 1)  # warm the workers and the page cache
         local_rows, local_s = timed_read(spark, os.path.join(work, "kafka"), {}, args.runs)
@@ -155,6 +212,43 @@ def main() -> int:
         if spark is not None:
             spark.stop()
         stop_server(server)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def local_session():
+    from pyspark.sql import SparkSession
+
+    import kcodec.spark
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (SparkSession.builder.master("local[2]").appName("kcodec-datasource-read")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    kcodec.spark.register(spark)
+    return spark
+
+
+def main_against_parquet(args) -> int:
+    work = tempfile.mkdtemp(prefix="kcodec-dsread-")
+    spark = None
+    try:
+        t0 = time.perf_counter()
+        log_path, parquet_path = os.path.join(work, "kafka"), os.path.join(work, "parquet")
+        records, size = build_log_dir(log_path, args.gib, args.partitions, args.segment_mib << 20)
+        print(f"log directory: {records:,} records, {size / (1 << 30):.2f} GiB in {args.partitions} partitions "
+              f"of {args.segment_mib} MiB segments (built in {time.perf_counter() - t0:.0f} s)", flush=True)
+        spark = local_session()
+        spark.read.format("kafka-log").load(log_path).write.parquet(parquet_path)
+        pq_size = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(parquet_path) for f in fs)
+        print(f"Parquet copy (Spark's default snappy): {pq_size / (1 << 30):.2f} GiB; best of {args.runs} runs each",
+              flush=True)
+        spark.read.format("kafka-log").load(log_path).count()  # warm the workers and the page cache
+        against_parquet(spark, log_path, parquet_path, records, args.partitions, args.runs)
+    finally:
+        if spark is not None:
+            spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -34,7 +34,8 @@ class RecordRange:
     end_timestamp: Optional[int] = None
 
     def segments(self, partition: Partition) -> List[LogSegment]:
-        """The partition's segments that can hold offsets in range (by their base offsets)."""
+        """The partition's segments that can hold records in range: by their base offsets, and, for
+        ``start_timestamp``, by their time indexes (the last segment's end is not indexed, so it stays)."""
         segs = partition.segments
         out = []
         for i, seg in enumerate(segs):
@@ -43,6 +44,10 @@ class RecordRange:
                 continue
             if self.end_offset is not None and seg.base_offset >= self.end_offset:
                 continue
+            if self.start_timestamp is not None and nxt is not None:
+                older = _older_up_to(seg, self.start_timestamp)
+                if older is not None and older >= nxt - 1:
+                    continue  # its time index proves every record older than start_timestamp
             out.append(seg)
         return out
 
@@ -63,9 +68,9 @@ class RecordRange:
             return None
         start = segment.start_position(self.start_offset)
         if self.start_timestamp is not None:
-            older = segment.time_index.lookup(self.start_timestamp - 1)
-            if older.timestamp != NO_TIMESTAMP:
-                start = max(start, segment.start_position(older.offset + 1))
+            older = _older_up_to(segment, self.start_timestamp)
+            if older is not None:
+                start = max(start, segment.start_position(older + 1))
         end = size
         if self.end_offset is not None:
             index = segment.offset_index
@@ -96,6 +101,12 @@ class RecordRange:
         for test in tests[1:]:
             mask = pc.and_(mask, test)
         return table.filter(mask)
+
+
+def _older_up_to(segment: LogSegment, timestamp: int) -> Optional[int]:
+    """The last offset the segment's time index proves older than ``timestamp``, or None."""
+    entry = segment.time_index.lookup(timestamp - 1)
+    return None if entry.timestamp == NO_TIMESTAMP else entry.offset
 
 
 def batch_runs(segment: LogSegment, start: int, end: int, target_bytes: int) -> List[Tuple[int, int]]:

@@ -15,6 +15,18 @@ exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``,
 is not ``<topic>-<partition>`` is skipped with an ``InvalidNameWarning``;
 ``fail``: the read fails with ``InvalidNameError``).
 
+``columns`` (comma-separated names of Spark's Kafka schema, in any order)
+makes the source's schema, and the batches it yields, those columns in that
+order: Spark's Python data sources have no column-pruning hook, so a query
+that uses only ``key`` and ``value`` names them here.  ``=``, ``<``, ``<=``,
+``>``, ``>=`` and ``IN`` filters on ``offset``, ``timestamp``, ``topic``
+and ``partition`` are pushed into the reader: topic and partition filters
+choose partition folders, offset and timestamp filters choose segments and
+byte ranges through the indexes, and all of them drop rows exactly (they
+combine with the options above).  Spark takes filters from a Python source
+only with ``spark.sql.python.filterPushdown.enabled``, which :func:`register`
+sets (a session that turns it off again cannot read ``kafka-log``).
+
 Paths may be URLs (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``)
 read through fsspec; file-system options go in ``storage.<name>`` options
 (string values; ``true``/``false`` become booleans) or in one JSON
@@ -52,14 +64,20 @@ from pyspark.sql.datasource import (
 )
 
 from kcodec.log.names import STAGING_PREFIX
+from kcodec.spark.pushdown import PushedFilters, columns_ddl, selected_columns
 from kcodec.spark.transforms import KAFKA_DDL
 from kcodec.storage import storage_options_from
 
 __all__ = ["KafkaLogDataSource", "register"]
 
 
+#: Spark refuses a Python reader that takes filters while this is false, so registering sets it.
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark) -> None:
-    """Make ``format("kafka-log")`` available in ``spark``."""
+    """Make ``format("kafka-log")`` available in ``spark``, with filter pushdown enabled."""
+    spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
     spark.dataSource.register(KafkaLogDataSource)
 
 
@@ -101,7 +119,8 @@ class KafkaLogDataSource(DataSource):
         return "kafka-log"
 
     def schema(self) -> str:
-        return KAFKA_DDL
+        columns = selected_columns(_options(self.options))
+        return KAFKA_DDL if columns is None else columns_ddl(columns)
 
     def reader(self, schema) -> "KafkaLogReader":
         return KafkaLogReader(self.options)
@@ -118,15 +137,27 @@ class KafkaLogReader(DataSourceReader):
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
         self.storage_options = storage_options_from(self.options)
         self.read_committed = _read_committed(self.options)
+        self.columns = selected_columns(self.options)
+        self.pushed = PushedFilters()
+
+    def pushFilters(self, filters):
+        """Keep the filters :class:`PushedFilters` applies exactly; give the others back to Spark."""
+        for f in filters:
+            if not self.pushed.add(f):
+                yield f
+
+    def _range(self):
+        from kcodec.log.selection import RecordRange
+
+        return self.pushed.narrow(RecordRange(
+            _int_option(self.options, "startingOffset"), _int_option(self.options, "endingOffset"),
+            _int_option(self.options, "startingTimestamp"),
+            _int_option(self.options, "endingTimestamp")))
 
     def partitions(self) -> List[InputPartition]:
         from kcodec.log import open_log_dir
-        from kcodec.log.selection import RecordRange
 
         split = _int_option(self.options, "splitBytes") or 64 * 1024 * 1024
-        start = _int_option(self.options, "startingOffset")
-        end = _int_option(self.options, "endingOffset")
-        ts_start = _int_option(self.options, "startingTimestamp")
         only_topic = self.options.get("topic")
         log_dir = open_log_dir(self.path, storage_options=self.storage_options)
         if log_dir.skipped and str(self.options.get("oninvalidfolder", "warn")).lower() == "fail":
@@ -137,9 +168,9 @@ class KafkaLogReader(DataSourceReader):
                                    f"(onInvalidFolder=fail); the first: {first.reason}",
                                    value=first.path, source=self.path)
         out: List[InputPartition] = []
-        wanted = RecordRange(start, end, ts_start)
+        wanted = self._range()
         for (topic, partition), part in log_dir.items():
-            if only_topic and topic != only_topic:
+            if only_topic and topic != only_topic or not self.pushed.keeps_partition(topic, partition):
                 continue
             segs = part.segments
             aborted: Tuple[Tuple[int, int, int], ...] = ()
@@ -160,22 +191,21 @@ class KafkaLogReader(DataSourceReader):
         return out or [SegmentRange("", "", 0, 0, 0)]
 
     def read(self, partition: SegmentRange) -> Iterator:
+        import pyarrow as pa
+
         import kcodec
         from kcodec.errors import KcodecError
         from kcodec.log import LogSegment
-        from kcodec.log.selection import RecordRange
         from kcodec.storage import resolve
 
         if not partition.path:
             return
-        start = _int_option(self.options, "startingOffset")
-        end = _int_option(self.options, "endingOffset")
-        ts_start = _int_option(self.options, "startingTimestamp")
-        ts_end = _int_option(self.options, "endingTimestamp")
         include_control = _bool_option(self.options, "includeControl", False)
         validate = _bool_option(self.options, "validate", True)
         schema = kcodec.kafka_schema()
-        wanted = RecordRange(start, end, ts_start, ts_end)
+        if self.columns is not None:
+            schema = pa.schema([schema.field(name) for name in self.columns])
+        wanted = self._range()
         fields = ("producer_id", "is_transactional") if partition.aborted else ()
         storage, inner = resolve(partition.path, self.storage_options)
         with LogSegment(inner, storage, base_offset=0) as seg:
@@ -189,7 +219,7 @@ class KafkaLogReader(DataSourceReader):
                 del view
                 if partition.aborted:
                     table = table.filter(_aborted_mask(table, partition.aborted))
-                table = wanted.filter(table)
+                table = self.pushed.filter(wanted.filter(table))
                 yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
 
 
