@@ -96,9 +96,13 @@ def write_log(root: Path, total_bytes: int, value_bytes: int = 1000, codec: str 
 
 def measure(root: Path, chunk_bytes: int, compare: bool) -> dict:
     """One streaming pass over ``root`` in a fresh interpreter (then to_arrow's, if ``compare``)."""
-    here = Path(__file__).resolve().parent.parent
+    import kcodec
+
+    # the kcodec this script imports (installed, or a checkout with in-place builds), run from
+    # the log's folder so that no source folder in the working directory can stand in for it
+    env = dict(os.environ, PYTHONPATH=str(Path(kcodec.__file__).resolve().parents[1]))
     out = subprocess.run([sys.executable, "-c", _READ, str(root), str(chunk_bytes), "compare" if compare else "-"],
-                         capture_output=True, text=True, check=True, cwd=here)
+                         capture_output=True, text=True, check=True, cwd=root, env=env)
     return json.loads(out.stdout)
 
 
