@@ -10,6 +10,10 @@ from kcodec.log import open_log_dir, write_partition
 
 pa = pytest.importorskip("pyarrow")
 np = pytest.importorskip("numpy")
+pytest.importorskip("pyspark")
+
+# the data source's reader is PySpark's, even where a test calls it without a session
+pytestmark = pytest.mark.spark
 
 T0 = 1_700_000_000_000  # ms
 UTC = dt.timezone.utc

@@ -113,8 +113,10 @@ def test_data_source_tiered_and_s3_equal_broker_dir(spark, tmp_path, s3):
     assert [r[2] for r in rows(sub)] == [16, 17, 18, 19]
 
 
+@pytest.mark.spark  # the data source's reader is PySpark's
 def test_data_source_plans_ranged_reads(tmp_path, s3):
     """The planner cuts each split to the bytes the offset range needs; a task makes one ranged GET."""
+    pytest.importorskip("pyspark")
     from kcodec.log import write_partition
     from kcodec.spark.datasource import KafkaLogReader
     d = tmp_path / "big-0"
