@@ -173,8 +173,11 @@ def test_ranged_reads_through_the_index(tmp_path, s3):
     assert io_stats.bytes_read < end - start + 8 * len(seg.offset_index) + 12 * len(seg.time_index) + 4096
 
 
-def test_missing_package_and_secret_free_errors(tmp_path, s3, capsys):
-    with pytest.raises(StorageError, match=r"pip install gcsfs"):
+def test_missing_package_and_secret_free_errors(tmp_path, s3, capsys, monkeypatch):
+    import fsspec  # noqa: F401  (its registry module below)
+    monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if not installed
+    monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "gs", raising=False)
+    with pytest.raises(StorageError, match=r"pip install gcsfs \(or pip install 'kcodec\[gcs\]'\)"):
         resolve("gs://bucket/data")
     opts = dict(s3.storage_options)
     with pytest.raises(FileNotFoundError) as e:

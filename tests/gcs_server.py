@@ -1,0 +1,74 @@
+"""A real Google Cloud Storage API server for the tests: gcp-storage-emulator on 127.0.0.1, reached by gcsfs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+from s3_server import _free_port
+
+# gcsfs otherwise first asks each bucket over gRPC whether it is a hierarchical-namespace
+# bucket, which an HTTP-only emulator cannot answer (a 60 s timeout per bucket).
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+
+
+class GcsServer:
+    def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
+        self.endpoint = endpoint
+        self.proc = proc
+
+    @property
+    def storage_options(self) -> dict:
+        return {"endpoint_url": self.endpoint, "token": "anon", "project": "kcodec-test"}
+
+    def filesystem(self):
+        import gcsfs
+        return gcsfs.GCSFileSystem(skip_instance_cache=True, **self.storage_options)
+
+    def new_bucket(self) -> str:
+        name = "kc-" + uuid.uuid4().hex[:12]
+        self.filesystem().mkdir(name)
+        return name
+
+    def upload_dir(self, local: str, url: str) -> None:
+        """Copy a local folder tree to ``url`` (gs://bucket/prefix), one upload per file."""
+        fs = self.filesystem()
+        base = url.split("://", 1)[1].rstrip("/")
+        for root, _dirs, files in os.walk(local):
+            for name in files:
+                rel = os.path.relpath(os.path.join(root, name), local)
+                with open(os.path.join(root, name), "rb") as f:
+                    fs.pipe_file(f"{base}/{rel}", f.read())
+
+
+@pytest.fixture(scope="session")
+def gcs():
+    pytest.importorskip("gcsfs")
+    pytest.importorskip("gcp_storage_emulator")
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "gcp_storage_emulator", "start", "-H", "127.0.0.1",
+                             "--port", str(port), "--in-memory", "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(endpoint + "/storage/v1/b?project=kcodec-test", timeout=1).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the GCS emulator did not start")
+            time.sleep(0.1)
+    yield GcsServer(endpoint, proc)
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
