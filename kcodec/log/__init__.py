@@ -62,7 +62,7 @@ _LAZY = {
     "batch_runs": "kcodec.log.selection",
     "compact": "kcodec.log.cleaner",
     "read_arrow": "kcodec.log.arrow_reader",
-    "recover_log_dir": "kcodec.log.cleaner",
+    "recover_log_dir": "kcodec.log.recovery",
     "recompress": "kcodec.log.recompress",
     "retain": "kcodec.log.retention",
     "validate_and_assign_offsets": "kcodec.log.validator",

@@ -1,8 +1,11 @@
-"""Kafka's ``.index`` (offset) and ``.timeindex`` (time) files.
+"""Kafka's ``.index`` (offset) and ``.timeindex`` (time) files: reading them and building them.
 
 ``.index``: 8-byte entries ``relativeOffset:int32, position:int32``;
 ``.timeindex``: 12-byte entries ``timestamp:int64, relativeOffset:int32``;
 big-endian, offsets relative to the segment's base offset (spec section 13).
+Every index kcodec writes comes from :class:`IndexBuilder`, fed while
+appending (:class:`~kcodec.log.segment.LogWriter`), while recovering a
+segment, or from a finished ``.log`` by :func:`build_indexes`.
 """
 from __future__ import annotations
 
@@ -13,9 +16,11 @@ from typing import List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from kcodec.errors import CorruptDataError
+from kcodec.records import batch_header, message_header
+from kcodec.records.framing import Entry, iter_entries
 
 __all__ = ["OffsetIndex", "TimeIndex", "IndexBuilder", "CorruptIndexError", "OffsetPosition", "TimestampOffset",
-           "relative_offset"]
+           "relative_offset", "batch_index_info", "build_indexes"]
 
 _OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 _TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
@@ -184,13 +189,34 @@ class IndexBuilder:
         self._maybe_time_entry()
 
     def offset_index_bytes(self) -> bytes:
-        arr = np.empty(len(self.offset_entries), dtype=_OFFSET_DTYPE)
-        for i, (off, pos) in enumerate(self.offset_entries):
-            arr[i] = (off - self.base_offset, pos)
-        return arr.tobytes()
+        base = self.base_offset
+        return np.array([(off - base, pos) for off, pos in self.offset_entries], dtype=_OFFSET_DTYPE).tobytes()
 
     def time_index_bytes(self) -> bytes:
-        arr = np.empty(len(self.time_entries), dtype=_TIME_DTYPE)
-        for i, (ts, off) in enumerate(self.time_entries):
-            arr[i] = (ts, off - self.base_offset)
-        return arr.tobytes()
+        base = self.base_offset
+        return np.array([(ts, off - base) for ts, off in self.time_entries], dtype=_TIME_DTYPE).tobytes()
+
+
+def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
+    """(last offset, max timestamp) of one entry, read from its header without decoding.
+
+    v2: ``baseOffset + lastOffsetDelta`` and ``maxTimestamp``; v1: the
+    (wrapper) message offset and timestamp; v0: the offset and -1.
+    """
+    header = batch_header if entry.magic >= 2 else message_header
+    return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
+
+
+def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -> Tuple[bytes, bytes]:
+    """Offset and time index bytes for a finished ``.log``, as ``LogSegment.recover`` rebuilds them.
+
+    Only batch headers are read; the entries are those :class:`IndexBuilder`
+    makes when each batch is appended on its own, plus the final time entry
+    of a closed segment.
+    """
+    idx = IndexBuilder(base_offset, index_interval_bytes)
+    for e in iter_entries(log_buf):
+        last, ts = batch_index_info(log_buf, e)
+        idx.append(e.position, e.size, last, ts, last)
+    idx.finish()
+    return idx.offset_index_bytes(), idx.time_index_bytes()

@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
-from kcodec.log._atomic import atomic_write_bytes
-from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex
+from kcodec.log.files import atomic_write_bytes
+from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex, batch_index_info
 from kcodec.log.names import (
     KAFKA_DIR_SUFFIXES,
     STAGING_PREFIX,
@@ -35,7 +35,6 @@ from kcodec.log.names import (
     segment_file_name,
     segment_log_offset,
 )
-from kcodec.records import batch_header, message_header
 from kcodec.records.framing import Entry, iter_entries
 from kcodec.storage import LOCAL as _LOCAL
 from kcodec.storage import FileInfo, Storage, resolve
@@ -66,16 +65,6 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
 class NoSegmentsError(KcodecError, FileNotFoundError):
     """A path given as a log directory holds no Kafka segments."""
-
-
-def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
-    """(last offset, max timestamp) of one entry, read from its header without decoding.
-
-    v2: ``baseOffset + lastOffsetDelta`` and ``maxTimestamp``; v1: the
-    (wrapper) message offset and timestamp; v0: the offset and -1.
-    """
-    header = batch_header if entry.magic >= 2 else message_header
-    return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
 
 
 class LogSegment:
@@ -199,7 +188,7 @@ class LogSegment:
                 data = Path(self.txn_index_path).read_bytes()
         except FileNotFoundError:
             return []
-        from kcodec.log.cleaner import read_txn_index
+        from kcodec.log.transaction_index import read_txn_index
         return [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(data)]
 
     def start_position(self, offset: Optional[int]) -> int:
