@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
 from kcodec.log.files import atomic_write_bytes
-from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex, batch_index_info
+from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
 from kcodec.log.names import (
     KAFKA_DIR_SUFFIXES,
     STAGING_PREFIX,
@@ -552,13 +552,12 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
 
     seg = LogSegment(log_path)
     data = seg.path.read_bytes()
-    idx = IndexBuilder(seg.base_offset, index_interval_bytes)
     valid = 0
     try:
         for batch in read_batches(data, validate=True):
             for _ in batch:  # deep validation, as recovery iterates records
                 pass
-            idx.append(valid, batch.size_in_bytes, batch.last_offset, batch.max_timestamp, batch.last_offset)
+            relative_offset(batch.last_offset, seg.base_offset)  # an index must be able to hold it
             valid += batch.size_in_bytes
     except KcodecError:
         pass
@@ -567,7 +566,7 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
         with open(log_path, "r+b") as f:
             f.truncate(valid)
             os.fsync(f.fileno())
-    idx.finish()
-    atomic_write_bytes(seg.index_path, idx.offset_index_bytes())
-    atomic_write_bytes(seg.time_index_path, idx.time_index_bytes())
+    index, time_index = build_indexes(memoryview(data)[:valid], seg.base_offset, index_interval_bytes)
+    atomic_write_bytes(seg.index_path, index)
+    atomic_write_bytes(seg.time_index_path, time_index)
     return valid
