@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, NamedTuple, Optional, Tuple, Union
+from typing import ClassVar, List, NamedTuple, Optional, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -50,29 +50,43 @@ class TimestampOffset(NamedTuple):
     offset: int
 
 
-def _load(path: Union[str, Path], dtype: np.dtype, what: str, data: Optional[bytes] = None) -> np.ndarray:
-    data = Path(path).read_bytes() if data is None else data
-    if len(data) % dtype.itemsize:
-        raise CorruptIndexError(
-            f"{what} file size {len(data)} is not a multiple of {dtype.itemsize}", source=str(path))
-    return np.frombuffer(data, dtype=dtype)
+_I = TypeVar("_I", bound="_Index")
 
 
 @dataclass
-class OffsetIndex:
-    """A loaded ``.index``: absolute offsets and byte positions of sparse entries."""
+class _Index:
+    """A loaded index file: its entries as a structured array of ``DTYPE``."""
 
+    DTYPE: ClassVar[np.dtype]
+    WHAT: ClassVar[str]
     base_offset: int
-    entries: np.ndarray  # structured (relative_offset, position)
+    entries: np.ndarray
     path: str = ""
 
     @classmethod
-    def open(cls, path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> "OffsetIndex":
+    def open(cls: Type[_I], path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> _I:
         """Load ``path``, or parse ``data`` already fetched from it."""
-        return cls(base_offset, _load(path, _OFFSET_DTYPE, "offset index", data), str(path))
+        data = Path(path).read_bytes() if data is None else data
+        size = cls.DTYPE.itemsize
+        if len(data) % size:
+            raise CorruptIndexError(f"{cls.WHAT} file size {len(data)} is not a multiple of {size}", source=str(path))
+        return cls(base_offset, np.frombuffer(data, dtype=cls.DTYPE), str(path))
+
+    @classmethod
+    def empty(cls: Type[_I], base_offset: int) -> _I:
+        """The index of a segment without the file (Kafka rebuilds it; readers start at position 0)."""
+        return cls(base_offset, np.empty(0, cls.DTYPE), "")
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+@dataclass
+class OffsetIndex(_Index):
+    """A loaded ``.index``: absolute offsets and byte positions of sparse entries."""
+
+    DTYPE: ClassVar[np.dtype] = _OFFSET_DTYPE  # (relative_offset, position)
+    WHAT: ClassVar[str] = "offset index"
 
     @property
     def offsets(self) -> np.ndarray:
@@ -110,20 +124,11 @@ class OffsetIndex:
 
 
 @dataclass
-class TimeIndex:
+class TimeIndex(_Index):
     """A loaded ``.timeindex``."""
 
-    base_offset: int
-    entries: np.ndarray  # structured (timestamp, relative_offset)
-    path: str = ""
-
-    @classmethod
-    def open(cls, path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> "TimeIndex":
-        """Load ``path``, or parse ``data`` already fetched from it."""
-        return cls(base_offset, _load(path, _TIME_DTYPE, "time index", data), str(path))
-
-    def __len__(self) -> int:
-        return len(self.entries)
+    DTYPE: ClassVar[np.dtype] = _TIME_DTYPE  # (timestamp, relative_offset)
+    WHAT: ClassVar[str] = "time index"
 
     def lookup(self, timestamp: int) -> TimestampOffset:
         """The entry with the largest timestamp <= ``timestamp``, else ``(-1, base_offset)``."""

@@ -152,7 +152,7 @@ class LogSegment:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _load_index(self, cls, path, dtype):
+    def _load_index(self, cls, path):
         if self.storage.remote:
             try:
                 data = self.storage.read_bytes(str(path))
@@ -162,21 +162,18 @@ class LogSegment:
                 return cls.open(self.storage.url(str(path)), self.base_offset, data)
         elif path.exists():
             return cls.open(path, self.base_offset)
-        import numpy as np
-        return cls(self.base_offset, np.empty(0, dtype), "")
+        return cls.empty(self.base_offset)
 
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            from kcodec.log.index import _OFFSET_DTYPE
-            self._offset_index = self._load_index(OffsetIndex, self.index_path, _OFFSET_DTYPE)
+            self._offset_index = self._load_index(OffsetIndex, self.index_path)
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
-            from kcodec.log.index import _TIME_DTYPE
-            self._time_index = self._load_index(TimeIndex, self.time_index_path, _TIME_DTYPE)
+            self._time_index = self._load_index(TimeIndex, self.time_index_path)
         return self._time_index
 
     def aborted_transactions(self) -> List[Tuple[int, int, int]]:
