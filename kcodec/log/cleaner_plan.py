@@ -194,9 +194,4 @@ def write_cleaner_checkpoint(log_dir: str, offset: int, ops: Optional[FileOps] =
         pass
     entries[(topic, str(part))] = str(offset)
     text = "0\n%d\n%s" % (len(entries), "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items())))
-    if ops.storage.remote:
-        ops.write(path, text.encode())  # one put: the object is replaced whole
-        return
-    tmp = path + ".tmp"
-    ops.write(tmp, text.encode())
-    ops.rename(tmp, path)
+    ops.replace(path, text.encode())

@@ -117,6 +117,16 @@ class FileOps:
                 w.checkpoint()
             w.write(data[half:])
 
+    def replace(self, path: str, data, temp_suffix: str = ".tmp") -> None:
+        """Give ``path`` new contents that a reader sees whole or not at all: an object is put in one
+        piece; a local file is written as ``path + temp_suffix`` and renamed over ``path``."""
+        if self.storage.remote:
+            self.write(path, data)
+            return
+        tmp = path + temp_suffix
+        self.write(tmp, data)
+        self.rename(tmp, path)
+
     def rename(self, src: str, dst: str) -> None:
         if self.storage.remote:
             self.storage.copy(src, dst)

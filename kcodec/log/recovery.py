@@ -106,8 +106,7 @@ def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
                 except KcodecError as exc:
                     raise exc.with_context(source=ops.storage.url(seg.path()))
             for suffix, data in ((".index", index), (".timeindex", tindex)):
-                tmp = seg.path(suffix) + CLEANED
-                ops.write(tmp, data)
-                ops.rename(tmp, seg.path(suffix))
+                # a crash leaves a .cleaned file, which the next recovery removes
+                ops.replace(seg.path(suffix), data, CLEANED)
             stats["indexes_rebuilt"] += 1
     return stats
