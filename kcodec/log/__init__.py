@@ -7,14 +7,17 @@ The modules follow Kafka's storage layer:
   the one door for every file change, locally and in object stores;
 * ``segment`` -- reading and writing segments and log directories (``LogSegment``);
 * ``index`` -- ``.index`` and ``.timeindex``, read and built;
-* ``transaction_index`` -- ``.txnindex`` (``TransactionIndex``);
+* ``transaction_index`` -- ``.txnindex`` (``TransactionIndex``) and which
+  transactional batches and markers a clean removes (``CleanedTransactionMetadata``);
 * ``segment_list`` -- a partition folder's segments as the operations see them;
 * ``swap`` -- the ``.cleaned``/``.swap``/``.deleted`` protocol (``LocalLog.replaceSegments``);
 * ``recovery`` -- settling a folder after a crash (``LogLoader``);
-* ``transaction_state``, ``offset_map``, ``cleaner_plan``, ``cleaner`` -- the log
-  cleaner's parts (producer and transaction state, the offset map, the round's
-  plan, the rewrite);
-* ``validator``, ``filter``, ``recompress``, ``retention`` -- the other operations.
+* ``log_state`` -- one pass over the batch headers: producers, transactions,
+  segment timestamps (``ProducerStateManager``'s part the cleaner needs);
+* ``offset_map``, ``cleaner_plan``, ``cleaner`` -- the log cleaner's parts
+  (the offset map, the round's plan and checkpoint, the rewrite);
+* ``validator``, ``filter``, ``recompress``, ``retention`` -- the other operations;
+* ``selection``, ``arrow_reader`` -- offset and time ranges of a log, read as Arrow.
 
 The operations are loaded on first use.
 """

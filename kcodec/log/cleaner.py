@@ -5,9 +5,10 @@ directory (spec section 12), from parts that each have their own module:
 
 * :mod:`~kcodec.log.cleaner_plan` -- the dirty range, whether the log is
   due, the segment groups, the checkpoint;
-* :mod:`~kcodec.log.transaction_state` -- producers and aborted
-  transactions, read from the log's markers (not from ``.txnindex`` files,
-  which may be missing);
+* :mod:`~kcodec.log.log_state` -- producers and aborted transactions,
+  read from the log's markers (not from ``.txnindex`` files, which may be
+  missing), and :mod:`~kcodec.log.transaction_index` -- which
+  transactional batches and markers a clean removes;
 * :mod:`~kcodec.log.offset_map` -- ``key -> latest offset`` over the dirty
   range, skipping control batches and aborted transactional data;
 * here, :class:`CleanerFilter` -- the rewrite: every segment from the log
@@ -55,13 +56,13 @@ from kcodec.log.filter import (
     filter_batch,
 )
 from kcodec.log.index import build_indexes
+from kcodec.log.log_state import LogState
 from kcodec.log.names import CLEANED, SEGMENT_SUFFIXES, segment_file_name
 from kcodec.log.offset_map import OffsetMap, build_offset_map
 from kcodec.log.recovery import recover_log_dir
 from kcodec.log.segment_list import PartialTailError, SegmentInfo, check_complete, list_segments, open_log
 from kcodec.log.swap import delete_segments, replace_segments, write_segment_files
-from kcodec.log.transaction_index import AbortedTxn, encode_txn_index, read_txn_index
-from kcodec.log.transaction_state import CleanedTransactionMetadata, LogState
+from kcodec.log.transaction_index import AbortedTxn, CleanedTransactionMetadata, encode_txn_index, read_txn_index
 
 __all__ = [
     "FileOps",

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from kcodec.log.files import FileOps
 from kcodec.log.names import parse_partition_dir_name
 from kcodec.log.segment_list import SegmentInfo, list_segments
-from kcodec.log.transaction_state import LogState, scan_log
+from kcodec.log.log_state import LogState, scan_log
 from kcodec.storage import LOCAL, Storage
 
 __all__ = [

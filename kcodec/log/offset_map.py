@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
+from kcodec.log.log_state import LogState
 from kcodec.log.segment_list import SegmentInfo, open_log
-from kcodec.log.transaction_state import CleanedTransactionMetadata, LogState
+from kcodec.log.transaction_index import CleanedTransactionMetadata
 
 __all__ = ["OffsetMap", "build_offset_map", "dirty_ranges"]
 

@@ -27,7 +27,7 @@ from kcodec.log.files import FileOps, ops_for
 from kcodec.log.recovery import recover_log_dir
 from kcodec.log.segment_list import SegmentInfo, list_segments
 from kcodec.log.swap import delete_segments
-from kcodec.log.transaction_state import scan_log
+from kcodec.log.log_state import scan_log
 
 __all__ = ["RetentionResult", "retain", "deletable_segments", "cli_add_parser", "cli_run"]
 

@@ -35,6 +35,7 @@ from kcodec.log.names import (
     segment_file_name,
     segment_log_offset,
 )
+from kcodec.log.transaction_index import read_txn_index
 from kcodec.records.framing import Entry, iter_entries
 from kcodec.storage import LOCAL as _LOCAL
 from kcodec.storage import FileInfo, Storage, resolve
@@ -185,7 +186,6 @@ class LogSegment:
                 data = Path(self.txn_index_path).read_bytes()
         except FileNotFoundError:
             return []
-        from kcodec.log.transaction_index import read_txn_index
         return [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(data)]
 
     def start_position(self, offset: Optional[int]) -> int:

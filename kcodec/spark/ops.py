@@ -35,7 +35,7 @@ from kcodec.log.recompress import (
 )
 from kcodec.log.recovery import recover_log_dir
 from kcodec.log.segment_list import SegmentInfo
-from kcodec.log.transaction_state import CleanedTransactionMetadata
+from kcodec.log.transaction_index import CleanedTransactionMetadata
 
 __all__ = ["recompress_spark", "compact_spark", "offset_map_spark"]
 

@@ -1,29 +1,26 @@
-"""Producers and transactions of a partition's log, as the cleaner needs them.
+"""What one pass over a partition's batch headers finds: producers, transactions, segment facts.
 
 :func:`scan_log` reads every batch header once (and the record of each
 control batch) and returns a :class:`LogState`: each producer's epoch and
-last data batch, the transactions still open (which bound the last stable
-offset) and the aborted ones.  Aborted transactions are found by reading the
-ABORT markers (a transaction spans from its producer's first transactional
-batch after the previous marker to its ABORT marker), not from
+last data batch (Kafka's producer state), the transactions still open (which
+bound the last stable offset) and the aborted ones, and each segment's
+largest timestamp and next offset.  Aborted transactions are found by
+reading the ABORT markers (a transaction spans from its producer's first
+transactional batch after the previous marker to its ABORT marker), not from
 ``.txnindex`` files, which may be missing.
-
-:class:`CleanedTransactionMetadata` is the cleaner's walk through those
-transactions while it reads batches in order: which transactional batches
-belong to an aborted transaction, and which markers may go.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from kcodec.errors import KcodecError
 from kcodec.log.segment_list import SegmentInfo, list_segments, open_log
 from kcodec.log.transaction_index import AbortedTxn
 from kcodec.storage import Storage
 
-__all__ = ["LogState", "scan_log", "CleanedTransactionMetadata"]
+__all__ = ["LogState", "scan_log"]
 
 
 @dataclass
@@ -127,63 +124,3 @@ def scan_log(log_dir: str, segments: Optional[List[SegmentInfo]] = None,
         end = max(end, seg_next)
     lso = min(ongoing.values()) if ongoing else end
     return LogState(segments, end, lso, aborted, producers, largest, first_ts, nxt)
-
-
-class CleanedTransactionMetadata:
-    """Which transactional batches and markers a cleaner reading in offset order may remove.
-
-    ``on_batch`` and ``on_control_batch`` return whether the batch may be
-    discarded; ``kept_aborted`` collects the aborted transactions whose
-    markers stay, for the cleaned segment's ``.txnindex``.
-    """
-
-    def __init__(self) -> None:
-        self._pending: List[AbortedTxn] = []
-        self._added: Set[AbortedTxn] = set()
-        self.ongoing_committed: Set[int] = set()
-        self.ongoing_aborted: Dict[int, List[Any]] = {}  # pid -> [txn, last observed batch offset]
-        self.kept_aborted: List[AbortedTxn] = []
-
-    def add(self, txns: Sequence[AbortedTxn]) -> None:
-        for t in txns:
-            if t not in self._added:
-                self._added.add(t)
-                self._pending.append(t)
-        self._pending.sort(key=lambda t: t.first_offset)
-
-    def _consume_up_to(self, offset: int) -> None:
-        while self._pending and self._pending[0].first_offset <= offset:
-            t = self._pending.pop(0)
-            self.ongoing_aborted.setdefault(t.producer_id, [t, None])
-
-    def on_control_batch(self, batch) -> bool:
-        self._consume_up_to(batch.last_offset)
-        recs = iter(batch)
-        rec = next(recs, None)
-        if rec is None:
-            return True  # an emptied marker from an earlier clean
-        ctype = getattr(rec, "control_type", None)
-        ctype = None if ctype is None else int(ctype)
-        pid = batch.producer_id
-        if ctype == 0:
-            meta = self.ongoing_aborted.pop(pid, None)
-            if meta is not None and meta[1] is not None:
-                self.kept_aborted.append(meta[0])
-                return False
-            return True
-        if ctype == 1:
-            if pid in self.ongoing_committed:
-                self.ongoing_committed.discard(pid)
-                return False
-            return True
-        return False
-
-    def on_batch(self, batch) -> bool:
-        self._consume_up_to(batch.last_offset)
-        if batch.is_transactional:
-            meta = self.ongoing_aborted.get(batch.producer_id)
-            if meta is not None:
-                meta[1] = batch.last_offset
-                return True
-            self.ongoing_committed.add(batch.producer_id)
-        return False
