@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, List, NamedTuple, Optional, Tuple, Type, TypeVar, Union
+from typing import ClassVar, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -157,11 +157,11 @@ class IndexBuilder:
     """Builds both indexes while batches are appended, with the broker's rules (spec 13.5).
 
     Call :meth:`append` once per appended message set (a produce request's
-    batches, or one batch): an offset entry ``(largest offset, position before
-    the append)`` is added when more than ``index_interval_bytes`` were
-    appended since the last entry; a time entry only when the max timestamp
-    so far grew.  :meth:`finish` adds the final time entry a broker writes
-    when the segment becomes inactive or closes.
+    batches, or one batch), or :meth:`extend` with many: an offset entry
+    ``(largest offset, position before the append)`` is added when more than
+    ``index_interval_bytes`` were appended since the last entry; a time entry
+    only when the max timestamp so far grew.  :meth:`finish` adds the final
+    time entry a broker writes when the segment becomes inactive or closes.
     """
 
     base_offset: int
@@ -174,24 +174,34 @@ class IndexBuilder:
 
     def append(self, position: int, size: int, largest_offset: int, max_timestamp: int,
                shallow_offset_of_max: int) -> None:
-        relative_offset(largest_offset, self.base_offset)
-        if max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = max_timestamp
-            self.shallow_offset_of_max = shallow_offset_of_max
-        if self.bytes_since_last_entry > self.index_interval_bytes:
-            if not self.offset_entries or largest_offset > self.offset_entries[-1][0]:
-                self.offset_entries.append((largest_offset, position))
-            self._maybe_time_entry()
-            self.bytes_since_last_entry = 0
-        self.bytes_since_last_entry += size
+        self.extend(((position, size, largest_offset, max_timestamp, shallow_offset_of_max),))
 
-    def _maybe_time_entry(self) -> None:
+    def extend(self, appends: Iterable[Tuple[int, int, int, int, int]]) -> None:
+        """:meth:`append` for each ``(position, size, largest offset, max timestamp, shallow offset of
+        max)``; one call per segment when an index is built from a whole ``.log``, so state is local."""
+        base, interval = self.base_offset, self.index_interval_bytes
+        offsets, times = self.offset_entries, self.time_entries
+        since, max_ts, shallow = self.bytes_since_last_entry, self.max_timestamp_so_far, self.shallow_offset_of_max
+        try:
+            for position, size, largest, ts, shallow_of_ts in appends:
+                if not 0 <= largest - base <= MAX_RELATIVE:
+                    relative_offset(largest, base)  # raises, naming both offsets
+                if ts > max_ts:
+                    max_ts, shallow = ts, shallow_of_ts
+                if since > interval:
+                    if not offsets or largest > offsets[-1][0]:
+                        offsets.append((largest, position))
+                    if max_ts > (times[-1][0] if times else NO_TIMESTAMP):
+                        times.append((max_ts, shallow))
+                    since = 0
+                since += size
+        finally:
+            self.bytes_since_last_entry, self.max_timestamp_so_far, self.shallow_offset_of_max = since, max_ts, shallow
+
+    def finish(self) -> None:
         last_ts = self.time_entries[-1][0] if self.time_entries else NO_TIMESTAMP
         if self.max_timestamp_so_far > last_ts:
             self.time_entries.append((self.max_timestamp_so_far, self.shallow_offset_of_max))
-
-    def finish(self) -> None:
-        self._maybe_time_entry()
 
     def offset_index_bytes(self) -> bytes:
         base = self.base_offset
@@ -212,6 +222,14 @@ def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
     return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
 
 
+def _appends(log_buf) -> Iterator[Tuple[int, int, int, int, int]]:
+    """Each entry of a ``.log`` as an :meth:`IndexBuilder.append` of its own."""
+    for e in iter_entries(log_buf):
+        header = batch_header if e.magic >= 2 else message_header
+        last, ts = header.last_offset_and_max_timestamp(log_buf, e.position, e.magic)
+        yield e.position, e.size, last, ts, last
+
+
 def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -> Tuple[bytes, bytes]:
     """Offset and time index bytes for a finished ``.log``, as ``LogSegment.recover`` rebuilds them.
 
@@ -220,8 +238,6 @@ def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -
     of a closed segment.
     """
     idx = IndexBuilder(base_offset, index_interval_bytes)
-    for e in iter_entries(log_buf):
-        last, ts = batch_index_info(log_buf, e)
-        idx.append(e.position, e.size, last, ts, last)
+    idx.extend(_appends(log_buf))
     idx.finish()
     return idx.offset_index_bytes(), idx.time_index_bytes()
