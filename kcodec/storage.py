@@ -181,7 +181,7 @@ class LocalStorage(Storage):
         Whatever was at ``path`` (a stale file, a hard link or a symlink) is
         replaced, never written through.
         """
-        from kcodec.log._atomic import open_new
+        from kcodec.log.files import open_new
 
         f = open_new(path)
         try:
@@ -194,7 +194,7 @@ class LocalStorage(Storage):
 
     def put(self, path: str, data) -> None:
         """Replace ``path`` atomically (a temporary file, fsynced and renamed over it)."""
-        from kcodec.log._atomic import atomic_write_bytes
+        from kcodec.log.files import atomic_write_bytes
         atomic_write_bytes(path, data)
 
     def delete_tree(self, path: str) -> None:
@@ -204,7 +204,7 @@ class LocalStorage(Storage):
     def rename(self, src: str, dst: str, fsync: bool = True) -> None:
         os.replace(src, dst)
         if fsync:
-            from kcodec.log._atomic import fsync_dir
+            from kcodec.log.files import fsync_dir
 
             fsync_dir(os.path.dirname(os.path.abspath(dst)))
 

@@ -17,7 +17,7 @@ from kcodec.log import (
     segment_file_name,
     write_partition,
 )
-from kcodec.log._atomic import atomic_write
+from kcodec.log.files import atomic_write
 from kcodec.log.index import CorruptIndexError
 from kcodec.records.framing import iter_entries
 from oracle_util import load_case

@@ -239,3 +239,41 @@ def test_spark_writes_and_reads_s3(spark, tmp_path, s3):
     kcodec.spark.write_log(df.where("offset < 5"), url, mode="overwrite", storage_options=s3.storage_options)
     assert [r[2] for r in rows(spark.read.format("kafka-log").option(
         "storageOptions", json.dumps(s3.storage_options)).load(url))] == [0, 1, 2, 3, 4]
+
+
+def s3_files(url, opts):
+    """{name: bytes} of every object under ``url``."""
+    storage, path = resolve(url, opts)
+    return {f.name: storage.read_bytes(storage.join(path, f.name)) for f in storage.list(path)}
+
+
+def local_files(path):
+    return {f.name: f.read_bytes() for f in sorted(path.iterdir())}
+
+
+def test_spark_recompress_and_compact_on_s3_equal_local(spark, tmp_path, s3):
+    """The Spark operations take an s3:// partition and write the same objects as the local run writes files."""
+    from kcodec.spark.ops import compact_spark, recompress_spark
+    opts = s3.storage_options
+    bucket = s3.new_bucket()
+    local = tmp_path / "recompress" / "t-0"
+    source_log(local)
+    url = f"s3://{bucket}/recompress/t-0"
+    s3.upload_dir(str(local), url)
+    (remote,) = recompress_spark(spark, url, "zstd", level=3, include_active=False, storage_options=opts)
+    assert remote.log_dir == url and len(remote.segments) == 2 and all(s.swapped for s in remote.segments)
+    run_recompress(str(local), opts=None)
+    assert s3_files(url, opts) == local_files(local)
+
+    local = tmp_path / "compact" / "t-0"
+    source_log(local)
+    url = f"s3://{bucket}/compact/t-0"
+    s3.upload_dir(str(local), url)
+    config = CleanerConfig(segment_bytes=900, producer_id_expiration_ms=1, delete_retention_ms=DAY)
+    got = compact_spark(spark, url, config=config, now_ms=T0 + 1000, force=True, storage_options=opts)
+    want = run_compact(str(local), opts=None)
+    assert got.cleaned and got.log_dir == url
+    assert (got.groups, got.map_keys, got.messages_written) == (want.groups, want.map_keys, want.messages_written)
+    assert s3_files(url, opts) == local_files(local)
+    assert s3_records(url, opts) == records(str(local))
+    check_s3_indexes(url, opts)

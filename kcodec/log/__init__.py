@@ -1,10 +1,27 @@
 """Kafka log directories: segment files, indexes, and the broker's operations on them.
 
-The operations (validation, compaction, recompression, retention) are loaded
-on first use.
+The modules follow Kafka's storage layer:
+
+* ``names`` -- topic, partition and segment file names (``LogFileUtils``);
+* ``files`` -- crash-safe file writes and :class:`~kcodec.log.files.FileOps`,
+  the one door for every file change, locally and in object stores;
+* ``segment`` -- reading and writing segments and log directories (``LogSegment``);
+* ``index`` -- ``.index`` and ``.timeindex``, read and built;
+* ``transaction_index`` -- ``.txnindex`` (``TransactionIndex``) and which
+  transactional batches and markers a clean removes (``CleanedTransactionMetadata``);
+* ``segment_list`` -- a partition folder's segments as the operations see them;
+* ``swap`` -- the ``.cleaned``/``.swap``/``.deleted`` protocol (``LocalLog.replaceSegments``);
+* ``recovery`` -- settling a folder after a crash (``LogLoader``);
+* ``log_state`` -- one pass over the batch headers: producers, transactions,
+  segment timestamps (``ProducerStateManager``'s part the cleaner needs);
+* ``offset_map``, ``cleaner_plan``, ``cleaner`` -- the log cleaner's parts
+  (the offset map, the round's plan and checkpoint, the rewrite);
+* ``validator``, ``filter``, ``recompress``, ``retention`` -- the other operations;
+* ``selection``, ``arrow_reader`` -- offset and time ranges of a log, read as Arrow.
+
+The operations are loaded on first use.
 """
-import importlib
-from typing import Any
+from kcodec._lazy import lazy_attributes
 
 from kcodec.log.index import CorruptIndexError, IndexBuilder, OffsetIndex, TimeIndex
 from kcodec.log.segment import (
@@ -62,15 +79,10 @@ _LAZY = {
     "batch_runs": "kcodec.log.selection",
     "compact": "kcodec.log.cleaner",
     "read_arrow": "kcodec.log.arrow_reader",
-    "recover_log_dir": "kcodec.log.cleaner",
+    "recover_log_dir": "kcodec.log.recovery",
     "recompress": "kcodec.log.recompress",
     "retain": "kcodec.log.retention",
     "validate_and_assign_offsets": "kcodec.log.validator",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kcodec.log' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)

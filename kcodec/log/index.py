@@ -1,21 +1,26 @@
-"""Kafka's ``.index`` (offset) and ``.timeindex`` (time) files.
+"""Kafka's ``.index`` (offset) and ``.timeindex`` (time) files: reading them and building them.
 
 ``.index``: 8-byte entries ``relativeOffset:int32, position:int32``;
 ``.timeindex``: 12-byte entries ``timestamp:int64, relativeOffset:int32``;
 big-endian, offsets relative to the segment's base offset (spec section 13).
+Every index kcodec writes comes from :class:`IndexBuilder`, fed while
+appending (:class:`~kcodec.log.segment.LogWriter`), while recovering a
+segment, or from a finished ``.log`` by :func:`build_indexes`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, NamedTuple, Optional, Tuple, Union
+from typing import ClassVar, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
 from kcodec.errors import CorruptDataError
+from kcodec.records import batch_header, message_header
+from kcodec.records.framing import Entry, iter_entries
 
 __all__ = ["OffsetIndex", "TimeIndex", "IndexBuilder", "CorruptIndexError", "OffsetPosition", "TimestampOffset",
-           "relative_offset"]
+           "relative_offset", "batch_index_info", "build_indexes"]
 
 _OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 _TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
@@ -45,29 +50,43 @@ class TimestampOffset(NamedTuple):
     offset: int
 
 
-def _load(path: Union[str, Path], dtype: np.dtype, what: str, data: Optional[bytes] = None) -> np.ndarray:
-    data = Path(path).read_bytes() if data is None else data
-    if len(data) % dtype.itemsize:
-        raise CorruptIndexError(
-            f"{what} file size {len(data)} is not a multiple of {dtype.itemsize}", source=str(path))
-    return np.frombuffer(data, dtype=dtype)
+_I = TypeVar("_I", bound="_Index")
 
 
 @dataclass
-class OffsetIndex:
-    """A loaded ``.index``: absolute offsets and byte positions of sparse entries."""
+class _Index:
+    """A loaded index file: its entries as a structured array of ``DTYPE``."""
 
+    DTYPE: ClassVar[np.dtype]
+    WHAT: ClassVar[str]
     base_offset: int
-    entries: np.ndarray  # structured (relative_offset, position)
+    entries: np.ndarray
     path: str = ""
 
     @classmethod
-    def open(cls, path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> "OffsetIndex":
+    def open(cls: Type[_I], path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> _I:
         """Load ``path``, or parse ``data`` already fetched from it."""
-        return cls(base_offset, _load(path, _OFFSET_DTYPE, "offset index", data), str(path))
+        data = Path(path).read_bytes() if data is None else data
+        size = cls.DTYPE.itemsize
+        if len(data) % size:
+            raise CorruptIndexError(f"{cls.WHAT} file size {len(data)} is not a multiple of {size}", source=str(path))
+        return cls(base_offset, np.frombuffer(data, dtype=cls.DTYPE), str(path))
+
+    @classmethod
+    def empty(cls: Type[_I], base_offset: int) -> _I:
+        """The index of a segment without the file (Kafka rebuilds it; readers start at position 0)."""
+        return cls(base_offset, np.empty(0, cls.DTYPE), "")
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+@dataclass
+class OffsetIndex(_Index):
+    """A loaded ``.index``: absolute offsets and byte positions of sparse entries."""
+
+    DTYPE: ClassVar[np.dtype] = _OFFSET_DTYPE  # (relative_offset, position)
+    WHAT: ClassVar[str] = "offset index"
 
     @property
     def offsets(self) -> np.ndarray:
@@ -105,20 +124,11 @@ class OffsetIndex:
 
 
 @dataclass
-class TimeIndex:
+class TimeIndex(_Index):
     """A loaded ``.timeindex``."""
 
-    base_offset: int
-    entries: np.ndarray  # structured (timestamp, relative_offset)
-    path: str = ""
-
-    @classmethod
-    def open(cls, path: Union[str, Path], base_offset: int, data: Optional[bytes] = None) -> "TimeIndex":
-        """Load ``path``, or parse ``data`` already fetched from it."""
-        return cls(base_offset, _load(path, _TIME_DTYPE, "time index", data), str(path))
-
-    def __len__(self) -> int:
-        return len(self.entries)
+    DTYPE: ClassVar[np.dtype] = _TIME_DTYPE  # (timestamp, relative_offset)
+    WHAT: ClassVar[str] = "time index"
 
     def lookup(self, timestamp: int) -> TimestampOffset:
         """The entry with the largest timestamp <= ``timestamp``, else ``(-1, base_offset)``."""
@@ -147,11 +157,11 @@ class IndexBuilder:
     """Builds both indexes while batches are appended, with the broker's rules (spec 13.5).
 
     Call :meth:`append` once per appended message set (a produce request's
-    batches, or one batch): an offset entry ``(largest offset, position before
-    the append)`` is added when more than ``index_interval_bytes`` were
-    appended since the last entry; a time entry only when the max timestamp
-    so far grew.  :meth:`finish` adds the final time entry a broker writes
-    when the segment becomes inactive or closes.
+    batches, or one batch), or :meth:`extend` with many: an offset entry
+    ``(largest offset, position before the append)`` is added when more than
+    ``index_interval_bytes`` were appended since the last entry; a time entry
+    only when the max timestamp so far grew.  :meth:`finish` adds the final
+    time entry a broker writes when the segment becomes inactive or closes.
     """
 
     base_offset: int
@@ -164,33 +174,70 @@ class IndexBuilder:
 
     def append(self, position: int, size: int, largest_offset: int, max_timestamp: int,
                shallow_offset_of_max: int) -> None:
-        relative_offset(largest_offset, self.base_offset)
-        if max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = max_timestamp
-            self.shallow_offset_of_max = shallow_offset_of_max
-        if self.bytes_since_last_entry > self.index_interval_bytes:
-            if not self.offset_entries or largest_offset > self.offset_entries[-1][0]:
-                self.offset_entries.append((largest_offset, position))
-            self._maybe_time_entry()
-            self.bytes_since_last_entry = 0
-        self.bytes_since_last_entry += size
+        self.extend(((position, size, largest_offset, max_timestamp, shallow_offset_of_max),))
 
-    def _maybe_time_entry(self) -> None:
+    def extend(self, appends: Iterable[Tuple[int, int, int, int, int]]) -> None:
+        """:meth:`append` for each ``(position, size, largest offset, max timestamp, shallow offset of
+        max)``; one call per segment when an index is built from a whole ``.log``, so state is local."""
+        base, interval = self.base_offset, self.index_interval_bytes
+        offsets, times = self.offset_entries, self.time_entries
+        since, max_ts, shallow = self.bytes_since_last_entry, self.max_timestamp_so_far, self.shallow_offset_of_max
+        try:
+            for position, size, largest, ts, shallow_of_ts in appends:
+                if not 0 <= largest - base <= MAX_RELATIVE:
+                    relative_offset(largest, base)  # raises, naming both offsets
+                if ts > max_ts:
+                    max_ts, shallow = ts, shallow_of_ts
+                if since > interval:
+                    if not offsets or largest > offsets[-1][0]:
+                        offsets.append((largest, position))
+                    if max_ts > (times[-1][0] if times else NO_TIMESTAMP):
+                        times.append((max_ts, shallow))
+                    since = 0
+                since += size
+        finally:
+            self.bytes_since_last_entry, self.max_timestamp_so_far, self.shallow_offset_of_max = since, max_ts, shallow
+
+    def finish(self) -> None:
         last_ts = self.time_entries[-1][0] if self.time_entries else NO_TIMESTAMP
         if self.max_timestamp_so_far > last_ts:
             self.time_entries.append((self.max_timestamp_so_far, self.shallow_offset_of_max))
 
-    def finish(self) -> None:
-        self._maybe_time_entry()
-
     def offset_index_bytes(self) -> bytes:
-        arr = np.empty(len(self.offset_entries), dtype=_OFFSET_DTYPE)
-        for i, (off, pos) in enumerate(self.offset_entries):
-            arr[i] = (off - self.base_offset, pos)
-        return arr.tobytes()
+        base = self.base_offset
+        return np.array([(off - base, pos) for off, pos in self.offset_entries], dtype=_OFFSET_DTYPE).tobytes()
 
     def time_index_bytes(self) -> bytes:
-        arr = np.empty(len(self.time_entries), dtype=_TIME_DTYPE)
-        for i, (ts, off) in enumerate(self.time_entries):
-            arr[i] = (ts, off - self.base_offset)
-        return arr.tobytes()
+        base = self.base_offset
+        return np.array([(ts, off - base) for ts, off in self.time_entries], dtype=_TIME_DTYPE).tobytes()
+
+
+def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
+    """(last offset, max timestamp) of one entry, read from its header without decoding.
+
+    v2: ``baseOffset + lastOffsetDelta`` and ``maxTimestamp``; v1: the
+    (wrapper) message offset and timestamp; v0: the offset and -1.
+    """
+    header = batch_header if entry.magic >= 2 else message_header
+    return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
+
+
+def _appends(log_buf) -> Iterator[Tuple[int, int, int, int, int]]:
+    """Each entry of a ``.log`` as an :meth:`IndexBuilder.append` of its own."""
+    for e in iter_entries(log_buf):
+        header = batch_header if e.magic >= 2 else message_header
+        last, ts = header.last_offset_and_max_timestamp(log_buf, e.position, e.magic)
+        yield e.position, e.size, last, ts, last
+
+
+def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -> Tuple[bytes, bytes]:
+    """Offset and time index bytes for a finished ``.log``, as ``LogSegment.recover`` rebuilds them.
+
+    Only batch headers are read; the entries are those :class:`IndexBuilder`
+    makes when each batch is appended on its own, plus the final time entry
+    of a closed segment.
+    """
+    idx = IndexBuilder(base_offset, index_interval_bytes)
+    idx.extend(_appends(log_buf))
+    idx.finish()
+    return idx.offset_index_bytes(), idx.time_index_bytes()

@@ -46,9 +46,15 @@ __all__ = [
     "parse_partition_dir_name",
     "parse_tiered_dir_name",
     "segment_file_name",
+    "parse_segment_file_name",
     "offset_from_file_name",
     "segment_log_offset",
     "safe_join",
+    "SEGMENT_SUFFIXES",
+    "INDEX_SUFFIXES",
+    "CLEANED",
+    "SWAP",
+    "DELETED",
 ]
 
 MAX_TOPIC_LENGTH = 249
@@ -70,6 +76,13 @@ _SEGMENT_LOG = re.compile(r"(?P<offset>\d{20})\.log")
 _TIERED_SEGMENT_LOG = re.compile(r"(?P<offset>\d{20})-(?P<segment_id>%s)\.log" % _UUID)
 _TIERED_DIR = re.compile(r"(?P<partition_dir>.+)-(?P<topic_id>%s)" % _UUID)
 _SHOWN = 60
+#: A segment's files: its log and the indexes beside it.
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+INDEX_SUFFIXES = SEGMENT_SUFFIXES[1:]
+#: What a segment file's name gains while the swap protocol moves it (Kafka's ``LogFileUtils``):
+#: written but not committed, committed but not yet in place, replaced and about to go.
+CLEANED, SWAP, DELETED = ".cleaned", ".swap", ".deleted"
+_SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex|\.txnindex)(\.cleaned|\.swap|\.deleted)?")
 
 P = TypeVar("P", str, PurePath)
 
@@ -167,6 +180,13 @@ def parse_tiered_dir_name(name: str, *, source: Optional[str] = None) -> Tuple[s
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
     """``00000000000000012345.log`` for base offset 12345."""
     return f"{check_base_offset(base_offset):020d}{suffix}"
+
+
+def parse_segment_file_name(name: str) -> Optional[Tuple[int, str, Optional[str]]]:
+    """``(base offset, suffix, swap suffix or None)`` of a broker segment file name such as
+    ``00000000000000012345.index.swap``; None for any other name."""
+    m = _SEGMENT_FILE.fullmatch(name)
+    return None if m is None else (int(m.group(1)), m.group(2), m.group(3))
 
 
 def segment_log_offset(name: str) -> Optional[Tuple[str, int]]:

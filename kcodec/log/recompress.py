@@ -18,9 +18,9 @@ and counted in ``batches_unsupported``.
 Each segment is written beside the old one as ``*.cleaned`` files, read
 back and verified (record count and a BLAKE2b digest over every record's
 offset, timestamp, key, value and headers), then swapped in with the
-protocol of :mod:`kcodec.log.cleaner` (``.cleaned`` -> ``.swap`` -> rename),
+protocol of :mod:`kcodec.log.swap` (``.cleaned`` -> ``.swap`` -> rename),
 indexes rebuilt and the ``.txnindex`` carried over; a crash at any point
-leaves a directory :func:`kcodec.log.cleaner.recover_log_dir` restores with
+leaves a directory :func:`kcodec.log.recovery.recover_log_dir` restores with
 every record present exactly once.
 """
 from __future__ import annotations
@@ -34,19 +34,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import CorruptDataError, KcodecError
-from kcodec.log.cleaner import (
-    CLEANED,
-    FileOps,
-    SegmentInfo,
-    _write_segment_files,
-    check_complete,
-    list_segments,
-    ops_for,
-    open_log,
-    recover_log_dir,
-    replace_segments,
-    segment_file_name,
-)
+from kcodec.log.files import FileOps, ops_for
+from kcodec.log.names import CLEANED, segment_file_name
+from kcodec.log.recovery import recover_log_dir
+from kcodec.log.segment_list import SegmentInfo, check_complete, list_segments, open_log
+from kcodec.log.swap import replace_segments, write_segment_files
 from kcodec.records.rebuild import rebuild_batch
 
 __all__ = [
@@ -55,6 +47,8 @@ __all__ = [
     "RecompressResult",
     "recompress",
     "recompress_segment",
+    "segments_to_recompress",
+    "swap_in",
     "rewrite_records",
     "records_digest",
     "RecompressVerificationError",
@@ -303,7 +297,7 @@ def recompress_segment(log_dir: str, seg: SegmentInfo, options: RecompressOption
         txn = storage.read_bytes(seg.path(".txnindex"))
     except FileNotFoundError:
         txn = b""
-    _write_segment_files(ops, log_dir, seg.base_offset, log_path, txn, index_interval_bytes, log_buf=written)
+    write_segment_files(ops, log_dir, seg.base_offset, log_path, txn, index_interval_bytes, log_buf=written)
     return res
 
 
@@ -324,21 +318,33 @@ def recompress(log_dir: str, compression: Union[CompressionType, int, str], leve
     options = RecompressOptions(compression, level, to_magic, skip_same_codec, max_batch_bytes)
     options.check()
     ops, log_dir = ops_for(log_dir, ops, storage_options)
+    result = RecompressResult(ops.storage.url(log_dir), dry_run)
+    for seg in segments_to_recompress(ops, log_dir, include_active=include_active, dry_run=dry_run,
+                                      index_interval_bytes=index_interval_bytes):
+        res = recompress_segment(log_dir, seg, options, dry_run=dry_run, verify=verify,
+                                 index_interval_bytes=index_interval_bytes, ops=ops)
+        result.segments.append(swap_in(ops, log_dir, seg, res, dry_run))
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def segments_to_recompress(ops: FileOps, log_dir: str, *, include_active: bool = True, dry_run: bool = False,
+                           index_interval_bytes: int = 4096) -> List[SegmentInfo]:
+    """The segments a run rewrites, once what an earlier run left is recovered (not for a dry run)."""
     if not dry_run:
         recover_log_dir(log_dir, ops, index_interval_bytes)
     segments = list_segments(log_dir, ops.storage)
     if not include_active and segments:
         segments = segments[:-1]
-    result = RecompressResult(ops.storage.url(log_dir), dry_run)
-    for seg in segments:
-        res = recompress_segment(log_dir, seg, options, dry_run=dry_run, verify=verify,
-                                 index_interval_bytes=index_interval_bytes, ops=ops)
-        if not dry_run:
-            replace_segments(ops, log_dir, seg.base_offset, [seg], mtime=seg.mtime)
-            res.swapped = True
-        result.segments.append(res)
-    result.seconds = time.perf_counter() - t0
-    return result
+    return segments
+
+
+def swap_in(ops: FileOps, log_dir: str, seg: SegmentInfo, res: SegmentResult, dry_run: bool = False) -> SegmentResult:
+    """Swap the verified ``.cleaned`` files of :func:`recompress_segment` in for ``seg`` (nothing for a dry run)."""
+    if not dry_run:
+        replace_segments(ops, log_dir, seg.base_offset, [seg], mtime=seg.mtime)
+        res.swapped = True
+    return res
 
 
 # --------------------------------------------------------------------------------------------

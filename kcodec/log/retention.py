@@ -23,15 +23,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from kcodec.log.cleaner import (
-    FileOps,
-    SegmentInfo,
-    delete_segments,
-    list_segments,
-    ops_for,
-    recover_log_dir,
-    scan_log,
-)
+from kcodec.log.files import FileOps, ops_for
+from kcodec.log.recovery import recover_log_dir
+from kcodec.log.segment_list import SegmentInfo, list_segments
+from kcodec.log.swap import delete_segments
+from kcodec.log.log_state import scan_log
 
 __all__ = ["RetentionResult", "retain", "deletable_segments", "cli_add_parser", "cli_run"]
 

@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
-from kcodec.log._atomic import atomic_write_bytes
-from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex
+from kcodec.log.files import atomic_write_bytes
+from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
 from kcodec.log.names import (
     KAFKA_DIR_SUFFIXES,
     STAGING_PREFIX,
@@ -35,7 +35,7 @@ from kcodec.log.names import (
     segment_file_name,
     segment_log_offset,
 )
-from kcodec.records import batch_header, message_header
+from kcodec.log.transaction_index import read_txn_index
 from kcodec.records.framing import Entry, iter_entries
 from kcodec.storage import LOCAL as _LOCAL
 from kcodec.storage import FileInfo, Storage, resolve
@@ -66,16 +66,6 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
 class NoSegmentsError(KcodecError, FileNotFoundError):
     """A path given as a log directory holds no Kafka segments."""
-
-
-def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
-    """(last offset, max timestamp) of one entry, read from its header without decoding.
-
-    v2: ``baseOffset + lastOffsetDelta`` and ``maxTimestamp``; v1: the
-    (wrapper) message offset and timestamp; v0: the offset and -1.
-    """
-    header = batch_header if entry.magic >= 2 else message_header
-    return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
 
 
 class LogSegment:
@@ -163,7 +153,7 @@ class LogSegment:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _load_index(self, cls, path, dtype):
+    def _load_index(self, cls, path):
         if self.storage.remote:
             try:
                 data = self.storage.read_bytes(str(path))
@@ -173,21 +163,18 @@ class LogSegment:
                 return cls.open(self.storage.url(str(path)), self.base_offset, data)
         elif path.exists():
             return cls.open(path, self.base_offset)
-        import numpy as np
-        return cls(self.base_offset, np.empty(0, dtype), "")
+        return cls.empty(self.base_offset)
 
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            from kcodec.log.index import _OFFSET_DTYPE
-            self._offset_index = self._load_index(OffsetIndex, self.index_path, _OFFSET_DTYPE)
+            self._offset_index = self._load_index(OffsetIndex, self.index_path)
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
-            from kcodec.log.index import _TIME_DTYPE
-            self._time_index = self._load_index(TimeIndex, self.time_index_path, _TIME_DTYPE)
+            self._time_index = self._load_index(TimeIndex, self.time_index_path)
         return self._time_index
 
     def aborted_transactions(self) -> List[Tuple[int, int, int]]:
@@ -199,7 +186,6 @@ class LogSegment:
                 data = Path(self.txn_index_path).read_bytes()
         except FileNotFoundError:
             return []
-        from kcodec.log.cleaner import read_txn_index
         return [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(data)]
 
     def start_position(self, offset: Optional[int]) -> int:
@@ -563,13 +549,12 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
 
     seg = LogSegment(log_path)
     data = seg.path.read_bytes()
-    idx = IndexBuilder(seg.base_offset, index_interval_bytes)
     valid = 0
     try:
         for batch in read_batches(data, validate=True):
             for _ in batch:  # deep validation, as recovery iterates records
                 pass
-            idx.append(valid, batch.size_in_bytes, batch.last_offset, batch.max_timestamp, batch.last_offset)
+            relative_offset(batch.last_offset, seg.base_offset)  # an index must be able to hold it
             valid += batch.size_in_bytes
     except KcodecError:
         pass
@@ -578,7 +563,7 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
         with open(log_path, "r+b") as f:
             f.truncate(valid)
             os.fsync(f.fileno())
-    idx.finish()
-    atomic_write_bytes(seg.index_path, idx.offset_index_bytes())
-    atomic_write_bytes(seg.time_index_path, idx.time_index_bytes())
+    index, time_index = build_indexes(memoryview(data)[:valid], seg.base_offset, index_interval_bytes)
+    atomic_write_bytes(seg.index_path, index)
+    atomic_write_bytes(seg.time_index_path, time_index)
     return valid

@@ -4,8 +4,7 @@ Nothing here imports pyspark until used; install ``kcodec[spark]``.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kcodec._lazy import lazy_attributes
 
 __all__ = ["decode", "encode", "register", "write_log", "get_session", "KAFKA_DDL", "BATCH_DDL"]
 
@@ -19,9 +18,4 @@ _LAZY = {
     "get_session": "kcodec.spark.session",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kcodec.spark' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)
