@@ -753,6 +753,7 @@ def test_column_accumulator_does_all_python_work_before_writing():
     import pyarrow as pa
     from kcodec.arrow import record_columns
     table = pa.table(record_columns([acc.result()], None, None, True, ()))
-    assert table.column("offset").to_pylist() == [5] and table.column("headers").to_pylist() == [[{"key": "a", "value": b"1"}]]
+    assert table.column("offset").to_pylist() == [5]
+    assert table.column("headers").to_pylist() == [[{"key": "a", "value": b"1"}]]
 
 

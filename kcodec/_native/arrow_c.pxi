@@ -332,7 +332,8 @@ cdef class RecordColumns:
         return self.num_rows
 
     def __repr__(self) -> str:
-        return f"<RecordColumns: {self.num_rows} records in {len(self.chunks)} chunk(s); {', '.join(self.column_names)}>"
+        return (f"<RecordColumns: {self.num_rows} records in {len(self.chunks)} chunk(s); "
+                f"{', '.join(self.column_names)}>")
 
     def __arrow_c_schema__(self) -> object:
         return _schema_capsule(self.with_headers, self.fields, self.nfields)
