@@ -56,7 +56,8 @@ def column_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -
 
 
 def _pa():
-    return require("pyarrow", "pyarrow", "kcodec's Arrow conversion")
+    pa = sys.modules.get("pyarrow")  # once imported, without the import machinery's cost on every call
+    return pa if pa is not None else require("pyarrow", "pyarrow", "kcodec's Arrow conversion")
 
 
 _SCHEMAS: dict = {}
@@ -185,6 +186,12 @@ def decode_columns(buffer, *, topic: Optional[str] = None, partition: Optional[i
     ``polars.DataFrame(cols)``, DuckDB's ``duckdb.sql("select ... from cols")``.
     The columns, arguments and errors are those of :func:`to_arrow`.
     """
+    return _columns(buffer, topic, partition, batch_fields, include_control, validate, headers, max_decompressed_size,
+                    use_threads)
+
+
+def _columns(buffer, topic, partition, batch_fields, include_control, validate, headers, max_decompressed_size,
+             use_threads) -> RecordColumns:
     fields = tuple(batch_fields)
     if fields:
         kafka_schema_capsule(headers, fields)  # unknown names raise before any decoding
@@ -220,9 +227,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
 
     The table is :func:`decode_columns`' result imported through the Arrow C data interface.
     """
-    return _table(decode_columns(buffer, topic=topic, partition=partition, batch_fields=batch_fields,
-                                 include_control=include_control, validate=validate, headers=headers,
-                                 max_decompressed_size=max_decompressed_size, use_threads=use_threads))
+    return _table(_columns(buffer, topic, partition, batch_fields, include_control, validate, headers,
+                           max_decompressed_size, use_threads))
 
 
 def _table(columns: RecordColumns) -> "pyarrow.Table":
@@ -230,7 +236,7 @@ def _table(columns: RecordColumns) -> "pyarrow.Table":
     pa = _pa()
     if columns.num_chunks == 1:
         # Imported against the cached schema object: parsing the schema again would cost more than the batch.
-        _, array = columns.__arrow_c_array__()
+        array = columns._array_capsule()
         schema = kafka_schema(columns.headers, columns.batch_fields)
         return pa.Table.from_batches([pa.RecordBatch._import_from_c(array_address(array), schema)])
     return pa.RecordBatchReader._import_from_c_capsule(columns.__arrow_c_stream__()).read_all()

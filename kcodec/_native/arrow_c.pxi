@@ -376,9 +376,11 @@ cdef class _OneChunkColumns(RecordColumns):
 
     def __arrow_c_array__(self, requested_schema=None) -> tuple:
         """``(schema, array)`` capsules of the records as one struct array (a record batch)."""
-        cdef ArrowArray *a
-        schema = self.__arrow_c_schema__()
-        a = <ArrowArray *>calloc(1, sizeof(ArrowArray))
+        return self.__arrow_c_schema__(), self._array_capsule()
+
+    def _array_capsule(self) -> object:
+        """The ``arrow_array`` capsule alone, for an importer that has the schema already."""
+        cdef ArrowArray *a = <ArrowArray *>calloc(1, sizeof(ArrowArray))
         if a == NULL:
             raise MemoryError()
         try:
@@ -386,7 +388,7 @@ cdef class _OneChunkColumns(RecordColumns):
         except BaseException:
             free(a)
             raise
-        return schema, PyCapsule_New(a, "arrow_array", _free_array)
+        return PyCapsule_New(a, "arrow_array", _free_array)
 
 
 def record_columns(list chunks, topic, partition, bint headers, tuple batch_fields) -> RecordColumns:
