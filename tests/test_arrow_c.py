@@ -244,3 +244,27 @@ def test_a_bad_buffer_is_named_with_its_byte():
     assert unchecked.column("offset").to_pylist() == list(range(7))
     with pytest.raises(TypeError, match="buffer 1 of 2"):
         kcodec.to_arrow([good, 42])
+
+
+def test_a_pass_that_fails_half_way_is_taken_back_whole():
+    from kcodec._native.columnar import ColumnAccumulator
+    from kcodec.arrow import record_columns
+
+    def keyed(n, base_offset):
+        b = RecordBatchBuilder(base_offset=base_offset)
+        for i in range(n):
+            b.append(b"k%d" % i, b"v", TS, [("h", b"1")])
+        return bytes(b.build())
+
+    acc = ColumnAccumulator(True)
+    assert acc.add_uncompressed(_batch(3))  # keys null at rows 0 and 2
+    bad = bytearray(_batch(4, base_offset=3) + _batch(2, base_offset=7))  # null keys and headers at rows 3, 5
+    bad[-1] ^= 0xFF  # the second batch's CRC fails after the first batch was gathered
+    assert not acc.add_uncompressed(bytes(bad))
+    assert acc.n == 3
+    assert acc.add_uncompressed(keyed(4, 3))
+    table = pa.table(record_columns([acc.result()], None, None, True, ()))
+    table.validate(full=True)
+    assert table.column("key").to_pylist() == [None, b"k1", None, b"k0", b"k1", b"k2", b"k3"]
+    assert table.column("offset").to_pylist() == list(range(7))
+    assert table.column("headers").null_count == 1  # row 0 only: row 3's missing headers were taken back
