@@ -30,6 +30,7 @@ EXTERNAL_HEADER = re.compile(r"^(Python|structmember|pythread|numpy/\w+|zlib)\.h
 C_INCLUDE = re.compile(r'^\s*#\s*include\s+(?:"([^"]+)"|<(kcodec/[^>]+)>)', re.M)
 CYTHON_EXTERN = re.compile(r'^\s*cdef\s+extern\s+from\s+"([^"]+)"', re.M)
 CYTHON_CIMPORT = re.compile(r"^\s*(?:from\s+(kcodec(?:\.\w+)+)\s+cimport|cimport\s+(kcodec(?:\.\w+)+))", re.M)
+CYTHON_INCLUDE = re.compile(r'^\s*include\s+"([^"]+)"', re.M)
 #: What setup.py compiles: every Cython module and every C file (it globs both folders).
 BUILD_ROOTS = re.compile(r"^(csrc/[^/]+\.c|kcodec/_native/[^/]+\.pyx)$")
 BUILD_OUTPUT = re.compile(r"(\.(so|pyd|o|a|pyc)$|(^|/)(build|__pycache__)/|^kcodec/_native/[^/]+\.(c|html)$)")
@@ -64,10 +65,12 @@ def _references(name: str, text: str) -> List[str]:
     """Source files ``name`` needs, as candidate paths (the first that exists is the one used)."""
     here = PurePosixPath(name).parent
     refs = []
-    if name.endswith((".pyx", ".pxd")):
+    if name.endswith((".pyx", ".pxd", ".pxi")):
         headers = CYTHON_EXTERN.findall(text) + [q for q, _ in C_INCLUDE.findall(text) if q]
         for module in (a or b for a, b in CYTHON_CIMPORT.findall(text)):
             refs.append([module.replace(".", "/") + ".pxd"])
+        # a module's parts (include "part.pxi"), found next to the including file
+        refs.extend([str(here / part)] for part in CYTHON_INCLUDE.findall(text))
     else:
         headers = [q or a for q, a in C_INCLUDE.findall(text)]
     for header in headers:
@@ -88,6 +91,10 @@ def build_inputs(files: Dict[str, bytes]) -> Tuple[Set[str], Set[str]]:
     used, missing = set(todo), set()
     while todo:
         name = todo.pop()
+        own_pxd = name[:-len(".pyx")] + ".pxd"  # Cython reads a module's own .pxd unasked
+        if name.endswith(".pyx") and own_pxd in files and own_pxd not in used:
+            used.add(own_pxd)
+            todo.append(own_pxd)
         for candidates in _references(name, files[name].decode("utf-8", "replace")):
             found = next((c for c in candidates if c in files), None)
             if found is None:
@@ -118,12 +125,16 @@ def test_the_build_finds_every_file_it_reads(sdist):
     assert {"kcodec/_native/primitives.pxd"} <= used and any(n.startswith("csrc/") and n.endswith(".h") for n in used)
 
 
-@pytest.mark.parametrize("kind", [".h", ".pxd"])
+@pytest.mark.parametrize("kind", [".h", ".pxd", ".pxi"])
 def test_a_file_left_out_is_found_missing(sdist, kind):
     # kc_copy.h was once left out: only other headers include it, so only following
     # includes from file to file finds it.
     used, _ = build_inputs(sdist)
-    needed = sorted(n for n in used if n.endswith(kind) and not BUILD_ROOTS.match(n))
+    # A .pxd only its own module reads is read when present: leaving it out is no missing reference.
+    cimported = {(a or b).replace(".", "/") + ".pxd" for n in used if n.endswith((".pyx", ".pxd", ".pxi"))
+                 for a, b in CYTHON_CIMPORT.findall(sdist[n].decode("utf-8", "replace"))}
+    needed = sorted(n for n in used if n.endswith(kind) and not BUILD_ROOTS.match(n)
+                    and (kind != ".pxd" or n in cimported))
     assert needed
     for name in needed:
         _, missing = build_inputs({n: v for n, v in sdist.items() if n != name})
