@@ -2,10 +2,6 @@
 # EntryWalker (positions only) and BatchReader (batch objects).
 # Part of kcodec._native.records (included by records.pyx).
 
-cdef extern from "kc_tp_new.h":
-    object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
-
-
 cdef int _entry_at(const uint8_t *buf, Py_ssize_t limit, Py_ssize_t pos, bint strict, Py_ssize_t *total,
                    int *magic) except -1:
     """One step of Kafka's ``ByteBufferLogInputStream`` over ``buf[:limit]``: 1 when a complete entry

@@ -34,20 +34,6 @@ cdef inline bint _is_none_codec(compression):
     return False
 
 
-cdef extern from "kc_pyseq.h":
-    PyObject *kc_seq_item(PyObject *seq, bint is_list, Py_ssize_t i)
-    bint kc_is_pair(PyObject *o)
-    PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i)
-    bint kc_is_bytes(PyObject *o)
-    bint kc_is_str(PyObject *o)
-    bint kc_is_none(PyObject *o)
-    const char *kc_bytes_data(PyObject *o)
-    Py_ssize_t kc_bytes_len(PyObject *o)
-    bint kc_is_seq(PyObject *o)
-    Py_ssize_t kc_seq_size(PyObject *o)
-    const char *kc_utf8(PyObject *o, Py_ssize_t *size) except NULL
-
-
 cdef inline int _key_value(obj, Py_buffer *buf, bint *have, const uint8_t **ptr, int32_t *length) except -1:
     if obj is None:
         length[0] = -1

@@ -12,8 +12,9 @@ The capsules (``*_native_codec``) give the builder and the readers each
 codec's whole frame, written and read in C without the GIL.  Errors carry
 Kafka's (Java) messages where Kafka has one.
 """
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_READ, PyBUF_WRITE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
@@ -32,11 +33,6 @@ from kcodec._native.native_codec cimport (kcodec_codec_v1, KCODEC_CODEC_CAPSULE_
                                           PyThread_release_lock, WAIT_LOCK)
 
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
-
-cdef extern from "Python.h":
-    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
-    int PyBUF_WRITE
-    int PyBUF_READ
 
 # One file per codec's framing, compiled as this one module:
 include "codec_common.pxi"    # XXH32, alloc_bytes, block tables, errors, capsule plumbing

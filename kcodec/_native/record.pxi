@@ -108,11 +108,6 @@ cdef class Record:
                          self.coordinator_epoch))
 
 
-cdef extern from "kc_members.h":
-    int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
-    Py_ssize_t KC_RECORD_KEY, KC_RECORD_VALUE, KC_RECORD_TIMESTAMP_TYPE
-
-
 kc_expose_object_field(<PyTypeObject *>Record, "key", KC_RECORD_KEY)
 kc_expose_object_field(<PyTypeObject *>Record, "value", KC_RECORD_VALUE)
 kc_expose_object_field(<PyTypeObject *>Record, "timestamp_type", KC_RECORD_TIMESTAMP_TYPE)
@@ -240,10 +235,6 @@ def decode_records(data, int32_t count, int64_t base_offset, int64_t base_timest
     finally:
         PyBuffer_Release(&view)
     return out
-
-
-cdef extern from *:
-    void __builtin_prefetch(const void *p) nogil
 
 
 @cython.final

@@ -1,7 +1,8 @@
 # cython: language_level=3
-# C-level API of kcodec._native.records for other Cython modules (``cimport``):
-# the record classes (csrc/kc_record.h's v2 record codec is declared in primitives.pxd).
-from cpython.object cimport PyObject
+# C-level API of kcodec._native.records for other Cython modules (``cimport``): the record
+# classes; and the csrc/ headers only this module reads (kc_record.h's v2 record codec,
+# which others read too, is declared in primitives.pxd).
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t
 
 from kcodec._native.primitives cimport (KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS,
@@ -11,6 +12,30 @@ from kcodec._native.primitives cimport (KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHOR
                                         kc_parse_record_stream, kc_parse_header, kc_record_body_size,
                                         kc_record_size, kc_header_size, kc_write_record_sized, kc_write_record,
                                         kc_write_header)
+
+cdef extern from "kc_members.h":
+    int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
+    Py_ssize_t KC_RECORD_KEY, KC_RECORD_VALUE, KC_RECORD_TIMESTAMP_TYPE
+
+cdef extern from "kc_pyseq.h":
+    PyObject *kc_seq_item(PyObject *seq, bint is_list, Py_ssize_t i)
+    bint kc_is_pair(PyObject *o)
+    PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i)
+    bint kc_is_bytes(PyObject *o)
+    bint kc_is_str(PyObject *o)
+    bint kc_is_none(PyObject *o)
+    const char *kc_bytes_data(PyObject *o)
+    Py_ssize_t kc_bytes_len(PyObject *o)
+    bint kc_is_seq(PyObject *o)
+    Py_ssize_t kc_seq_size(PyObject *o)
+    const char *kc_utf8(PyObject *o, Py_ssize_t *size) except NULL
+
+cdef extern from "kc_tp_new.h":
+    object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
+
+cdef extern from *:
+    # the compiler's (GCC, Clang): a cache hint that never faults
+    void __builtin_prefetch(const void *p) nogil
 
 
 cdef class Record:
