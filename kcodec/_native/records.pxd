@@ -62,20 +62,30 @@ cdef class RecordIndex:
     cdef readonly Py_ssize_t size
 
 
-cdef class BatchBuilderCore:
+cdef class BuilderBuffer:
     # the batch buffer: header gap + records (bytes owned here, or a pooled bytearray)
     cdef PyObject *_store
     cdef uint8_t *_buf
     cdef Py_ssize_t _cap
     cdef Py_ssize_t _size            # record bytes written after the header gap
-    cdef int32_t _count
     cdef int _exports
+    cdef bint _built
+    cdef readonly object pool
+    cdef int _new_store(self, Py_ssize_t cap) except -1
+    cdef object _pool_get(self, Py_ssize_t cap)
+    cdef void _adopt(self, object store)
+    cdef void _drop_store(self)
+    cdef int _grow(self, Py_ssize_t need, bint keep) except -1
+    cdef object _detached(self, Py_ssize_t size)
+
+
+cdef class BatchBuilderCore(BuilderBuffer):
+    cdef int32_t _count
     # MemoryRecordsBuilder's bookkeeping
     cdef int64_t _last_offset
     cdef int64_t _first_ts
     cdef int64_t _max_ts
     cdef bint _has_records
-    cdef bint _built
     cdef bint _has_dh
     cdef int64_t _delete_horizon
     cdef bint _lat
@@ -88,7 +98,6 @@ cdef class BatchBuilderCore:
     cdef object _compression
     cdef readonly int compression_id
     cdef readonly object level
-    cdef readonly object pool
     cdef readonly object compression_ratio
     cdef readonly int64_t base_offset
     cdef readonly int64_t producer_id
@@ -102,15 +111,9 @@ cdef class BatchBuilderCore:
     cdef Py_ssize_t *_hlen
     cdef Py_ssize_t _hcap
     cdef bint _busy                  # in _add() or build(): Python code they run may not re-enter
-    cdef int _new_store(self, Py_ssize_t cap) except -1
-    cdef object _pool_get(self, Py_ssize_t cap)
-    cdef void _adopt(self, object store)
-    cdef void _drop_store(self)
-    cdef int _grow(self, Py_ssize_t need, bint keep) except -1
     cdef bint _compress_native(self) except -1
     cdef int64_t _estimated(self)
     cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
-    cdef object _detached(self, Py_ssize_t size)
     cdef object _build(self)
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807
 

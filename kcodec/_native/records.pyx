@@ -45,6 +45,7 @@ cdef int64_t _NO_LAST = INT64_MIN
 include "record.pxi"          # Record, decode_records, RecordIterator
 include "record_scan.pxi"     # RecordIndex, scan_v2_records
 include "builder_input.pxi"   # keys, values and headers from Python; record_size
+include "builder_buffer.pxi"  # BuilderBuffer: the buffer a batch is built in
 include "batch_builder.pxi"   # BatchBuilderCore (MemoryRecordsBuilder)
 include "record_batch.pxi"    # RecordBatchBase; v2 header write/read/assemble
 include "pooled_buffer.pxi"   # PooledBuffer
