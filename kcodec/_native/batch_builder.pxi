@@ -15,13 +15,13 @@ cdef class BatchBuilderCore(BuilderBuffer):
     """
 
     def __cinit__(self, *args, **kwargs):
-        self._hptr = NULL
-        self._hlen = NULL
-        self._hcap = 0
+        self._slots.ptr = NULL
+        self._slots.len = NULL
+        self._slots.cap = 0
 
     def __dealloc__(self):
-        free(self._hptr)
-        free(self._hlen)
+        free(self._slots.ptr)
+        free(self._slots.len)
 
     def __init__(self, magic=2, compression=0, level=None, int64_t base_offset=0,
                  timestamp_type=0, log_append_time=None, int64_t producer_id=-1,
@@ -173,88 +173,6 @@ cdef class BatchBuilderCore(BuilderBuffer):
                                and self._write_limit <= self._estimated())
 
     # -- records ---------------------------------------------------------------
-    cdef list _scan_headers(self, headers, int32_t *count, int64_t *size):
-        # Pointers and lengths of every header key and value into the scratch arrays;
-        # returns the temporaries those pointers need alive (None when there are none).
-        # The pairs of a list or a tuple are read through borrowed references (the
-        # caller's sequence keeps them alive, and no Python code runs while exact
-        # (str | bytes, bytes | None) tuples are read); any other iterable, or a list
-        # with a pair that needs the slow path, is made a tuple first, which is
-        # kept with the temporaries.
-        cdef list keep = None
-        cdef bint is_list
-        cdef Py_ssize_t n, i
-        cdef Py_ssize_t kl = 0, vl = 0
-        cdef const char *kp
-        cdef const char *vp = NULL
-        cdef int64_t total = 0
-        cdef PyObject *h
-        cdef PyObject *hk
-        cdef PyObject *hv
-        count[0] = 0
-        size[0] = 0
-        if not kc_is_seq(<PyObject *>headers):
-            if not headers:
-                return None
-            headers = tuple(headers)
-            keep = [headers]
-        n = kc_seq_size(<PyObject *>headers)
-        if n == 0:
-            return keep
-        is_list = type(headers) is list
-        if n > INT32_MAX_:
-            raise RecordBuilderError("too many headers")
-        if n > self._hcap:
-            self._hptr = <const char **>realloc(self._hptr, 2 * n * sizeof(char *))
-            self._hlen = <Py_ssize_t *>realloc(self._hlen, 2 * n * sizeof(Py_ssize_t))
-            if self._hptr == NULL or self._hlen == NULL:
-                self._hcap = 0
-                raise MemoryError()
-            self._hcap = n
-        i = 0
-        while i < n:
-            h = kc_seq_item(<PyObject *>headers, is_list, i)
-            kp = NULL
-            if kc_is_pair(h):
-                hk = kc_tuple_item(h, 0)
-                hv = kc_tuple_item(h, 1)
-                if kc_is_bytes(hv) or kc_is_none(hv):
-                    if kc_is_str(hk):
-                        kp = kc_utf8(hk, &kl)
-                    elif kc_is_bytes(hk):
-                        kp = kc_bytes_data(hk)
-                        kl = kc_bytes_len(hk)
-                if kp != NULL:
-                    if kc_is_none(hv):
-                        vp = NULL
-                        vl = -1
-                    else:
-                        vp = kc_bytes_data(hv)
-                        vl = kc_bytes_len(hv)
-            if kp == NULL:
-                if is_list:
-                    # The slow path runs Python code (unpacking, buffer exports) that could
-                    # change the list and free the pairs read so far: scan a snapshot
-                    # from the start instead.
-                    headers = PyList_AsTuple(headers)
-                    keep = [headers]
-                    is_list = False
-                    total = 0
-                    i = 0
-                    continue
-                keep = _header_slow(<object>h, &kp, &kl, &vp, &vl, keep)
-            if kl > INT32_MAX_ - 5 or vl > INT32_MAX_ - 5:
-                raise RecordBuilderError("header of more than 2 GiB")
-            self._hptr[2 * i] = kp
-            self._hlen[2 * i] = kl
-            self._hptr[2 * i + 1] = vp
-            self._hlen[2 * i + 1] = vl
-            total += kc_header_size(<int32_t>kl, <int32_t>vl)
-            i += 1
-        count[0] = <int32_t>n
-        size[0] = total
-        return keep
-
     def append(self, key, value, timestamp=None, headers=(), offset=None) -> int:
         """Append a data record; returns its offset.
 
@@ -355,7 +273,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
             raise RecordBuilderError(_REENTERED)
         self._busy = True
         try:
-            keep = self._scan_headers(headers, &hcount, &hsize)
+            keep = _scan_headers(&self._slots, headers, &hcount, &hsize)
             _key_value(key, &kb, &have_k, &kp, &klen)
             _key_value(value, &vb, &have_v, &vp, &vlen)
             body = kc_record_body_size(ts - base, <int32_t>delta, klen, vlen, hcount, hsize)
@@ -365,8 +283,8 @@ cdef class BatchBuilderCore(BuilderBuffer):
             p = self._buf + BATCH_OVERHEAD_ + self._size
             p += kc_write_record_sized(p, body, ts - base, <int32_t>delta, kp, klen, vp, vlen, hcount)
             for j in range(hcount):
-                p += kc_write_header(p, <const uint8_t *>self._hptr[2 * j], <int32_t>self._hlen[2 * j],
-                                     <const uint8_t *>self._hptr[2 * j + 1], <int32_t>self._hlen[2 * j + 1])
+                p += kc_write_header(p, <const uint8_t *>self._slots.ptr[2 * j], <int32_t>self._slots.len[2 * j],
+                                     <const uint8_t *>self._slots.ptr[2 * j + 1], <int32_t>self._slots.len[2 * j + 1])
         finally:
             self._busy = False
             if have_k:
@@ -409,7 +327,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
         # Kafka sizes the delta from the first record's timestamp, whatever the base timestamp.
         tsd = ts - self._first_ts
         offd = <int32_t>(self._last_offset - self.base_offset + 1)
-        keep = self._scan_headers(headers, &hcount, &hsize)
+        keep = _scan_headers(&self._slots, headers, &hcount, &hsize)
         try:
             _key_value(key, &kb, &have_k, &kp, &klen)
             _key_value(value, &vb, &have_v, &vp, &vlen)

@@ -1,6 +1,6 @@
 # What the builder accepts from Python, turned into pointers and sizes: keys and
-# values of any buffer, header pairs, append_many's parallel sequences, the
-# clock; and record_size (Kafka's DefaultRecord.sizeInBytes).
+# values of any buffer, header pairs (scanned into a builder's slots), append_many's
+# parallel sequences, the clock; and record_size (Kafka's DefaultRecord.sizeInBytes).
 # Part of kcodec._native.records (included by records.pyx).
 
 cdef inline bint _list_or_tuple(obj):
@@ -81,6 +81,89 @@ cdef list _header_slow(h, const char **kp, Py_ssize_t *kl, const char **vp, Py_s
         keep.append(b)
         vp[0] = PyBytes_AS_STRING(b)
         vl[0] = PyBytes_GET_SIZE(b)
+    return keep
+
+
+cdef list _scan_headers(_HeaderSlots *slots, headers, int32_t *count, int64_t *size):
+    # Pointers and lengths of every header key and value into `slots` (a builder's);
+    # returns the temporaries those pointers need alive (None when there are none).
+    # The pairs of a list or a tuple are read through borrowed references (the
+    # caller's sequence keeps them alive, and no Python code runs while exact
+    # (str | bytes, bytes | None) tuples are read); any other iterable, or a list
+    # with a pair that needs the slow path, is made a tuple first, which is
+    # kept with the temporaries.
+    cdef list keep = None
+    cdef bint is_list
+    cdef Py_ssize_t n, i
+    cdef Py_ssize_t kl = 0, vl = 0
+    cdef const char *kp
+    cdef const char *vp = NULL
+    cdef int64_t total = 0
+    cdef PyObject *h
+    cdef PyObject *hk
+    cdef PyObject *hv
+    count[0] = 0
+    size[0] = 0
+    if not kc_is_seq(<PyObject *>headers):
+        if not headers:
+            return None
+        headers = tuple(headers)
+        keep = [headers]
+    n = kc_seq_size(<PyObject *>headers)
+    if n == 0:
+        return keep
+    is_list = type(headers) is list
+    if n > INT32_MAX_:
+        raise RecordBuilderError("too many headers")
+    if n > slots.cap:
+        slots.ptr = <const char **>realloc(slots.ptr, 2 * n * sizeof(char *))
+        slots.len = <Py_ssize_t *>realloc(slots.len, 2 * n * sizeof(Py_ssize_t))
+        if slots.ptr == NULL or slots.len == NULL:
+            slots.cap = 0
+            raise MemoryError()
+        slots.cap = n
+    i = 0
+    while i < n:
+        h = kc_seq_item(<PyObject *>headers, is_list, i)
+        kp = NULL
+        if kc_is_pair(h):
+            hk = kc_tuple_item(h, 0)
+            hv = kc_tuple_item(h, 1)
+            if kc_is_bytes(hv) or kc_is_none(hv):
+                if kc_is_str(hk):
+                    kp = kc_utf8(hk, &kl)
+                elif kc_is_bytes(hk):
+                    kp = kc_bytes_data(hk)
+                    kl = kc_bytes_len(hk)
+            if kp != NULL:
+                if kc_is_none(hv):
+                    vp = NULL
+                    vl = -1
+                else:
+                    vp = kc_bytes_data(hv)
+                    vl = kc_bytes_len(hv)
+        if kp == NULL:
+            if is_list:
+                # The slow path runs Python code (unpacking, buffer exports) that could
+                # change the list and free the pairs read so far: scan a snapshot
+                # from the start instead.
+                headers = PyList_AsTuple(headers)
+                keep = [headers]
+                is_list = False
+                total = 0
+                i = 0
+                continue
+            keep = _header_slow(<object>h, &kp, &kl, &vp, &vl, keep)
+        if kl > INT32_MAX_ - 5 or vl > INT32_MAX_ - 5:
+            raise RecordBuilderError("header of more than 2 GiB")
+        slots.ptr[2 * i] = kp
+        slots.len[2 * i] = kl
+        slots.ptr[2 * i + 1] = vp
+        slots.len[2 * i + 1] = vl
+        total += kc_header_size(<int32_t>kl, <int32_t>vl)
+        i += 1
+    count[0] = <int32_t>n
+    size[0] = total
     return keep
 
 

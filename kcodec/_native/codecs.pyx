@@ -12,7 +12,8 @@ The capsules (``*_native_codec``) give the builder and the readers each
 codec's whole frame, written and read in C without the GIL.  Errors carry
 Kafka's (Java) messages where Kafka has one.
 """
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_READ, PyBUF_WRITE
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_READ,
+                             PyBUF_WRITE)
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.object cimport PyObject

@@ -62,6 +62,13 @@ cdef class RecordIndex:
     cdef readonly Py_ssize_t size
 
 
+cdef struct _HeaderSlots:
+    # pointers and lengths of one record's header keys and values (key, value pairs), reused
+    const char **ptr
+    Py_ssize_t *len
+    Py_ssize_t cap
+
+
 cdef class BuilderBuffer:
     # the batch buffer: header gap + records (bytes owned here, or a pooled bytearray)
     cdef PyObject *_store
@@ -106,14 +113,10 @@ cdef class BatchBuilderCore(BuilderBuffer):
     cdef readonly bint is_transactional
     cdef readonly bint is_control
     cdef readonly int32_t partition_leader_epoch
-    # header pointers/lengths of the record being appended (key, value pairs)
-    cdef const char **_hptr
-    cdef Py_ssize_t *_hlen
-    cdef Py_ssize_t _hcap
+    cdef _HeaderSlots _slots         # the headers of the record being appended
     cdef bint _busy                  # in _add() or build(): Python code they run may not re-enter
     cdef bint _compress_native(self) except -1
     cdef int64_t _estimated(self)
-    cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
     cdef object _build(self)
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807
 
