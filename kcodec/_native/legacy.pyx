@@ -2,6 +2,7 @@
 """Hot loops of the v0/v1 message format: framing of a decompressed wrapper set,
 one message's fields, and CRC-32 checks.  The rules (and error texts) are
 Kafka's; kcodec/records/legacy.py documents them."""
+from cpython.bytearray cimport PyByteArray_Resize, PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from libc.string cimport memcpy
@@ -11,10 +12,6 @@ from kcodec._native.primitives cimport (KC_MSG_LOG_OVERHEAD, KC_MSG_CRC, KC_MSG_
                                         KC_MSG_TIMESTAMP, KC_MSG_OVERHEAD_V0, kc_message_header_size,
                                         kc_message_checksum, kc_message_seal)
 
-cdef extern from "Python.h":
-    int PyByteArray_Resize(object bytearray, Py_ssize_t len) except -1
-    char *PyByteArray_AS_STRING(object bytearray)
-    Py_ssize_t PyByteArray_GET_SIZE(object bytearray)
 
 from kcodec.errors import CorruptRecordError, InvalidRecordError
 

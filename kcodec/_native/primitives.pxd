@@ -1,6 +1,7 @@
 # cython: language_level=3
-# C-level declarations shared by kcodec's Cython modules (``cimport``): every csrc/ header,
-# declared here once.
+# C-level declarations shared by kcodec's Cython modules (``cimport``): the csrc/ headers
+# several modules read, each declared here once.  A header only one module reads is declared
+# in that module's own .pxd (records.pxd), so the others do not include it.
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int8_t, int16_t, int32_t, int64_t
 

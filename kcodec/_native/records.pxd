@@ -1,7 +1,8 @@
 # cython: language_level=3
-# C-level API of kcodec._native.records for other Cython modules (``cimport``):
-# the record classes (csrc/kc_record.h's v2 record codec is declared in primitives.pxd).
-from cpython.object cimport PyObject
+# C-level API of kcodec._native.records for other Cython modules (``cimport``): the record
+# classes; and the csrc/ headers only this module reads (kc_record.h's v2 record codec,
+# which others read too, is declared in primitives.pxd).
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t
 
 from kcodec._native.primitives cimport (KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS,
@@ -11,6 +12,30 @@ from kcodec._native.primitives cimport (KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHOR
                                         kc_parse_record_stream, kc_parse_header, kc_record_body_size,
                                         kc_record_size, kc_header_size, kc_write_record_sized, kc_write_record,
                                         kc_write_header)
+
+cdef extern from "kc_members.h":
+    int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
+    Py_ssize_t KC_RECORD_KEY, KC_RECORD_VALUE, KC_RECORD_TIMESTAMP_TYPE
+
+cdef extern from "kc_pyseq.h":
+    PyObject *kc_seq_item(PyObject *seq, bint is_list, Py_ssize_t i)
+    bint kc_is_pair(PyObject *o)
+    PyObject *kc_tuple_item(PyObject *t, Py_ssize_t i)
+    bint kc_is_bytes(PyObject *o)
+    bint kc_is_str(PyObject *o)
+    bint kc_is_none(PyObject *o)
+    const char *kc_bytes_data(PyObject *o)
+    Py_ssize_t kc_bytes_len(PyObject *o)
+    bint kc_is_seq(PyObject *o)
+    Py_ssize_t kc_seq_size(PyObject *o)
+    const char *kc_utf8(PyObject *o, Py_ssize_t *size) except NULL
+
+cdef extern from "kc_tp_new.h":
+    object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
+
+cdef extern from *:
+    # the compiler's (GCC, Clang): a cache hint that never faults
+    void __builtin_prefetch(const void *p) nogil
 
 
 cdef class Record:
@@ -37,20 +62,37 @@ cdef class RecordIndex:
     cdef readonly Py_ssize_t size
 
 
-cdef class BatchBuilderCore:
+cdef struct _HeaderSlots:
+    # pointers and lengths of one record's header keys and values (key, value pairs), reused
+    const char **ptr
+    Py_ssize_t *len
+    Py_ssize_t cap
+
+
+cdef class BuilderBuffer:
     # the batch buffer: header gap + records (bytes owned here, or a pooled bytearray)
     cdef PyObject *_store
     cdef uint8_t *_buf
     cdef Py_ssize_t _cap
     cdef Py_ssize_t _size            # record bytes written after the header gap
-    cdef int32_t _count
     cdef int _exports
+    cdef bint _built
+    cdef readonly object pool
+    cdef int _new_store(self, Py_ssize_t cap) except -1
+    cdef object _pool_get(self, Py_ssize_t cap)
+    cdef void _adopt(self, object store)
+    cdef void _drop_store(self)
+    cdef int _grow(self, Py_ssize_t need, bint keep) except -1
+    cdef object _detached(self, Py_ssize_t size)
+
+
+cdef class BatchBuilderCore(BuilderBuffer):
+    cdef int32_t _count
     # MemoryRecordsBuilder's bookkeeping
     cdef int64_t _last_offset
     cdef int64_t _first_ts
     cdef int64_t _max_ts
     cdef bint _has_records
-    cdef bint _built
     cdef bint _has_dh
     cdef int64_t _delete_horizon
     cdef bint _lat
@@ -63,7 +105,6 @@ cdef class BatchBuilderCore:
     cdef object _compression
     cdef readonly int compression_id
     cdef readonly object level
-    cdef readonly object pool
     cdef readonly object compression_ratio
     cdef readonly int64_t base_offset
     cdef readonly int64_t producer_id
@@ -72,20 +113,10 @@ cdef class BatchBuilderCore:
     cdef readonly bint is_transactional
     cdef readonly bint is_control
     cdef readonly int32_t partition_leader_epoch
-    # header pointers/lengths of the record being appended (key, value pairs)
-    cdef const char **_hptr
-    cdef Py_ssize_t *_hlen
-    cdef Py_ssize_t _hcap
+    cdef _HeaderSlots _slots         # the headers of the record being appended
     cdef bint _busy                  # in _add() or build(): Python code they run may not re-enter
-    cdef int _new_store(self, Py_ssize_t cap) except -1
-    cdef object _pool_get(self, Py_ssize_t cap)
-    cdef void _adopt(self, object store)
-    cdef void _drop_store(self)
-    cdef int _grow(self, Py_ssize_t need, bint keep) except -1
     cdef bint _compress_native(self) except -1
     cdef int64_t _estimated(self)
-    cdef list _scan_headers(self, headers, int32_t *count, int64_t *size)
-    cdef object _detached(self, Py_ssize_t size)
     cdef object _build(self)
     cdef int64_t _add(self, key, value, timestamp, headers, offset) except? -9223372036854775807
 

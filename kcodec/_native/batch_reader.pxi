@@ -1,0 +1,146 @@
+# Walking the entries of a buffer as Kafka's ByteBufferLogInputStream does:
+# EntryWalker (positions only) and BatchReader (batch objects).
+# Part of kcodec._native.records (included by records.pyx).
+
+cdef int _entry_at(const uint8_t *buf, Py_ssize_t limit, Py_ssize_t pos, bint strict, Py_ssize_t *total,
+                   int *magic) except -1:
+    """One step of Kafka's ``ByteBufferLogInputStream`` over ``buf[:limit]``: 1 when a complete entry
+    (``total`` bytes, ``magic``) starts at ``pos``, 0 where the walk ends.
+
+    Fewer than 12 or 17 bytes left, or an entry running past the end, end it
+    (``strict``: CorruptRecordError for those trailing bytes); a size below
+    14 or a magic outside 0..2 raises CorruptRecordError.
+    """
+    cdef Py_ssize_t remaining = limit - pos
+    cdef const uint8_t *p = buf + pos
+    cdef int32_t size
+    if remaining >= 12:
+        size = <int32_t>kc_load_be32(p + 8)
+        if size < 14:
+            raise CorruptRecordError(f"Record size {size} is less than the minimum record overhead (14)",
+                                     position=pos)
+        if remaining >= 17:
+            magic[0] = <int8_t>p[16]
+            if magic[0] < 0 or magic[0] > 2:
+                raise CorruptRecordError(f"Invalid magic found in record: {magic[0]}", position=pos)
+            total[0] = <Py_ssize_t>size + 12
+            if remaining >= total[0]:
+                return 1
+    if strict and remaining > 0:
+        raise CorruptRecordError(f"{remaining} trailing bytes do not form a complete batch", position=pos)
+    return 0
+
+
+@cython.final
+cdef class EntryWalker:
+    """``(position, size, offset, magic)`` of each complete entry of ``buf[start:end]`` (see _entry_at).
+
+    Backs :func:`kcodec.records.framing.iter_entries`; the buffer is acquired
+    afresh on every step, as :class:`BatchReader` does.
+    """
+    cdef object src
+    cdef Py_ssize_t pos
+    cdef Py_ssize_t end
+    cdef bint bounded
+    cdef bint strict
+    cdef bint done
+
+    def __cinit__(self, src, Py_ssize_t start=0, end=None, bint strict=False):
+        if start < 0:
+            raise ValueError(f"start must not be negative, got {start}")
+        self.src = src
+        self.pos = start
+        self.bounded = end is not None
+        self.end = end if self.bounded else 0
+        self.strict = strict
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Py_buffer view
+        cdef Py_ssize_t total, limit, pos = self.pos
+        cdef int magic
+        if self.done:
+            raise StopIteration
+        PyObject_GetBuffer(self.src, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            limit = min(self.end, view.len) if self.bounded else view.len
+            self.done = True  # until a complete entry is found (an error ends the walk too)
+            if _entry_at(<const uint8_t *>view.buf, limit, pos, self.strict, &total, &magic):
+                self.done = False
+                self.pos = pos + total
+                return pos, total, <int64_t>kc_load_be64(<const uint8_t *>view.buf + pos), magic
+            raise StopIteration
+        finally:
+            PyBuffer_Release(&view)
+
+
+@cython.final
+cdef class BatchReader:
+    """The batches of a buffer, walked natively as Kafka's ``ByteBufferLogInputStream`` walks them.
+
+    Backs :func:`kcodec.read_batches`.  v2 batches are made as instances of
+    ``batch_cls`` (a RecordBatchBase subclass) without going through Python,
+    and their size and CRC-32C are checked here when ``validate``; other
+    magics are handed to ``legacy(src, position, size, max_decompressed_size,
+    pool, validate)``.  The buffer is acquired afresh on every step, so one
+    that changes between steps is read as it is then.  The walk follows
+    Kafka's rules (see _entry_at), as :class:`EntryWalker` does.
+    """
+    cdef object src
+    cdef object batch_cls
+    cdef object legacy
+    cdef object max_size
+    cdef object pool
+    cdef bint validate
+    cdef bint strict
+    cdef bint done
+    cdef Py_ssize_t pos
+
+    def __cinit__(self, src, batch_cls, legacy, bint validate=True, bint strict=False, max_decompressed_size=None,
+                  pool=None, Py_ssize_t start=0):
+        if not issubclass(batch_cls, RecordBatchBase):
+            raise TypeError("batch_cls must be a RecordBatchBase subclass")
+        self.src = src
+        self.batch_cls = batch_cls
+        self.legacy = legacy
+        self.validate = validate
+        self.strict = strict
+        self.max_size = max_decompressed_size
+        self.pool = pool
+        if start < 0:
+            raise ValueError(f"start must not be negative, got {start}")
+        self.pos = start
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Py_buffer view
+        cdef const uint8_t *p
+        cdef Py_ssize_t total, pos = self.pos
+        cdef int magic
+        cdef RecordBatchBase batch
+        if self.done:
+            raise StopIteration
+        PyObject_GetBuffer(self.src, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            self.done = True  # until a complete entry is found (an error ends the walk too)
+            if not _entry_at(<const uint8_t *>view.buf, view.len, pos, self.strict, &total, &magic):
+                raise StopIteration
+            self.done = False
+            self.pos = pos + total
+            if magic < 2:
+                return self.legacy(self.src, pos, total, self.max_size, self.pool, self.validate)
+            p = <const uint8_t *>view.buf + pos
+            # tp_new directly: no Python-level call of __new__ per batch
+            batch = <RecordBatchBase>_tp_new(self.batch_cls, (), NULL)
+            batch._fill(self.src, p, pos, total, self.max_size, self.pool)
+            if self.validate:
+                batch._ensure_valid_at(p)
+            return batch
+        finally:
+            PyBuffer_Release(&view)
