@@ -4,13 +4,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 import uuid
 
 import pytest
 
-from s3_server import _free_port
+from s3_server import _free_port, wait_until_serving
 
 # gcsfs otherwise first asks each bucket over gRPC whether it is a hierarchical-namespace
 # bucket, which an HTTP-only emulator cannot answer (a 60 s timeout per bucket).
@@ -55,16 +53,7 @@ def gcs():
                              "--port", str(port), "--in-memory", "-q"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(endpoint + "/storage/v1/b?project=kcodec-test", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("the GCS emulator did not start")
-            time.sleep(0.1)
+    wait_until_serving(proc, endpoint + "/storage/v1/b?project=kcodec-test", "the GCS emulator")
     yield GcsServer(endpoint, proc)
     proc.terminate()
     try:

@@ -22,6 +22,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_serving(proc: subprocess.Popen, probe_url: str, what: str, timeout: float = 30) -> None:
+    """Return once ``probe_url`` answers; kill ``proc`` and raise if it exits or ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(probe_url, timeout=1).read()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"{what} did not start")
+            time.sleep(0.1)
+
+
 class S3Server:
     def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
         self.endpoint = endpoint
@@ -62,16 +76,7 @@ def start_server() -> S3Server:
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(endpoint + "/moto-api/", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("the moto S3 server did not start")
-            time.sleep(0.1)
+    wait_until_serving(proc, endpoint + "/moto-api/", "the moto S3 server")
     return S3Server(endpoint, proc)
 
 
