@@ -95,18 +95,22 @@ def _headers_type():
     return _types()["headers"]
 
 
-def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = ()) -> "pyarrow.Schema":
-    """Spark's Kafka source schema (plus the requested batch fields)."""
+def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = (), views: bool = False) -> "pyarrow.Schema":
+    """Spark's Kafka source schema (plus the requested batch fields).
+
+    With ``views`` key and value are ``binary_view`` (see :func:`to_arrow`).
+    """
     cache = _types()["schema"]
-    key = (bool(headers), tuple(batch_fields))
+    key = (bool(headers), tuple(batch_fields), bool(views))
     if key not in cache:
         cache[key] = _make_schema(*key)
     return cache[key]
 
 
-def _make_schema(headers: bool, batch_fields: Sequence[str]):
+def _make_schema(headers: bool, batch_fields: Sequence[str], views: bool):
     pa = _pa()
-    fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+    binary = pa.binary_view() if views else pa.binary()
+    fields = [pa.field("key", binary), pa.field("value", binary), pa.field("topic", pa.string()),
               pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
               pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32())]
     if headers:
@@ -129,11 +133,13 @@ def _batch_value(batch, name):
     return getattr(batch, name)
 
 
-def _add_v2(acc: ColumnAccumulator, batch: RecordBatch) -> None:
+def _add_v2(acc: ColumnAccumulator, batch: RecordBatch, views: bool) -> None:
     count = batch._count()  # a negative count raises Kafka's error
     if count == 0:  # Kafka never looks at the payload of an empty batch
         return
-    data = batch._pooled_records()  # a pooled buffer, given back as soon as the columns hold the records
+    # Views keep the records region (the decompressed one, or a view of the input);
+    # copies come from a pooled buffer, given back as soon as the columns hold the records.
+    data = batch.records_data() if views else batch._pooled_records()
     compressed = (batch.attributes & COMPRESSION_MASK) != 0
     try:
         added = acc.add(data, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
@@ -178,7 +184,8 @@ def _executor(threads: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, headers: bool, use_threads: bool):
+def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, headers: bool, use_threads: bool,
+                           views: bool):
     """The fast pass's columns for each part of the buffer, or None when it must take the general path.
 
     With ``use_threads`` the buffer is cut at batch boundaries into about
@@ -187,9 +194,10 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
     """
     cuts = _cuts(buffer, 0) if use_threads else None
     if cuts is None:
-        fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
+        fast = columns_uncompressed_v2(buffer, validate, include_control, headers, views=views)
         return None if fast is None else [fast]
-    return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b), cuts)
+    return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b, views),
+                       cuts)
 
 
 def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
@@ -215,7 +223,7 @@ def _on_threads(convert, cuts: List[int]):
 def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
              batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
              headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-             use_threads: bool = True) -> "pyarrow.Table":
+             use_threads: bool = True, views: bool = False) -> "pyarrow.Table":
     """The records of every batch in ``buffer`` as a ``pyarrow.Table`` (Spark's Kafka schema).
 
     ``buffer`` is any buffer of concatenated batches (any magic), or an
@@ -235,9 +243,20 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     the table then has one chunk per part.  Results and errors are those of
     one thread.  Pass ``use_threads=False`` where the caller already runs one
     conversion per core (Spark tasks do).
+
+    ``views`` gives key and value as ``binary_view`` columns (Arrow's view
+    layout, Polars' own): a value of at most 12 bytes is held in its view,
+    a longer one is referenced where it lies instead of copied, in
+    ``buffer`` for uncompressed batches and in each batch's decompressed
+    records otherwise.  The table keeps what it references alive (holding
+    an export of ``buffer``: a ``bytearray`` cannot be resized meanwhile,
+    and changing its bytes changes the values).  Legacy v0/v1 values are
+    copied into one buffer of the table, with the same type.  Headers stay
+    copied ``list<struct<key: string, value: binary>>``: their keys are
+    checked and repaired as UTF-8, and most headers fit in a view anyway.
     """
     pa = _pa()
-    schema = kafka_schema(headers, batch_fields)
+    schema = kafka_schema(headers, batch_fields, views)
     unsized = 0  # the buffer's size while the columns are not yet sized for it
     try:
         unsized = memoryview(buffer).nbytes
@@ -247,24 +266,26 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
         if not batch_fields:
             # One native pass when the buffer holds only uncompressed v2 batches
             # (anything else, including damage, takes the general path below).
-            parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads)
+            parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads, views)
             if parts is not None:
                 return _concat([_table(p, schema, topic, partition, headers, ()) for p in parts])
             if use_threads:
                 tables = _general_parts(buffer, schema, topic, partition, include_control, validate, headers,
-                                        max_decompressed_size)
+                                        max_decompressed_size, views)
                 if tables is not None:
                     return _concat(tables)
         batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
                                pool=BufferPool())
-    return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, validate, headers)
+    return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, validate, headers,
+                    views)
 
 
 def _concat(tables):
     return tables[0] if len(tables) == 1 else _pa().concat_tables(tables)
 
 
-def _general_parts(buffer, schema, topic, partition, include_control, validate, headers, max_decompressed_size):
+def _general_parts(buffer, schema, topic, partition, include_control, validate, headers, max_decompressed_size,
+                   views):
     """The general path over parts of the buffer on threads, or None to convert it in one piece.
 
     Decompression and the record gather release the GIL, so compressed
@@ -285,7 +306,7 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
         try:
             batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
                                    pool=BufferPool())
-            return _general(batches, b - a, schema, topic, partition, (), include_control, validate, headers)
+            return _general(batches, b - a, schema, topic, partition, (), include_control, validate, headers, views)
         except KcodecError:
             return None
 
@@ -293,10 +314,10 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
 
 
 def _general(batches, unsized: int, schema, topic, partition, batch_fields, include_control: bool,
-             validate: bool, headers: bool):
+             validate: bool, headers: bool, views: bool):
     """Batches of any magic and codec, one at a time, into the columns."""
     pa = _pa()
-    acc = ColumnAccumulator(headers)
+    acc = ColumnAccumulator(headers, views)
     counts: List[int] = []
     values: dict = {name: [] for name in batch_fields}
     for batch in batches:
@@ -307,7 +328,7 @@ def _general(batches, unsized: int, schema, topic, partition, batch_fields, incl
                 continue
         before = acc.n
         if batch.magic >= 2:
-            _add_v2(acc, batch)
+            _add_v2(acc, batch, views)
             if unsized and batch.position + batch.size_in_bytes >= 65536:
                 # Columns sized for the whole buffer: growing them would copy them again.
                 acc.presize(batch.position + batch.size_in_bytes, unsized)
@@ -330,10 +351,24 @@ def _owned_binary(type_, column):
                                             pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
 
 
+def _binary_views(column, buffers):
+    """A ``binary_view`` array of 16-byte views over the variadic ``buffers`` (held by the array)."""
+    pa = _pa()
+    n, views, _, validity, nulls = column
+    return pa.Array.from_buffers(pa.binary_view(), n,
+                                 [None if validity is None else pa.py_buffer(validity), pa.py_buffer(views)]
+                                 + buffers, null_count=nulls)
+
+
 def _table(scan, schema, topic, partition, headers: bool, extra):
     pa = _pa()
-    n, offsets, stamps, types, hdrs, (key, value, hkey, hval) = scan
-    columns = [_owned_binary(pa.binary(), key), _owned_binary(pa.binary(), value),
+    n, offsets, stamps, types, hdrs, (key, value, hkey, hval), buffers = scan
+    if buffers is None:
+        key, value = _owned_binary(pa.binary(), key), _owned_binary(pa.binary(), value)
+    else:
+        buffers = [pa.py_buffer(b) for b in buffers]
+        key, value = _binary_views(key, buffers), _binary_views(value, buffers)
+    columns = [key, value,
                _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
                _primitive(pa.int64(), offsets), _primitive(_types()["ts"], stamps),
                _primitive(pa.int32(), types)]

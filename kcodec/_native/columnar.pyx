@@ -17,7 +17,8 @@ from kcodec._native.primitives cimport kc_load_be32, kc_varint_size
 from kcodec._native.primitives cimport (KC_MIN_RECORD_SIZE, kc_record_body_size, kc_header_size,
                                         kc_write_record_sized, kc_write_header, kc_record_t, kc_header_t,
                                         kc_parse_record, kc_parse_header, kc_parse_record_stream, kc_bincol_t,
-                                        kc_gather_t, kc_gather_region, kc_nullmap_to_validity)
+                                        kc_gather_t, kc_gather_region, kc_gather_region_views,
+                                        kc_view_put, kc_nullmap_to_validity)
 from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
                                         KC_BATCH_OVERHEAD, KC_BATCH_LENGTH, KC_BATCH_MAGIC, KC_BATCH_ATTRIBUTES,
                                         KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,
@@ -602,6 +603,38 @@ cdef inline void _put(_Grow *data, _Grow *offs, _Grow *nullmap, int64_t row, con
         nulls[0] += 1
 
 
+cdef inline int _reserve_views(_Grow *g, int64_t rows) noexcept nogil:
+    """Room for ``rows`` more 16-byte views and null-map bits of a views column."""
+    if _reserve(&g[0], 16 * rows) < 0 or _reserve(&g[2], rows // 8 + 2, True) < 0:
+        return -1
+    return 0
+
+
+cdef inline int _put_view(_Grow *views, _Grow *nullmap, _Grow *spill, int64_t row, const uint8_t *src, int32_t ln,
+                          int64_t *nulls) noexcept nogil:
+    """Append one value as a view (ln -1 = null), a long one copied into the spill buffer (variadic buffer 0).
+
+    The object path's counterpart of kc_gather_region_views; 0, -1 (no memory) or -2 (2 GiB spilled).
+    """
+    if ln > 12:
+        if spill.len + ln > 2147483647:
+            return -2
+        if _reserve(spill, ln) < 0:
+            return -1
+        memcpy(spill.p + spill.len, src, ln)
+        src = spill.p + spill.len
+        spill.len += ln
+    if _reserve_views(views, 1) < 0:
+        return -1
+    kc_view_put(views.p + views.len, src, ln, 0, spill.p)
+    views.len += 16
+    nullmap.len = (row >> 3) + 1
+    if ln < 0:
+        nullmap.p[row >> 3] |= <uint8_t>(1 << (row & 7))
+        nulls[0] += 1
+    return 0
+
+
 cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noexcept nogil:
     """Room for one column's values from one batch: at most batch_bytes of data and ``rows`` entries."""
     if g[0].len + batch_bytes > 2147483647:
@@ -617,29 +650,37 @@ cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noex
 # header key, header value) g[3c] data, g[3c + 1] int32 offsets, g[3c + 2]
 # null map; then per record offsets, timestamps, timestamp types, and the
 # headers list's int32 offsets and null map (records without headers).
+# With views, g[0] and g[3] hold key and value as Arrow's 16-byte views (no
+# offsets), and the values of legacy records, which have no region to
+# reference, are copied into g[_G_SPILL] (variadic buffer 0).
 cdef enum:
     _G_OFFSET = 12
     _G_TS = 13
     _G_TYPE = 14
     _G_HLIST = 15
     _G_HNULL = 16
-    _G_COUNT = 17
+    _G_SPILL = 17
+    _G_COUNT = 18
 
 
 cdef struct _Acc:
-    _Grow g[17]
+    _Grow g[18]
     int64_t nulls[4]
     int64_t hnulls
     int64_t n
     int64_t nh
     bint headers
+    bint views
+    const uint8_t *vbase  # views: the variadic buffer the next region's long values are in
+    int32_t vindex
 
 
-cdef int _acc_init(_Acc *a, bint headers) noexcept nogil:
+cdef int _acc_init(_Acc *a, bint headers, bint views=False) noexcept nogil:
     # Offset buffers (the four binary columns' and the headers list's) start with their leading 0.
     cdef int i, k
     memset(a, 0, sizeof(_Acc))
     a.headers = headers
+    a.views = views
     for i in range(5):
         k = 3 * i + 1 if i < 4 else _G_HLIST
         if _reserve(&a.g[k], 4) < 0:
@@ -662,7 +703,8 @@ cdef inline void _acc_set_lengths(_Acc *a) noexcept nogil:
     cdef int64_t rows
     for k in range(4):
         rows = a.n if k < 2 else a.nh
-        a.g[3 * k + 1].len = 4 * (rows + 1)
+        if k >= 2 or not a.views:
+            a.g[3 * k + 1].len = 4 * (rows + 1)
         a.g[3 * k + 2].len = (rows + 7) >> 3
     a.g[_G_OFFSET].len = 8 * a.n
     a.g[_G_TS].len = 8 * a.n
@@ -684,7 +726,10 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     if count > region // KC_MIN_RECORD_SIZE + 1:
         return 1
     for k in range(4 if a.headers else 2):
-        err = _reserve_batch(&a.g[3 * k], count if k < 2 else region // 2, region)
+        if k < 2 and a.views:
+            err = _reserve_views(&a.g[3 * k], count)
+        else:
+            err = _reserve_batch(&a.g[3 * k], count if k < 2 else region // 2, region)
         if err:
             return err
     if (_reserve(&a.g[_G_OFFSET], 8 * count) < 0 or _reserve(&a.g[_G_TS], 8 * count) < 0
@@ -705,7 +750,12 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     g.hnulls = a.hnulls
     g.n = a.n
     g.nh = a.nh
-    err = kc_gather_region(&g, p, end, count, stream, base_off, base_ts, max_ts, lat, a.headers)
+    if a.views:
+        g.vbase = a.vbase
+        g.vindex = a.vindex
+        err = kc_gather_region_views(&g, p, end, count, stream, base_off, base_ts, max_ts, lat, a.headers)
+    else:
+        err = kc_gather_region(&g, p, end, count, stream, base_off, base_ts, max_ts, lat, a.headers)
     for k in range(4):
         a.g[3 * k].len = g.col[k].len
         a.nulls[k] = g.col[k].nulls
@@ -739,6 +789,9 @@ cdef void _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total, bint 
     if most > 2147483647:
         most = 2147483647
     for k in range(4 if a.headers else 2):
+        if k < 2 and a.views:
+            _reserve_views(&a.g[3 * k], rows - a.n)
+            continue
         want = min(<int64_t>(a.g[3 * k].len * scale) + 64, most)
         if want > a.g[3 * k].len and _reserve(&a.g[3 * k], want - a.g[3 * k].len) < 0:
             return
@@ -782,8 +835,11 @@ def all_ascii(data) -> bool:
     return r != 0
 
 
-cdef tuple _acc_result(_Acc *a):
-    """(n, offsets, timestamps us, timestamp types, headers, columns); see columns_uncompressed_v2."""
+cdef tuple _acc_result(_Acc *a, list sources=None):
+    """(n, offsets, timestamps us, timestamp types, headers, columns, data buffers); see columns_uncompressed_v2.
+
+    ``sources``: with views, the buffers the views reference, variadic buffer 1 onwards.
+    """
     cdef int k
     cdef int64_t rows
     cdef Py_ssize_t bad
@@ -796,15 +852,16 @@ cdef tuple _acc_result(_Acc *a):
     columns = []
     for k in range(4):
         rows = a.n if k < 2 else a.nh
-        columns.append((rows, _own(&a.g[3 * k]), _own(&a.g[3 * k + 1]), _validity(&a.g[3 * k + 2], rows, a.nulls[k]),
-                        a.nulls[k]))
+        columns.append((rows, _own(&a.g[3 * k]), None if k < 2 and a.views else _own(&a.g[3 * k + 1]),
+                        _validity(&a.g[3 * k + 2], rows, a.nulls[k]), a.nulls[k]))
+    buffers = [_own(&a.g[_G_SPILL])] + sources if a.views else None
     hdrs = None
     if a.headers:
         hdrs = (np.frombuffer(_own(&a.g[_G_HLIST]), np.int32)[:a.n + 1], _validity(&a.g[_G_HNULL], a.n, a.hnulls),
                 a.hnulls)
     return (a.n, np.frombuffer(_own(&a.g[_G_OFFSET]), np.int64)[:a.n],
             np.frombuffer(_own(&a.g[_G_TS]), np.int64)[:a.n],
-            np.frombuffer(_own(&a.g[_G_TYPE]), np.int32)[:a.n], hdrs, columns)
+            np.frombuffer(_own(&a.g[_G_TYPE]), np.int32)[:a.n], hdrs, columns, buffers)
 
 
 cdef class ColumnAccumulator:
@@ -813,11 +870,17 @@ cdef class ColumnAccumulator:
     For batches that need Python first (compressed ones: the codec returns
     the records region); ``add`` returns False when the region does not
     parse, and the caller then reports the error with Kafka's message.
+
+    With ``views``, key and value are Arrow views: long values reference the
+    regions given to ``add``, which the accumulator holds (and the result
+    hands on) instead of copying them.
     """
     cdef _Acc a
+    cdef list sources
 
-    def __cinit__(self, bint headers=True):
-        if _acc_init(&self.a, headers) < 0:
+    def __cinit__(self, bint headers=True, bint views=False):
+        self.sources = []
+        if _acc_init(&self.a, headers, views) < 0:
             raise MemoryError()
 
     def __dealloc__(self):
@@ -836,6 +899,13 @@ cdef class ColumnAccumulator:
         cdef int err
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
+            if self.a.views:
+                if self.a.vindex == 2147483647:
+                    raise LimitExceededError("more than 2**31 buffers behind one Arrow column")
+                # The region stays where it is: the views point into it, and the result holds it.
+                self.sources.append(data)
+                self.a.vbase = <const uint8_t *>view.buf
+                self.a.vindex = <int32_t>len(self.sources)
             with nogil:
                 err = _acc_add(&self.a, <const uint8_t *>view.buf, <const uint8_t *>view.buf + view.len, count,
                                base_offset, base_timestamp, max_timestamp, log_append_time, stream)
@@ -885,18 +955,21 @@ cdef class ColumnAccumulator:
     cdef int _put_object(self, int c, int64_t row, obj, int64_t *nulls) except -1:
         cdef Py_buffer view
         cdef int err
-        if obj is None:
-            err = _reserve_batch(&self.a.g[c], 1, 0)
-            if err == 0:
-                _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, NULL, -1, nulls)
-        else:
+        cdef const uint8_t *src = NULL
+        cdef int32_t ln = -1
+        if obj is not None:
             PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-            try:
-                err = _reserve_batch(&self.a.g[c], 1, view.len)
+            src = <const uint8_t *>view.buf
+            ln = <int32_t>view.len
+        try:
+            if c < 6 and self.a.views:
+                err = _put_view(&self.a.g[c], &self.a.g[c + 2], &self.a.g[_G_SPILL], row, src, ln, nulls)
+            else:
+                err = _reserve_batch(&self.a.g[c], 1, max(ln, 0))
                 if err == 0:
-                    _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, <const uint8_t *>view.buf,
-                         <int32_t>view.len, nulls)
-            finally:
+                    _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, src, ln, nulls)
+        finally:
+            if obj is not None:
                 PyBuffer_Release(&view)
         if err == -1:
             raise MemoryError()
@@ -910,9 +983,10 @@ cdef class ColumnAccumulator:
 
     def result(self) -> tuple:
         """The gathered columns (the accumulator is empty afterwards)."""
-        out = _acc_result(&self.a)
+        out = _acc_result(&self.a, self.sources)
+        self.sources = []
         _acc_free(&self.a)
-        if _acc_init(&self.a, self.a.headers) < 0:
+        if _acc_init(&self.a, self.a.headers, self.a.views) < 0:
             raise MemoryError()
         return out
 
@@ -955,7 +1029,8 @@ def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part, Py_ssize_t min_me
 
 
 def columns_uncompressed_v2(data, bint validate=True, bint include_control=False, bint headers=True,
-                            Py_ssize_t start=0, Py_ssize_t stop=-1):
+                            Py_ssize_t start=0, Py_ssize_t stop=-1, bint views=False,
+                            Py_ssize_t view_buffer_limit=2147483647):
     """Every record of a buffer of uncompressed v2 batches, as Arrow-ready buffers, in one native pass.
 
     ``start`` and ``stop`` (batch boundaries) restrict the pass to a part of
@@ -972,6 +1047,12 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     validity bitmap or None, null count)`` (header columns empty unless
     ``headers``) and ``headers`` is the headers list's ``(int32 offsets,
     validity bitmap or None, null count)``, or None without ``headers``.
+
+    With ``views`` the key and value data are Arrow's 16-byte views and
+    their offsets None; a last element lists the variadic buffers they
+    reference: an empty one, then slices of ``data`` (each at most
+    ``view_buffer_limit`` bytes, 2 GiB, as views hold 32-bit offsets).
+    Without, that element is None.
     """
     cdef Py_buffer view
     cdef Py_ssize_t n = 0, length, pos, size
@@ -982,7 +1063,9 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     cdef int err = 0
     cdef bint presized = False
     cdef _Acc a
-    if _acc_init(&a, headers) < 0:
+    cdef Py_ssize_t source = 0  # views: where the current variadic buffer starts
+    cdef list starts = [0]
+    if _acc_init(&a, headers, views) < 0:
         _acc_free(&a)
         raise MemoryError()
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
@@ -993,6 +1076,8 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
             raise ValueError(f"part [{start}, {stop}) is outside the buffer of {view.len} bytes")
         buf = <const uint8_t *>view.buf + start
         length = stop - start
+        a.vbase = buf
+        a.vindex = 1
         with nogil:
             rc = _walk(buf, length, include_control, &n)
             pos = 0
@@ -1009,6 +1094,12 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
                         buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count):
                     err = 1  # Kafka's control record checks fail: reported by the general path
                 elif include_control or not (attrs & KC_BATCH_CONTROL):
+                    if views and pos + size - source > view_buffer_limit:
+                        source = pos
+                        a.vbase = buf + pos
+                        a.vindex += 1
+                        with gil:
+                            starts.append(pos)
                     err = _acc_add(&a, buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count,
                                    h.base_offset, h.base_timestamp, h.max_timestamp,
                                    (attrs & KC_BATCH_TIMESTAMP_TYPE) != 0, False)
@@ -1022,7 +1113,13 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
             raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
         if rc < 0 or err:
             return None
-        return _acc_result(&a)
+        if not views:
+            return _acc_result(&a)
+        whole = memoryview(data)
+        if whole.ndim != 1 or whole.itemsize != 1:
+            whole = whole.cast("B")
+        starts.append(length)
+        return _acc_result(&a, [whole[start + a0:start + a1] for a0, a1 in zip(starts, starts[1:])])
     finally:
         PyBuffer_Release(&view)
         _acc_free(&a)
