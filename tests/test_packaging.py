@@ -30,6 +30,7 @@ EXTERNAL_HEADER = re.compile(r"^(Python|structmember|pythread|numpy/\w+|zlib)\.h
 C_INCLUDE = re.compile(r'^\s*#\s*include\s+(?:"([^"]+)"|<(kcodec/[^>]+)>)', re.M)
 CYTHON_EXTERN = re.compile(r'^\s*cdef\s+extern\s+from\s+"([^"]+)"', re.M)
 CYTHON_CIMPORT = re.compile(r"^\s*(?:from\s+(kcodec(?:\.\w+)+)\s+cimport|cimport\s+(kcodec(?:\.\w+)+))", re.M)
+CYTHON_INCLUDE = re.compile(r'^\s*include\s+"([^"]+)"', re.M)
 #: What setup.py compiles: every Cython module and every C file (it globs both folders).
 BUILD_ROOTS = re.compile(r"^(csrc/[^/]+\.c|kcodec/_native/[^/]+\.pyx)$")
 BUILD_OUTPUT = re.compile(r"(\.(so|pyd|o|a|pyc)$|(^|/)(build|__pycache__)/|^kcodec/_native/[^/]+\.(c|html)$)")
@@ -64,10 +65,15 @@ def _references(name: str, text: str) -> List[str]:
     """Source files ``name`` needs, as candidate paths (the first that exists is the one used)."""
     here = PurePosixPath(name).parent
     refs = []
-    if name.endswith((".pyx", ".pxd")):
+    if name.endswith((".pyx", ".pxd", ".pxi")):
         headers = CYTHON_EXTERN.findall(text) + [q for q, _ in C_INCLUDE.findall(text) if q]
         for module in (a or b for a, b in CYTHON_CIMPORT.findall(text)):
             refs.append([module.replace(".", "/") + ".pxd"])
+        refs.extend([str(here / included)] for included in CYTHON_INCLUDE.findall(text))
+        # A module's own .pxd is read without being named: needed when the source tree has one.
+        own = name[:-4] + ".pxd"
+        if name.endswith(".pyx") and (ROOT / own).exists():
+            refs.append([own])
     else:
         headers = [q or a for q, a in C_INCLUDE.findall(text)]
     for header in headers:
@@ -118,7 +124,7 @@ def test_the_build_finds_every_file_it_reads(sdist):
     assert {"kcodec/_native/primitives.pxd"} <= used and any(n.startswith("csrc/") and n.endswith(".h") for n in used)
 
 
-@pytest.mark.parametrize("kind", [".h", ".pxd"])
+@pytest.mark.parametrize("kind", [".h", ".pxd", ".pxi"])
 def test_a_file_left_out_is_found_missing(sdist, kind):
     # kc_copy.h was once left out: only other headers include it, so only following
     # includes from file to file finds it.

@@ -1,0 +1,312 @@
+# Arrow in: records encoded straight from Arrow columns (from_arrow), and the v2 batch
+# writers that wrap a records region (uncompressed or through a native codec).
+
+
+ctypedef kc_col_t _Col
+
+
+cdef int _col_from(tuple spec, _Col *c, list keep) except -1:
+    # spec = (validity buffer or None, validity offset, int64 offsets ndarray, data buffer or None)
+    cdef Py_buffer view
+    valid, voff, offs, data = spec
+    c.voff = voff
+    c.valid = NULL
+    c.data = NULL
+    if valid is not None:
+        arr = np.frombuffer(valid, np.uint8)
+        keep.append(arr)
+        c.valid = <const uint8_t *>cnp.PyArray_DATA(arr)
+    keep.append(offs)
+    c.offs = NULL
+    c.offs32 = NULL
+    if offs.dtype == np.int32:
+        c.offs32 = <const int32_t *>cnp.PyArray_DATA(offs)
+    elif offs.dtype == np.int64:
+        c.offs = <const int64_t *>cnp.PyArray_DATA(offs)
+    else:
+        raise TypeError(f"offsets must be int32 or int64, not {offs.dtype}")
+    if not offs.flags.c_contiguous:
+        raise ValueError("offsets must be contiguous")
+    if data is not None:
+        arr = np.frombuffer(data, np.uint8)
+        keep.append(arr)
+        c.data = <const uint8_t *>cnp.PyArray_DATA(arr) if arr.shape[0] else <const uint8_t *>""
+    else:
+        c.data = <const uint8_t *>""
+    return 0
+
+
+def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, offsets,
+                    int64_t base_offset, int64_t write_limit, float estimated_ratio, bint compressed,
+                    tuple direct=None):
+    """Encode ``n`` records into v2 records regions, cut into batches by Kafka's batch.size rule.
+
+    Columns are ``(validity, validity_offset, int64 offsets, data)`` tuples
+    (``key``/``hkey``/``hval`` may be None; ``hdr_list`` is the list column's
+    ``(validity, offset, int64 list offsets, None)``).  ``timestamps`` is
+    int64 ms per row; ``offsets`` int64 per row or None (then
+    ``base_offset + row``).  ``write_limit``, ``estimated_ratio`` and
+    ``compressed`` drive Kafka's ``MemoryRecordsBuilder.hasRoomFor``.  Returns ``(records_buffer, batch row starts,
+    batch byte starts, first/max timestamps, first/last offsets)`` as numpy arrays.
+
+    With ``direct = (attributes, producer_id, producer_epoch, base_sequence,
+    partition_leader_epoch, log_append_time or -1)`` (uncompressed batches)
+    each batch's records go straight into its final ``bytes`` after the
+    header, and the list of complete batches is returned instead.
+    """
+    cdef list keep = []
+    cdef _Col ck, cv, chl, chk, chv
+    cdef bint has_key = key is not None, has_h = hdr_list is not None
+    memset(&ck, 0, sizeof(_Col))
+    memset(&chl, 0, sizeof(_Col))
+    memset(&chk, 0, sizeof(_Col))
+    memset(&chv, 0, sizeof(_Col))
+    if has_key:
+        _col_from(key, &ck, keep)
+    _col_from(value, &cv, keep)
+    if has_h:
+        _col_from(hdr_list, &chl, keep)
+        _col_from(hkey, &chk, keep)
+        _col_from(hval, &chv, keep)
+    cdef const int64_t[::1] ts = timestamps
+    cdef const int64_t[::1] offs_in
+    cdef bint has_offsets = offsets is not None
+    if has_offsets:
+        offs_in = offsets
+    if direct is not None:
+        return _encode_direct(n, &ck, has_key, &cv, &chl, has_h, &chk, &chv, &ts[0] if n else NULL,
+                              &offs_in[0] if has_offsets else NULL, base_offset, write_limit, direct)
+    # Compressed batches: sizes first, so the records regions are written once, into one buffer.
+    cdef cnp.ndarray[int64_t] rec_bytes = np.empty(n, np.int64)
+    cdef int64_t *rb = <int64_t *>rec_bytes.data
+    cdef cnp.ndarray[int32_t] rec_bodies = np.empty(n, np.int32)
+    cdef int32_t *bd = <int32_t *>rec_bodies.data
+    cdef Py_ssize_t i, j, h0, h1
+    cdef int32_t kl, vl, hkl, hvl, hc
+    cdef int64_t hs, body, total = 0
+    cdef int64_t first_ts = 0, first_off = 0, off
+    # batch bookkeeping (at most n batches)
+    cdef cnp.ndarray[int64_t] b_row = np.empty(n + 1, np.int64)
+    cdef cnp.ndarray[int64_t] b_pos = np.empty(n + 1, np.int64)
+    cdef cnp.ndarray[int64_t] b_first_ts = np.empty(n, np.int64)
+    cdef cnp.ndarray[int64_t] b_max_ts = np.empty(n, np.int64)
+    cdef cnp.ndarray[int64_t] b_first_off = np.empty(n, np.int64)
+    cdef cnp.ndarray[int64_t] b_last_off = np.empty(n, np.int64)
+    cdef int64_t *brow = <int64_t *>b_row.data
+    cdef int64_t *bpos = <int64_t *>b_pos.data
+    cdef int64_t *bft = <int64_t *>b_first_ts.data
+    cdef int64_t *bmt = <int64_t *>b_max_ts.data
+    cdef int64_t *bfo = <int64_t *>b_first_off.data
+    cdef int64_t *blo = <int64_t *>b_last_off.data
+    cdef Py_ssize_t nbatch = 0
+    cdef int64_t in_batch = 0, batch_records = 0, est
+    # Java computes the estimate in float (estimatedCompressionRatio and 1.05f
+    # are floats), and the cut points depend on its rounding.
+    cdef float f_written, f_factor = <float>1.05
+    cdef int err = 0
+    cdef Py_ssize_t err_row = -1
+    with nogil:
+        for i in range(n):
+            off = offs_in[i] if has_offsets else base_offset + i
+            if batch_records == 0:
+                first_ts = ts[i]
+                first_off = off
+            kl = kc_col_len(&ck, i) if has_key else -1
+            vl = kc_col_len(&cv, i)
+            hs = 0
+            hc = 0
+            if has_h and kc_bit_valid(chl.valid, chl.voff, i):
+                h0 = kc_off(&chl, i)
+                h1 = kc_off(&chl, i + 1)
+                hc = <int32_t>(h1 - h0)
+                for j in range(h0, h1):
+                    hkl = kc_col_len(&chk, j)
+                    if hkl < 0:
+                        err = 1
+                        err_row = i
+                        break
+                    hs += kc_header_size(hkl, kc_col_len(&chv, j))
+            if err:
+                break
+            if off - first_off > 2147483647 or off - first_off < -2147483648:
+                err = 2
+                err_row = i
+                break
+            body = kc_record_body_size(ts[i] - first_ts, <int32_t>(off - first_off), kl, vl, hc, hs)
+            rb[i] = kc_varint_size(<int32_t>body) + body
+            # Kafka's hasRoomFor: the first record always fits, then
+            # limit >= 61 + (int)(written * ratio * 1.05f) (compressed) + record size;
+            # the new record's own size is not scaled (Kafka stays conservative).
+            if batch_records > 0:
+                if compressed:
+                    f_written = <float>in_batch
+                    f_written = f_written * estimated_ratio
+                    f_written = f_written * f_factor
+                    est = 61 + <int32_t>f_written
+                else:
+                    est = 61 + in_batch
+                if write_limit < est + rb[i]:
+                    nbatch += 1
+                    batch_records = 0
+                    in_batch = 0
+                    first_ts = ts[i]
+                    first_off = off
+                    body = kc_record_body_size(0, 0, kl, vl, hc, hs)
+                    rb[i] = kc_varint_size(<int32_t>body) + body
+            bd[i] = <int32_t>body
+            if batch_records == 0:
+                brow[nbatch] = i
+                bpos[nbatch] = total
+                bft[nbatch] = first_ts
+                bfo[nbatch] = first_off
+                bmt[nbatch] = -1
+            if ts[i] > bmt[nbatch]:
+                bmt[nbatch] = ts[i]
+            blo[nbatch] = off
+            in_batch += rb[i]
+            total += rb[i]
+            batch_records += 1
+    if err == 1:
+        raise RecordBuilderError(f"row {err_row}: header keys must not be null")
+    if err == 2:
+        raise RecordBuilderError(f"row {err_row}: offset too far from the first offset of its batch")
+    if n:
+        nbatch += 1
+    brow[nbatch] = n
+    bpos[nbatch] = total
+    cdef cnp.ndarray[uint8_t] out = np.empty(total, np.uint8)
+    cdef uint8_t *o = <uint8_t *>out.data
+    cdef Py_ssize_t bi
+    with nogil:
+        for bi in range(nbatch):
+            kc_encode_rows(o + bpos[bi], brow[bi], brow[bi + 1], bd, &ck, has_key, &cv, &chl, has_h, &chk, &chv,
+                           &ts[0] if n else NULL, bft[bi], &offs_in[0] if has_offsets else NULL, base_offset,
+                           bfo[bi])
+    return (out, b_row[:nbatch + 1], b_pos[:nbatch + 1], b_first_ts[:nbatch], b_max_ts[:nbatch],
+            b_first_off[:nbatch], b_last_off[:nbatch])
+
+
+# from_arrow drops the GIL while it fills a batch once this many bytes of
+# batches were filled with it held: a switch costs more than a small batch's
+# fill, and other threads still get the GIL every ~0.1 ms of work.
+cdef enum:
+    _GIL_DROP_BYTES = 1 << 20
+
+
+cdef inline void _fill_direct(uint8_t *dst, int64_t r0, Py_ssize_t n, int64_t write_limit, const _Col *ck,
+                              bint has_key, const _Col *cv, const _Col *chl, bint has_h, const _Col *chk,
+                              const _Col *chv, const int64_t *ts, const int64_t *offs, int64_t base_offset,
+                              int64_t first_off, int16_t attributes, int64_t producer_id, int16_t producer_epoch,
+                              int32_t base_sequence, int32_t leader_epoch, int64_t lat,
+                              kc_batch_fill_t *res) noexcept nogil:
+    cdef int32_t seq
+    kc_fill_batch(dst + 61, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset, res)
+    if res.err == 0:
+        # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
+        seq = base_sequence if base_sequence < 0 else <int32_t>((<int64_t>base_sequence + r0) & 0x7fffffff)
+        _write_batch(dst, res.written, first_off, <int32_t>(res.last_off - first_off), ts[r0],
+                     lat if lat >= 0 else res.max_ts, <int32_t>(res.row_end - r0), attributes, producer_id,
+                     producer_epoch, seq, leader_epoch)
+
+
+cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col *cv, const _Col *chl, bint has_h,
+                         const _Col *chk, const _Col *chv, const int64_t *ts, const int64_t *offs,
+                         int64_t base_offset, int64_t write_limit, tuple direct):
+    """Uncompressed batches in one pass over the columns, each written straight into its final bytes.
+
+    Each batch object is allocated at the most its records can take (the
+    write limit, or the first record when that is larger, or all remaining
+    rows when they are smaller), filled, and shrunk to what was written.
+    """
+    cdef int16_t attributes, producer_epoch
+    cdef int64_t producer_id, lat, r0 = 0, cap, first_off, held = 0
+    cdef int32_t base_sequence, leader_epoch
+    attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat = direct
+    cdef list out = []
+    cdef kc_batch_fill_t res
+    cdef PyObject *blob
+    cdef uint8_t *dst
+    while r0 < n:
+        cap = kc_rows_bound(r0, n, ck, has_key, cv, chl, has_h, chk, chv)
+        if cap > write_limit - 61:
+            cap = max(write_limit - 61, kc_rows_bound(r0, r0 + 1, ck, has_key, cv, chl, has_h, chk, chv))
+        blob = _raw_bytes(NULL, 61 + cap)
+        dst = <uint8_t *>_raw_bytes_data(blob)
+        first_off = offs[r0] if offs != NULL else base_offset + r0
+        held += cap
+        if held >= _GIL_DROP_BYTES:
+            held = 0
+            with nogil:
+                _fill_direct(dst, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
+                             first_off, attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat,
+                             &res)
+        else:
+            _fill_direct(dst, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
+                         first_off, attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat, &res)
+        if res.err:
+            Py_DECREF(<object>blob)
+            if res.err == 1:
+                raise RecordBuilderError(f"row {res.err_row}: header keys must not be null")
+            raise RecordBuilderError(f"row {res.err_row}: offset too far from the first offset of its batch")
+        kc_bytes_shrink(&blob, 61 + res.written)
+        out.append(<object>blob)
+        Py_DECREF(<object>blob)
+        r0 = res.row_end
+    return out
+
+
+cdef inline void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,
+                              int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
+                              int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                              int32_t partition_leader_epoch) noexcept nogil:
+    # The header before a records region of payload_len bytes already at p + 61 (argument order of batch_bytes).
+    kc_batch_write(p, KC_BATCH_OVERHEAD + payload_len, base_offset, partition_leader_epoch, attributes,
+                   last_offset_delta, first_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                   count)
+
+
+def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t first_timestamp,
+                int64_t max_timestamp, int32_t count, int16_t attributes, int64_t producer_id,
+                int16_t producer_epoch, int32_t base_sequence, int32_t partition_leader_epoch) -> bytes:
+    """One complete v2 batch: the 61-byte header, CRC-32C, then ``payload`` (the records region).
+
+    Written into the result in place, so each batch costs one copy of its payload.
+    """
+    cdef Py_buffer view
+    PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    cdef bytes out
+    cdef uint8_t *p
+    try:
+        out = PyBytes_FromStringAndSize(NULL, 61 + view.len)
+        p = <uint8_t *>PyBytes_AS_STRING(out)
+        with nogil:
+            memcpy(p + 61, view.buf, view.len)
+            _write_batch(p, view.len, base_offset, last_offset_delta, first_timestamp, max_timestamp, count,
+                         attributes, producer_id, producer_epoch, base_sequence, partition_leader_epoch)
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def compressed_batch(NativeCodec codec, records, int level, int64_t base_offset, int32_t last_offset_delta,
+                     int64_t first_timestamp, int64_t max_timestamp, int32_t count, int16_t attributes,
+                     int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                     int32_t partition_leader_epoch) -> bytes:
+    """One complete v2 batch whose ``records`` region a native codec compresses (kcodec/codec.h).
+
+    The codec writes its frame after room for the header in the result, and
+    header and CRC-32C are written in place: the compressed payload is never copied.
+    """
+    cdef Py_buffer view
+    cdef bytes batch
+    PyObject_GetBuffer(records, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        batch = codec.compress_after(<const uint8_t *>view.buf, view.len, level, 2, 61)
+    finally:
+        PyBuffer_Release(&view)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(batch)
+    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(batch)
+    with nogil:
+        _write_batch(p, n - 61, base_offset, last_offset_delta, first_timestamp, max_timestamp, count, attributes,
+                     producer_id, producer_epoch, base_sequence, partition_leader_epoch)
+    return batch
