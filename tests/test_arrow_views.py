@@ -230,3 +230,19 @@ def test_a_large_input_is_referenced_through_several_buffers():
     assert sum(len(b) for b in buffers[1:]) == len(data)
     viewed = _table(scan, kcodec.kafka_schema(views=True), None, None, True, [])
     _same(kcodec.to_arrow(data, use_threads=False), viewed)
+
+
+def test_filter_rows_selects_views_without_copying_values():
+    from kcodec.arrow import filter_rows
+
+    data = _log("none")
+    copied, viewed = kcodec.to_arrow(data), kcodec.to_arrow(data, views=True)
+    mask = pa.compute.equal(pa.compute.bit_wise_and(copied["offset"], 3), 1)
+    got = filter_rows(viewed, mask)
+    got.validate(full=True)
+    assert got.cast(copied.schema).equals(copied.filter(mask))
+    assert _variadic(got) == _variadic(viewed)
+    batch = viewed.to_batches()[0].slice(5, 100)  # an offset into the views
+    small = filter_rows(batch, mask.slice(5, 100).combine_chunks())
+    assert small.column(1).to_pylist() == [v for v, k in zip(batch.column(1).to_pylist(),
+                                                             mask.slice(5, 100).to_pylist()) if k]
