@@ -33,6 +33,10 @@ from_arrow cuts batches itself by the same batch.size rule (for compressed
 codecs with estimated_compression_ratio 1/1.05, so the cuts match the
 uncompressed ones); its batch count is printed when it differs.
 
+The run ends with the per-call fixed cost on one small batch (W1's first 100
+records): the decoding alone against ``decode_columns``, its capsule export
+and ``to_arrow`` (see ``fixed_cost``).
+
 Like peerbench, the script re-executes itself with glibc malloc set to keep
 freed memory: otherwise every pass pays a page fault per 4 KiB of the ~100 MB
 it allocates (about 1 GB/s on these VMs), for every implementation alike.
@@ -383,6 +387,57 @@ def targets(rows: List[Dict]) -> str:
     return "\n".join(lines)
 
 
+def fixed_cost(reps: int, calls: int = 2000) -> Dict[str, Dict[str, float]]:
+    """Per-call fixed cost on one small batch: W1's first 100 records in one batch, per codec.
+
+    Each figure is the best of ``reps`` rounds of ``calls`` calls (wall clock,
+    microseconds per call).  "decode" is the decoding alone: the native pass
+    over an uncompressed batch, or the batch reader and the native gather
+    for a compressed one.  "decode_columns" is the public call returning the
+    object that hands the columns over through the Arrow PyCapsule protocol,
+    "+ export" that and the ArrowArray capsule taken from it, "to_arrow" the
+    pyarrow.Table built on it.
+    """
+    import timeit
+
+    from kcodec._native.columnar import columns_uncompressed_v2
+    from kcodec.arrow import _general
+
+    keys, values, headers, _ = make_workload("w1", 0.0005)
+    out = {}
+    for codec in ("none", "lz4"):
+        b = RecordBatchBuilder(compression=codec)
+        for i in range(len(values)):
+            b.append(keys[i], values[i], T0 + i, headers[i])
+        batch = bytes(b.build())
+        if codec == "none":
+            decode = lambda: columns_uncompressed_v2(batch)  # noqa: E731
+        else:
+            decode = lambda: _general(read_batches(batch, pool=kcodec.BufferPool()), len(batch), (),  # noqa: E731
+                                      False, True, True)
+        fns = {"decode": decode,
+               "decode_columns": lambda: kcodec.decode_columns(batch),
+               "decode_columns + export": lambda: kcodec.decode_columns(batch).__arrow_c_array__(),
+               "to_arrow": lambda: kcodec.to_arrow(batch)}
+        for fn in fns.values():
+            fn()
+        best_us = {name: float("inf") for name in fns}
+        for _ in range(reps):  # interleaved rounds, as in best_of_rounds
+            for name, fn in fns.items():
+                best_us[name] = min(best_us[name], timeit.timeit(fn, number=calls) / calls * 1e6)
+        out[f"{codec} ({len(values)} records, {len(batch)} B)"] = best_us
+    return out
+
+
+def fixed_cost_report(costs: Dict[str, Dict[str, float]]) -> str:
+    lines = ["\nPer-call fixed cost on one small batch (us per call; above decode = the fixed cost)"]
+    for batch, us in costs.items():
+        lines.append(f"  {batch}")
+        for name, t in us.items():
+            extra = "" if name == "decode" else f"  +{t - us['decode']:.2f}"
+            lines.append(f"    {name:<24} {t:>8.2f}{extra}")
+
+
 # ---------------------------------------------------------------------------
 # to_arrow(views=True): binary_view columns against the copying to_arrow and aiokafka's read
 
@@ -510,13 +565,15 @@ def main(argv=None) -> int:
             rows.append(run(w, c, 0.1 if args.quick else 1.0, args.reps, peers))
             print(report(rows[-1:]), flush=True)
     print(targets(rows), flush=True)
+    costs = fixed_cost(max(args.reps, 20), 500)
+    print(fixed_cost_report(costs), flush=True)
     views = [views_row(w, c, 0.1 if args.quick else 1.0, args.reps) for w in args.workload or ["w1", "w2", "w3"]
              if w in ("w1", "w2") for c in args.codec or CODECS]
     if views:
         print(views_report(views), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": env, "rows": rows, "views": views}, f, indent=1)
+            json.dump({"machine": env, "rows": rows, "fixed_cost_us": costs, "views": views}, f, indent=1)
     return 0
 
 

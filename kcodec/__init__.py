@@ -50,6 +50,8 @@ _LAZY = {
     "read_batches": "kcodec.records",
     "convert_magic": "kcodec.records",
     "to_arrow": "kcodec.arrow",
+    "decode_columns": "kcodec.arrow",
+    "RecordColumns": "kcodec.arrow",
     "from_arrow": "kcodec.arrow",
     "from_arrow_iter": "kcodec.arrow",
     "kafka_schema": "kcodec.arrow",
@@ -112,7 +114,7 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kcodec.arrow import from_arrow, from_arrow_iter, kafka_schema, to_arrow
+    from kcodec.arrow import RecordColumns, decode_columns, from_arrow, from_arrow_iter, kafka_schema, to_arrow
     from kcodec.log.arrow_reader import read_arrow
     from kcodec.partitioner import murmur2, partition_for_keys
     from kcodec.records import (

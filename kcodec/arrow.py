@@ -1,19 +1,22 @@
 """Kafka batches to Arrow tables and back, without a Python object per record.
 
-:func:`to_arrow` returns the columns of Spark's Kafka source: a native pass
-over each (decompressed) records region copies keys, values and headers
-straight into contiguous Arrow buffers.  :func:`from_arrow` encodes records
+:func:`decode_columns` gathers the columns of Spark's Kafka source: a native
+pass over each (decompressed) records region copies keys, values and headers
+straight into contiguous Arrow buffers, handed to any Arrow consumer through
+the Arrow C data interface; :func:`to_arrow` imports them into a
+``pyarrow.Table``.  :func:`from_arrow` encodes records
 straight from a table's Arrow buffers into batches.  Legacy v0/v1 batches
 (pre-0.11 data, rare) go through their Record objects.
 """
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -21,9 +24,10 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
 
 from kcodec._extras import require
-from kcodec._java_utf8 import decode as java_utf8_decode
-from kcodec._native.columnar import (ColumnAccumulator, all_ascii, batch_bytes, columns_uncompressed_v2,
-                                     compressed_batch, encode_columnar, split_batches)
+from kcodec._native.columnar import (BATCH_FIELD_FORMATS, BATCH_FIELDS, ColumnAccumulator, RecordChunk,
+                                     RecordColumns, array_address, batch_bytes, columns_uncompressed_v2,
+                                     compressed_batch, encode_columnar, kafka_schema_capsule, record_columns,
+                                     split_batches)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec._native.native_codec import native_of
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
@@ -33,11 +37,8 @@ from kcodec.records.batch_header import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, T
 from kcodec.records.pool import BufferPool, PooledBuffer
 from kcodec.records.reader import read_batches
 
-__all__ = ["kafka_schema", "to_arrow", "from_arrow", "from_arrow_iter", "column_cache", "filter_rows", "BATCH_FIELDS"]
-
-#: Optional per-record batch columns for to_arrow(batch_fields=...).
-BATCH_FIELDS = ("base_offset", "last_offset", "producer_id", "producer_epoch", "base_sequence",
-                "is_transactional", "partition_leader_epoch", "compression", "magic", "batch_position")
+__all__ = ["kafka_schema", "decode_columns", "RecordColumns", "to_arrow", "from_arrow", "from_arrow_iter",
+           "column_cache", "filter_rows", "BATCH_FIELDS"]
 
 
 def column_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -> Tuple[int, int, int]:
@@ -55,72 +56,25 @@ def column_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -
 
 
 def _pa():
-    return require("pyarrow", "pyarrow", "kcodec's Arrow conversion")
+    pa = sys.modules.get("pyarrow")  # once imported, without the import machinery's cost on every call
+    return pa if pa is not None else require("pyarrow", "pyarrow", "kcodec's Arrow conversion")
 
 
-_CACHE: dict = {}
+_SCHEMAS: dict = {}
 _MAX_MS, _MIN_MS = 2 ** 63 - 1, -2 ** 63
-
-
-def _types():
-    """Arrow types and schemas, made once (building them costs more than converting a small batch)."""
-    if not _CACHE:
-        pa = _pa()
-        _CACHE["ts"] = pa.timestamp("us", tz="UTC")
-        _CACHE["headers"] = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
-        _CACHE["schema"] = {}
-    return _CACHE
-
-
-def _primitive(type_, values: np.ndarray):
-    """A null-free Arrow array over a numpy array's memory (no conversion pass)."""
-    pa = _pa()
-    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)], null_count=0)
-
-
-def _constant(type_, value, n: int):
-    pa = _pa()
-    return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
-
-
-def _batch_field_types():
-    pa = _pa()
-    return {"base_offset": pa.int64(), "last_offset": pa.int64(), "producer_id": pa.int64(),
-            "producer_epoch": pa.int16(), "base_sequence": pa.int32(), "is_transactional": pa.bool_(),
-            "partition_leader_epoch": pa.int32(), "compression": pa.int8(), "magic": pa.int8(),
-            "batch_position": pa.int64()}
-
-
-def _headers_type():
-    return _types()["headers"]
+#: numpy types of the batch fields' Arrow formats (booleans are packed into bits).
+_FORMAT_DTYPES = {"l": np.int64, "i": np.int32, "s": np.int16, "c": np.int8, "b": np.bool_}
 
 
 def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = (), views: bool = False) -> "pyarrow.Schema":
-    """Spark's Kafka source schema (plus the requested batch fields).
+    """Spark's Kafka source schema (plus the requested batch fields), as :func:`decode_columns` produces it.
 
     With ``views`` key and value are ``binary_view`` (see :func:`to_arrow`).
     """
-    cache = _types()["schema"]
     key = (bool(headers), tuple(batch_fields), bool(views))
-    if key not in cache:
-        cache[key] = _make_schema(*key)
-    return cache[key]
-
-
-def _make_schema(headers: bool, batch_fields: Sequence[str], views: bool):
-    pa = _pa()
-    binary = pa.binary_view() if views else pa.binary()
-    fields = [pa.field("key", binary), pa.field("value", binary), pa.field("topic", pa.string()),
-              pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
-              pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32())]
-    if headers:
-        fields.append(pa.field("headers", _headers_type()))
-    types = _batch_field_types()
-    for name in batch_fields:
-        if name not in types:
-            raise ValueError(f"unknown batch field {name!r}; choose from {', '.join(BATCH_FIELDS)}")
-        fields.append(pa.field(name, types[name]))
-    return pa.schema(fields)
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = _pa().Schema._import_from_c_capsule(kafka_schema_capsule(*key))
+    return _SCHEMAS[key]
 
 
 def _batch_value(batch, name):
@@ -184,9 +138,17 @@ def _executor(threads: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _thread_count() -> int:
+    """pyarrow's CPU count where pyarrow is loaded (so ``pyarrow.set_cpu_count`` applies), else the usable cores."""
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        return pa.cpu_count()
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, headers: bool, use_threads: bool,
                            views: bool):
-    """The fast pass's columns for each part of the buffer, or None when it must take the general path.
+    """The fast pass's chunk for each part of the buffer, or None when it must take the general path.
 
     With ``use_threads`` the buffer is cut at batch boundaries into about
     one part per core (each at least :data:`MIN_THREAD_PART`); the native
@@ -202,7 +164,7 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
 
 def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
     """Where to cut the buffer into one part per thread, or None to convert it in one piece."""
-    threads = _pa().cpu_count()
+    threads = _thread_count()
     if threads < 2:
         return None
     cuts = split_batches(buffer, threads, MIN_THREAD_PART, min_mean_batch)
@@ -220,15 +182,41 @@ def _on_threads(convert, cuts: List[int]):
     return None if any(r is None for r in results) else results
 
 
+def decode_columns(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
+                   batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
+                   headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                   use_threads: bool = True, views: bool = False) -> RecordColumns:
+    """The records of every batch in ``buffer`` as Arrow columns for any Arrow consumer, without pyarrow.
+
+    Returns :class:`RecordColumns`, which hands its columns over through
+    the Arrow PyCapsule protocol without a copy: ``pyarrow.table(cols)``,
+    ``polars.DataFrame(cols)``, DuckDB's ``duckdb.sql("select ... from cols")``.
+    The columns, arguments and errors are those of :func:`to_arrow`.
+    """
+    return _columns(buffer, topic, partition, batch_fields, include_control, validate, headers, max_decompressed_size,
+                    use_threads, views)
+
+
+def _columns(buffer, topic, partition, batch_fields, include_control, validate, headers, max_decompressed_size,
+             use_threads, views) -> RecordColumns:
+    fields = tuple(batch_fields)
+    if fields:
+        kafka_schema_capsule(headers, fields)  # unknown names raise before any decoding
+    chunks = _decode(buffer, fields, include_control, validate, headers, max_decompressed_size, use_threads, views)
+    return record_columns(chunks, topic, partition, headers, fields, views)
+
+
 def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
              batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
              headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
              use_threads: bool = True, views: bool = False) -> "pyarrow.Table":
     """The records of every batch in ``buffer`` as a ``pyarrow.Table`` (Spark's Kafka schema).
 
-    ``buffer`` is any buffer of concatenated batches (any magic), or an
-    iterable of batches from :func:`kcodec.read_batches`.  Timestamps are
-    UTC microseconds (Kafka's milliseconds x 1000; LogAppendTime batches give
+    ``buffer`` is any buffer of concatenated batches (any magic), a list or
+    tuple of such buffers (a fetch response's record sets, say: decoded as
+    one input, without joining them; errors name the buffer as their
+    ``source``), or an iterable of batches from :func:`kcodec.read_batches`.
+    Timestamps are UTC microseconds (Kafka's milliseconds x 1000; LogAppendTime batches give
     every record the batch time); ``headers`` is null for a record without
     headers.  Control records (transaction markers) are left out unless
     ``include_control``; with ``validate`` they are checked either way (key
@@ -246,46 +234,86 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
 
     ``views`` gives key and value as ``binary_view`` columns (Arrow's view
     layout, Polars' own): a value of at most 12 bytes is held in its view,
-    a longer one is referenced where it lies instead of copied, in
-    ``buffer`` for uncompressed batches and in each batch's decompressed
-    records otherwise.  The table keeps what it references alive (holding
-    an export of ``buffer``: a ``bytearray`` cannot be resized meanwhile,
-    and changing its bytes changes the values).  Legacy v0/v1 values are
-    copied into one buffer of the table, with the same type.  Headers stay
-    copied ``list<struct<key: string, value: binary>>``: their keys are
-    checked and repaired as UTF-8, and most headers fit in a view anyway.
+    a longer one is referenced where it lies instead of copied, in the
+    input for uncompressed batches and in each batch's decompressed records
+    otherwise.  The table keeps what it references alive (holding an export
+    of the input: a ``bytearray`` cannot be resized meanwhile, and changing
+    its bytes changes the values).  Legacy v0/v1 values are copied into one
+    buffer of the table, with the same type.  Headers stay copied
+    ``list<struct<key: string, value: binary>>``: their keys are checked
+    and repaired as UTF-8, and most headers fit in a view anyway.
+
+    The table is :func:`decode_columns`' result imported through the Arrow C data interface.
     """
+    return _table(_columns(buffer, topic, partition, batch_fields, include_control, validate, headers,
+                           max_decompressed_size, use_threads, views))
+
+
+def _table(columns: RecordColumns) -> "pyarrow.Table":
+    """Decoded columns as a ``pyarrow.Table``, taken over through the C data interface (no copy)."""
     pa = _pa()
-    schema = kafka_schema(headers, batch_fields, views)
-    unsized = 0  # the buffer's size while the columns are not yet sized for it
+    if columns.num_chunks == 1:
+        # Imported against the cached schema object: parsing the schema again would cost more than the batch.
+        array = columns._array_capsule()
+        schema = kafka_schema(columns.headers, columns.batch_fields, columns.views)
+        return pa.Table.from_batches([pa.RecordBatch._import_from_c(array_address(array), schema)])
+    return pa.RecordBatchReader._import_from_c_capsule(columns.__arrow_c_stream__()).read_all()
+
+
+def _is_buffer_list(buffer) -> bool:
+    """Whether ``buffer`` is a list or tuple of buffers (rather than of batch objects)."""
+    if type(buffer) not in (list, tuple) or not buffer:
+        return False
     try:
-        unsized = memoryview(buffer).nbytes
+        memoryview(buffer[0])
     except TypeError:
-        batches = buffer
-    else:
-        if not batch_fields:
-            # One native pass when the buffer holds only uncompressed v2 batches
-            # (anything else, including damage, takes the general path below).
-            parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads, views)
+        return False
+    return True
+
+
+def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
+            max_decompressed_size: int, use_threads: bool, views: bool) -> List[RecordChunk]:
+    """The records of ``buffer`` (see to_arrow) as one or more chunks."""
+    if _is_buffer_list(buffer):
+        return [_decode_many(buffer, batch_fields, include_control, validate, headers, max_decompressed_size, views)]
+    try:
+        unsized = memoryview(buffer).nbytes  # the buffer's size while the columns are not yet sized for it
+    except TypeError:
+        return [_general(buffer, 0, batch_fields, include_control, validate, headers, views)]
+    if not batch_fields:
+        # One native pass when the buffer holds only uncompressed v2 batches
+        # (anything else, including damage, takes the general path below).
+        parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads, views)
+        if parts is not None:
+            return parts
+        if use_threads:
+            parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
             if parts is not None:
-                return _concat([_table(p, schema, topic, partition, headers, ()) for p in parts])
-            if use_threads:
-                tables = _general_parts(buffer, schema, topic, partition, include_control, validate, headers,
-                                        max_decompressed_size, views)
-                if tables is not None:
-                    return _concat(tables)
-        batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
-                               pool=BufferPool())
-    return _general(batches, unsized, schema, topic, partition, batch_fields, include_control, validate, headers,
-                    views)
+                return parts
+    batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size, pool=BufferPool())
+    return [_general(batches, unsized, batch_fields, include_control, validate, headers, views)]
 
 
-def _concat(tables):
-    return tables[0] if len(tables) == 1 else _pa().concat_tables(tables)
+def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
+                 max_decompressed_size: int, views: bool) -> RecordChunk:
+    """Several buffers into one chunk, each gathered where it lies (none is joined to another)."""
+    gathered = _Gathered(headers, batch_fields, views)
+    pool = BufferPool()
+    for i, buffer in enumerate(buffers):
+        source = f"buffer {i} of {len(buffers)}"
+        try:
+            if not batch_fields and gathered.acc.add_uncompressed(buffer, validate, include_control):
+                continue
+            gathered.add(read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
+                                      pool=pool), 0, include_control, validate)
+        except KcodecError as exc:
+            raise exc.with_context(source=source) from None
+        except TypeError as exc:
+            raise TypeError(f"{source} is not a buffer of batches: {exc}") from None
+    return gathered.result()
 
 
-def _general_parts(buffer, schema, topic, partition, include_control, validate, headers, max_decompressed_size,
-                   views):
+def _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views):
     """The general path over parts of the buffer on threads, or None to convert it in one piece.
 
     Decompression and the record gather release the GIL, so compressed
@@ -306,58 +334,61 @@ def _general_parts(buffer, schema, topic, partition, include_control, validate, 
         try:
             batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
                                    pool=BufferPool())
-            return _general(batches, b - a, schema, topic, partition, (), include_control, validate, headers, views)
+            return _general(batches, b - a, (), include_control, validate, headers, views)
         except KcodecError:
             return None
 
     return _on_threads(part, cuts)
 
 
-def _general(batches, unsized: int, schema, topic, partition, batch_fields, include_control: bool,
-             validate: bool, headers: bool, views: bool):
-    """Batches of any magic and codec, one at a time, into the columns."""
-    pa = _pa()
-    acc = ColumnAccumulator(headers, views)
-    counts: List[int] = []
-    values: dict = {name: [] for name in batch_fields}
-    for batch in batches:
-        if batch.is_control:
-            if validate:  # whether or not its records are kept, as the fast pass does
-                batch.check_control_records()
-            if not include_control:
-                continue
-        before = acc.n
-        if batch.magic >= 2:
-            _add_v2(acc, batch, views)
-            if unsized and batch.position + batch.size_in_bytes >= 65536:
-                # Columns sized for the whole buffer: growing them would copy them again.
-                acc.presize(batch.position + batch.size_in_bytes, unsized)
-                unsized = 0
-        else:
-            _add_legacy(acc, batch)
-        if batch_fields and acc.n > before:
-            counts.append(acc.n - before)
-            for name in batch_fields:
-                values[name].append(_batch_value(batch, name))
-    extra = [pa.array(np.repeat(np.asarray(values[name]), counts) if counts else [], schema.field(name).type)
-             for name in batch_fields]
-    return _table(acc.result(), schema, topic, partition, headers, extra)
+class _Gathered:
+    """Batches of any magic and codec gathered one at a time, with their batch fields."""
+
+    def __init__(self, headers: bool, batch_fields: Tuple[str, ...], views: bool = False) -> None:
+        self.acc = ColumnAccumulator(headers, views)
+        self.views = views
+        self.batch_fields = batch_fields
+        self.counts: List[int] = []
+        self.values: dict = {name: [] for name in batch_fields}
+
+    def add(self, batches, unsized: int, include_control: bool, validate: bool) -> None:
+        acc, batch_fields = self.acc, self.batch_fields
+        for batch in batches:
+            if batch.is_control:
+                if validate:  # whether or not its records are kept, as the fast pass does
+                    batch.check_control_records()
+                if not include_control:
+                    continue
+            before = acc.n
+            if batch.magic >= 2:
+                _add_v2(acc, batch, self.views)
+                if unsized and batch.position + batch.size_in_bytes >= 65536:
+                    # Columns sized for the whole buffer: growing them would copy them again.
+                    acc.presize(batch.position + batch.size_in_bytes, unsized)
+                    unsized = 0
+            else:
+                _add_legacy(acc, batch)
+            if batch_fields and acc.n > before:
+                self.counts.append(acc.n - before)
+                for name in batch_fields:
+                    self.values[name].append(_batch_value(batch, name))
+
+    def result(self) -> RecordChunk:
+        chunk = self.acc.result()
+        for name in self.batch_fields:
+            index = BATCH_FIELDS.index(name)
+            fmt = BATCH_FIELD_FORMATS[index]
+            column = np.repeat(np.asarray(self.values[name], _FORMAT_DTYPES[fmt]), self.counts)
+            chunk.add_field(index, np.packbits(column, bitorder="little") if fmt == "b" else column)
+        return chunk
 
 
-def _owned_binary(type_, column):
-    pa = _pa()
-    n, data, offsets, validity, nulls = column
-    return pa.Array.from_buffers(type_, n, [None if validity is None else pa.py_buffer(validity),
-                                            pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
-
-
-def _binary_views(column, buffers):
-    """A ``binary_view`` array of 16-byte views over the variadic ``buffers`` (held by the array)."""
-    pa = _pa()
-    n, views, _, validity, nulls = column
-    return pa.Array.from_buffers(pa.binary_view(), n,
-                                 [None if validity is None else pa.py_buffer(validity), pa.py_buffer(views)]
-                                 + buffers, null_count=nulls)
+def _general(batches, unsized: int, batch_fields: Tuple[str, ...], include_control: bool, validate: bool,
+             headers: bool, views: bool = False) -> RecordChunk:
+    """Batches of any magic and codec, one at a time, into a chunk."""
+    gathered = _Gathered(headers, batch_fields, views)
+    gathered.add(batches, unsized, include_control, validate)
+    return gathered.result()
 
 
 def filter_rows(table: Union["pyarrow.Table", "pyarrow.RecordBatch"], mask) -> Union["pyarrow.Table",
@@ -401,52 +432,29 @@ def _filter_views(array, keep: np.ndarray):
                                  null_count=nulls)
 
 
-def _table(scan, schema, topic, partition, headers: bool, extra):
-    pa = _pa()
-    n, offsets, stamps, types, hdrs, (key, value, hkey, hval), buffers = scan
-    if buffers is None:
-        key, value = _owned_binary(pa.binary(), key), _owned_binary(pa.binary(), value)
-    else:
-        buffers = [pa.py_buffer(b) for b in buffers]
-        key, value = _binary_views(key, buffers), _binary_views(value, buffers)
-    columns = [key, value,
-               _constant(pa.string(), topic, n), _constant(pa.int32(), partition, n),
-               _primitive(pa.int64(), offsets), _primitive(_types()["ts"], stamps),
-               _primitive(pa.int32(), types)]
-    if headers:
-        columns.append(_list_of_headers(_header_keys(hkey), _owned_binary(pa.binary(), hval), hdrs, n))
-    return pa.Table.from_arrays(columns + list(extra), schema=schema)
-
-
-def _header_keys(column):
-    """The header key column as Arrow strings, which must be valid UTF-8.
-
-    Keys are copied as Kafka stores them; the rare key that is not UTF-8 is
-    decoded as Kafka's Java clients decode it (U+FFFD for what is malformed).
-    """
-    pa = _pa()
-    keys = _owned_binary(pa.string(), column)
-    if all_ascii(column[1]):
-        return keys
-    try:
-        keys.validate(full=True)
-        return keys
-    except pa.ArrowInvalid:
-        raw = keys.view(pa.binary()).to_pylist()
-        return pa.array([None if k is None else java_utf8_decode(k) for k in raw], pa.string())
-
-
-def _list_of_headers(hkey, hval, hdrs, n: int):
-    pa = _pa()
-    list_offsets, validity, null_count = hdrs
-    struct = pa.StructArray.from_arrays([hkey, hval], fields=list(_headers_type().value_type))
-    return pa.Array.from_buffers(_headers_type(), n,
-                                 [None if validity is None else pa.py_buffer(validity), pa.py_buffer(list_offsets)],
-                                 null_count=null_count, children=[struct])
-
 
 # ---------------------------------------------------------------------------
 # from_arrow
+
+def _as_table(data) -> "pyarrow.Table":
+    """``data`` as a pyarrow Table: a Table or RecordBatch itself, or any Arrow PyCapsule exporter.
+
+    Polars DataFrames, DuckDB relations, :class:`RecordColumns` and other
+    objects with ``__arrow_c_stream__`` or ``__arrow_c_array__`` are taken
+    over through the Arrow C interfaces, without a copy of their buffers.
+    """
+    pa = _pa()
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader._import_from_c_capsule(data.__arrow_c_stream__()).read_all()
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*data.__arrow_c_array__())])
+    raise TypeError(f"from_arrow takes a pyarrow Table or RecordBatch, or an object with __arrow_c_stream__ or "
+                    f"__arrow_c_array__ (a Polars DataFrame, a DuckDB relation, ...), not {type(data).__name__}")
+
 
 def _column(table, name):
     if name not in table.column_names:
@@ -498,7 +506,7 @@ def _timestamps_ms(arr, n: int) -> np.ndarray:
     return arr.cast(pa.int64()).fill_null(int(time.time() * 1000)).to_numpy().astype(np.int64)
 
 
-def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionType, int, str] = "none",
+def from_arrow_iter(table: Any, *, compression: Union[CompressionType, int, str] = "none",
                     level: Optional[int] = None, max_batch_bytes: int = 1_048_576, base_offset: int = 0,
                     magic: int = 2, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
                     log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
@@ -507,6 +515,9 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
                     ) -> Iterator[bytes]:
     """Encode a table's records into Kafka batches, yielding each batch's bytes.
 
+    ``table`` is a ``pyarrow.Table`` or ``RecordBatch``, or any object of the
+    Arrow PyCapsule protocol (``__arrow_c_stream__`` or ``__arrow_c_array__``:
+    a Polars DataFrame, a DuckDB relation, ...).
     The table needs ``value``; ``key``, ``headers``, ``timestamp`` (timestamp
     type or int64 ms) and ``offset`` are optional (binary, large binary or
     string columns).  Without ``offset`` records get ``base_offset + row``.
@@ -523,7 +534,7 @@ def from_arrow_iter(table: "pyarrow.Table", *, compression: Union[CompressionTyp
                            estimated_compression_ratio=estimated_compression_ratio)
 
 
-def _from_arrow(table: "pyarrow.Table", *, compression: Union[CompressionType, int, str] = "none",
+def _from_arrow(table: Any, *, compression: Union[CompressionType, int, str] = "none",
                 level: Optional[int] = None, max_batch_bytes: int = 1_048_576, base_offset: int = 0,
                 magic: int = 2, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
                 log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
@@ -532,11 +543,10 @@ def _from_arrow(table: "pyarrow.Table", *, compression: Union[CompressionType, i
                 ) -> Union[List[bytes], Iterator[bytes]]:
     # A list when the batches are made in one native call (uncompressed v2), else a generator.
     pa = _pa()
+    table = _as_table(table)
     if magic != 2:
         return _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset,
                                   timestamp_type, log_append_time)
-    if isinstance(table, pa.RecordBatch):
-        table = pa.Table.from_batches([table])
     codec = get_codec(compression)
     lvl = codec.resolve_level(level)
     ts_type = TimestampType(timestamp_type)
@@ -622,7 +632,7 @@ def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, att
             yield batch_bytes(codec.compress(region, lvl, magic=2), *header)
 
 
-def from_arrow(table: "pyarrow.Table", **options) -> List[bytes]:
+def from_arrow(table: Any, **options) -> List[bytes]:
     """:func:`from_arrow_iter` as a list of batch bytes."""
     batches = _from_arrow(table, **options)
     # The native encoder's own list as it is: iterating it again would touch

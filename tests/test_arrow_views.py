@@ -220,15 +220,15 @@ def test_duckdb_reads_views():
 
 def test_a_large_input_is_referenced_through_several_buffers():
     # Views hold 32-bit offsets: past 2 GiB a new variadic buffer starts (here, past 16 KiB).
-    from kcodec._native.columnar import columns_uncompressed_v2
+    from kcodec._native.columnar import columns_uncompressed_v2, record_columns
     from kcodec.arrow import _table
 
     data = _log("none", n=800, limit=1024)
-    scan = columns_uncompressed_v2(data, views=True, view_buffer_limit=16384)
-    buffers = scan[-1]
-    assert len(buffers) > 3 and all(len(b) <= 16384 for b in buffers[1:])
-    assert sum(len(b) for b in buffers[1:]) == len(data)
-    viewed = _table(scan, kcodec.kafka_schema(views=True), None, None, True, [])
+    chunk = columns_uncompressed_v2(data, views=True, view_buffer_limit=16384)
+    viewed = _table(record_columns([chunk], None, None, True, (), True))
+    buffers = _variadic(viewed)[1:]
+    assert len(buffers) > 3 and all(b.size <= 16384 for b in buffers)
+    assert sum(b.size for b in buffers) == len(data)
     _same(kcodec.to_arrow(data, use_threads=False), viewed)
 
 
@@ -246,3 +246,43 @@ def test_filter_rows_selects_views_without_copying_values():
     small = filter_rows(batch, mask.slice(5, 100).combine_chunks())
     assert small.column(1).to_pylist() == [v for v, k in zip(batch.column(1).to_pylist(),
                                                              mask.slice(5, 100).to_pylist()) if k]
+
+
+def test_decode_columns_hands_views_over_the_c_data_interface():
+    data = _log("lz4")
+    cols = kcodec.decode_columns(data, views=True, use_threads=False)
+    assert cols.views
+    schema = pa.schema(cols)
+    assert schema.field("key").type == pa.binary_view() and schema.field("value").type == pa.binary_view()
+    _same(kcodec.to_arrow(data), pa.table(cols))
+    frame = pl.DataFrame(cols)
+    assert frame["value"].to_list() == kcodec.to_arrow(data)["value"].to_pylist()
+
+
+def test_a_list_of_buffers_is_viewed_where_each_lies():
+    parts = [_log("none", n=100), _log("zstd", n=100), _Tracked(_log("none", n=50))]
+    copied = kcodec.to_arrow(parts)
+    viewed = kcodec.to_arrow(parts, views=True)
+    _same(copied, viewed)
+    alive = weakref.ref(parts[2])
+    del parts
+    gc.collect()
+    assert alive() is not None  # the table references the third buffer in place
+    del viewed
+    gc.collect()
+    assert alive() is None
+
+
+def test_the_input_outlives_the_columns_object_while_an_array_is_held():
+    data = _Tracked(_log("none"))
+    expected = kcodec.to_arrow(bytes(data))["value"].to_pylist()
+    cols = kcodec.decode_columns(data, views=True, use_threads=False)
+    alive = weakref.ref(data)
+    batch = pa.record_batch(cols)
+    del data, cols
+    gc.collect()
+    assert alive() is not None
+    assert batch.column(1).to_pylist() == expected
+    del batch
+    gc.collect()
+    assert alive() is None

@@ -221,12 +221,12 @@ def test_control_records_java_accepts_are_read(name):
 def test_native_pass_keeps_valid_control_batches_and_hands_bad_ones_on():
     """Valid markers stay on the one-pass path; a bad one goes to the general path, which reports it."""
     good = data_batch() + control_batch(KEY.pack(0, 1), MARKER.pack(0, 4)) + data_batch(base_offset=101)
-    assert columns_uncompressed_v2(good, True, False)[0] == 6
-    assert columns_uncompressed_v2(good, True, True)[0] == 7
+    assert columns_uncompressed_v2(good, True, False).num_rows == 6
+    assert columns_uncompressed_v2(good, True, True).num_rows == 7
     for key, value, _ in CONTROL_REJECTED.values():
         bad = data_batch() + control_batch(key, value)
         assert columns_uncompressed_v2(bad, True, False) is None
-        assert columns_uncompressed_v2(bad, False, False)[0] == 3
+        assert columns_uncompressed_v2(bad, False, False).num_rows == 3
 
 
 @needs_java

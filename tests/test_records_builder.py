@@ -750,7 +750,10 @@ def test_column_accumulator_does_all_python_work_before_writing():
             return iter([("a", b"1")])
 
     acc.add_record(5, TS, 0, b"k", b"v", Headers())
-    n, offsets, stamps, types, hdrs, columns = acc.result()
-    assert n == 1 and list(offsets) == [5]
+    import pyarrow as pa
+    from kcodec.arrow import record_columns
+    table = pa.table(record_columns([acc.result()], None, None, True, ()))
+    assert table.column("offset").to_pylist() == [5]
+    assert table.column("headers").to_pylist() == [[{"key": "a", "value": b"1"}]]
 
 

@@ -95,7 +95,9 @@ cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noex
 # headers list's int32 offsets and null map (records without headers).
 # With views, g[0] and g[3] hold key and value as Arrow's 16-byte views (no
 # offsets), and the values of legacy records, which have no region to
-# reference, are copied into g[_G_SPILL] (variadic buffer 0).
+# reference, are copied into g[_G_SPILL] (variadic buffer 0); g[_G_VSTARTS]
+# collects, during one pass over an uncompressed buffer, the int64 offsets
+# where the variadic buffers it references start.
 cdef enum:
     _G_OFFSET = 12
     _G_TS = 13
@@ -103,11 +105,12 @@ cdef enum:
     _G_HLIST = 15
     _G_HNULL = 16
     _G_SPILL = 17
-    _G_COUNT = 18
+    _G_VSTARTS = 18
+    _G_COUNT = 19
 
 
 cdef struct _Acc:
-    _Grow g[18]
+    _Grow g[19]
     int64_t nulls[4]
     int64_t hnulls
     int64_t n
@@ -116,6 +119,8 @@ cdef struct _Acc:
     bint views
     const uint8_t *vbase  # views: the variadic buffer the next region's long values are in
     int32_t vindex
+    int32_t vcount  # views: variadic buffers so far, the spill buffer not counted
+    int64_t vlimit  # views: the most bytes one variadic buffer of an uncompressed input spans
 
 
 cdef int _acc_init(_Acc *a, bint headers, bint views=False) noexcept nogil:
@@ -124,6 +129,7 @@ cdef int _acc_init(_Acc *a, bint headers, bint views=False) noexcept nogil:
     memset(a, 0, sizeof(_Acc))
     a.headers = headers
     a.views = views
+    a.vlimit = 2147483647
     for i in range(5):
         k = 3 * i + 1 if i < 4 else _G_HLIST
         if _reserve(&a.g[k], 4) < 0:
@@ -209,6 +215,47 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     return err
 
 
+cdef struct _AccMark:
+    # What an accumulator held before a pass that may be undone
+    int64_t n
+    int64_t nh
+    int64_t data_len[4]
+    int64_t nulls[4]
+    int64_t hnulls
+
+
+cdef void _acc_mark(_Acc *a, _AccMark *m) noexcept nogil:
+    cdef int k
+    m.n = a.n
+    m.nh = a.nh
+    m.hnulls = a.hnulls
+    for k in range(4):
+        m.data_len[k] = a.g[3 * k].len
+        m.nulls[k] = a.nulls[k]
+
+
+cdef inline void _clear_bits_from(_Grow *g, int64_t row) noexcept nogil:
+    # Null maps are OR-ed into: bits of rows taken back must read 0 again.
+    if g.p == NULL or (row >> 3) >= g.cap:
+        return
+    g.p[row >> 3] &= <uint8_t>((1 << (row & 7)) - 1)
+    memset(g.p + (row >> 3) + 1, 0, <size_t>(g.cap - (row >> 3) - 1))
+
+
+cdef void _acc_rewind(_Acc *a, _AccMark *m) noexcept nogil:
+    """Take back everything added since ``m`` was marked."""
+    cdef int k
+    a.n = m.n
+    a.nh = m.nh
+    a.hnulls = m.hnulls
+    for k in range(4):
+        a.g[3 * k].len = m.data_len[k]
+        a.nulls[k] = m.nulls[k]
+        _clear_bits_from(&a.g[3 * k + 2], m.n if k < 2 else m.nh)
+    _clear_bits_from(&a.g[_G_HNULL], m.n)
+    _acc_set_lengths(a)
+
+
 cdef void _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total, bint bounded) noexcept nogil:
     """Reserve, once the first batches are in, what all ``rows`` records (<= 0: estimated) will need.
 
@@ -250,55 +297,6 @@ cdef void _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total, bint 
     _reserve(&a.g[_G_HNULL], (rows + 7) // 8 + 2 - a.g[_G_HNULL].len, True)
 
 
-cdef object _validity(_Grow *g, int64_t rows, int64_t nulls):
-    if not nulls:
-        return None
-    kc_nullmap_to_validity(g.p, rows)
-    return _own(g)
-
-
-def all_ascii(data) -> bool:
-    """Whether every byte of ``data`` is below 0x80 (GIL released)."""
-    cdef Py_buffer view
-    cdef int r
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-    try:
-        with nogil:
-            r = kc_all_ascii(<const uint8_t *>view.buf, view.len)
-    finally:
-        PyBuffer_Release(&view)
-    return r != 0
-
-
-cdef tuple _acc_result(_Acc *a, list sources=None):
-    """(n, offsets, timestamps us, timestamp types, headers, columns, data buffers); see columns_uncompressed_v2.
-
-    ``sources``: with views, the buffers the views reference, variadic buffer 1 onwards.
-    """
-    cdef int k
-    cdef int64_t rows
-    cdef Py_ssize_t bad
-    with nogil:
-        bad = kc_ms_to_us(<int64_t *>a.g[_G_TS].p, a.n)
-    if bad >= 0:
-        raise LimitExceededError(
-            f"The record at offset {(<int64_t *>a.g[_G_OFFSET].p)[bad]} has timestamp "
-            f"{(<int64_t *>a.g[_G_TS].p)[bad]} ms, outside the range of Arrow's timestamp('us')")
-    columns = []
-    for k in range(4):
-        rows = a.n if k < 2 else a.nh
-        columns.append((rows, _own(&a.g[3 * k]), None if k < 2 and a.views else _own(&a.g[3 * k + 1]),
-                        _validity(&a.g[3 * k + 2], rows, a.nulls[k]), a.nulls[k]))
-    buffers = [_own(&a.g[_G_SPILL])] + sources if a.views else None
-    hdrs = None
-    if a.headers:
-        hdrs = (np.frombuffer(_own(&a.g[_G_HLIST]), np.int32)[:a.n + 1], _validity(&a.g[_G_HNULL], a.n, a.hnulls),
-                a.hnulls)
-    return (a.n, np.frombuffer(_own(&a.g[_G_OFFSET]), np.int64)[:a.n],
-            np.frombuffer(_own(&a.g[_G_TS]), np.int64)[:a.n],
-            np.frombuffer(_own(&a.g[_G_TYPE]), np.int32)[:a.n], hdrs, columns, buffers)
-
-
 cdef class ColumnAccumulator:
     """Records of many batches gathered into Arrow-ready buffers, one records region at a time.
 
@@ -307,8 +305,8 @@ cdef class ColumnAccumulator:
     parse, and the caller then reports the error with Kafka's message.
 
     With ``views``, key and value are Arrow views: long values reference the
-    regions given to ``add``, which the accumulator holds (and the result
-    hands on) instead of copying them.
+    regions given to ``add`` (and the buffers given to ``add_uncompressed``),
+    which the accumulator holds, and its result hands on, instead of copying them.
     """
     cdef _Acc a
     cdef list sources
@@ -335,21 +333,37 @@ cdef class ColumnAccumulator:
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
             if self.a.views:
-                if self.a.vindex == 2147483647:
+                if self.a.vcount == 2147483646:
                     raise LimitExceededError("more than 2**31 buffers behind one Arrow column")
                 # The region stays where it is: the views point into it, and the result holds it.
                 self.sources.append(data)
+                self.a.vcount += 1
                 self.a.vbase = <const uint8_t *>view.buf
-                self.a.vindex = <int32_t>len(self.sources)
+                self.a.vindex = self.a.vcount
             with nogil:
                 err = _acc_add(&self.a, <const uint8_t *>view.buf, <const uint8_t *>view.buf + view.len, count,
                                base_offset, base_timestamp, max_timestamp, log_append_time, stream)
         finally:
             PyBuffer_Release(&view)
-        if err == -1:
-            raise MemoryError()
-        if err == -2:
-            raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
+        _raise_acc_error(err)
+        return err == 0
+
+    def add_uncompressed(self, data, bint validate=True, bint include_control=False) -> bool:
+        """Every record of a buffer of uncompressed v2 batches, in one native pass (see columns_uncompressed_v2).
+
+        False, with nothing added, when the buffer holds anything else.
+        """
+        cdef Py_buffer view
+        cdef int err
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            with nogil:
+                err = _acc_add_uncompressed(&self.a, <const uint8_t *>view.buf, view.len, validate, include_control)
+        finally:
+            PyBuffer_Release(&view)
+        _raise_acc_error(err)
+        if err == 0:
+            self.sources += _view_sources(&self.a, data, 0, view.len)
         return err == 0
 
     def add_record(self, int64_t offset, int64_t timestamp, int32_t timestamp_type, key, value,
@@ -406,19 +420,15 @@ cdef class ColumnAccumulator:
         finally:
             if obj is not None:
                 PyBuffer_Release(&view)
-        if err == -1:
-            raise MemoryError()
-        if err == -2:
-            raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
-        return 0
+        return _raise_acc_error(err)
 
     @property
     def n(self) -> int:
         return self.a.n
 
-    def result(self) -> tuple:
+    def result(self) -> RecordChunk:
         """The gathered columns (the accumulator is empty afterwards)."""
-        out = _acc_result(&self.a, self.sources)
+        out = _chunk_of(&self.a, self.sources)
         self.sources = []
         _acc_free(&self.a)
         if _acc_init(&self.a, self.a.headers, self.a.views) < 0:
@@ -463,10 +473,100 @@ def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part, Py_ssize_t min_me
         PyBuffer_Release(&view)
 
 
+cdef int _acc_add_uncompressed(_Acc *a, const uint8_t *buf, Py_ssize_t length, bint validate,
+                               bint include_control) noexcept nogil:
+    """Every record of a buffer of only uncompressed v2 batches, in one pass.
+
+    0; 1 when the buffer holds anything else (compressed or legacy batches,
+    trailing bytes, damage), the accumulator then left as it was; -1 (no
+    memory) or -2 (a 2 GiB column) as _acc_add.
+    """
+    cdef Py_ssize_t n = 0, pos = 0, size
+    cdef int64_t rc
+    cdef uint8_t attrs
+    cdef kc_batch_header_t h
+    cdef int k, err = 0
+    cdef bint presized = a.n > 0  # sizing from this buffer alone would misjudge what came before
+    cdef _AccMark mark
+    cdef Py_ssize_t source = 0  # views: where the current variadic buffer starts in buf
+    _acc_mark(a, &mark)
+    a.g[_G_VSTARTS].len = 0
+    if a.views:
+        a.vbase = buf
+        a.vindex = a.vcount + 1
+        if _vstart(a, 0) < 0:
+            return -1
+    rc = _walk(buf, length, include_control, &n)
+    while rc >= 0 and pos < length and err == 0:
+        size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH) + 12
+        if size < KC_BATCH_OVERHEAD or size > length - pos:  # changed since _walk (a writer in another thread)
+            err = 1
+            break
+        kc_batch_read(buf + pos, &h)
+        attrs = <uint8_t>h.attributes
+        if validate and h.crc != kc_batch_checksum(buf + pos, size):
+            err = 1
+        elif validate and (attrs & KC_BATCH_CONTROL) and not kc_control_region_ok(
+                buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count):
+            err = 1  # Kafka's control record checks fail: reported by the general path
+        elif include_control or not (attrs & KC_BATCH_CONTROL):
+            if a.views and pos + size - source > a.vlimit:
+                source = pos
+                a.vbase = buf + pos
+                a.vindex += 1
+                if _vstart(a, pos) < 0:
+                    err = -1
+                    break
+            err = _acc_add(a, buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count,
+                           h.base_offset, h.base_timestamp, h.max_timestamp,
+                           (attrs & KC_BATCH_TIMESTAMP_TYPE) != 0, False)
+        pos += size
+        if not presized and err == 0 and pos >= 65536:
+            presized = True
+            _acc_presize(a, n, pos, length, True)
+    if rc < 0 or err == 1:
+        _acc_rewind(a, &mark)
+        a.g[_G_VSTARTS].len = 0
+        return 1
+    return err
+
+
+cdef int _vstart(_Acc *a, int64_t pos) noexcept nogil:
+    """Note that a variadic buffer starts at ``pos`` of the buffer being gathered (see _view_sources)."""
+    if _reserve(&a.g[_G_VSTARTS], 8) < 0:
+        return -1
+    (<int64_t *>(a.g[_G_VSTARTS].p + a.g[_G_VSTARTS].len))[0] = pos
+    a.g[_G_VSTARTS].len += 8
+    return 0
+
+
+cdef list _view_sources(_Acc *a, data, Py_ssize_t start, Py_ssize_t stop):
+    """The variadic buffers the last uncompressed pass over ``data[start:stop]`` noted, as slices of it."""
+    cdef int64_t k, count = a.g[_G_VSTARTS].len // 8
+    cdef const int64_t *at = <const int64_t *>a.g[_G_VSTARTS].p
+    if not a.views or count == 0:
+        return []
+    whole = memoryview(data)
+    if whole.ndim != 1 or whole.itemsize != 1:
+        whole = whole.cast("B")
+    ends = [at[k] for k in range(1, count)] + [stop - start]
+    a.vcount += <int32_t>count
+    a.g[_G_VSTARTS].len = 0
+    return [whole[start + at[k]:start + ends[k]] for k in range(count)]
+
+
+cdef int _raise_acc_error(int err) except -1:
+    if err == -1:
+        raise MemoryError()
+    if err == -2:
+        raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
+    return 0
+
+
 def columns_uncompressed_v2(data, bint validate=True, bint include_control=False, bint headers=True,
                             Py_ssize_t start=0, Py_ssize_t stop=-1, bint views=False,
-                            Py_ssize_t view_buffer_limit=2147483647):
-    """Every record of a buffer of uncompressed v2 batches, as Arrow-ready buffers, in one native pass.
+                            int64_t view_buffer_limit=2147483647):
+    """Every record of a buffer of uncompressed v2 batches, as a RecordChunk, in one native pass.
 
     ``start`` and ``stop`` (batch boundaries) restrict the pass to a part of
     the buffer, so that several threads can share one buffer.
@@ -476,30 +576,15 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     keys, values and headers straight into the column buffers.  Returns None
     when the buffer holds anything else (compressed or legacy batches,
     trailing bytes, damage): the general path then decodes it and reports
-    errors with Kafka's messages.  Otherwise ``(n, offsets, timestamps us,
-    timestamp types, headers, columns)`` where ``columns`` holds, for key,
-    value, header key and header value, ``(length, data, int32 offsets,
-    validity bitmap or None, null count)`` (header columns empty unless
-    ``headers``) and ``headers`` is the headers list's ``(int32 offsets,
-    validity bitmap or None, null count)``, or None without ``headers``.
+    errors with Kafka's messages.
 
-    With ``views`` the key and value data are Arrow's 16-byte views and
-    their offsets None; a last element lists the variadic buffers they
-    reference: an empty one, then slices of ``data`` (each at most
-    ``view_buffer_limit`` bytes, 2 GiB, as views hold 32-bit offsets).
-    Without, that element is None.
+    With ``views`` key and value are Arrow views, long values referencing
+    ``data`` through slices of at most ``view_buffer_limit`` bytes (2 GiB:
+    views hold 32-bit offsets), which the chunk holds.
     """
     cdef Py_buffer view
-    cdef Py_ssize_t n = 0, length, pos, size
-    cdef const uint8_t *buf
-    cdef int64_t rc = 0
-    cdef uint8_t attrs
-    cdef kc_batch_header_t h
     cdef int err = 0
-    cdef bint presized = False
     cdef _Acc a
-    cdef Py_ssize_t source = 0  # views: where the current variadic buffer starts
-    cdef list starts = [0]
     if _acc_init(&a, headers, views) < 0:
         _acc_free(&a)
         raise MemoryError()
@@ -509,52 +594,12 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
             stop = view.len
         if not 0 <= start <= stop <= view.len:
             raise ValueError(f"part [{start}, {stop}) is outside the buffer of {view.len} bytes")
-        buf = <const uint8_t *>view.buf + start
-        length = stop - start
-        a.vbase = buf
-        a.vindex = 1
         with nogil:
-            rc = _walk(buf, length, include_control, &n)
-            pos = 0
-            while rc >= 0 and pos < length and err == 0:
-                size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH) + 12
-                if size < KC_BATCH_OVERHEAD or size > length - pos:  # changed since _walk (a writer in another thread)
-                    err = 1
-                    break
-                kc_batch_read(buf + pos, &h)
-                attrs = <uint8_t>h.attributes
-                if validate and h.crc != kc_batch_checksum(buf + pos, size):
-                    err = 1
-                elif validate and (attrs & KC_BATCH_CONTROL) and not kc_control_region_ok(
-                        buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count):
-                    err = 1  # Kafka's control record checks fail: reported by the general path
-                elif include_control or not (attrs & KC_BATCH_CONTROL):
-                    if views and pos + size - source > view_buffer_limit:
-                        source = pos
-                        a.vbase = buf + pos
-                        a.vindex += 1
-                        with gil:
-                            starts.append(pos)
-                    err = _acc_add(&a, buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count,
-                                   h.base_offset, h.base_timestamp, h.max_timestamp,
-                                   (attrs & KC_BATCH_TIMESTAMP_TYPE) != 0, False)
-                pos += size
-                if not presized and err == 0 and pos >= 65536:
-                    presized = True
-                    _acc_presize(&a, n, pos, length, True)
-        if err == -1:
-            raise MemoryError()
-        if err == -2:
-            raise LimitExceededError("more than 2 GiB in one Arrow column; convert fewer batches at a time")
-        if rc < 0 or err:
-            return None
-        if not views:
-            return _acc_result(&a)
-        whole = memoryview(data)
-        if whole.ndim != 1 or whole.itemsize != 1:
-            whole = whole.cast("B")
-        starts.append(length)
-        return _acc_result(&a, [whole[start + a0:start + a1] for a0, a1 in zip(starts, starts[1:])])
+            a.vlimit = view_buffer_limit
+            err = _acc_add_uncompressed(&a, <const uint8_t *>view.buf + start, stop - start, validate,
+                                        include_control)
+        _raise_acc_error(err)
+        return None if err else _chunk_of(&a, _view_sources(&a, data, start, stop))
     finally:
         PyBuffer_Release(&view)
         _acc_free(&a)

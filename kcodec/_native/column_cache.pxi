@@ -1,5 +1,4 @@
-# Column memory: growable buffers that draw on the cache of blocks Arrow gave back, and
-# the read-only buffer that hands a filled block to Arrow and returns it to the cache.
+# Column memory: growable buffers that draw on the cache of blocks Arrow gave back.
 
 
 if kc_cache_init() != 0:
@@ -62,46 +61,3 @@ cdef inline int _reserve(_Grow *g, int64_t extra, bint zero=False) noexcept nogi
     g.p = q
     g.cap = cap
     return 0
-
-
-cdef class _Owned:
-    """Read-only buffer over memory filled by the native scan (handed to Arrow without a copy)."""
-    cdef uint8_t *p
-    cdef Py_ssize_t n
-    cdef size_t cap
-    cdef Py_ssize_t shape[1]
-
-    def __dealloc__(self):
-        kc_cache_give(self.p, self.cap)
-
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        self.shape[0] = self.n
-        view.buf = <void *>self.p
-        view.obj = self
-        view.len = self.n
-        view.readonly = 1
-        view.itemsize = 1
-        view.format = NULL
-        if flags & PyBUF_FORMAT:
-            view.format = b"B"
-        view.ndim = 1
-        view.shape = self.shape if (flags & PyBUF_ND) else NULL
-        view.strides = NULL
-        view.suboffsets = NULL
-        view.internal = NULL
-
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
-
-
-cdef _Owned _own(_Grow *g):
-    cdef _Owned o = _Owned.__new__(_Owned)
-    if g.p == NULL and _reserve(g, 1) < 0:  # Arrow wants a real address even for no bytes
-        raise MemoryError()
-    o.p = g.p
-    o.n = g.len
-    o.cap = <size_t>g.cap
-    g.p = NULL
-    g.cap = 0
-    g.len = 0
-    return o

@@ -52,3 +52,50 @@ cdef extern from "kc_arrow_time.h":
 
 cdef extern from "kc_ascii.h":
     int kc_all_ascii(const uint8_t *p, Py_ssize_t n) nogil
+
+
+cdef extern from "kc_utf8.h" nogil:
+    int64_t kc_utf8_first_invalid(const uint8_t *data, const int32_t *offs, int64_t n)
+
+
+cdef extern from "kc_arrow_c.h" nogil:
+    struct ArrowSchema:
+        const char *format
+        const char *name
+        const char *metadata
+        int64_t flags
+        int64_t n_children
+        ArrowSchema **children
+        ArrowSchema *dictionary
+        void (*release)(ArrowSchema *)
+        void *private_data
+    struct ArrowArray:
+        int64_t length
+        int64_t null_count
+        int64_t offset
+        int64_t n_buffers
+        int64_t n_children
+        const void **buffers
+        ArrowArray **children
+        ArrowArray *dictionary
+        void (*release)(ArrowArray *)
+        void *private_data
+    struct ArrowArrayStream:
+        void (*release)(ArrowArrayStream *)
+
+
+cdef extern from "kc_arrow_export.h" nogil:
+    ctypedef struct kc_arrow_owner_t:
+        int64_t refs
+        void (*destroy)(kc_arrow_owner_t *)
+    void kc_owner_unref(kc_arrow_owner_t *o)
+    int kc_array_init(ArrowArray *a, kc_arrow_owner_t *owner, int64_t length, int64_t null_count, int n_buffers,
+                      const void *b0, const void *b1, const void *b2, int n_children)
+    int kc_stream_init(ArrowArrayStream *s, ArrowSchema *schema, ArrowArray *arrays, int64_t count)
+
+
+cdef extern from "kc_kafka_schema.h" nogil:
+    int KC_BATCH_FIELD_COUNT
+    const char *kc_batch_field_names[]
+    const char *kc_batch_field_formats[]
+    int kc_kafka_schema(ArrowSchema *s, int headers, const int *fields, int nfields, int views)

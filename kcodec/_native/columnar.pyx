@@ -3,16 +3,18 @@
 records straight from Arrow buffers.  Python touches only per-batch objects;
 every per-record step is a C loop without the GIL.
 
-The parts are included by concept: Arrow in, the partitioner, column memory, Arrow out.
+The parts are included by concept: Arrow in, the partitioner, column memory, Arrow out
+(gathering), and Arrow C out (the Arrow C data interface over the gathered columns).
 """
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS,
                              PyBUF_FORMAT, PyBUF_ND)
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_DECREF
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy, memset
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 
 from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_bytes_shrink
 from kcodec._native.primitives cimport kc_load_be32, kc_varint_size
@@ -30,6 +32,7 @@ from kcodec._native.native_codec cimport NativeCodec
 import numpy as np
 cimport numpy as cnp
 
+from kcodec._java_utf8 import decode as java_utf8_decode
 from kcodec.errors import LimitExceededError, RecordBuilderError
 
 cnp.import_array()
@@ -38,3 +41,4 @@ include "arrow_in.pxi"
 include "partitioner.pxi"
 include "column_cache.pxi"
 include "arrow_out.pxi"
+include "arrow_c.pxi"
