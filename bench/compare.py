@@ -565,7 +565,7 @@ def main(argv=None) -> int:
             rows.append(run(w, c, 0.1 if args.quick else 1.0, args.reps, peers))
             print(report(rows[-1:]), flush=True)
     print(targets(rows), flush=True)
-    costs = fixed_cost(max(args.reps, 20), 500)
+    costs = fixed_cost(max(args.reps, 60), 200)  # many short rounds: the quietest moments count
     print(fixed_cost_report(costs), flush=True)
     views = [views_row(w, c, 0.1 if args.quick else 1.0, args.reps) for w in args.workload or ["w1", "w2", "w3"]
              if w in ("w1", "w2") for c in args.codec or CODECS]

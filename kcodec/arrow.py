@@ -299,17 +299,24 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
     """Several buffers into one chunk, each gathered where it lies (none is joined to another)."""
     gathered = _Gathered(headers, batch_fields, views)
     pool = BufferPool()
+    sizes = []
     for i, buffer in enumerate(buffers):
-        source = f"buffer {i} of {len(buffers)}"
         try:
-            if not batch_fields and gathered.acc.add_uncompressed(buffer, validate, include_control):
-                continue
-            gathered.add(read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
-                                      pool=pool), 0, include_control, validate)
-        except KcodecError as exc:
-            raise exc.with_context(source=source) from None
+            sizes.append(memoryview(buffer).nbytes)
         except TypeError as exc:
-            raise TypeError(f"{source} is not a buffer of batches: {exc}") from None
+            raise TypeError(f"buffer {i} of {len(buffers)} is not a buffer of batches: {exc}") from None
+    total, seen = sum(sizes), 0
+    for i, buffer in enumerate(buffers):
+        try:
+            if batch_fields or not gathered.acc.add_uncompressed(buffer, validate, include_control):
+                gathered.add(read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
+                                          pool=pool), 0, include_control, validate)
+        except KcodecError as exc:
+            raise exc.with_context(source=f"buffer {i} of {len(buffers)}") from None
+        if seen < 65536 <= seen + sizes[i]:
+            # Columns sized for all the buffers, judged by the first ones: growing them would copy them again.
+            gathered.acc.presize(seen + sizes[i], total)
+        seen += sizes[i]
     return gathered.result()
 
 

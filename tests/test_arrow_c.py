@@ -14,6 +14,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import kcodec
 from kcodec.arrow import column_cache
@@ -244,3 +245,45 @@ def test_a_bad_buffer_is_named_with_its_byte():
     assert unchecked.column("offset").to_pylist() == list(range(7))
     with pytest.raises(TypeError, match="buffer 1 of 2"):
         kcodec.to_arrow([good, 42])
+
+
+def test_a_pass_that_fails_half_way_is_taken_back_whole():
+    from kcodec._native.columnar import ColumnAccumulator
+    from kcodec.arrow import record_columns
+
+    def keyed(n, base_offset):
+        b = RecordBatchBuilder(base_offset=base_offset)
+        for i in range(n):
+            b.append(b"k%d" % i, b"v", TS, [("h", b"1")])
+        return bytes(b.build())
+
+    acc = ColumnAccumulator(True)
+    assert acc.add_uncompressed(_batch(3))  # keys null at rows 0 and 2
+    bad = bytearray(_batch(4, base_offset=3) + _batch(2, base_offset=7))  # null keys and headers at rows 3, 5
+    bad[-1] ^= 0xFF  # the second batch's CRC fails after the first batch was gathered
+    assert not acc.add_uncompressed(bytes(bad))
+    assert acc.n == 3
+    assert acc.add_uncompressed(keyed(4, 3))
+    table = pa.table(record_columns([acc.result()], None, None, True, ()))
+    table.validate(full=True)
+    assert table.column("key").to_pylist() == [None, b"k1", None, b"k0", b"k1", b"k2", b"k3"]
+    assert table.column("offset").to_pylist() == list(range(7))
+    assert table.column("headers").null_count == 1  # row 0 only: row 3's missing headers were taken back
+
+
+#: Bytes at the edges of UTF-8's ranges: ASCII, continuation bytes, and leads with narrowed second bytes.
+TRICKY = [0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF,
+          0x9F, 0xA0, 0x8F, 0x90]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=6).map(lambda b: bytes(TRICKY[x % len(TRICKY)] for x in b)), min_size=1,
+                max_size=8))
+def test_header_keys_are_checked_as_utf8_value_by_value(keys):
+    from kcodec._java_utf8 import decode as java_utf8_decode
+
+    b = RecordBatchBuilder()
+    b.append(None, b"v", TS, [(k, b"") for k in keys])
+    table = pa.table(kcodec.decode_columns(bytes(b.build())))
+    table.validate(full=True)
+    assert [h["key"] for h in table.column("headers")[0].as_py()] == [java_utf8_decode(k) for k in keys]

@@ -190,10 +190,16 @@ cdef class RecordChunk:
         """Append a batch-field column (``index`` into BATCH_FIELDS): the bytes of its Arrow data buffer."""
         cdef Py_buffer view
         cdef uint8_t *data
+        cdef int64_t size
         if not 0 <= index < KC_BATCH_FIELD_COUNT or self.nfields == KC_BATCH_FIELD_COUNT:
             raise ValueError(f"no batch field {index}")
+        fmt = BATCH_FIELD_FORMATS[index]
+        size = (self.num_rows + 7) >> 3 if fmt == "b" else self.num_rows * {"l": 8, "i": 4, "s": 2, "c": 1}[fmt]
         PyObject_GetBuffer(values, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
+            if view.len != size:
+                raise ValueError(f"batch field {BATCH_FIELDS[index]!r} needs {size} bytes for {self.num_rows} rows, "
+                                 f"not {view.len}")
             self.field_own[self.nfields] = _block(view.len, &data)
             memcpy(data, view.buf, view.len)
         finally:
