@@ -408,6 +408,12 @@ def test_views_stream_equals_the_copying_stream(log_dir, use_threads):
     assert got.cast(expected.schema).equals(expected)
     pl = pytest.importorskip("polars")
     assert pl.from_arrow(got)["value"].to_list() == expected["value"].to_pylist()
+    duckdb = pytest.importorskip("duckdb")
+    reader = kcodec.read_arrow(log_dir, chunk_bytes=10_000, views=True)  # noqa: F841 (DuckDB finds it by its name)
+    rows = duckdb.sql("select count(*), sum(octet_length(value)), count(key) from reader").fetchall()
+    whole = _whole(log_dir)
+    assert rows == [(whole.num_rows, sum(pa.compute.binary_length(whole["value"]).to_pylist()),
+                     whole.num_rows - whole["key"].null_count)]
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's /proc/self/maps")
