@@ -177,7 +177,9 @@ kc_gather_region_as(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_
             KC_PUT(v, n, r.value, r.value_len);
         }
         n++;
-        p = hp;
+        /* equal to hp (checked above); taken from the length prefix, the next record
+           does not wait for this one's fields and headers to be walked */
+        p = body + r.length;
         if (pf < pf_end) {
             __builtin_prefetch(pf);
             __builtin_prefetch(pf + 64);
