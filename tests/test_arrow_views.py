@@ -286,3 +286,20 @@ def test_the_input_outlives_the_columns_object_while_an_array_is_held():
     del batch
     gc.collect()
     assert alive() is None
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_views_on_threads_equal_one_thread(monkeypatch, codec):
+    import kcodec.arrow as arrow_mod
+
+    monkeypatch.setattr(arrow_mod, "MIN_THREAD_PART", 1024)
+    monkeypatch.setattr(arrow_mod, "MIN_THREAD_MEAN_BATCH", 64)
+    before = pa.cpu_count()
+    pa.set_cpu_count(4)
+    try:
+        data = _log(codec, n=3000, limit=4096)
+        threaded = kcodec.to_arrow(data, views=True)
+    finally:
+        pa.set_cpu_count(before)
+    assert threaded.column("value").num_chunks > 1
+    _same(kcodec.to_arrow(data, use_threads=False), threaded)
