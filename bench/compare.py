@@ -436,6 +436,84 @@ def fixed_cost_report(costs: Dict[str, Dict[str, float]]) -> str:
         for name, t in us.items():
             extra = "" if name == "decode" else f"  +{t - us['decode']:.2f}"
             lines.append(f"    {name:<24} {t:>8.2f}{extra}")
+
+
+# ---------------------------------------------------------------------------
+# to_arrow(views=True): binary_view columns against the copying to_arrow and aiokafka's read
+
+VIEWS_TARGETS = [("w1", "none", "views vs copying to_arrow", "kcodec to_arrow", 2.0),
+                 ("w1", "none", "views vs aiokafka read", "aiokafka read", 20.0)]
+
+# The input is read into a buffer of its exact size (a plain read() would leave freed pages that
+# to_arrow's columns could reuse unseen), and pyarrow imported, before the peak is taken.  The peak
+# is VmHWM, which exec resets (ru_maxrss would keep the forking benchmark's own peak).
+_PEAK_CHILD = """
+import gc, os, sys
+import pyarrow
+import kcodec
+def peak_mb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+blob = bytearray(os.path.getsize(sys.argv[1]))
+with open(sys.argv[1], "rb", buffering=0) as f:
+    f.readinto(blob)
+kcodec.to_arrow(blob[:0])
+gc.collect()
+before = peak_mb()
+table = kcodec.to_arrow(blob, use_threads=False, views=sys.argv[2] == "views")
+print(peak_mb() - before)
+"""
+
+
+def views_row(workload: str, codec: str, scale: float, reps: int) -> Dict:
+    """Views, copies and aiokafka's read on the same bytes (CPU time, one thread), and each path's peak memory.
+
+    Peak memory is what ``to_arrow`` adds to a fresh interpreter's peak
+    resident size with the input already read (the input itself not
+    counted), measured in a child process per path.
+    """
+    import subprocess
+    import tempfile
+
+    keys, values, headers, limit = make_workload(workload, scale)
+    records = batch_records(keys, values, headers, cut_batches(keys, values, headers, limit))
+    batches = kc_build_batches(codec, records)
+    blob, n = b"".join(batches), len(values)
+    fns = {"kcodec to_arrow, views": lambda: kcodec.to_arrow(blob, use_threads=False, views=True),
+           "kcodec to_arrow": lambda: kcodec.to_arrow(blob, use_threads=False)}
+    peers = _peers(codec, records, batches, n, ("aiokafka",))
+    if "aiokafka" in peers:
+        fns["aiokafka read"] = peers["aiokafka"][1]
+    peak = {}
+    with tempfile.NamedTemporaryFile(suffix=".kafka") as f:
+        f.write(blob)
+        f.flush()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(os.path.dirname(os.path.abspath(kcodec.__file__))), os.environ.get("PYTHONPATH", "")]))
+        for path in ("views", "copies"):
+            out = subprocess.run([sys.executable, "-c", _PEAK_CHILD, f.name, path], env=env, check=True,
+                                 capture_output=True, text=True)
+            peak[path] = float(out.stdout.split()[-1])
+    return {"workload": workload, "codec": codec, "records": n, "stored_mb": len(blob) / 1e6,
+            "seconds": best_of_rounds(fns, reps), "peak_mb": peak}
+
+
+def views_report(rows: List[Dict]) -> str:
+    lines = ["\nto_arrow(views=True) against the copying to_arrow and aiokafka's read (CPU time, one thread)",
+             f"  {'cell':<10} {'views M rec/s':>13} {'copies M rec/s':>14} {'views/copies':>12} "
+             f"{'views/aiokafka':>14} {'peak MB views':>13} {'copies':>7}"]
+    for r in rows:
+        s, n = r["seconds"], r["records"]
+        views = s["kcodec to_arrow, views"]
+        vs_peer = f"{s['aiokafka read'] / views:>13.1f}x" if "aiokafka read" in s else f"{'-':>14}"
+        lines.append(f"  {r['workload'] + ' ' + r['codec']:<10} {n / views / 1e6:>13.2f} "
+                     f"{n / s['kcodec to_arrow'] / 1e6:>14.2f} {s['kcodec to_arrow'] / views:>11.2f}x {vs_peer} "
+                     f"{r['peak_mb']['views']:>13.1f} {r['peak_mb']['copies']:>7.1f}")
+    for r in rows:
+        for w, c, label, other, bound in VIEWS_TARGETS:
+            if (r["workload"], r["codec"]) == (w, c) and other in r["seconds"]:
+                v = r["seconds"][other] / r["seconds"]["kcodec to_arrow, views"]
+                lines.append(f"  target {w} {c}: {label} {v:.2f}x >= {bound:.0f}x  {'yes' if v >= bound else 'NO'}")
     return "\n".join(lines)
 
 
@@ -489,9 +567,13 @@ def main(argv=None) -> int:
     print(targets(rows), flush=True)
     costs = fixed_cost(max(args.reps, 60), 200)  # many short rounds: the quietest moments count
     print(fixed_cost_report(costs), flush=True)
+    views = [views_row(w, c, 0.1 if args.quick else 1.0, args.reps) for w in args.workload or ["w1", "w2", "w3"]
+             if w in ("w1", "w2") for c in args.codec or CODECS]
+    if views:
+        print(views_report(views), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": env, "rows": rows, "fixed_cost_us": costs}, f, indent=1)
+            json.dump({"machine": env, "rows": rows, "fixed_cost_us": costs, "views": views}, f, indent=1)
     return 0
 
 

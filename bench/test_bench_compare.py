@@ -36,6 +36,16 @@ def test_compare_names_the_machine(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("machine: ")
     doc = json.loads(out.read_text())
     assert doc["machine"] == compare.environment(["none"]) and doc["rows"][0]["records"] == 20000
+    assert doc["views"][0]["records"] == 20000 and set(doc["views"][0]["peak_mb"]) == {"views", "copies"}
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_views_section_runs_and_reports(codec):
+    row = compare.views_row("w1", codec, 0.002, 1)
+    assert set(row["seconds"]) == {"kcodec to_arrow, views", "kcodec to_arrow", "aiokafka read"}
+    assert all(peak >= 0 for peak in row["peak_mb"].values())
+    text = compare.views_report([row])
+    assert "views/copies" in text and ("target w1 none" in text) == (codec == "none")
 
 
 @pytest.mark.parametrize("adapter", [peerbench_adapter.KcodecAdapter, peerbench_adapter.KcodecArrowAdapter])

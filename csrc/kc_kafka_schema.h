@@ -17,17 +17,19 @@ static const char *const kc_record_names[KC_RECORD_COLUMNS] = {
 /* binary, binary, string, int32, int64, timestamp[us, tz=UTC], int32 */
 static const char *const kc_record_formats[KC_RECORD_COLUMNS] = {"z", "z", "u", "i", "l", "tsu:UTC", "i"};
 
-/* The schema as a struct (a record batch's form): the record columns, the
-   headers list<struct<key: string, value: binary>> when `headers`, then the
-   batch fields `fields` (indices into the tables above).  0, or -1 without
-   memory (`s` is then released). */
-static int kc_kafka_schema(struct ArrowSchema *s, int headers, const int *fields, int nfields)
+/* The schema as a struct (a record batch's form): the record columns (key
+   and value binary_view when `views`), the headers
+   list<struct<key: string, value: binary>> when `headers`, then the batch
+   fields `fields` (indices into the tables above).  0, or -1 without memory
+   (`s` is then released). */
+static int kc_kafka_schema(struct ArrowSchema *s, int headers, const int *fields, int nfields, int views)
 {
     int base = KC_RECORD_COLUMNS + (headers ? 1 : 0);
     if (kc_schema_init(s, "+s", "", 0, base + nfields) < 0)
         return -1;
     for (int i = 0; i < KC_RECORD_COLUMNS; i++)
-        if (kc_schema_init(s->children[i], kc_record_formats[i], kc_record_names[i], ARROW_FLAG_NULLABLE, 0) < 0)
+        if (kc_schema_init(s->children[i], views && i < 2 ? "vz" : kc_record_formats[i], kc_record_names[i],
+                           ARROW_FLAG_NULLABLE, 0) < 0)
             goto fail;
     if (headers) {
         struct ArrowSchema *list = s->children[KC_RECORD_COLUMNS], *item;

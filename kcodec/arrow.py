@@ -38,7 +38,7 @@ from kcodec.records.pool import BufferPool, PooledBuffer
 from kcodec.records.reader import read_batches
 
 __all__ = ["kafka_schema", "decode_columns", "RecordColumns", "to_arrow", "from_arrow", "from_arrow_iter",
-           "column_cache", "BATCH_FIELDS"]
+           "column_cache", "filter_rows", "BATCH_FIELDS"]
 
 
 def column_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -> Tuple[int, int, int]:
@@ -66,9 +66,12 @@ _MAX_MS, _MIN_MS = 2 ** 63 - 1, -2 ** 63
 _FORMAT_DTYPES = {"l": np.int64, "i": np.int32, "s": np.int16, "c": np.int8, "b": np.bool_}
 
 
-def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = ()) -> "pyarrow.Schema":
-    """Spark's Kafka source schema (plus the requested batch fields), as :func:`decode_columns` produces it."""
-    key = (bool(headers), tuple(batch_fields))
+def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = (), views: bool = False) -> "pyarrow.Schema":
+    """Spark's Kafka source schema (plus the requested batch fields), as :func:`decode_columns` produces it.
+
+    With ``views`` key and value are ``binary_view`` (see :func:`to_arrow`).
+    """
+    key = (bool(headers), tuple(batch_fields), bool(views))
     if key not in _SCHEMAS:
         _SCHEMAS[key] = _pa().Schema._import_from_c_capsule(kafka_schema_capsule(*key))
     return _SCHEMAS[key]
@@ -84,11 +87,13 @@ def _batch_value(batch, name):
     return getattr(batch, name)
 
 
-def _add_v2(acc: ColumnAccumulator, batch: RecordBatch) -> None:
+def _add_v2(acc: ColumnAccumulator, batch: RecordBatch, views: bool) -> None:
     count = batch._count()  # a negative count raises Kafka's error
     if count == 0:  # Kafka never looks at the payload of an empty batch
         return
-    data = batch._pooled_records()  # a pooled buffer, given back as soon as the columns hold the records
+    # Views keep the records region (the decompressed one, or a view of the input);
+    # copies come from a pooled buffer, given back as soon as the columns hold the records.
+    data = batch.records_data() if views else batch._pooled_records()
     compressed = (batch.attributes & COMPRESSION_MASK) != 0
     try:
         added = acc.add(data, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
@@ -141,7 +146,8 @@ def _thread_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, headers: bool, use_threads: bool):
+def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, headers: bool, use_threads: bool,
+                           views: bool):
     """The fast pass's chunk for each part of the buffer, or None when it must take the general path.
 
     With ``use_threads`` the buffer is cut at batch boundaries into about
@@ -150,9 +156,10 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
     """
     cuts = _cuts(buffer, 0) if use_threads else None
     if cuts is None:
-        fast = columns_uncompressed_v2(buffer, validate, include_control, headers)
+        fast = columns_uncompressed_v2(buffer, validate, include_control, headers, views=views)
         return None if fast is None else [fast]
-    return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b), cuts)
+    return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b, views),
+                       cuts)
 
 
 def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
@@ -178,7 +185,7 @@ def _on_threads(convert, cuts: List[int]):
 def decode_columns(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
                    batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
                    headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-                   use_threads: bool = True) -> RecordColumns:
+                   use_threads: bool = True, views: bool = False) -> RecordColumns:
     """The records of every batch in ``buffer`` as Arrow columns for any Arrow consumer, without pyarrow.
 
     Returns :class:`RecordColumns`, which hands its columns over through
@@ -187,22 +194,22 @@ def decode_columns(buffer, *, topic: Optional[str] = None, partition: Optional[i
     The columns, arguments and errors are those of :func:`to_arrow`.
     """
     return _columns(buffer, topic, partition, batch_fields, include_control, validate, headers, max_decompressed_size,
-                    use_threads)
+                    use_threads, views)
 
 
 def _columns(buffer, topic, partition, batch_fields, include_control, validate, headers, max_decompressed_size,
-             use_threads) -> RecordColumns:
+             use_threads, views) -> RecordColumns:
     fields = tuple(batch_fields)
     if fields:
         kafka_schema_capsule(headers, fields)  # unknown names raise before any decoding
-    chunks = _decode(buffer, fields, include_control, validate, headers, max_decompressed_size, use_threads)
-    return record_columns(chunks, topic, partition, headers, fields)
+    chunks = _decode(buffer, fields, include_control, validate, headers, max_decompressed_size, use_threads, views)
+    return record_columns(chunks, topic, partition, headers, fields, views)
 
 
 def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
              batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
              headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-             use_threads: bool = True) -> "pyarrow.Table":
+             use_threads: bool = True, views: bool = False) -> "pyarrow.Table":
     """The records of every batch in ``buffer`` as a ``pyarrow.Table`` (Spark's Kafka schema).
 
     ``buffer`` is any buffer of concatenated batches (any magic), a list or
@@ -225,10 +232,21 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     one thread.  Pass ``use_threads=False`` where the caller already runs one
     conversion per core (Spark tasks do).
 
+    ``views`` gives key and value as ``binary_view`` columns (Arrow's view
+    layout, Polars' own): a value of at most 12 bytes is held in its view,
+    a longer one is referenced where it lies instead of copied, in the
+    input for uncompressed batches and in each batch's decompressed records
+    otherwise.  The table keeps what it references alive (holding an export
+    of the input: a ``bytearray`` cannot be resized meanwhile, and changing
+    its bytes changes the values).  Legacy v0/v1 values are copied into one
+    buffer of the table, with the same type.  Headers stay copied
+    ``list<struct<key: string, value: binary>>``: their keys are checked
+    and repaired as UTF-8, and most headers fit in a view anyway.
+
     The table is :func:`decode_columns`' result imported through the Arrow C data interface.
     """
     return _table(_columns(buffer, topic, partition, batch_fields, include_control, validate, headers,
-                           max_decompressed_size, use_threads))
+                           max_decompressed_size, use_threads, views))
 
 
 def _table(columns: RecordColumns) -> "pyarrow.Table":
@@ -237,7 +255,7 @@ def _table(columns: RecordColumns) -> "pyarrow.Table":
     if columns.num_chunks == 1:
         # Imported against the cached schema object: parsing the schema again would cost more than the batch.
         array = columns._array_capsule()
-        schema = kafka_schema(columns.headers, columns.batch_fields)
+        schema = kafka_schema(columns.headers, columns.batch_fields, columns.views)
         return pa.Table.from_batches([pa.RecordBatch._import_from_c(array_address(array), schema)])
     return pa.RecordBatchReader._import_from_c_capsule(columns.__arrow_c_stream__()).read_all()
 
@@ -254,32 +272,32 @@ def _is_buffer_list(buffer) -> bool:
 
 
 def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
-            max_decompressed_size: int, use_threads: bool) -> List[RecordChunk]:
+            max_decompressed_size: int, use_threads: bool, views: bool) -> List[RecordChunk]:
     """The records of ``buffer`` (see to_arrow) as one or more chunks."""
     if _is_buffer_list(buffer):
-        return [_decode_many(buffer, batch_fields, include_control, validate, headers, max_decompressed_size)]
+        return [_decode_many(buffer, batch_fields, include_control, validate, headers, max_decompressed_size, views)]
     try:
         unsized = memoryview(buffer).nbytes  # the buffer's size while the columns are not yet sized for it
     except TypeError:
-        return [_general(buffer, 0, batch_fields, include_control, validate, headers)]
+        return [_general(buffer, 0, batch_fields, include_control, validate, headers, views)]
     if not batch_fields:
         # One native pass when the buffer holds only uncompressed v2 batches
         # (anything else, including damage, takes the general path below).
-        parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads)
+        parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads, views)
         if parts is not None:
             return parts
         if use_threads:
-            parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size)
+            parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
             if parts is not None:
                 return parts
     batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size, pool=BufferPool())
-    return [_general(batches, unsized, batch_fields, include_control, validate, headers)]
+    return [_general(batches, unsized, batch_fields, include_control, validate, headers, views)]
 
 
 def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
-                 max_decompressed_size: int) -> RecordChunk:
+                 max_decompressed_size: int, views: bool) -> RecordChunk:
     """Several buffers into one chunk, each gathered where it lies (none is joined to another)."""
-    gathered = _Gathered(headers, batch_fields)
+    gathered = _Gathered(headers, batch_fields, views)
     pool = BufferPool()
     sizes = []
     for i, buffer in enumerate(buffers):
@@ -302,7 +320,7 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
     return gathered.result()
 
 
-def _general_parts(buffer, include_control, validate, headers, max_decompressed_size):
+def _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views):
     """The general path over parts of the buffer on threads, or None to convert it in one piece.
 
     Decompression and the record gather release the GIL, so compressed
@@ -323,7 +341,7 @@ def _general_parts(buffer, include_control, validate, headers, max_decompressed_
         try:
             batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
                                    pool=BufferPool())
-            return _general(batches, b - a, (), include_control, validate, headers)
+            return _general(batches, b - a, (), include_control, validate, headers, views)
         except KcodecError:
             return None
 
@@ -333,8 +351,9 @@ def _general_parts(buffer, include_control, validate, headers, max_decompressed_
 class _Gathered:
     """Batches of any magic and codec gathered one at a time, with their batch fields."""
 
-    def __init__(self, headers: bool, batch_fields: Tuple[str, ...]) -> None:
-        self.acc = ColumnAccumulator(headers)
+    def __init__(self, headers: bool, batch_fields: Tuple[str, ...], views: bool = False) -> None:
+        self.acc = ColumnAccumulator(headers, views)
+        self.views = views
         self.batch_fields = batch_fields
         self.counts: List[int] = []
         self.values: dict = {name: [] for name in batch_fields}
@@ -349,7 +368,7 @@ class _Gathered:
                     continue
             before = acc.n
             if batch.magic >= 2:
-                _add_v2(acc, batch)
+                _add_v2(acc, batch, self.views)
                 if unsized and batch.position + batch.size_in_bytes >= 65536:
                     # Columns sized for the whole buffer: growing them would copy them again.
                     acc.presize(batch.position + batch.size_in_bytes, unsized)
@@ -372,11 +391,53 @@ class _Gathered:
 
 
 def _general(batches, unsized: int, batch_fields: Tuple[str, ...], include_control: bool, validate: bool,
-             headers: bool) -> RecordChunk:
+             headers: bool, views: bool = False) -> RecordChunk:
     """Batches of any magic and codec, one at a time, into a chunk."""
-    gathered = _Gathered(headers, batch_fields)
+    gathered = _Gathered(headers, batch_fields, views)
     gathered.add(batches, unsized, include_control, validate)
     return gathered.result()
+
+
+def filter_rows(table: Union["pyarrow.Table", "pyarrow.RecordBatch"], mask) -> Union["pyarrow.Table",
+                                                                                      "pyarrow.RecordBatch"]:
+    """``table.filter(mask)``, also for the ``binary_view`` columns of ``to_arrow(views=True)``.
+
+    pyarrow's filter kernels take no view columns: their views (16 bytes
+    each) are selected here, over the same data buffers, so no value is copied.
+    """
+    pa = _pa()
+    if not any(pa.types.is_binary_view(f.type) for f in table.schema):
+        return table.filter(mask)
+    import pyarrow.compute as pc
+
+    mask = pc.fill_null(mask, False)
+    keep = mask.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    columns = []
+    for column in table.columns:
+        if not pa.types.is_binary_view(column.type):
+            columns.append(pc.filter(column, mask))
+        elif isinstance(column, pa.ChunkedArray):
+            starts = np.cumsum([0] + [len(c) for c in column.chunks])
+            columns.append(pa.chunked_array([_filter_views(c, keep[a:b]) for c, a, b in
+                                             zip(column.chunks, starts, starts[1:])], column.type))
+        else:
+            columns.append(_filter_views(column, keep))
+    return type(table).from_arrays(columns, schema=table.schema)
+
+
+def _filter_views(array, keep: np.ndarray):
+    """The rows of a ``binary_view`` array where ``keep`` is true, its data buffers shared."""
+    pa = _pa()
+    buffers = array.buffers()
+    views = np.frombuffer(buffers[1], np.dtype((np.void, 16)), len(array), 16 * array.offset)[keep]
+    validity, nulls = None, 0
+    if array.null_count:
+        valid = array.is_valid().to_numpy(zero_copy_only=False)[keep]
+        nulls = int(len(valid) - valid.sum())
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(pa.binary_view(), len(views), [validity, pa.py_buffer(views)] + buffers[2:],
+                                 null_count=nulls)
+
 
 
 # ---------------------------------------------------------------------------

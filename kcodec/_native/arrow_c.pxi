@@ -5,7 +5,12 @@
 cdef struct _GatheredOwner:
     # The buffers of an accumulator, moved here when its columns are complete
     kc_arrow_owner_t base
-    _Grow g[17]
+    _Grow g[19]
+    # Views: the objects holding the variadic buffers (a tuple, referenced), and the
+    # Arrow buffer lists of key and value (validity, views, variadic buffers, their sizes)
+    PyObject *sources
+    const void **vbufs[2]
+    int64_t *vsizes
 
 
 cdef void _gathered_destroy(kc_arrow_owner_t *o) noexcept nogil:
@@ -13,7 +18,39 @@ cdef void _gathered_destroy(kc_arrow_owner_t *o) noexcept nogil:
     cdef int k
     for k in range(_G_COUNT):
         kc_cache_give(w.g[k].p, <size_t>w.g[k].cap)
+    if w.sources != NULL:
+        with gil:  # the last array may be released on any thread
+            Py_DECREF(<object>w.sources)
+    free(w.vbufs[0])
+    free(w.vsizes)
     free(w)
+
+
+cdef int _view_buffers(_GatheredOwner *own, const int64_t *nulls, tuple sources) except -1:
+    """The key and value columns' Arrow buffer lists: variadic buffer 0 is the spill buffer, then ``sources``."""
+    cdef Py_buffer view
+    cdef Py_ssize_t j, nvar = 1 + len(sources), width = 3 + nvar
+    cdef int k
+    own.vsizes = <int64_t *>malloc(<size_t>(8 * nvar))
+    own.vbufs[0] = <const void **>calloc(<size_t>(2 * width), sizeof(void *))
+    if own.vsizes == NULL or own.vbufs[0] == NULL:
+        raise MemoryError()
+    own.vbufs[1] = own.vbufs[0] + width
+    own.vsizes[0] = own.g[_G_SPILL].len
+    for k in range(2):
+        own.vbufs[k][0] = own.g[3 * k + 2].p if nulls[k] else NULL
+        own.vbufs[k][1] = own.g[3 * k].p
+        own.vbufs[k][2] = own.g[_G_SPILL].p
+        own.vbufs[k][width - 1] = own.vsizes
+    for j in range(1, nvar):
+        PyObject_GetBuffer(sources[j - 1], &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        own.vsizes[j] = view.len
+        for k in range(2):
+            own.vbufs[k][2 + j] = view.buf
+        PyBuffer_Release(&view)  # the memoryview in sources holds the export
+    own.sources = <PyObject *>sources
+    Py_INCREF(sources)
+    return 0
 
 
 cdef void _block_destroy(kc_arrow_owner_t *o) noexcept nogil:
@@ -62,8 +99,11 @@ cdef int _java_header_keys(_Acc *a) except -1:
     return 0
 
 
-cdef RecordChunk _chunk_of(_Acc *a):
-    """The accumulator's columns as a RecordChunk, in Arrow's form; the accumulator is left empty."""
+cdef RecordChunk _chunk_of(_Acc *a, list sources=None):
+    """The accumulator's columns as a RecordChunk, in Arrow's form; the accumulator is left empty.
+
+    ``sources``: with views, the buffers the views reference (variadic buffer 1 onwards), held by the chunk.
+    """
     cdef int k
     cdef Py_ssize_t bad
     cdef int64_t first_bad = -1
@@ -93,8 +133,18 @@ cdef RecordChunk _chunk_of(_Acc *a):
     own.base.refs = 1
     own.base.destroy = _gathered_destroy
     memcpy(own.g, a.g, sizeof(own.g))
+    own.sources = NULL
+    own.vbufs[0] = own.vbufs[1] = NULL
+    own.vsizes = NULL
     cdef RecordChunk c = RecordChunk.__new__(RecordChunk)
     c.own = own
+    memset(a.g, 0, sizeof(a.g))  # owned by the chunk from here on, also if the view lists fail
+    c.views = a.views
+    if a.views:
+        # memoryviews hold an export each: a bytearray cannot be resized under its views
+        keep = tuple(memoryview(s) for s in (sources or ()))
+        c.nvar = 1 + len(keep)
+        _view_buffers(own, a.nulls, keep)
     c.num_rows = a.n
     c.nh = a.nh
     c.hnulls = a.hnulls
@@ -114,6 +164,8 @@ cdef class RecordChunk:
     cdef int64_t nh, hnulls
     cdef int64_t nulls[4]
     cdef bint headers
+    cdef bint views
+    cdef Py_ssize_t nvar  # views: variadic buffers
     # batch-field columns (set_field) and the topic and partition columns (made on first export)
     cdef kc_arrow_owner_t *field_own[10]
     cdef const void *field_data[10]
@@ -199,8 +251,14 @@ cdef class RecordChunk:
             raise MemoryError()
         ch = out.children
         for k in range(2):  # key, value
-            err |= kc_array_init(ch[k], o, n, self.nulls[k], 3, g[3 * k + 2].p if self.nulls[k] else NULL,
-                                 g[3 * k + 1].p, g[3 * k].p, 0)
+            if self.views:  # binary_view: validity, views, the variadic buffers and their sizes
+                err |= kc_array_init(ch[k], o, n, self.nulls[k], 2, NULL, NULL, NULL, 0)
+                if err == 0:
+                    ch[k].buffers = self.own.vbufs[k]
+                    ch[k].n_buffers = self.nvar + 3
+            else:
+                err |= kc_array_init(ch[k], o, n, self.nulls[k], 3, g[3 * k + 2].p if self.nulls[k] else NULL,
+                                     g[3 * k + 1].p, g[3 * k].p, 0)
         err |= kc_array_init(ch[2], self.topic_own, n, self.topic_nulls, 3, self.topic_buf[0], self.topic_buf[1],
                              self.topic_buf[2], 0)
         err |= kc_array_init(ch[3], self.partition_own, n, self.partition_nulls, 2, self.partition_buf[0],
@@ -247,18 +305,18 @@ cdef void _free_stream(object capsule) noexcept:
     free(s)
 
 
-cdef int _schema_into(ArrowSchema *s, bint headers, const int *fields, int nfields) except -1:
-    if kc_kafka_schema(s, headers, fields, nfields) < 0:
+cdef int _schema_into(ArrowSchema *s, bint headers, const int *fields, int nfields, bint views=False) except -1:
+    if kc_kafka_schema(s, headers, fields, nfields, views) < 0:
         raise MemoryError()
     return 0
 
 
-cdef object _schema_capsule(bint headers, const int *fields, int nfields):
+cdef object _schema_capsule(bint headers, const int *fields, int nfields, bint views=False):
     cdef ArrowSchema *s = <ArrowSchema *>calloc(1, sizeof(ArrowSchema))
     if s == NULL:
         raise MemoryError()
     try:
-        _schema_into(s, headers, fields, nfields)
+        _schema_into(s, headers, fields, nfields, views)
         return PyCapsule_New(s, "arrow_schema", _free_schema)
     except BaseException:
         if s.release != NULL:
@@ -285,10 +343,10 @@ cdef int _field_list(tuple batch_fields, int *out) except -1:
     return k
 
 
-def kafka_schema_capsule(bint headers=True, tuple batch_fields=()) -> object:
-    """The Arrow schema of decoded records as an ``arrow_schema`` PyCapsule."""
+def kafka_schema_capsule(bint headers=True, tuple batch_fields=(), bint views=False) -> object:
+    """The Arrow schema of decoded records as an ``arrow_schema`` PyCapsule (key and value binary_view with ``views``)."""
     cdef int fields[10]
-    return _schema_capsule(headers, fields, _field_list(batch_fields, fields))
+    return _schema_capsule(headers, fields, _field_list(batch_fields, fields), views)
 
 
 cdef class RecordColumns:
@@ -307,6 +365,7 @@ cdef class RecordColumns:
     cdef bint has_partition
     cdef int32_t partition_value
     cdef bint with_headers
+    cdef readonly bint views
     cdef int fields[10]
     cdef int nfields
     cdef readonly int64_t num_rows
@@ -342,7 +401,7 @@ cdef class RecordColumns:
                 f"{', '.join(self.column_names)}>")
 
     def __arrow_c_schema__(self) -> object:
-        return _schema_capsule(self.with_headers, self.fields, self.nfields)
+        return _schema_capsule(self.with_headers, self.fields, self.nfields, self.views)
 
     def __arrow_c_stream__(self, requested_schema=None) -> object:
         """An ``arrow_array_stream`` capsule yielding each chunk as a record batch."""
@@ -357,7 +416,7 @@ cdef class RecordColumns:
             for k in range(count):
                 (<RecordChunk>self.chunks[k])._export(&arrays[k], self.topic_bytes, self.has_partition,
                                                       self.partition_value)
-            _schema_into(&schema, self.with_headers, self.fields, self.nfields)
+            _schema_into(&schema, self.with_headers, self.fields, self.nfields, self.views)
             stream = <ArrowArrayStream *>calloc(1, sizeof(ArrowArrayStream))
             if stream == NULL or kc_stream_init(stream, &schema, arrays, count) < 0:
                 free(stream)
@@ -397,7 +456,7 @@ cdef class _OneChunkColumns(RecordColumns):
         return PyCapsule_New(a, "arrow_array", _free_array)
 
 
-def record_columns(list chunks, topic, partition, bint headers, tuple batch_fields) -> RecordColumns:
+def record_columns(list chunks, topic, partition, bint headers, tuple batch_fields, bint views=False) -> RecordColumns:
     """RecordColumns over decoded chunks (see kcodec.decode_columns)."""
     cls = _OneChunkColumns if len(chunks) == 1 else RecordColumns
     cdef RecordColumns r = cls.__new__(cls)
@@ -407,10 +466,11 @@ def record_columns(list chunks, topic, partition, bint headers, tuple batch_fiel
     r.has_partition = partition is not None
     r.partition_value = partition if partition is not None else 0
     r.with_headers = headers
+    r.views = views
     r.nfields = _field_list(batch_fields, r.fields) if batch_fields else 0
     for c in chunks:
         r.num_rows += c.num_rows
-        if c.headers != headers or c.nfields != r.nfields:
+        if c.headers != headers or c.nfields != r.nfields or c.views != views:
             raise ValueError("a chunk was decoded with other columns")
     return r
 

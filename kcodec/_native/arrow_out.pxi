@@ -48,6 +48,38 @@ cdef inline void _put(_Grow *data, _Grow *offs, _Grow *nullmap, int64_t row, con
         nulls[0] += 1
 
 
+cdef inline int _reserve_views(_Grow *g, int64_t rows) noexcept nogil:
+    """Room for ``rows`` more 16-byte views and null-map bits of a views column."""
+    if _reserve(&g[0], 16 * rows) < 0 or _reserve(&g[2], rows // 8 + 2, True) < 0:
+        return -1
+    return 0
+
+
+cdef inline int _put_view(_Grow *views, _Grow *nullmap, _Grow *spill, int64_t row, const uint8_t *src, int32_t ln,
+                          int64_t *nulls) noexcept nogil:
+    """Append one value as a view (ln -1 = null), a long one copied into the spill buffer (variadic buffer 0).
+
+    The object path's counterpart of kc_gather_region_views; 0, -1 (no memory) or -2 (2 GiB spilled).
+    """
+    if ln > 12:
+        if spill.len + ln > 2147483647:
+            return -2
+        if _reserve(spill, ln) < 0:
+            return -1
+        memcpy(spill.p + spill.len, src, ln)
+        src = spill.p + spill.len
+        spill.len += ln
+    if _reserve_views(views, 1) < 0:
+        return -1
+    kc_view_put(views.p + views.len, src, ln, 0, spill.p)
+    views.len += 16
+    nullmap.len = (row >> 3) + 1
+    if ln < 0:
+        nullmap.p[row >> 3] |= <uint8_t>(1 << (row & 7))
+        nulls[0] += 1
+    return 0
+
+
 cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noexcept nogil:
     """Room for one column's values from one batch: at most batch_bytes of data and ``rows`` entries."""
     if g[0].len + batch_bytes > 2147483647:
@@ -61,29 +93,43 @@ cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noex
 # header key, header value) g[3c] data, g[3c + 1] int32 offsets, g[3c + 2]
 # null map; then per record offsets, timestamps, timestamp types, and the
 # headers list's int32 offsets and null map (records without headers).
+# With views, g[0] and g[3] hold key and value as Arrow's 16-byte views (no
+# offsets), and the values of legacy records, which have no region to
+# reference, are copied into g[_G_SPILL] (variadic buffer 0); g[_G_VSTARTS]
+# collects, during one pass over an uncompressed buffer, the int64 offsets
+# where the variadic buffers it references start.
 cdef enum:
     _G_OFFSET = 12
     _G_TS = 13
     _G_TYPE = 14
     _G_HLIST = 15
     _G_HNULL = 16
-    _G_COUNT = 17
+    _G_SPILL = 17
+    _G_VSTARTS = 18
+    _G_COUNT = 19
 
 
 cdef struct _Acc:
-    _Grow g[17]
+    _Grow g[19]
     int64_t nulls[4]
     int64_t hnulls
     int64_t n
     int64_t nh
     bint headers
+    bint views
+    const uint8_t *vbase  # views: the variadic buffer the next region's long values are in
+    int32_t vindex
+    int32_t vcount  # views: variadic buffers so far, the spill buffer not counted
+    int64_t vlimit  # views: the most bytes one variadic buffer of an uncompressed input spans
 
 
-cdef int _acc_init(_Acc *a, bint headers) noexcept nogil:
+cdef int _acc_init(_Acc *a, bint headers, bint views=False) noexcept nogil:
     # Offset buffers (the four binary columns' and the headers list's) start with their leading 0.
     cdef int i, k
     memset(a, 0, sizeof(_Acc))
     a.headers = headers
+    a.views = views
+    a.vlimit = 2147483647
     for i in range(5):
         k = 3 * i + 1 if i < 4 else _G_HLIST
         if _reserve(&a.g[k], 4) < 0:
@@ -106,7 +152,8 @@ cdef inline void _acc_set_lengths(_Acc *a) noexcept nogil:
     cdef int64_t rows
     for k in range(4):
         rows = a.n if k < 2 else a.nh
-        a.g[3 * k + 1].len = 4 * (rows + 1)
+        if k >= 2 or not a.views:
+            a.g[3 * k + 1].len = 4 * (rows + 1)
         a.g[3 * k + 2].len = (rows + 7) >> 3
     a.g[_G_OFFSET].len = 8 * a.n
     a.g[_G_TS].len = 8 * a.n
@@ -128,7 +175,10 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     if count > region // KC_MIN_RECORD_SIZE + 1:
         return 1
     for k in range(4 if a.headers else 2):
-        err = _reserve_batch(&a.g[3 * k], count if k < 2 else region // 2, region)
+        if k < 2 and a.views:
+            err = _reserve_views(&a.g[3 * k], count)
+        else:
+            err = _reserve_batch(&a.g[3 * k], count if k < 2 else region // 2, region)
         if err:
             return err
     if (_reserve(&a.g[_G_OFFSET], 8 * count) < 0 or _reserve(&a.g[_G_TS], 8 * count) < 0
@@ -149,7 +199,12 @@ cdef int _acc_add(_Acc *a, const uint8_t *p, const uint8_t *end, int32_t count, 
     g.hnulls = a.hnulls
     g.n = a.n
     g.nh = a.nh
-    err = kc_gather_region(&g, p, end, count, stream, base_off, base_ts, max_ts, lat, a.headers)
+    if a.views:
+        g.vbase = a.vbase
+        g.vindex = a.vindex
+        err = kc_gather_region_views(&g, p, end, count, stream, base_off, base_ts, max_ts, lat, a.headers)
+    else:
+        err = kc_gather_region(&g, p, end, count, stream, base_off, base_ts, max_ts, lat, a.headers)
     for k in range(4):
         a.g[3 * k].len = g.col[k].len
         a.nulls[k] = g.col[k].nulls
@@ -224,6 +279,9 @@ cdef void _acc_presize(_Acc *a, int64_t rows, int64_t seen, int64_t total, bint 
     if most > 2147483647:
         most = 2147483647
     for k in range(4 if a.headers else 2):
+        if k < 2 and a.views:
+            _reserve_views(&a.g[3 * k], rows - a.n)
+            continue
         want = min(<int64_t>(a.g[3 * k].len * scale) + 64, most)
         if want > a.g[3 * k].len and _reserve(&a.g[3 * k], want - a.g[3 * k].len) < 0:
             return
@@ -245,11 +303,17 @@ cdef class ColumnAccumulator:
     For batches that need Python first (compressed ones: the codec returns
     the records region); ``add`` returns False when the region does not
     parse, and the caller then reports the error with Kafka's message.
+
+    With ``views``, key and value are Arrow views: long values reference the
+    regions given to ``add`` (and the buffers given to ``add_uncompressed``),
+    which the accumulator holds, and its result hands on, instead of copying them.
     """
     cdef _Acc a
+    cdef list sources
 
-    def __cinit__(self, bint headers=True):
-        if _acc_init(&self.a, headers) < 0:
+    def __cinit__(self, bint headers=True, bint views=False):
+        self.sources = []
+        if _acc_init(&self.a, headers, views) < 0:
             raise MemoryError()
 
     def __dealloc__(self):
@@ -268,6 +332,14 @@ cdef class ColumnAccumulator:
         cdef int err
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
+            if self.a.views:
+                if self.a.vcount == 2147483646:
+                    raise LimitExceededError("more than 2**31 buffers behind one Arrow column")
+                # The region stays where it is: the views point into it, and the result holds it.
+                self.sources.append(data)
+                self.a.vcount += 1
+                self.a.vbase = <const uint8_t *>view.buf
+                self.a.vindex = self.a.vcount
             with nogil:
                 err = _acc_add(&self.a, <const uint8_t *>view.buf, <const uint8_t *>view.buf + view.len, count,
                                base_offset, base_timestamp, max_timestamp, log_append_time, stream)
@@ -290,6 +362,8 @@ cdef class ColumnAccumulator:
         finally:
             PyBuffer_Release(&view)
         _raise_acc_error(err)
+        if err == 0:
+            self.sources += _view_sources(&self.a, data, 0, view.len)
         return err == 0
 
     def add_record(self, int64_t offset, int64_t timestamp, int32_t timestamp_type, key, value,
@@ -330,18 +404,21 @@ cdef class ColumnAccumulator:
     cdef int _put_object(self, int c, int64_t row, obj, int64_t *nulls) except -1:
         cdef Py_buffer view
         cdef int err
-        if obj is None:
-            err = _reserve_batch(&self.a.g[c], 1, 0)
-            if err == 0:
-                _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, NULL, -1, nulls)
-        else:
+        cdef const uint8_t *src = NULL
+        cdef int32_t ln = -1
+        if obj is not None:
             PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-            try:
-                err = _reserve_batch(&self.a.g[c], 1, view.len)
+            src = <const uint8_t *>view.buf
+            ln = <int32_t>view.len
+        try:
+            if c < 6 and self.a.views:
+                err = _put_view(&self.a.g[c], &self.a.g[c + 2], &self.a.g[_G_SPILL], row, src, ln, nulls)
+            else:
+                err = _reserve_batch(&self.a.g[c], 1, max(ln, 0))
                 if err == 0:
-                    _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, <const uint8_t *>view.buf,
-                         <int32_t>view.len, nulls)
-            finally:
+                    _put(&self.a.g[c], &self.a.g[c + 1], &self.a.g[c + 2], row, src, ln, nulls)
+        finally:
+            if obj is not None:
                 PyBuffer_Release(&view)
         return _raise_acc_error(err)
 
@@ -351,9 +428,10 @@ cdef class ColumnAccumulator:
 
     def result(self) -> RecordChunk:
         """The gathered columns (the accumulator is empty afterwards)."""
-        out = _chunk_of(&self.a)
+        out = _chunk_of(&self.a, self.sources)
+        self.sources = []
         _acc_free(&self.a)
-        if _acc_init(&self.a, self.a.headers) < 0:
+        if _acc_init(&self.a, self.a.headers, self.a.views) < 0:
             raise MemoryError()
         return out
 
@@ -410,7 +488,14 @@ cdef int _acc_add_uncompressed(_Acc *a, const uint8_t *buf, Py_ssize_t length, b
     cdef int k, err = 0
     cdef bint presized = a.n > 0  # sizing from this buffer alone would misjudge what came before
     cdef _AccMark mark
+    cdef Py_ssize_t source = 0  # views: where the current variadic buffer starts in buf
     _acc_mark(a, &mark)
+    a.g[_G_VSTARTS].len = 0
+    if a.views:
+        a.vbase = buf
+        a.vindex = a.vcount + 1
+        if _vstart(a, 0) < 0:
+            return -1
     rc = _walk(buf, length, include_control, &n)
     while rc >= 0 and pos < length and err == 0:
         size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH) + 12
@@ -425,6 +510,13 @@ cdef int _acc_add_uncompressed(_Acc *a, const uint8_t *buf, Py_ssize_t length, b
                 buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count):
             err = 1  # Kafka's control record checks fail: reported by the general path
         elif include_control or not (attrs & KC_BATCH_CONTROL):
+            if a.views and pos + size - source > a.vlimit:
+                source = pos
+                a.vbase = buf + pos
+                a.vindex += 1
+                if _vstart(a, pos) < 0:
+                    err = -1
+                    break
             err = _acc_add(a, buf + pos + KC_BATCH_OVERHEAD, buf + pos + size, h.records_count,
                            h.base_offset, h.base_timestamp, h.max_timestamp,
                            (attrs & KC_BATCH_TIMESTAMP_TYPE) != 0, False)
@@ -434,8 +526,33 @@ cdef int _acc_add_uncompressed(_Acc *a, const uint8_t *buf, Py_ssize_t length, b
             _acc_presize(a, n, pos, length, True)
     if rc < 0 or err == 1:
         _acc_rewind(a, &mark)
+        a.g[_G_VSTARTS].len = 0
         return 1
     return err
+
+
+cdef int _vstart(_Acc *a, int64_t pos) noexcept nogil:
+    """Note that a variadic buffer starts at ``pos`` of the buffer being gathered (see _view_sources)."""
+    if _reserve(&a.g[_G_VSTARTS], 8) < 0:
+        return -1
+    (<int64_t *>(a.g[_G_VSTARTS].p + a.g[_G_VSTARTS].len))[0] = pos
+    a.g[_G_VSTARTS].len += 8
+    return 0
+
+
+cdef list _view_sources(_Acc *a, data, Py_ssize_t start, Py_ssize_t stop):
+    """The variadic buffers the last uncompressed pass over ``data[start:stop]`` noted, as slices of it."""
+    cdef int64_t k, count = a.g[_G_VSTARTS].len // 8
+    cdef const int64_t *at = <const int64_t *>a.g[_G_VSTARTS].p
+    if not a.views or count == 0:
+        return []
+    whole = memoryview(data)
+    if whole.ndim != 1 or whole.itemsize != 1:
+        whole = whole.cast("B")
+    ends = [at[k] for k in range(1, count)] + [stop - start]
+    a.vcount += <int32_t>count
+    a.g[_G_VSTARTS].len = 0
+    return [whole[start + at[k]:start + ends[k]] for k in range(count)]
 
 
 cdef int _raise_acc_error(int err) except -1:
@@ -447,7 +564,8 @@ cdef int _raise_acc_error(int err) except -1:
 
 
 def columns_uncompressed_v2(data, bint validate=True, bint include_control=False, bint headers=True,
-                            Py_ssize_t start=0, Py_ssize_t stop=-1):
+                            Py_ssize_t start=0, Py_ssize_t stop=-1, bint views=False,
+                            int64_t view_buffer_limit=2147483647):
     """Every record of a buffer of uncompressed v2 batches, as a RecordChunk, in one native pass.
 
     ``start`` and ``stop`` (batch boundaries) restrict the pass to a part of
@@ -459,11 +577,15 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
     when the buffer holds anything else (compressed or legacy batches,
     trailing bytes, damage): the general path then decodes it and reports
     errors with Kafka's messages.
+
+    With ``views`` key and value are Arrow views, long values referencing
+    ``data`` through slices of at most ``view_buffer_limit`` bytes (2 GiB:
+    views hold 32-bit offsets), which the chunk holds.
     """
     cdef Py_buffer view
     cdef int err = 0
     cdef _Acc a
-    if _acc_init(&a, headers) < 0:
+    if _acc_init(&a, headers, views) < 0:
         _acc_free(&a)
         raise MemoryError()
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
@@ -473,10 +595,11 @@ def columns_uncompressed_v2(data, bint validate=True, bint include_control=False
         if not 0 <= start <= stop <= view.len:
             raise ValueError(f"part [{start}, {stop}) is outside the buffer of {view.len} bytes")
         with nogil:
+            a.vlimit = view_buffer_limit
             err = _acc_add_uncompressed(&a, <const uint8_t *>view.buf + start, stop - start, validate,
                                         include_control)
         _raise_acc_error(err)
-        return None if err else _chunk_of(&a)
+        return None if err else _chunk_of(&a, _view_sources(&a, data, start, stop))
     finally:
         PyBuffer_Release(&view)
         _acc_free(&a)

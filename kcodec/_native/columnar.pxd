@@ -98,4 +98,4 @@ cdef extern from "kc_kafka_schema.h" nogil:
     int KC_BATCH_FIELD_COUNT
     const char *kc_batch_field_names[]
     const char *kc_batch_field_formats[]
-    int kc_kafka_schema(ArrowSchema *s, int headers, const int *fields, int nfields)
+    int kc_kafka_schema(ArrowSchema *s, int headers, const int *fields, int nfields, int views)

@@ -11,7 +11,7 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE,
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
-from cpython.ref cimport Py_DECREF
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -21,7 +21,8 @@ from kcodec._native.primitives cimport kc_load_be32, kc_varint_size
 from kcodec._native.primitives cimport (KC_MIN_RECORD_SIZE, kc_record_body_size, kc_header_size,
                                         kc_write_record_sized, kc_write_header, kc_record_t, kc_header_t,
                                         kc_parse_record, kc_parse_header, kc_parse_record_stream, kc_bincol_t,
-                                        kc_gather_t, kc_gather_region, kc_nullmap_to_validity)
+                                        kc_gather_t, kc_gather_region, kc_gather_region_views,
+                                        kc_view_put, kc_nullmap_to_validity)
 from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
                                         KC_BATCH_OVERHEAD, KC_BATCH_LENGTH, KC_BATCH_MAGIC, KC_BATCH_ATTRIBUTES,
                                         KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,

@@ -141,6 +141,11 @@ cdef extern from "kc_gather.h" nogil:
         int64_t hnulls
         int64_t n
         int64_t nh
+        const uint8_t *vbase
+        int32_t vindex
     int kc_gather_region(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_t count, int stream,
                          int64_t base_off, int64_t base_ts, int64_t max_ts, int lat, int headers)
+    int kc_gather_region_views(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_t count, int stream,
+                               int64_t base_off, int64_t base_ts, int64_t max_ts, int lat, int headers)
+    void kc_view_put(uint8_t *dst, const uint8_t *src, int32_t ln, int32_t index, const uint8_t *base)
     void kc_nullmap_to_validity(uint8_t *map, int64_t n)

@@ -39,7 +39,7 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
                end_offset: Optional[int] = None, start_timestamp: Optional[int] = None,
                end_timestamp: Optional[int] = None, include_control: bool = False,
                chunk_bytes: int = DEFAULT_CHUNK_BYTES, validate: bool = True,
-               use_threads: bool = True,
+               use_threads: bool = True, views: bool = False,
                storage_options: Optional[Dict[str, Any]] = None) -> "pyarrow.RecordBatchReader":
     """The records of a segment file, a partition folder or a broker log directory as a stream.
 
@@ -58,6 +58,12 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
     through the indexes, then rows are filtered exactly.  A segment file
     read alone takes its topic and partition from its folder's name, when
     that is ``<topic>-<partition>``.
+
+    ``views`` gives key and value as ``binary_view`` columns, as
+    :func:`kcodec.to_arrow` does: long values of uncompressed batches then
+    reference the memory-mapped segment (each batch keeps the map alive;
+    its pages are read from the file again when a value is used), those of
+    compressed batches their run's decompressed records.
 
     ``path`` may be a URL (``s3://``, ``gs://``, ... as :func:`kcodec.storage.resolve`
     takes them, with ``storage_options`` for the file system), and a log
@@ -79,8 +85,8 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
     wanted = RecordRange(start_offset, end_offset, start_timestamp, end_timestamp)
     storage, inner = resolve(path, storage_options)
     plan = _plan(storage, inner, storage_options, _names(topics, str), _names(partitions, int), wanted)
-    batches = _batches(plan, wanted, include_control, validate, chunk_bytes, use_threads)
-    return pa.RecordBatchReader.from_batches(kafka_schema(), batches)
+    batches = _batches(plan, wanted, include_control, validate, chunk_bytes, use_threads, views)
+    return pa.RecordBatchReader.from_batches(kafka_schema(views=views), batches)
 
 
 def _names(values, kind) -> Optional[set]:
@@ -128,7 +134,7 @@ def _plan(storage: Storage, path: str, storage_options: Optional[Dict[str, Any]]
 
 
 def _batches(plan: _Plan, wanted: RecordRange, include_control: bool, validate: bool, chunk_bytes: int,
-             use_threads: bool) -> Iterator["pyarrow.RecordBatch"]:
+             use_threads: bool, views: bool) -> Iterator["pyarrow.RecordBatch"]:
     from kcodec.arrow import to_arrow
 
     for topic, partition, seg in plan:
@@ -146,7 +152,7 @@ def _batches(plan: _Plan, wanted: RecordRange, include_control: bool, validate: 
                 _check_whole_batches(seg, view, positions, start, end)
                 try:
                     table = to_arrow(view, topic=topic, partition=partition, include_control=include_control,
-                                     validate=validate, use_threads=use_threads)
+                                     validate=validate, use_threads=use_threads, views=views)
                 except KcodecError as exc:
                     raise exc.with_context(position=start, source=seg.url) from None
                 finally:

@@ -85,6 +85,8 @@ class RecordRange:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from kcodec.arrow import filter_rows
+
         tests = []
         if self.start_offset is not None:
             tests.append(pc.greater_equal(table["offset"], self.start_offset))
@@ -100,7 +102,7 @@ class RecordRange:
         mask = tests[0]
         for test in tests[1:]:
             mask = pc.and_(mask, test)
-        return table.filter(mask)
+        return filter_rows(table, mask)  # view columns too
 
 
 def _older_up_to(segment: LogSegment, timestamp: int) -> Optional[int]:
