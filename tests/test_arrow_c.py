@@ -169,8 +169,10 @@ def _round_trip(source) -> list:
 
 def test_from_arrow_takes_polars_duckdb_and_decoded_columns():
     expected = [(None, b"a"), (b"k", b"bb"), (None, b"")]
-    pyarrow_table = pa.table({"key": [None, b"k", None], "value": [b"a", b"bb", b""]})
-    frame = pl.DataFrame({"key": [None, b"k", None], "value": [b"a", b"bb", b""]})
+    # timestamps given: without them each call would stamp its own clock reading
+    columns = {"key": [None, b"k", None], "value": [b"a", b"bb", b""], "timestamp": [TS, TS + 1, TS + 2]}
+    pyarrow_table = pa.table(columns)
+    frame = pl.DataFrame(columns)
     relation = duckdb.sql("select * from (values (1, null::blob, 'a'::blob), (2, 'k'::blob, 'bb'::blob), "
                           "(3, null::blob, ''::blob)) t(n, key, value) order by n")
     decoded = kcodec.decode_columns(kcodec.from_arrow(pyarrow_table))
