@@ -4,8 +4,14 @@ Builds a log directory of ``--gib`` GiB (lz4 batches of JSON-like values,
 ``--partitions`` partition folders of 256 MiB segments), uploads it to a
 moto S3 server started on 127.0.0.1 (reached over HTTP by s3fs, as a user's
 cluster reaches S3), then reads both copies with the same Spark session
-(``local[2]``) and reports records/s, the ratio S3/local, and the requests
-and bytes the S3 read fetched.
+(``local[2]``), local and S3 runs alternated, and reports records/s, the
+ratio S3/local, and the requests and bytes the S3 read fetched.
+
+The S3 server runs on the same cores as Spark, which a real object store
+does not, and moto loads a whole object for every ranged GET.  So the
+report also gives the CPU seconds of Spark's processes (the driver, the JVM
+and the Python workers) and of the server in each timed read (Linux
+``/proc``).
 
 Spark runs each task in a Python worker, whose request counter the driver
 cannot see; the requests and bytes are therefore counted by running the
@@ -77,19 +83,66 @@ def build_log_dir(root: str, gib: float, partitions: int, segment_bytes: int) ->
     return records * partitions, size
 
 
-def timed_read(spark, path: str, options: dict, runs: int) -> tuple:
-    best = None
-    rows = 0
-    for _ in range(runs):
-        reader = spark.read.format("kafka-log")
-        for k, v in options.items():
-            reader = reader.option(k, v)
-        t0 = time.perf_counter()
-        got = reader.load(path).selectExpr("count(*) AS n", "sum(length(value)) AS b").collect()[0]
-        dt = time.perf_counter() - t0
-        rows = got["n"]
-        best = dt if best is None else min(best, dt)
-    return rows, best
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int, leave_out: int = 0) -> float:
+    """CPU seconds of ``root`` and every process under it (those ended and reaped included), but
+    not of ``leave_out`` and its children: Spark's JVM and Python workers under the driver (Linux)."""
+    children: dict = {}
+    cpu: dict = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(pid)
+        # utime, stime, and cutime, cstime: the children this process waited for
+        cpu[pid] = sum(int(v) for v in fields[11:15])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid == leave_out:
+            continue
+        total += cpu.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class Run:
+    """One timed read: wall seconds, and the CPU seconds Spark's processes and the S3 server used in it."""
+
+    def __init__(self, rows: int, wall: float, spark_cpu: float, server_cpu: float) -> None:
+        self.rows, self.wall, self.spark_cpu, self.server_cpu = rows, wall, spark_cpu, server_cpu
+
+
+def fastest(best: "Run | None", run: Run) -> Run:
+    return run if best is None or run.wall < best.wall else best
+
+
+def timed_read(spark, path: str, options: dict, server_pid: int = 0) -> Run:
+    """One read of count(*) and sum(length(value)), with the CPU Spark and the server used in it."""
+    reader = spark.read.format("kafka-log")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    spark0 = tree_cpu_seconds(os.getpid(), server_pid)
+    server0 = proc_cpu_seconds(server_pid) if server_pid else 0.0
+    t0 = time.perf_counter()
+    got = reader.load(path).selectExpr("count(*) AS n", "sum(length(value)) AS b").collect()[0]
+    return Run(got["n"], time.perf_counter() - t0, tree_cpu_seconds(os.getpid(), server_pid) - spark0,
+               proc_cpu_seconds(server_pid) - server0 if server_pid else 0.0)
 
 
 def best_time(runs: int, query) -> tuple:
@@ -166,6 +219,10 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--segment-mib", type=int, default=256, help="segment.bytes of the log (MiB)")
+    ap.add_argument("--split-mib", type=int, default=0,
+                    help="the data source's splitBytes for both reads (MiB; default: its own)")
+    ap.add_argument("--fetch-mib", type=int, default=0,
+                    help="the data source's fetchBytes for the S3 read (MiB; default: its own)")
     ap.add_argument("--against-parquet", action="store_true",
                     help="compare kafka-log with Spark's Parquet reader on local disk instead")
     args = ap.parse_args()
@@ -189,25 +246,43 @@ def main() -> int:
         server.upload_dir(os.path.join(work, "kafka"), url)
         print(f"uploaded to the S3 server in {time.perf_counter() - t0:.0f} s", flush=True)
         spark = local_session()
-        s3_options = {f"storage.{k}": v for k, v in server.storage_options.items() if isinstance(v, str)}
-        timed_read(spark, os.path.join(work, "kafka"), {}, 1)  # warm the workers and the page cache
-        local_rows, local_s = timed_read(spark, os.path.join(work, "kafka"), {}, args.runs)
-        s3_rows, s3_s = timed_read(spark, url, s3_options, args.runs)
-        assert local_rows == s3_rows == records, (local_rows, s3_rows, records)
+        read_options = {"splitBytes": str(args.split_mib << 20)} if args.split_mib else {}
+        s3_options = dict(read_options, **{f"storage.{k}": v for k, v in server.storage_options.items()
+                                           if isinstance(v, str)})
+        if args.fetch_mib:
+            s3_options["fetchBytes"] = str(args.fetch_mib << 20)
+        local_path = os.path.join(work, "kafka")
+        # One untimed read each: the workers import pyarrow, kcodec and s3fs and the page cache fills.
+        cold_local = timed_read(spark, local_path, read_options)
+        cold_s3 = timed_read(spark, url, s3_options, server.proc.pid)
+        # Alternated, so that a busy spell of the shared machine falls on both alike.
+        local = s3 = None
+        for _ in range(args.runs):
+            local = fastest(local, timed_read(spark, local_path, read_options))
+            s3 = fastest(s3, timed_read(spark, url, s3_options, server.proc.pid))
+        assert local.rows == s3.rows == records, (local.rows, s3.rows, records)
         tasks, plan, fetch = count_requests(url, s3_options)
-        local_rate, s3_rate = local_rows / local_s, s3_rows / s3_s
+        local_rate, s3_rate = local.rows / local.wall, s3.rows / s3.wall
         print()
-        print(f"| source | records | best of {args.runs} (s) | records/s | MiB/s on disk | requests | bytes fetched |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        print(f"| local disk | {local_rows:,} | {local_s:.2f} | {local_rate:,.0f} | {size / local_s / (1 << 20):,.0f} "
-              f"| - | - |")
-        print(f"| S3 (moto on 127.0.0.1) | {s3_rows:,} | {s3_s:.2f} | {s3_rate:,.0f} | "
-              f"{size / s3_s / (1 << 20):,.0f} | {plan.requests + fetch.requests} "
-              f"({plan.requests} planning, {fetch.requests} for {tasks} tasks) | "
+        print(f"| source | records | best of {args.runs} (s) | records/s | MiB/s on disk | "
+              "Spark's CPU (s) | S3 server's CPU (s) | requests | bytes fetched |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print(f"| local disk | {local.rows:,} | {local.wall:.2f} | {local_rate:,.0f} | "
+              f"{size / local.wall / (1 << 20):,.0f} | {local.spark_cpu:.1f} | - | - | - |")
+        print(f"| S3 (moto on 127.0.0.1) | {s3.rows:,} | {s3.wall:.2f} | {s3_rate:,.0f} | "
+              f"{size / s3.wall / (1 << 20):,.0f} | {s3.spark_cpu:.1f} | {s3.server_cpu:.1f} | "
+              f"{plan.requests + fetch.requests} ({plan.requests} planning, {fetch.requests} for {tasks} tasks) | "
               f"{plan.bytes_read + fetch.bytes_read:,} ({plan.bytes_read:,} planning) |")
         print()
-        print(f"S3 / local: {100 * s3_rate / local_rate:.0f}% (goal: at least 80%); "
-              f"log files {size:,} bytes; mean read {fetch.bytes_read / max(1, fetch.requests) / (1 << 20):.1f} MiB")
+        print(f"S3 / local: {100 * s3_rate / local_rate:.0f}% (goal: at least 80%); log files {size:,} bytes; "
+              f"mean read {fetch.bytes_read / max(1, fetch.requests) / (1 << 20):.1f} MiB; "
+              f"first (untimed) runs {cold_local.wall:.2f} s local, {cold_s3.wall:.2f} s S3; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        # The server shares the machine's cores with Spark; a real object store does not.
+        print(f"CPU seconds: Spark {local.spark_cpu:.1f} local, {s3.spark_cpu:.1f} S3 "
+              f"({100 * local.spark_cpu / max(s3.spark_cpu, 1e-9):.0f}% of it); with the S3 server's "
+              f"{s3.server_cpu:.1f}, local is {100 * local.spark_cpu / max(s3.spark_cpu + s3.server_cpu, 1e-9):.0f}% "
+              "of the S3 read's CPU")
     finally:
         if spark is not None:
             spark.stop()
