@@ -213,13 +213,15 @@ class KafkaLogReader(DataSourceReader):
             schema = pa.schema([schema.field(name) for name in self.columns])
         wanted = self._range()
         fields = ("producer_id", "is_transactional") if partition.aborted else ()
+        headers = "headers" in schema.names  # decoding headers is skipped when the query leaves them out
         storage, inner = resolve(partition.path, self.storage_options)
         with LogSegment(inner, storage, base_offset=0) as seg:
             for position, view in _pieces(seg, partition.start, partition.end, partition.cuts):
                 try:
                     table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
                                             include_control=include_control, validate=validate,
-                                            batch_fields=fields, use_threads=False)  # one task per core
+                                            headers=headers, batch_fields=fields,
+                                            use_threads=False)  # one task per core
                 except KcodecError as exc:
                     raise exc.with_context(position=position, source=partition.path) from None
                 del view
