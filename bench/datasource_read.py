@@ -93,32 +93,54 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_seconds(root: int, leave_out: int = 0) -> float:
-    """CPU seconds of ``root`` and every process under it (those ended and reaped included), but
-    not of ``leave_out`` and its children: Spark's JVM and Python workers under the driver (Linux)."""
+def process_tree_cpu(root: int, leave_out: int = 0) -> list:
+    """``(command name, own CPU s, reaped children's CPU s)`` of ``root`` and every process under
+    it, but not ``leave_out`` and its children (Linux /proc; empty elsewhere)."""
     children: dict = {}
-    cpu: dict = {}
+    stat: dict = {}
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return 0.0
+        return []
+    tick = os.sysconf("SC_CLK_TCK")
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                head, tail = f.read().rsplit(")", 1)
         except OSError:
             continue
+        fields = tail.split()
         children.setdefault(int(fields[1]), []).append(pid)
-        # utime, stime, and cutime, cstime: the children this process waited for
-        cpu[pid] = sum(int(v) for v in fields[11:15])
-    total, todo = 0, [root]
+        # utime + stime; cutime + cstime: the ended children this process waited for
+        stat[pid] = (head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / tick,
+                     (int(fields[13]) + int(fields[14])) / tick)
+    out, todo = [], [root]
     while todo:
         pid = todo.pop()
-        if pid == leave_out:
+        if pid == leave_out or pid not in stat:
             continue
-        total += cpu.get(pid, 0)
+        out.append(stat[pid])
         todo.extend(children.get(pid, ()))
-    return total / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def tree_cpu_seconds(root: int, leave_out: int = 0) -> float:
+    """CPU seconds of ``root`` and every process under it, ended ones included: Spark's driver,
+    JVM and Python workers."""
+    return sum(own + reaped for _, own, reaped in process_tree_cpu(root, leave_out))
+
+
+def jvm_and_python_cpu(root: int) -> tuple:
+    """(JVM, Python workers) CPU seconds so far of the Spark processes under the driver ``root``.
+    A Python process the JVM started and waited for counts as Python."""
+    jvm = python = 0.0
+    for name, own, reaped in process_tree_cpu(root)[1:]:  # not the driver
+        if name == "java":
+            jvm += own
+            python += reaped
+        else:
+            python += own + reaped
+    return jvm, python
 
 
 class Run:
@@ -145,15 +167,51 @@ def timed_read(spark, path: str, options: dict, server_pid: int = 0) -> Run:
                proc_cpu_seconds(server_pid) - server0 if server_pid else 0.0)
 
 
-def best_time(runs: int, query) -> tuple:
-    """(result of the last run, best seconds) of ``query()`` run ``runs`` times."""
-    best, got = None, None
+def best_query(runs: int, query) -> tuple:
+    """(result, best wall seconds, its JVM CPU s, its Python workers' CPU s) of ``query()`` over ``runs``."""
+    best = None
     for _ in range(runs):
+        cpu0 = jvm_and_python_cpu(os.getpid())
         t0 = time.perf_counter()
         got = query()
-        dt = time.perf_counter() - t0
-        best = dt if best is None else min(best, dt)
-    return got, best
+        wall = time.perf_counter() - t0
+        cpu1 = jvm_and_python_cpu(os.getpid())
+        if best is None or wall < best[1]:
+            best = (got, wall, cpu1[0] - cpu0[0], cpu1[1] - cpu0[1])
+    return best
+
+
+def python_side(log_path: str, columns) -> dict:
+    """CPU seconds of the data source's Python work over the whole log on one thread, outside Spark:
+    ``read`` (map the file, decode, build the Arrow batches it yields) and of that the decoding
+    (``to_arrow`` alone); and the size of the Arrow IPC stream of its batches (what workers send the JVM)."""
+    import pyarrow as pa
+
+    import kcodec
+    from kcodec.log import LogSegment
+    from kcodec.spark.datasource import KafkaLogReader
+
+    options = {"path": log_path}
+    if columns:
+        options["columns"] = columns
+    reader = KafkaLogReader(options)
+    parts = reader.partitions()
+    t0 = time.process_time()
+    batches = [b for p in parts for b in reader.read(p)]
+    read_s = time.process_time() - t0
+    headers = columns is None or "headers" in columns
+    t0 = time.process_time()
+    for p in parts:
+        with LogSegment(p.path, base_offset=0) as seg:
+            kcodec.to_arrow(seg.read_range(p.start, p.end), topic=p.topic, partition=p.partition,
+                            headers=headers, use_threads=False)
+    decode_s = time.process_time() - t0
+    sink = pa.MockOutputStream()  # counts the bytes only
+    with pa.ipc.new_stream(sink, batches[0].schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    return {"read": read_s, "decode": decode_s, "batches": len(batches),
+            "rows": sum(b.num_rows for b in batches), "ipc_bytes": sink.size()}
 
 
 def against_parquet(spark, log_path: str, parquet_path: str, records: int, partitions: int, runs: int) -> None:
@@ -180,13 +238,32 @@ def against_parquet(spark, log_path: str, parquet_path: str, records: int, parti
     print("| query | kafka-log, all columns (s) | kafka-log, `columns` (s) | Parquet (s) | "
           "speed-up from `columns` | kafka-log with `columns` / Parquet (time) |")
     print("|---|---:|---:|---:|---:|---:|")
+    cpu_rows = []
     for name, columns, query in queries:
-        full, full_s = best_time(runs, lambda: query(kafka_log()))
-        cut_cols, cols_s = best_time(runs, lambda: query(kafka_log(columns)))
-        pq, pq_s = best_time(runs, lambda: query(spark.read.parquet(parquet_path)))
-        assert full == cut_cols == pq, (name, full, cut_cols, pq)
-        print(f"| {name} (`columns={columns}`) | {full_s:.2f} | {cols_s:.2f} | {pq_s:.2f} | "
-              f"{full_s / cols_s:.2f}x | {cols_s / pq_s:.2f} |")
+        full = best_query(runs, lambda: query(kafka_log()))
+        cols = best_query(runs, lambda: query(kafka_log(columns)))
+        pq = best_query(runs, lambda: query(spark.read.parquet(parquet_path)))
+        assert full[0] == cols[0] == pq[0], (name, full[0], cols[0], pq[0])
+        print(f"| {name} (`columns={columns}`) | {full[1]:.2f} | {cols[1]:.2f} | {pq[1]:.2f} | "
+              f"{full[1] / cols[1]:.2f}x | {cols[1] / pq[1]:.2f} |")
+        cpu_rows.append((name, full, cols, pq))
+    print()
+    print("CPU seconds of the best runs, JVM + Python workers:")
+    print()
+    print("| query | kafka-log, all columns | kafka-log, `columns` | Parquet |")
+    print("|---|---:|---:|---:|")
+    for name, *variants in cpu_rows:
+        print(f"| {name} | " + " | ".join(f"{v[2]:.1f} + {v[3]:.1f}" for v in variants) + " |")
+    print()
+    print("The data source's Python work outside Spark, one thread, CPU seconds:")
+    print()
+    print("| columns | read() in all (s) | of it to_arrow (s) | batches | Arrow IPC stream to the JVM (MiB) |")
+    print("|---|---:|---:|---:|---:|")
+    for columns in (None, "key,value"):
+        side = python_side(log_path, columns)
+        assert side["rows"] == records
+        print(f"| {columns or 'all'} | {side['read']:.2f} | {side['decode']:.2f} | {side['batches']} | "
+              f"{side['ipc_bytes'] / (1 << 20):,.0f} |")
     from pyspark.sql.datasource import GreaterThanOrEqual
 
     everything = KafkaLogReader({"path": log_path}).partitions()
