@@ -213,12 +213,15 @@ class KafkaLogReader(DataSourceReader):
             schema = pa.schema([schema.field(name) for name in self.columns])
         wanted = self._range()
         fields = ("producer_id", "is_transactional") if partition.aborted else ()
-        headers = "headers" in schema.names  # decoding headers is skipped when the query leaves them out
+        # Columns the query leaves out cost nothing: no headers decoded, no constant topic and partition.
+        headers = "headers" in schema.names
+        topic = partition.topic if "topic" in schema.names else None
+        number = partition.partition if "partition" in schema.names else None
         storage, inner = resolve(partition.path, self.storage_options)
         with LogSegment(inner, storage, base_offset=0) as seg:
             for position, view in _pieces(seg, partition.start, partition.end, partition.cuts):
                 try:
-                    table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
+                    table = kcodec.to_arrow(view, topic=topic, partition=number,
                                             include_control=include_control, validate=validate,
                                             headers=headers, batch_fields=fields,
                                             use_threads=False)  # one task per core
