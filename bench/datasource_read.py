@@ -22,8 +22,10 @@ With ``--against-parquet`` it instead compares, in one run on local disk,
 ``spark.read.format("kafka-log")`` (all columns, and with ``columns`` naming
 only what the query uses) against Spark's Parquet reader over the same
 records (written from the log by Spark), for ``count(*)``,
-``sum(length(value))`` and a filter on the last 1% of offsets, and reports
-how many input partitions the pushed offset filter leaves.
+``sum(length(value))`` and a filter on the last 1% of offsets, with the CPU
+seconds of the JVM and of the Python workers in each query; then times the
+data source's Python work alone outside Spark, and reports how many input
+partitions the pushed offset filter leaves.
 
     python bench/datasource_read.py              # 1.1 GiB, 3 timed runs each
     python bench/datasource_read.py --gib 0.2 --runs 1
