@@ -8,9 +8,10 @@ Reading::
 
 Each input partition is one segment file, or a byte range of a large one
 cut at batch boundaries found through the offset index (``splitBytes``,
-default 64 MiB on local disk, 256 MiB in an object store).  Options: ``startingOffset``/``endingOffset`` (inclusive /
-exclusive), ``startingTimestamp``/``endingTimestamp`` (ms; inclusive /
-exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``,
+default 64 MiB on local disk, 256 MiB in an object store).  Options:
+``startingOffset``/``endingOffset`` (inclusive / exclusive),
+``startingTimestamp``/``endingTimestamp`` (ms; inclusive / exclusive),
+``topic`` (keep one topic), ``includeControl``, ``validate``,
 ``onInvalidFolder`` (``warn``, the default: a folder of segments whose name
 is not ``<topic>-<partition>`` is skipped with an ``InvalidNameWarning``;
 ``fail``: the read fails with ``InvalidNameError``).
@@ -34,10 +35,10 @@ read through fsspec; file-system options go in ``storage.<name>`` options
 which Spark lower-cases in ordinary option keys).  In an object store the
 planner cuts each task's range to what the offset or timestamp options need
 through the ``.index`` and ``.timeindex``, and into ranged reads of about
-``fetchBytes`` (default 64 MiB) starting at batches the offset index names;
-a task keeps two reads in flight while it decodes, so each byte is fetched
-once, in few large requests.  ``isolationLevel`` ``read_committed`` leaves out the records
-of aborted transactions, found in the ``.txnindex`` files.
+``fetchBytes`` (default 64 MiB) starting at batches the offset index names:
+each byte is fetched once, in few large requests, and a task keeps two reads
+in flight while it decodes.  ``isolationLevel`` ``read_committed`` leaves
+out the records of aborted transactions, found in the ``.txnindex`` files.
 
 Writing (rows with Spark's Kafka schema; ``topic`` and ``partition`` columns)::
 
@@ -236,9 +237,10 @@ class KafkaLogReader(DataSourceReader):
 
 #: Bytes per ranged read of an object store (the ``fetchBytes`` option); two reads are in flight.
 FETCH_BYTES = 64 * 1024 * 1024
-#: Bytes per task (``splitBytes``): on local disk, and in an object store, where each task's first
-#: read is waited for and the later ones arrive while earlier ones are decoded.
+#: Bytes per task (``splitBytes``) on local disk.
 SPLIT_BYTES = 64 * 1024 * 1024
+#: Bytes per task in an object store: a task waits for its first read, and its later reads
+#: arrive while the earlier ones are decoded.
 REMOTE_SPLIT_BYTES = 4 * FETCH_BYTES
 
 
