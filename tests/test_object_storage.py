@@ -174,6 +174,55 @@ def test_ranged_reads_through_the_index(tmp_path, s3):
     assert io_stats.bytes_read < end - start + 8 * len(seg.offset_index) + 12 * len(seg.time_index) + 4096
 
 
+@pytest.mark.spark  # the data source's reader is PySpark's
+def test_data_source_reads_an_object_in_few_large_ranged_reads(tmp_path, s3):
+    """A task fetches its bytes in reads of about fetchBytes, cut at batch starts through the index:
+    every byte once, GETs ~ bytes / fetchBytes; without an index the reads are cut anywhere and the
+    batch cut in two is carried over, with the same records."""
+    pytest.importorskip("pyspark")
+    import os
+
+    from kcodec.log import write_partition
+    from kcodec.records.framing import iter_entries
+    from kcodec.spark.datasource import KafkaLogReader
+    from test_cleaner import batch, kv
+
+    local = tmp_path / "data" / "big-0"
+    sets = [batch(i * 40, [kv(b"k%d" % j, os.urandom(700)) for j in range(40)]) for i in range(220)]
+    write_partition(local, sets, index_interval_bytes=4096)
+    size = os.path.getsize(local / "00000000000000000000.log")
+    assert size > 6_000_000
+    bucket = s3.new_bucket()
+    s3.upload_dir(str(tmp_path / "data"), f"s3://{bucket}/data")
+    fetch, split = 1 << 20, 3 << 20
+    opts = {"path": f"s3://{bucket}/data", "storage.key": KEY, "storage.secret": SECRET,
+            "storage.endpoint_url": s3.endpoint, "fetchBytes": str(fetch), "splitBytes": str(split)}
+
+    def read_all(reader):
+        parts = reader.partitions()
+        io_stats.reset()
+        offsets = [o for p in parts for b in reader.read(p) for o in b.column("offset").to_pylist()]
+        return parts, offsets, io_stats.snapshot()
+
+    parts, offsets, fetched = read_all(KafkaLogReader(opts))
+    assert offsets == list(range(220 * 40))
+    assert fetched.bytes_read == size  # each byte once
+    reads = sum(len(p.cuts) - 1 for p in parts)
+    assert fetched.requests == reads <= size // fetch + 1  # one GET per read, each about fetchBytes
+    assert len(parts) == -(-size // split) or len(parts) == size // split
+    for p in parts:  # tasks and reads start at batches; a task is whole reads
+        assert p.cuts[0] == p.start and p.cuts[-1] == p.end and len(p.cuts) - 1 <= round(split / fetch)
+        assert all(b - a < fetch + len(sets[0]) for a, b in zip(p.cuts, p.cuts[1:]))
+    starts = {e.position for e in iter_entries((local / "00000000000000000000.log").read_bytes())}
+    assert {c for p in parts for c in p.cuts} <= starts | {size}
+
+    storage, inner = resolve(f"s3://{bucket}/data/big-0", s3.storage_options)
+    storage.delete(inner + "/00000000000000000000.index")
+    parts, offsets, fetched = read_all(KafkaLogReader(opts))
+    assert offsets == list(range(220 * 40)) and len(parts) == 1  # no batch starts known: one task
+    assert fetched.bytes_read == size and fetched.requests == len(parts[0].cuts) - 1 == round(size / fetch)
+
+
 def test_missing_package_and_secret_free_errors(tmp_path, s3, capsys, monkeypatch):
     import fsspec  # noqa: F401  (its registry module below)
     monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if not installed

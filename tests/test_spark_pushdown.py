@@ -186,3 +186,19 @@ def test_timestamp_literals_between_milliseconds_keep_exactly_the_matching_rows(
         reader = _reader(log_dir)
         assert list(reader.pushFilters([In(("timestamp",), (literal, _stamp(T0)))])) == []
         assert rows(reader) == sorted((t, o) for t, o, us in stamps if us in (micros, T0 * 1000))
+
+
+def test_columns_with_or_without_headers_decode_them_exactly_when_named(tmp_path):
+    table = pa.table({"key": pa.array([b"k%d" % i for i in range(20)], pa.binary()),
+                      "value": pa.array([b"v%d" % i for i in range(20)], pa.binary()),
+                      "headers": [[{"key": "h", "value": b"%d" % i}] if i % 3 else None for i in range(20)]})
+    write_partition(tmp_path / "t-0", kcodec.from_arrow(table, max_batch_bytes=200))
+
+    def read(columns):
+        reader = _reader(tmp_path, columns=columns)
+        return pa.Table.from_batches([b for p in reader.partitions() for b in reader.read(p)])
+
+    named = read("headers,value")
+    assert named.column_names == ["headers", "value"]
+    assert named["headers"].to_pylist() == [[{"key": "h", "value": b"%d" % i}] if i % 3 else None for i in range(20)]
+    assert read("value,key").to_pydict() == {"value": table["value"].to_pylist(), "key": table["key"].to_pylist()}

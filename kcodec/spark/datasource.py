@@ -8,9 +8,10 @@ Reading::
 
 Each input partition is one segment file, or a byte range of a large one
 cut at batch boundaries found through the offset index (``splitBytes``,
-default 64 MiB).  Options: ``startingOffset``/``endingOffset`` (inclusive /
-exclusive), ``startingTimestamp``/``endingTimestamp`` (ms; inclusive /
-exclusive), ``topic`` (keep one topic), ``includeControl``, ``validate``,
+default 64 MiB on local disk, 256 MiB in an object store).  Options:
+``startingOffset``/``endingOffset`` (inclusive / exclusive),
+``startingTimestamp``/``endingTimestamp`` (ms; inclusive / exclusive),
+``topic`` (keep one topic), ``includeControl``, ``validate``,
 ``onInvalidFolder`` (``warn``, the default: a folder of segments whose name
 is not ``<topic>-<partition>`` is skipped with an ``InvalidNameWarning``;
 ``fail``: the read fails with ``InvalidNameError``).
@@ -31,11 +32,13 @@ Paths may be URLs (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``)
 read through fsspec; file-system options go in ``storage.<name>`` options
 (string values; ``true``/``false`` become booleans) or in one JSON
 ``storageOptions`` option (typed or nested values, and names with capitals,
-which Spark lower-cases in ordinary option keys).  In an object store each
-task fetches its byte range with one ranged read, after the planner cut it
-to what the offset or timestamp options need through the ``.index`` and
-``.timeindex``.  ``isolationLevel`` ``read_committed`` leaves out the records
-of aborted transactions, found in the ``.txnindex`` files.
+which Spark lower-cases in ordinary option keys).  In an object store the
+planner cuts each task's range to what the offset or timestamp options need
+through the ``.index`` and ``.timeindex``, and into ranged reads of about
+``fetchBytes`` (default 64 MiB) starting at batches the offset index names:
+each byte is fetched once, in few large requests, and a task keeps two reads
+in flight while it decodes.  ``isolationLevel`` ``read_committed`` leaves
+out the records of aborted transactions, found in the ``.txnindex`` files.
 
 Writing (rows with Spark's Kafka schema; ``topic`` and ``partition`` columns)::
 
@@ -85,10 +88,12 @@ class SegmentRange(InputPartition):
     """``[start, end)`` bytes of one ``.log`` (a path or URL) and the aborted transactions that touch it."""
 
     def __init__(self, path: str, topic: str, partition: int, start: int, end: int,
-                 aborted: Tuple[Tuple[int, int, int], ...] = ()) -> None:
+                 aborted: Tuple[Tuple[int, int, int], ...] = (), cuts: Tuple[int, ...] = ()) -> None:
         super().__init__((path, start, end))
         self.path, self.topic, self.partition, self.start, self.end = path, topic, partition, start, end
         self.aborted = aborted
+        #: From an object store: the batch starts (first ``start``, last ``end``) between ranged reads.
+        self.cuts = cuts
 
 
 def _options(options) -> dict:
@@ -157,7 +162,8 @@ class KafkaLogReader(DataSourceReader):
     def partitions(self) -> List[InputPartition]:
         from kcodec.log import open_log_dir
 
-        split = _int_option(self.options, "splitBytes") or 64 * 1024 * 1024
+        split = _int_option(self.options, "splitBytes")
+        fetch = _int_option(self.options, "fetchBytes") or FETCH_BYTES
         only_topic = self.options.get("topic")
         log_dir = open_log_dir(self.path, storage_options=self.storage_options)
         if log_dir.skipped and str(self.options.get("oninvalidfolder", "warn")).lower() == "fail":
@@ -183,10 +189,11 @@ class KafkaLogReader(DataSourceReader):
                 lo, hi = wanted.byte_range(seg) or (0, 0)
                 nxt = next((s.base_offset for s in segs if s.base_offset > seg.base_offset), None)
                 mine = tuple(t for t in aborted if t[2] >= seg.base_offset and (nxt is None or t[1] < nxt))
-                for a, b in seg.byte_ranges(split) if lo < hi else ():
-                    a, b = max(a, lo), min(b, hi)
-                    if a < b:
-                        out.append(SegmentRange(seg.url, topic, partition, a, b, mine))
+                remote = seg.storage.remote
+                task_bytes = split or (REMOTE_SPLIT_BYTES if remote else SPLIT_BYTES)
+                for cuts in _task_cuts(seg, lo, hi, task_bytes, fetch) if lo < hi else ():
+                    out.append(SegmentRange(seg.url, topic, partition, cuts[0], cuts[-1], mine,
+                                            cuts if remote else ()))
                 seg.close()
         return out or [SegmentRange("", "", 0, 0, 0)]
 
@@ -207,13 +214,18 @@ class KafkaLogReader(DataSourceReader):
             schema = pa.schema([schema.field(name) for name in self.columns])
         wanted = self._range()
         fields = ("producer_id", "is_transactional") if partition.aborted else ()
+        # Columns the query leaves out cost nothing: no headers decoded, no constant topic and partition.
+        headers = "headers" in schema.names
+        topic = partition.topic if "topic" in schema.names else None
+        number = partition.partition if "partition" in schema.names else None
         storage, inner = resolve(partition.path, self.storage_options)
         with LogSegment(inner, storage, base_offset=0) as seg:
-            for position, view in _pieces(seg, partition.start, partition.end):
+            for position, view in _pieces(seg, partition.start, partition.end, partition.cuts):
                 try:
-                    table = kcodec.to_arrow(view, topic=partition.topic, partition=partition.partition,
+                    table = kcodec.to_arrow(view, topic=topic, partition=number,
                                             include_control=include_control, validate=validate,
-                                            batch_fields=fields, use_threads=False)  # one task per core
+                                            headers=headers, batch_fields=fields,
+                                            use_threads=False)  # one task per core
                 except KcodecError as exc:
                     raise exc.with_context(position=position, source=partition.path) from None
                 del view
@@ -223,16 +235,50 @@ class KafkaLogReader(DataSourceReader):
                 yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=65536)
 
 
-#: Bytes per ranged read of an object store; the next read is in flight while one is converted.
-FETCH_BYTES = 32 * 1024 * 1024
+#: Bytes per ranged read of an object store (the ``fetchBytes`` option); two reads are in flight.
+FETCH_BYTES = 64 * 1024 * 1024
+#: Bytes per task (``splitBytes``) on local disk.
+SPLIT_BYTES = 64 * 1024 * 1024
+#: Bytes per task in an object store: a task waits for its first read, and its later reads
+#: arrive while the earlier ones are decoded.
+REMOTE_SPLIT_BYTES = 4 * FETCH_BYTES
 
 
-def _pieces(seg, start: int, end: int) -> Iterator[Tuple[int, object]]:
+def _task_cuts(seg, lo: int, hi: int, split: int, fetch: int) -> List[Tuple[int, ...]]:
+    """Each task's byte positions in ``[lo, hi)`` of a segment: its start, then its ranged reads' ends.
+
+    Tasks start and end at batch starts found through the offset index (or
+    the file's ends), and so do reads wherever the index has an entry:
+    reads are about ``fetch`` bytes (at most ``split``), and each task takes
+    as many whole reads as make about ``split`` bytes.  Where the index has
+    no entry for longer than a read (no index at all), reads are cut every
+    ``fetch`` bytes and the reader carries the batch cut in two into the
+    next read.  On local disk a task's range is one memory map: its reads
+    are not used.
+    """
+    step = min(fetch, split) if seg.storage.remote else split
+    reads = [(max(a, lo), min(b, hi)) for a, b in seg.byte_ranges(step)]
+    reads = [(a, b) for a, b in reads if a < b]
+    per_task = max(1, round(split / step))
+    out = []
+    for i in range(0, len(reads), per_task):
+        group = reads[i:i + per_task]
+        cuts = [group[0][0]]
+        for a, b in group:
+            cuts.extend(range(a + step, b - step // 2, step))
+            cuts.append(b)
+        out.append(tuple(cuts))
+    return out
+
+
+def _pieces(seg, start: int, end: int, cuts: Tuple[int, ...] = ()) -> Iterator[Tuple[int, object]]:
     """``(position, buffer)`` pieces of ``[start, end)``, each ending at a batch boundary.
 
     Local files give one memory-mapped view.  From an object store the range
-    is fetched in reads of :data:`FETCH_BYTES`, two in flight, and the
-    incomplete batch at the end of one read is carried into the next.
+    is fetched in ranged reads between ``cuts`` (batch starts chosen by the
+    planner; without them, every :data:`FETCH_BYTES`), two in flight.  A read
+    that ends inside a batch (an offset index that points elsewhere, or no
+    cuts) carries its incomplete batch into the next.
     """
     if not seg.storage.remote:
         yield start, seg.read_range(start, end)
@@ -242,7 +288,8 @@ def _pieces(seg, start: int, end: int) -> Iterator[Tuple[int, object]]:
 
     from kcodec.records.framing import valid_bytes
 
-    cuts = list(range(start, end, FETCH_BYTES)) + [end]
+    if not cuts:
+        cuts = tuple(range(start, end, FETCH_BYTES)) + (end,)
     with ThreadPoolExecutor(2) as pool:
         pending = deque(pool.submit(seg.read_range, a, b) for a, b in zip(cuts[:2], cuts[1:3]))
         nxt = len(pending)
