@@ -9,7 +9,7 @@ import sys
 import pytest
 
 #: README's bound on the test process: a run whose peak RSS goes past it fails.
-PEAK_RSS_BOUND_MB = 2560
+PEAK_RSS_BOUND_MB = 2048
 
 
 def _peak_rss_mb() -> int:
