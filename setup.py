@@ -3,7 +3,8 @@
 KCODEC_ONLY=mod1,mod2 with ``setup.py build_ext --inplace`` rebuilds only those
 modules.  Set KCODEC_SANITIZE=address to build with AddressSanitizer (run the tests with
 LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0, and
-PYTHONMALLOC=malloc so that Python objects freed too early are caught as well).
+PYTHONMALLOC=malloc so that Python objects freed too early are caught as well);
+``bash .ci/asan`` does all of that in a copy of the tree for the malformed-input tests.
 """
 import glob
 import os

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 #: README's bound on the test process: a run whose peak RSS goes past it fails.
-PEAK_RSS_BOUND_MB = 2560
+PEAK_RSS_BOUND_MB = 2048
 
 
 def _peak_rss_mb() -> int:
@@ -26,7 +26,37 @@ def _over_bound() -> bool:
     return _peak_rss_mb() > PEAK_RSS_BOUND_MB and not _sanitized()
 
 
+def _rss_mb() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
+
+
+#: KCODEC_TEST_RSS=1 (Linux): the RSS left after each test module and the tests that raised the peak most.
+_RSS_REPORT = os.environ.get("KCODEC_TEST_RSS") == "1" and os.path.exists("/proc/self/statm")
+_module_rss: list = []  # (module, RSS after its teardown, peak so far)
+_peak_steps: list = []  # (MB the peak rose by, test)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    before = _peak_rss_mb() if _RSS_REPORT else 0
+    yield
+    if _RSS_REPORT:
+        peak = _peak_rss_mb()
+        if peak > before:
+            _peak_steps.append((peak - before, item.nodeid))
+        if nextitem is None or nextitem.module is not item.module:
+            _module_rss.append((item.module.__name__, _rss_mb(), peak))
+
+
 def pytest_terminal_summary(terminalreporter):
+    if _RSS_REPORT:
+        terminalreporter.write_line("RSS after each test module's teardown, and the peak so far (MB):")
+        for name, rss, peak in _module_rss:
+            terminalreporter.write_line(f"  {rss:6d} {peak:6d}  {name}")
+        terminalreporter.write_line("tests that raised the peak most (MB):")
+        for rise, nodeid in sorted(_peak_steps, reverse=True)[:12]:
+            terminalreporter.write_line(f"  {rise:6d}  {nodeid}")
     note = ", not checked under ASan" if _sanitized() else ""
     terminalreporter.write_line(f"peak RSS of the test process: {_peak_rss_mb()} MB (bound {PEAK_RSS_BOUND_MB} MB{note})")
     if _over_bound():

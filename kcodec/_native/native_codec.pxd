@@ -33,7 +33,7 @@ cdef extern from "kcodec/codec.h" nogil:
 
 cdef class NativeCodec:
     cdef object capsule
-    cdef object codec
+    cdef object codec  # a callable giving the codec: a weak reference where it can be one
     cdef const kcodec_codec_v1 *api
     cdef PyThread_type_lock lock
     cdef readonly str name

@@ -72,7 +72,13 @@ cdef class NativeCodec:
         if self.api.compress_bound == NULL or self.api.compress == NULL or self.api.decompress == NULL:
             raise UnsupportedCodecError(f"{codec!r}: its kcodec_codec_v1 lacks a required function")
         self.capsule = capsule  # keeps the struct and its state alive
-        self.codec = codec
+        # Weakly: native_of caches this object as the codec's value in a
+        # WeakKeyDictionary, where a strong reference back would keep every
+        # codec (and the contexts its capsule holds) alive for good.
+        try:
+            self.codec = weakref.ref(codec)
+        except TypeError:  # not weakly referenceable: then never cached either
+            self.codec = lambda codec=codec: codec
         self.name = getattr(codec, "name", "") or "codec"
         self.thread_safe = (self.api.flags & KCODEC_CODEC_THREAD_SAFE) != 0
         self.lock = NULL
@@ -200,10 +206,11 @@ cdef class NativeCodec:
     cdef int _decompress_failed(self, int64_t code, const char *err, data, int magic, int64_t max_size) except -1:
         # The Python method's error (it names the byte) where it has one, else
         # the native one; a Python method that itself calls this object is not asked again.
-        if not self.explaining:
+        codec = self.codec()
+        if codec is not None and not self.explaining:
             self.explaining = True
             try:
-                self.codec.decompress(data, magic=magic, max_size=max_size)
+                codec.decompress(data, magic=magic, max_size=max_size)
             finally:
                 self.explaining = False
         if code == KCODEC_CODEC_DST_TOO_SMALL:

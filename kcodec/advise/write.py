@@ -1,10 +1,15 @@
-"""``--write DIR``: each topic's records rewritten as segment folders with its recommended setting."""
+"""``--write DIR``: each topic's records rewritten as segment folders with its recommended setting.
+
+``DIR`` may be a URL (``s3://`` ...): the segments are then put through
+:mod:`kcodec.storage` with the ``--storage-option`` options, each object whole.
+"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Callable, Dict, Sequence
 
+from kcodec import storage
 from kcodec.errors import InvalidNameError, KcodecError
 from kcodec.escape import terminal_text
 
@@ -52,6 +57,8 @@ def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable
     from kcodec.spark.transforms import write_log
 
     df = _records(spark, plan, options)
+    target = out if storage.is_url(out) else str(Path(out))
+    storage_options = dict(storage.parse_storage_option(t) for t in options.storage_option)
     written = {}
     for a in advice:
         name = terminal_text(a.topic)
@@ -59,14 +66,14 @@ def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable
             log(f"--write: {name} keeps today's settings; not written")
             continue
         s = a.best.setting
-        opts = {"compression": s.codec, "batchBytes": s.batch_bytes}
+        opts = {"compression": s.codec, "batchBytes": s.batch_bytes, "storage_options": storage_options}
         if s.level is not None:
             opts["level"] = s.level
         part = df.filter(F.col("topic") == a.topic)
         if "partition" in part.columns:
-            write_log(part, str(Path(out)), mode="overwrite", **opts)
+            write_log(part, target, mode="overwrite", **opts)
         else:
-            write_log(part, str(Path(out)), mode="overwrite", partitions=options.partitions,
+            write_log(part, target, mode="overwrite", partitions=options.partitions,
                       partition_column=None, **opts)
         written[a.topic] = s.label
         log(f"--write: {name} written with {s.label} under {out}")
