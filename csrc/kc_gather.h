@@ -204,14 +204,10 @@ kc_gather_region_as(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_
     const uint8_t *pf = end, *pf_end = stream ? end : end + (end - p < 262144 ? end - p : 262144);
     for (int32_t j = 0; j < count; j++) {
         kc_record_t r;
-        const uint8_t *bound, *body, *hp;
-        int len_n = kc_parse_record_length(p, end, stream, &r, &bound);
-        if (len_n < 0) {
-            rc = 1;
-            break;
-        }
-        body = p + len_n;
+        const uint8_t *bound, *body, *hp, *rend;
         const int64_t nh0 = nh, hk_len0 = hk_len, hv_len0 = hv_len, hv_nulls0 = hv_nulls;
+        uint32_t longer = 0;
+        int32_t skip;
         /* Fast path, for a record with 8 readable bytes after it (all but a
            region's last): fields bounded by the record's own declared end,
            read with kc_fast_varint / kc_fast_length, whose two-byte reads
@@ -221,16 +217,18 @@ kc_gather_region_as(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_
            accepts: a record it accepts has every field inside its declared
            length and consumes exactly that length, so Kafka reads it with
            the same values whether its fields are bounded by the batch
-           (uncompressed) or by the record (compressed).  Anything else (a varint over two
-           bytes, a field past the record's end, a negative length or header
-           key length, a length mismatch) takes back this record's headers
-           and goes through the full parse below, which decides as Kafka
-           does. */
-        const uint8_t *rend = body + r.length;
-        if (__builtin_expect(r.length >= 0 && end - rend >= 8, 1)) {
+           (uncompressed) or by the record (compressed).  Anything else (a
+           varint over two bytes, a field past the record's end, a negative
+           length or header key length, a length mismatch) takes back this
+           record's headers and goes through the full parse below, which
+           decides as Kafka does. */
+        if (__builtin_expect(end - p < 2, 0)) goto full;
+        /* the length prefix too: the next record's start waits on it */
+        body = kc_fast_length(p, &r.length, &skip, &longer);
+        rend = body + skip;
+        if (__builtin_expect(!longer & (r.length >= 0) & (end - rend >= 8), 1)) {
             const uint8_t *q = body + 1; /* attributes are not read */
-            uint32_t longer = 0;
-            int32_t ts_delta, hkl, hvl, skip;
+            int32_t ts_delta, hkl, hvl;
             q = kc_fast_varint(q, &ts_delta, &longer);
             r.timestamp_delta = ts_delta;
             q = kc_fast_varint(q, &r.offset_delta, &longer);
@@ -260,8 +258,9 @@ kc_gather_region_as(kc_gather_t *g, const uint8_t *p, const uint8_t *end, int32_
         undo:
             KC_TAKE_BACK_HEADERS();
         }
-    full:
-        if (kc_parse_record_fields(body, bound, &r) < 0) {
+    full:;
+        int len_n = kc_parse_record_length(p, end, stream, &r, &bound);
+        if (len_n < 0 || kc_parse_record_fields(body = p + len_n, bound, &r) < 0) {
             rc = 1;
             break;
         }
