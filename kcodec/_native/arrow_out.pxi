@@ -81,10 +81,13 @@ cdef inline int _put_view(_Grow *views, _Grow *nullmap, _Grow *spill, int64_t ro
 
 
 cdef inline int _reserve_batch(_Grow *g, int64_t rows, int64_t batch_bytes) noexcept nogil:
-    """Room for one column's values from one batch: at most batch_bytes of data and ``rows`` entries."""
+    """Room for one column's values from one batch: at most batch_bytes of data and ``rows`` entries.
+
+    The data gets 16 bytes more: kc_gather.h moves a short header key or value as 16 bytes.
+    """
     if g[0].len + batch_bytes > 2147483647:
         return -2
-    if _reserve(&g[0], batch_bytes) < 0 or _reserve(&g[1], 4 * rows) < 0 or _reserve(&g[2], rows // 8 + 2, True) < 0:
+    if _reserve(&g[0], batch_bytes + 16) < 0 or _reserve(&g[1], 4 * rows) < 0 or _reserve(&g[2], rows // 8 + 2, True) < 0:
         return -1
     return 0
 
