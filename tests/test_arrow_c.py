@@ -20,7 +20,8 @@ import kcodec
 from kcodec.arrow import column_cache
 from kcodec import RecordBatchBuilder, batch_builder
 
-ROOT = Path(__file__).resolve().parents[1]
+# the kcodec under test (installed, or the source tree with its built extensions), not the folder above tests/
+KCODEC_ROOT = Path(kcodec.__file__).resolve().parents[1]
 TS = 1_700_000_000_000
 
 
@@ -156,10 +157,10 @@ print("ok")
 """
 
 
-def test_decoding_and_handing_over_need_no_pyarrow():
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def test_decoding_and_handing_over_need_no_pyarrow(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(KCODEC_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(NO_PYARROW)], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=300)
+                          cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 
