@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
 from kcodec._extras import require
 from kcodec._native.columnar import (BATCH_FIELD_FORMATS, BATCH_FIELDS, ColumnAccumulator, RecordChunk,
                                      RecordColumns, array_address, batch_bytes, columns_uncompressed_v2,
-                                     compressed_batch, encode_columnar, kafka_schema_capsule, record_columns,
-                                     split_batches)
+                                     columns_v2, compressed_batch, compression_ids, encode_columnar,
+                                     kafka_schema_capsule, record_columns, split_batches)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec._native.native_codec import native_of
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
@@ -162,6 +162,45 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
                        cuts)
 
 
+def _native_codecs(buffer, start: int = 0, stop: int = -1) -> Optional[Tuple[Any, ...]]:
+    """The NativeCodec of each codec id (0-7) the buffer's batches use, or None when the native pass
+    over compressed v2 batches cannot take the buffer (legacy batches, damage, a codec without native
+    functions); the general path then decodes it."""
+    mask = compression_ids(buffer, start, stop)
+    if mask <= 1:  # not only v2 batches, or nothing compressed (the uncompressed pass judged it)
+        return None
+    codecs: List[Any] = [None] * 8
+    for cid in range(1, 8):
+        if mask >> cid & 1:
+            try:
+                codecs[cid] = native_of(get_codec(cid))
+            except KcodecError:
+                return None
+            if codecs[cid] is None:
+                return None
+    return tuple(codecs)
+
+
+def _add_compressed_v2(acc: ColumnAccumulator, buffer, validate: bool, include_control: bool,
+                       max_decompressed_size: int) -> bool:
+    """:func:`_compressed_v2` into an accumulator: False, with nothing added, for the general path."""
+    if not 0 <= max_decompressed_size < 2 ** 63:
+        return False
+    codecs = _native_codecs(buffer)
+    return codecs is not None and acc.add_v2(buffer, codecs, validate, include_control, max_decompressed_size)
+
+
+def _compressed_v2(buffer, validate: bool, include_control: bool, headers: bool, max_decompressed_size: int,
+                   start: int = 0, stop: int = -1) -> Optional[RecordChunk]:
+    """The chunk of the native pass over v2 batches of native codecs (see columns_v2), or None for the general path."""
+    if not 0 <= max_decompressed_size < 2 ** 63:
+        return None
+    codecs = _native_codecs(buffer, start, stop)
+    if codecs is None:
+        return None
+    return columns_v2(buffer, codecs, validate, include_control, headers, max_decompressed_size, start, stop)
+
+
 def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
     """Where to cut the buffer into one part per thread, or None to convert it in one piece."""
     threads = _thread_count()
@@ -290,6 +329,11 @@ def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, valida
             parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
             if parts is not None:
                 return parts
+        if not views:
+            # Compressed v2 batches of native codecs: one native pass, without the GIL throughout.
+            chunk = _compressed_v2(buffer, validate, include_control, headers, max_decompressed_size)
+            if chunk is not None:
+                return [chunk]
     batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size, pool=BufferPool())
     return [_general(batches, unsized, batch_fields, include_control, validate, headers, views)]
 
@@ -308,7 +352,9 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
     total, seen = sum(sizes), 0
     for i, buffer in enumerate(buffers):
         try:
-            if batch_fields or not gathered.acc.add_uncompressed(buffer, validate, include_control):
+            if batch_fields or not (gathered.acc.add_uncompressed(buffer, validate, include_control)
+                                    or _add_compressed_v2(gathered.acc, buffer, validate, include_control,
+                                                          max_decompressed_size)):
                 gathered.add(read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
                                           pool=pool), 0, include_control, validate)
         except KcodecError as exc:
@@ -338,6 +384,10 @@ def _general_parts(buffer, include_control, validate, headers, max_decompressed_
         return None
 
     def part(a: int, b: int):
+        if not views:
+            chunk = _compressed_v2(view, validate, include_control, headers, max_decompressed_size, a, b)
+            if chunk is not None:
+                return chunk
         try:
             batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
                                    pool=BufferPool())

@@ -27,7 +27,7 @@ from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_bat
                                         KC_BATCH_OVERHEAD, KC_BATCH_LENGTH, KC_BATCH_MAGIC, KC_BATCH_ATTRIBUTES,
                                         KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,
                                         KC_BATCH_CONTROL, KC_BATCH_TIMESTAMP_TYPE)
-from kcodec._native.native_codec cimport NativeCodec
+from kcodec._native.native_codec cimport (NativeCodec, KCODEC_CODEC_ERROR, KCODEC_CODEC_DST_TOO_SMALL)
 
 import numpy as np
 cimport numpy as cnp
@@ -41,4 +41,5 @@ include "arrow_in.pxi"
 include "partitioner.pxi"
 include "column_cache.pxi"
 include "arrow_out.pxi"
+include "arrow_out_compressed.pxi"
 include "arrow_c.pxi"
