@@ -116,8 +116,8 @@ def _add_legacy(acc: ColumnAccumulator, batch) -> None:
 
 #: The least bytes of batches one thread of to_arrow(use_threads=True) converts.
 MIN_THREAD_PART = 4 << 20
-#: The least mean batch size for which threads speed up the general (compressed) path: below it
-#: the per-batch Python steps, which hold the GIL, outweigh the decompression they overlap.
+#: The least mean batch size for which threads speed up the general path (legacy batches, Python-only
+#: codecs): below it the per-batch Python steps, which hold the GIL, outweigh the decompression they overlap.
 MIN_THREAD_MEAN_BATCH = 64 << 10
 
 _pool_lock = threading.Lock()
@@ -266,7 +266,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     ``use_threads`` (as in pyarrow's readers) converts a large buffer on up
     to ``pyarrow.cpu_count()`` threads, one part of at least
     :data:`MIN_THREAD_PART` bytes each, when it holds uncompressed v2
-    batches or batches of :data:`MIN_THREAD_MEAN_BATCH` bytes on average;
+    batches, v2 batches of codecs with native functions (every built-in), or
+    batches of :data:`MIN_THREAD_MEAN_BATCH` bytes on average;
     the table then has one chunk per part.  Results and errors are those of
     one thread.  Pass ``use_threads=False`` where the caller already runs one
     conversion per core (Spark tasks do).
@@ -325,6 +326,10 @@ def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, valida
         parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads, views)
         if parts is not None:
             return parts
+        if use_threads and not views:
+            parts = _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size)
+            if parts is not None:
+                return parts
         if use_threads:
             parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
             if parts is not None:
@@ -366,6 +371,20 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
     return gathered.result()
 
 
+def _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size):
+    """The native pass over compressed v2 batches (see _compressed_v2) over parts of the buffer on
+    threads, or None to convert it in one piece.  It holds the GIL for no batch, so small batches gain
+    from threads too (no :data:`MIN_THREAD_MEAN_BATCH`); a part it cannot take gives None."""
+    if not 0 <= max_decompressed_size < 2 ** 63:
+        return None
+    cuts = _cuts(buffer, 0)
+    codecs = None if cuts is None else _native_codecs(buffer)
+    if codecs is None:
+        return None
+    return _on_threads(lambda a, b: columns_v2(buffer, codecs, validate, include_control, headers,
+                                               max_decompressed_size, a, b), cuts)
+
+
 def _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views):
     """The general path over parts of the buffer on threads, or None to convert it in one piece.
 
@@ -384,10 +403,6 @@ def _general_parts(buffer, include_control, validate, headers, max_decompressed_
         return None
 
     def part(a: int, b: int):
-        if not views:
-            chunk = _compressed_v2(view, validate, include_control, headers, max_decompressed_size, a, b)
-            if chunk is not None:
-                return chunk
         try:
             batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
                                    pool=BufferPool())

@@ -81,7 +81,6 @@ def test_native_pass_equals_general_path(monkeypatch, include_control, headers, 
 def test_thread_parts_take_the_native_pass(monkeypatch):
     data = _mixed() * 40
     monkeypatch.setattr(arrow, "MIN_THREAD_PART", 64 << 10)
-    monkeypatch.setattr(arrow, "MIN_THREAD_MEAN_BATCH", 0)
     monkeypatch.setattr(arrow, "_thread_count", lambda: 2)
     calls = []
     real = arrow.columns_v2
