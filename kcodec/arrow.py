@@ -162,11 +162,11 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
                        cuts)
 
 
-def _native_codecs(buffer, start: int = 0, stop: int = -1) -> Optional[Tuple[Any, ...]]:
+def _native_codecs(buffer) -> Optional[Tuple[Any, ...]]:
     """The NativeCodec of each codec id (0-7) the buffer's batches use, or None when the native pass
     over compressed v2 batches cannot take the buffer (legacy batches, damage, a codec without native
     functions); the general path then decodes it."""
-    mask = compression_ids(buffer, start, stop)
+    mask = compression_ids(buffer)
     if mask <= 1:  # not only v2 batches, or nothing compressed (the uncompressed pass judged it)
         return None
     codecs: List[Any] = [None] * 8
@@ -184,21 +184,21 @@ def _native_codecs(buffer, start: int = 0, stop: int = -1) -> Optional[Tuple[Any
 def _add_compressed_v2(acc: ColumnAccumulator, buffer, validate: bool, include_control: bool,
                        max_decompressed_size: int) -> bool:
     """:func:`_compressed_v2` into an accumulator: False, with nothing added, for the general path."""
-    if not 0 <= max_decompressed_size < 2 ** 63:
+    if not 0 < max_decompressed_size < 2 ** 63:
         return False
     codecs = _native_codecs(buffer)
     return codecs is not None and acc.add_v2(buffer, codecs, validate, include_control, max_decompressed_size)
 
 
 def _compressed_v2(buffer, validate: bool, include_control: bool, headers: bool, max_decompressed_size: int,
-                   start: int = 0, stop: int = -1) -> Optional[RecordChunk]:
+                   views: bool = False) -> Optional[RecordChunk]:
     """The chunk of the native pass over v2 batches of native codecs (see columns_v2), or None for the general path."""
-    if not 0 <= max_decompressed_size < 2 ** 63:
+    if not 0 < max_decompressed_size < 2 ** 63:
         return None
-    codecs = _native_codecs(buffer, start, stop)
+    codecs = _native_codecs(buffer)
     if codecs is None:
         return None
-    return columns_v2(buffer, codecs, validate, include_control, headers, max_decompressed_size, start, stop)
+    return columns_v2(buffer, codecs, validate, include_control, headers, max_decompressed_size, views=views)
 
 
 def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
@@ -326,19 +326,18 @@ def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, valida
         parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads, views)
         if parts is not None:
             return parts
-        if use_threads and not views:
-            parts = _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size)
+        if use_threads:
+            parts = _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size, views)
             if parts is not None:
                 return parts
         if use_threads:
             parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
             if parts is not None:
                 return parts
-        if not views:
-            # Compressed v2 batches of native codecs: one native pass, without the GIL throughout.
-            chunk = _compressed_v2(buffer, validate, include_control, headers, max_decompressed_size)
-            if chunk is not None:
-                return [chunk]
+        # Compressed v2 batches of native codecs: one native pass, without the GIL throughout.
+        chunk = _compressed_v2(buffer, validate, include_control, headers, max_decompressed_size, views)
+        if chunk is not None:
+            return [chunk]
     batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size, pool=BufferPool())
     return [_general(batches, unsized, batch_fields, include_control, validate, headers, views)]
 
@@ -371,18 +370,18 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
     return gathered.result()
 
 
-def _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size):
+def _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size, views):
     """The native pass over compressed v2 batches (see _compressed_v2) over parts of the buffer on
     threads, or None to convert it in one piece.  It holds the GIL for no batch, so small batches gain
     from threads too (no :data:`MIN_THREAD_MEAN_BATCH`); a part it cannot take gives None."""
-    if not 0 <= max_decompressed_size < 2 ** 63:
+    if not 0 < max_decompressed_size < 2 ** 63:
         return None
     cuts = _cuts(buffer, 0)
     codecs = None if cuts is None else _native_codecs(buffer)
     if codecs is None:
         return None
     return _on_threads(lambda a, b: columns_v2(buffer, codecs, validate, include_control, headers,
-                                               max_decompressed_size, a, b), cuts)
+                                               max_decompressed_size, a, b, views), cuts)
 
 
 def _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views):

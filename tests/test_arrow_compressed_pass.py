@@ -58,16 +58,18 @@ def test_the_native_pass_takes_mixed_codecs():
     data = _mixed()
     assert compression_ids(data) == 0b11111
     assert arrow._compressed_v2(data, True, False, True, 1 << 20) is not None
+    assert arrow._compressed_v2(data, True, False, True, 1 << 20, views=True) is not None
     assert compression_ids(data + b"\0" * 5) == 0b11111  # a trailing partial batch is ignored, as Kafka does
 
 
 @pytest.mark.parametrize("include_control", [False, True])
 @pytest.mark.parametrize("headers", [False, True])
 @pytest.mark.parametrize("validate", [False, True])
-def test_native_pass_equals_general_path(monkeypatch, include_control, headers, validate):
+@pytest.mark.parametrize("views", [False, True])
+def test_native_pass_equals_general_path(monkeypatch, include_control, headers, validate, views):
     data = _mixed()
     options = dict(topic="t", partition=2, include_control=include_control, headers=headers, validate=validate,
-                   use_threads=False)
+                   use_threads=False, views=views)
     native = kcodec.to_arrow(data, **options)
     many = kcodec.to_arrow([data[:0], data, data], **options)
     objects = kcodec.to_arrow(read_batches(data), **options)
@@ -88,6 +90,9 @@ def test_thread_parts_take_the_native_pass(monkeypatch):
     threaded = kcodec.to_arrow(data, use_threads=True)
     assert len(calls) == 2 and threaded.column("offset").num_chunks == 2
     assert threaded.equals(kcodec.to_arrow(read_batches(data)))
+    views = kcodec.to_arrow(data, use_threads=True, views=True)
+    assert len(calls) == 4 and views.column("value").num_chunks == 2
+    assert views.equals(kcodec.to_arrow(read_batches(data), views=True))
 
 
 def _error(call):
@@ -113,9 +118,11 @@ def test_damage_deep_in_a_compressed_run_gives_the_same_error(monkeypatch, codec
     damaged = bytes(damaged)
     native = _error(lambda: kcodec.to_arrow(damaged, validate=validate, use_threads=False))
     many = _error(lambda: kcodec.to_arrow([data, damaged], validate=validate))
+    views = _error(lambda: kcodec.to_arrow(damaged, validate=validate, views=True))
     _general(monkeypatch)
     assert native == _error(lambda: kcodec.to_arrow(damaged, validate=validate, use_threads=False))
     assert many == _error(lambda: kcodec.to_arrow([data, damaged], validate=validate))
+    assert views == _error(lambda: kcodec.to_arrow(damaged, validate=validate, views=True))
     if validate or codec != "snappy":  # snappy has no checksum of its own
         assert isinstance(native, tuple) and native[3] == 3100
     if validate:
@@ -143,3 +150,18 @@ def test_python_only_codec_takes_the_general_path():
     codecs[1:5] = [arrow.native_of(get_codec(c)) for c in (1, 2, 3, 4)]
     assert columns_v2(data, codecs) is not None
     assert compression_ids(b"\0" * 8 + struct.pack(">i", 60) + b"\0" * 4 + b"\x01" + b"\0" * 60) == -1  # magic 1
+
+
+def test_views_keep_their_decompressed_regions_alive():
+    import gc
+
+    data = bytearray(b"".join(_batch(c, 100 * i, 40, seed=i) for i, c in enumerate(CODECS * 4)))
+    expected = kcodec.to_arrow(read_batches(bytes(data))).to_pylist()
+    table = kcodec.to_arrow(data, views=True, use_threads=False)
+    assert str(table.schema.field("value").type) == "binary_view"
+    with pytest.raises(BufferError):  # the uncompressed batches' values are views of the input
+        data.clear()
+    del data
+    gc.collect()
+    kcodec.to_arrow(b"".join(_batch("lz4", 0, 200, seed=99) for _ in range(30)), views=True)  # reuses memory
+    assert table.to_pylist() == expected

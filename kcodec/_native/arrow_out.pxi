@@ -370,12 +370,10 @@ cdef class ColumnAccumulator:
                int64_t max_decompressed_size=2147483647) -> bool:
         """Every record of a buffer of v2 batches of any codec, in one native pass (see columns_v2).
 
-        False, with nothing added, when the buffer holds anything else or the columns are views.
+        False, with nothing added, when the buffer holds anything else.
         """
-        if self.a.views:
-            return False
         return _add_v2_buffer(&self.a, data, tuple(codecs), validate, include_control, max_decompressed_size,
-                              0, -1) == 0
+                              0, -1, self.sources) == 0
 
     def add_record(self, int64_t offset, int64_t timestamp, int32_t timestamp_type, key, value,
                    headers) -> None:
