@@ -189,3 +189,22 @@ def test_random_damage_gives_what_the_general_path_gives(monkeypatch, validate, 
     general = [_error(lambda d=d: kcodec.to_arrow(d, **options)) for d in damaged]
     assert native == general
     assert sum(isinstance(o, tuple) for o in native) > 30  # most damage is caught (every bit of it with CRCs)
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_no_python_step_per_batch(views):
+    """The Python calls of a conversion do not grow with its batches: the walk is one native call."""
+    import sys
+
+    def calls(n):
+        data = b"".join(_batch(CODECS[1 + i % 4], 100 * i, 20, seed=i) for i in range(n))
+        seen = []
+        sys.setprofile(lambda frame, event, arg: seen.append(event) if event in ("call", "c_call") else None)
+        try:
+            kcodec.to_arrow(data, use_threads=False, views=views)
+        finally:
+            sys.setprofile(None)
+        return len(seen)
+
+    calls(4)  # imports and first-use caches
+    assert calls(8) == calls(200)
