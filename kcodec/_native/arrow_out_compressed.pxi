@@ -1,5 +1,6 @@
 # Arrow out for compressed v2 batches: one native walk that decompresses each batch through its
-# codec's kcodec/codec.h functions into one reused buffer and gathers its records, without the GIL.
+# codec's kcodec/codec.h functions (into one reused buffer; with views, into a region per batch
+# that the chunk holds) and gathers its records, without the GIL.
 
 
 cdef enum:
