@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
 from kcodec._extras import require
 from kcodec._native.columnar import (BATCH_FIELD_FORMATS, BATCH_FIELDS, ColumnAccumulator, RecordChunk,
                                      RecordColumns, array_address, batch_bytes, columns_uncompressed_v2,
-                                     compressed_batch, encode_columnar, kafka_schema_capsule, record_columns,
-                                     split_batches)
+                                     columns_v2, compressed_batch, compression_ids, encode_columnar,
+                                     kafka_schema_capsule, record_columns, split_batches)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec._native.native_codec import native_of
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
@@ -116,8 +116,8 @@ def _add_legacy(acc: ColumnAccumulator, batch) -> None:
 
 #: The least bytes of batches one thread of to_arrow(use_threads=True) converts.
 MIN_THREAD_PART = 4 << 20
-#: The least mean batch size for which threads speed up the general (compressed) path: below it
-#: the per-batch Python steps, which hold the GIL, outweigh the decompression they overlap.
+#: The least mean batch size for which threads speed up the general path (legacy batches, Python-only
+#: codecs): below it the per-batch Python steps, which hold the GIL, outweigh the decompression they overlap.
 MIN_THREAD_MEAN_BATCH = 64 << 10
 
 _pool_lock = threading.Lock()
@@ -160,6 +160,45 @@ def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, header
         return None if fast is None else [fast]
     return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b, views),
                        cuts)
+
+
+def _native_codecs(buffer) -> Optional[Tuple[Any, ...]]:
+    """The NativeCodec of each codec id (0-7) the buffer's batches use, or None when the native pass
+    over compressed v2 batches cannot take the buffer (legacy batches, damage, a codec without native
+    functions); the general path then decodes it."""
+    mask = compression_ids(buffer)
+    if mask <= 1:  # not only v2 batches, or nothing compressed (the uncompressed pass judged it)
+        return None
+    codecs: List[Any] = [None] * 8
+    for cid in range(1, 8):
+        if mask >> cid & 1:
+            try:
+                codecs[cid] = native_of(get_codec(cid))
+            except KcodecError:
+                return None
+            if codecs[cid] is None:
+                return None
+    return tuple(codecs)
+
+
+def _add_compressed_v2(acc: ColumnAccumulator, buffer, validate: bool, include_control: bool,
+                       max_decompressed_size: int) -> bool:
+    """:func:`_compressed_v2` into an accumulator: False, with nothing added, for the general path."""
+    if not 0 < max_decompressed_size < 2 ** 63:
+        return False
+    codecs = _native_codecs(buffer)
+    return codecs is not None and acc.add_v2(buffer, codecs, validate, include_control, max_decompressed_size)
+
+
+def _compressed_v2(buffer, validate: bool, include_control: bool, headers: bool, max_decompressed_size: int,
+                   views: bool = False) -> Optional[RecordChunk]:
+    """The chunk of the native pass over v2 batches of native codecs (see columns_v2), or None for the general path."""
+    if not 0 < max_decompressed_size < 2 ** 63:
+        return None
+    codecs = _native_codecs(buffer)
+    if codecs is None:
+        return None
+    return columns_v2(buffer, codecs, validate, include_control, headers, max_decompressed_size, views=views)
 
 
 def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
@@ -227,7 +266,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     ``use_threads`` (as in pyarrow's readers) converts a large buffer on up
     to ``pyarrow.cpu_count()`` threads, one part of at least
     :data:`MIN_THREAD_PART` bytes each, when it holds uncompressed v2
-    batches or batches of :data:`MIN_THREAD_MEAN_BATCH` bytes on average;
+    batches, v2 batches of codecs with native functions (every built-in), or
+    batches of :data:`MIN_THREAD_MEAN_BATCH` bytes on average;
     the table then has one chunk per part.  Results and errors are those of
     one thread.  Pass ``use_threads=False`` where the caller already runs one
     conversion per core (Spark tasks do).
@@ -287,9 +327,17 @@ def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, valida
         if parts is not None:
             return parts
         if use_threads:
+            parts = _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size, views)
+            if parts is not None:
+                return parts
+        if use_threads:
             parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
             if parts is not None:
                 return parts
+        # Compressed v2 batches of native codecs: one native pass, without the GIL throughout.
+        chunk = _compressed_v2(buffer, validate, include_control, headers, max_decompressed_size, views)
+        if chunk is not None:
+            return [chunk]
     batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size, pool=BufferPool())
     return [_general(batches, unsized, batch_fields, include_control, validate, headers, views)]
 
@@ -308,7 +356,9 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
     total, seen = sum(sizes), 0
     for i, buffer in enumerate(buffers):
         try:
-            if batch_fields or not gathered.acc.add_uncompressed(buffer, validate, include_control):
+            if batch_fields or not (gathered.acc.add_uncompressed(buffer, validate, include_control)
+                                    or _add_compressed_v2(gathered.acc, buffer, validate, include_control,
+                                                          max_decompressed_size)):
                 gathered.add(read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size,
                                           pool=pool), 0, include_control, validate)
         except KcodecError as exc:
@@ -318,6 +368,20 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
             gathered.acc.presize(seen + sizes[i], total)
         seen += sizes[i]
     return gathered.result()
+
+
+def _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size, views):
+    """The native pass over compressed v2 batches (see _compressed_v2) over parts of the buffer on
+    threads, or None to convert it in one piece.  It holds the GIL for no batch, so small batches gain
+    from threads too (no :data:`MIN_THREAD_MEAN_BATCH`); a part it cannot take gives None."""
+    if not 0 < max_decompressed_size < 2 ** 63:
+        return None
+    cuts = _cuts(buffer, 0)
+    codecs = None if cuts is None else _native_codecs(buffer)
+    if codecs is None:
+        return None
+    return _on_threads(lambda a, b: columns_v2(buffer, codecs, validate, include_control, headers,
+                                               max_decompressed_size, a, b, views), cuts)
 
 
 def _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views):

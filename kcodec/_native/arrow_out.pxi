@@ -369,6 +369,15 @@ cdef class ColumnAccumulator:
             self.sources += _view_sources(&self.a, data, 0, view.len)
         return err == 0
 
+    def add_v2(self, data, codecs, bint validate=True, bint include_control=False,
+               int64_t max_decompressed_size=2147483647) -> bool:
+        """Every record of a buffer of v2 batches of any codec, in one native pass (see columns_v2).
+
+        False, with nothing added, when the buffer holds anything else.
+        """
+        return _add_v2_buffer(&self.a, data, tuple(codecs), validate, include_control, max_decompressed_size,
+                              0, -1, self.sources) == 0
+
     def add_record(self, int64_t offset, int64_t timestamp, int32_t timestamp_type, key, value,
                    headers) -> None:
         """Append one decoded record (legacy v0/v1 batches, which are rare, come this way)."""

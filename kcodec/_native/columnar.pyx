@@ -6,12 +6,14 @@ every per-record step is a C loop without the GIL.
 The parts are included by concept: Arrow in, the partitioner, column memory, Arrow out
 (gathering), and Arrow C out (the Arrow C data interface over the gathered columns).
 """
+cimport cython
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS,
-                             PyBUF_FORMAT, PyBUF_ND)
+                             PyBUF_FORMAT, PyBUF_ND, PyBuffer_FillInfo)
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.mem cimport PyMem_RawMalloc, PyMem_RawRealloc, PyMem_RawFree
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -27,7 +29,7 @@ from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_bat
                                         KC_BATCH_OVERHEAD, KC_BATCH_LENGTH, KC_BATCH_MAGIC, KC_BATCH_ATTRIBUTES,
                                         KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,
                                         KC_BATCH_CONTROL, KC_BATCH_TIMESTAMP_TYPE)
-from kcodec._native.native_codec cimport NativeCodec
+from kcodec._native.native_codec cimport (NativeCodec, KCODEC_CODEC_ERROR, KCODEC_CODEC_DST_TOO_SMALL)
 
 import numpy as np
 cimport numpy as cnp
@@ -41,4 +43,5 @@ include "arrow_in.pxi"
 include "partitioner.pxi"
 include "column_cache.pxi"
 include "arrow_out.pxi"
+include "arrow_out_compressed.pxi"
 include "arrow_c.pxi"
