@@ -5,9 +5,9 @@ the record and columnar APIs are loaded on first attribute access.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kcodec._lazy import lazy_attributes
 from kcodec._version import __version__
 from kcodec.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -100,13 +100,7 @@ def get_include() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kcodec' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, cache=globals())
 
 
 def __dir__():

@@ -8,14 +8,14 @@ import uuid
 
 import pytest
 
-from s3_server import _free_port, wait_until_serving
+from s3_server import BucketServer, _free_port, wait_until_serving
 
 # gcsfs otherwise first asks each bucket over gRPC whether it is a hierarchical-namespace
 # bucket, which an HTTP-only emulator cannot answer (a 60 s timeout per bucket).
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
 
-class GcsServer:
+class GcsServer(BucketServer):
     def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
         self.endpoint = endpoint
         self.proc = proc
@@ -33,15 +33,6 @@ class GcsServer:
         self.filesystem().mkdir(name)
         return name
 
-    def upload_dir(self, local: str, url: str) -> None:
-        """Copy a local folder tree to ``url`` (gs://bucket/prefix), one upload per file."""
-        fs = self.filesystem()
-        base = url.split("://", 1)[1].rstrip("/")
-        for root, _dirs, files in os.walk(local):
-            for name in files:
-                rel = os.path.relpath(os.path.join(root, name), local)
-                with open(os.path.join(root, name), "rb") as f:
-                    fs.pipe_file(f"{base}/{rel}", f.read())
 
 
 @pytest.fixture(scope="session")

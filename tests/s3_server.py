@@ -36,7 +36,21 @@ def wait_until_serving(proc: subprocess.Popen, probe_url: str, what: str, timeou
             time.sleep(0.1)
 
 
-class S3Server:
+class BucketServer:
+    """An object-store server for the tests: its file system (``filesystem()``) and storage options."""
+
+    def upload_dir(self, local: str, url: str) -> None:
+        """Copy a local folder tree to ``url`` (scheme://bucket/prefix), one put per file."""
+        fs = self.filesystem()
+        base = url.split("://", 1)[1].rstrip("/")
+        for root, _dirs, files in os.walk(local):
+            for name in files:
+                rel = os.path.relpath(os.path.join(root, name), local)
+                with open(os.path.join(root, name), "rb") as f:
+                    fs.pipe_file(f"{base}/{rel}", f.read())
+
+
+class S3Server(BucketServer):
     def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
         self.endpoint = endpoint
         self.proc = proc
@@ -57,15 +71,6 @@ class S3Server:
                      region_name="us-east-1").create_bucket(Bucket=name)
         return name
 
-    def upload_dir(self, local: str, url: str) -> None:
-        """Copy a local folder tree to ``url`` (s3://bucket/prefix), one put per file."""
-        fs = self.filesystem()
-        base = url.split("://", 1)[1].rstrip("/")
-        for root, _dirs, files in os.walk(local):
-            for name in files:
-                rel = os.path.relpath(os.path.join(root, name), local)
-                with open(os.path.join(root, name), "rb") as f:
-                    fs.pipe_file(f"{base}/{rel}", f.read())
 
 
 def start_server() -> S3Server:

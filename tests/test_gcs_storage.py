@@ -11,7 +11,7 @@ import kcodec
 from gcs_server import gcs  # noqa: F401  (the session fixture)
 from kcodec.log import RecordRange, open_log_dir
 from kcodec.storage import io_stats
-from test_object_storage import check_crashes
+from test_object_storage import check_cli_on_a_log_directory, check_crashes
 
 
 @pytest.mark.parametrize("operation", ["recompress", "compact"])
@@ -41,16 +41,5 @@ def test_reads_like_local_with_ranged_reads(tmp_path, gcs):
 
 
 def test_cli_on_a_gcs_log_directory(tmp_path, gcs, capsys):
-    from kcodec.cli import main
-    from test_log_dirs import broker_dir
-    url = f"gs://{gcs.new_bucket()}/kafka"
-    gcs.upload_dir(str(broker_dir(tmp_path / "data")), url)
     opt_args = [f"--storage-option={k}={v}" for k, v in gcs.storage_options.items()]
-    assert main(["recompress", url, "--codec", "zstd", "--topic", "orders"] + opt_args) == 0
-    out = capsys.readouterr().out
-    assert f"{url}/orders-0: 2 segments, 40 records" in out and "clicks" not in out
-    assert main(["dump", f"{url}/orders-1/00000000000000000020.log", "--json"] + opt_args) == 0
-    rows = capsys.readouterr().out.splitlines()
-    assert len(rows) == 1 and '"compresscodec": "zstd"' in rows[0]
-    assert main(["retain", url, "--retention-bytes", "0"] + opt_args) == 0
-    assert capsys.readouterr().out.count("deleted 1 segments") == 4
+    check_cli_on_a_log_directory(gcs, f"gs://{gcs.new_bucket()}/kafka", opt_args, tmp_path, capsys)

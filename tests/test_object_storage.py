@@ -247,15 +247,11 @@ def test_missing_package_and_secret_free_errors(tmp_path, s3, capsys, monkeypatc
     assert err.startswith("kcodec recompress: ") and SECRET not in err and "Traceback" not in err
 
 
-def test_cli_on_an_s3_log_directory(tmp_path, s3, capsys):
-    from test_log_dirs import broker_dir
-    root = broker_dir(tmp_path / "data")
-    bucket = s3.new_bucket()
-    url = f"s3://{bucket}/kafka"
-    s3.upload_dir(str(root), url)
-    opt_args = [f"--storage-option={k}={v}" for k, v in (("key", KEY), ("secret", SECRET),
-                                                           ("endpoint_url", s3.endpoint))]
+def check_cli_on_a_log_directory(server, url, opt_args, tmp_path, capsys):
+    """recompress --topic, dump and retain from the command line on a broker's log directory at ``url``."""
     from kcodec.cli import main
+    from test_log_dirs import broker_dir
+    server.upload_dir(str(broker_dir(tmp_path / "data")), url)
     assert main(["recompress", url, "--codec", "zstd", "--topic", "orders"] + opt_args) == 0
     out = capsys.readouterr().out
     assert f"{url}/orders-0: 2 segments, 40 records" in out and "clicks" not in out
@@ -264,6 +260,12 @@ def test_cli_on_an_s3_log_directory(tmp_path, s3, capsys):
     assert len(rows) == 1 and '"compresscodec": "zstd"' in rows[0]
     assert main(["retain", url, "--retention-bytes", "0"] + opt_args) == 0
     assert capsys.readouterr().out.count("deleted 1 segments") == 4
+
+
+def test_cli_on_an_s3_log_directory(tmp_path, s3, capsys):
+    opt_args = [f"--storage-option={k}={v}" for k, v in (("key", KEY), ("secret", SECRET),
+                                                           ("endpoint_url", s3.endpoint))]
+    check_cli_on_a_log_directory(s3, f"s3://{s3.new_bucket()}/kafka", opt_args, tmp_path, capsys)
 
 
 def test_spark_writes_and_reads_s3(spark, tmp_path, s3):

@@ -1,9 +1,7 @@
 """Kafka record batches: builders, readers, control records and buffer pooling."""
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from kcodec._lazy import lazy_attributes
 from kcodec.records.batch import RecordBatch
 from kcodec.records.builder import RecordBatchBuilder, batch_builder
 from kcodec.records.control import ControlRecordType, EndTransactionMarker
@@ -34,8 +32,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kcodec.records' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)
