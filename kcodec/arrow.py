@@ -146,26 +146,19 @@ def _thread_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _uncompressed_v2_parts(buffer, validate: bool, include_control: bool, headers: bool, use_threads: bool,
-                           views: bool):
-    """The fast pass's chunk for each part of the buffer, or None when it must take the general path.
-
-    With ``use_threads`` the buffer is cut at batch boundaries into about
-    one part per core (each at least :data:`MIN_THREAD_PART`); the native
-    pass releases the GIL, so the parts convert in parallel.
-    """
-    cuts = _cuts(buffer, 0) if use_threads else None
-    if cuts is None:
-        fast = columns_uncompressed_v2(buffer, validate, include_control, headers, views=views)
-        return None if fast is None else [fast]
-    return _on_threads(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b, views),
-                       cuts)
+def _uncompressed_v2_parts(buffer, cuts: Optional[List[int]], validate: bool, include_control: bool,
+                           headers: bool, views: bool) -> Optional[List[RecordChunk]]:
+    """The fast pass's chunk for each part of the buffer (see _in_parts), or None when it must take another path."""
+    return _in_parts(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b, views),
+                     cuts)
 
 
-def _native_codecs(buffer) -> Optional[Tuple[Any, ...]]:
+def _native_codecs(buffer, max_decompressed_size: int) -> Optional[Tuple[Any, ...]]:
     """The NativeCodec of each codec id (0-7) the buffer's batches use, or None when the native pass
     over compressed v2 batches cannot take the buffer (legacy batches, damage, a codec without native
-    functions); the general path then decodes it."""
+    functions, a size limit outside what it takes); the general path then decodes it."""
+    if not 0 < max_decompressed_size < 2 ** 63:
+        return None
     mask = compression_ids(buffer)
     if mask <= 1:  # not only v2 batches, or nothing compressed (the uncompressed pass judged it)
         return None
@@ -184,21 +177,28 @@ def _native_codecs(buffer) -> Optional[Tuple[Any, ...]]:
 def _add_compressed_v2(acc: ColumnAccumulator, buffer, validate: bool, include_control: bool,
                        max_decompressed_size: int) -> bool:
     """:func:`_compressed_v2` into an accumulator: False, with nothing added, for the general path."""
-    if not 0 < max_decompressed_size < 2 ** 63:
-        return False
-    codecs = _native_codecs(buffer)
+    codecs = _native_codecs(buffer, max_decompressed_size)
     return codecs is not None and acc.add_v2(buffer, codecs, validate, include_control, max_decompressed_size)
 
 
 def _compressed_v2(buffer, validate: bool, include_control: bool, headers: bool, max_decompressed_size: int,
-                   views: bool = False) -> Optional[RecordChunk]:
-    """The chunk of the native pass over v2 batches of native codecs (see columns_v2), or None for the general path."""
-    if not 0 < max_decompressed_size < 2 ** 63:
-        return None
-    codecs = _native_codecs(buffer)
+                   views: bool = False, cuts: Optional[List[int]] = None) -> Optional[List[RecordChunk]]:
+    """The native pass over v2 batches of native codecs (see columns_v2), a chunk for each part of the
+    buffer (see _in_parts), or None for the general path.  It holds the GIL for no batch, so small
+    batches gain from threads too (no :data:`MIN_THREAD_MEAN_BATCH` in the cuts)."""
+    codecs = _native_codecs(buffer, max_decompressed_size)
     if codecs is None:
         return None
-    return columns_v2(buffer, codecs, validate, include_control, headers, max_decompressed_size, views=views)
+    return _in_parts(lambda a, b: columns_v2(buffer, codecs, validate, include_control, headers,
+                                             max_decompressed_size, a, b, views), cuts)
+
+
+def _in_parts(convert, cuts: Optional[List[int]]) -> Optional[List[RecordChunk]]:
+    """``convert(start, stop)`` of the whole buffer (``cuts`` None) or of each part on threads; None if any gave None."""
+    if cuts is None:
+        chunk = convert(0, -1)
+        return None if chunk is None else [chunk]
+    return _on_threads(convert, cuts)
 
 
 def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
@@ -321,23 +321,15 @@ def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, valida
     except TypeError:
         return [_general(buffer, 0, batch_fields, include_control, validate, headers, views)]
     if not batch_fields:
-        # One native pass when the buffer holds only uncompressed v2 batches
-        # (anything else, including damage, takes the general path below).
-        parts = _uncompressed_v2_parts(buffer, validate, include_control, headers, use_threads, views)
+        # One native pass when the buffer holds only v2 batches, uncompressed or of codecs with native
+        # functions, on parts of it with threads (anything else, including damage, takes the general path).
+        cuts = _cuts(buffer, 0) if use_threads else None
+        parts = (_uncompressed_v2_parts(buffer, cuts, validate, include_control, headers, views)
+                 or _compressed_v2(buffer, validate, include_control, headers, max_decompressed_size, views, cuts))
+        if parts is None and cuts is not None:
+            parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
         if parts is not None:
             return parts
-        if use_threads:
-            parts = _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size, views)
-            if parts is not None:
-                return parts
-        if use_threads:
-            parts = _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views)
-            if parts is not None:
-                return parts
-        # Compressed v2 batches of native codecs: one native pass, without the GIL throughout.
-        chunk = _compressed_v2(buffer, validate, include_control, headers, max_decompressed_size, views)
-        if chunk is not None:
-            return [chunk]
     batches = read_batches(buffer, validate=validate, max_decompressed_size=max_decompressed_size, pool=BufferPool())
     return [_general(batches, unsized, batch_fields, include_control, validate, headers, views)]
 
@@ -368,20 +360,6 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
             gathered.acc.presize(seen + sizes[i], total)
         seen += sizes[i]
     return gathered.result()
-
-
-def _compressed_v2_parts(buffer, validate, include_control, headers, max_decompressed_size, views):
-    """The native pass over compressed v2 batches (see _compressed_v2) over parts of the buffer on
-    threads, or None to convert it in one piece.  It holds the GIL for no batch, so small batches gain
-    from threads too (no :data:`MIN_THREAD_MEAN_BATCH`); a part it cannot take gives None."""
-    if not 0 < max_decompressed_size < 2 ** 63:
-        return None
-    cuts = _cuts(buffer, 0)
-    codecs = None if cuts is None else _native_codecs(buffer)
-    if codecs is None:
-        return None
-    return _on_threads(lambda a, b: columns_v2(buffer, codecs, validate, include_control, headers,
-                                               max_decompressed_size, a, b, views), cuts)
 
 
 def _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views):
