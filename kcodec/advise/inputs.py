@@ -55,14 +55,14 @@ class InputPlan:
     record_paths: List[str] = field(default_factory=list)
     record_format: Optional[str] = None
     seen: set = field(default_factory=set)
-    storage_options: Optional[Dict[str, Any]] = field(default=None, repr=False)  # for URL inputs
+    storage_options: Optional[Dict[str, Any]] = field(default=None, repr=False)  # for URL inputs and --write
 
 
 def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
                  storage_options: Optional[Dict[str, Any]] = None) -> InputPlan:
     """Check every input path or URL and say what it is; errors name the path and what was expected."""
     if not paths:
-        return InputPlan("sample", "generated sample")
+        return InputPlan("sample", "generated sample", storage_options=storage_options)
     if fmt not in (None, "kafka-log", "parquet", "json"):
         raise KcodecError(f"--format {fmt}: choose kafka-log, parquet or json")
     kinds = []
@@ -75,7 +75,7 @@ def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
         raise KcodecError(f"inputs of different kinds ({', '.join(sorted(set(kinds)))}): give one kind at a time")
     if kinds[0] != "kafka-log":
         return InputPlan("records", f"{kinds[0]} {', '.join(paths)}", record_paths=list(paths),
-                         record_format=kinds[0])
+                         record_format=kinds[0], storage_options=storage_options)
     plan = InputPlan("logs", f"log director{'ies' if len(paths) > 1 else 'y'} {', '.join(paths)}",
                      storage_options=storage_options)
     for path in paths:

@@ -1,7 +1,8 @@
 """``--write DIR``: each topic's records rewritten as segment folders with its recommended setting.
 
 ``DIR`` may be a URL (``s3://`` ...): the segments are then put through
-:mod:`kcodec.storage` with the ``--storage-option`` options, each object whole.
+:mod:`kcodec.storage` with the ``--storage-option`` options (parsed once, into the
+input plan), each object whole.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def write_topics(spark, plan, options, advice: Sequence, out: str, log: Callable
 
     df = _records(spark, plan, options)
     target = out if storage.is_url(out) else str(Path(out))
-    storage_options = dict(storage.parse_storage_option(t) for t in options.storage_option)
+    storage_options = plan.storage_options or {}
     written = {}
     for a in advice:
         name = terminal_text(a.topic)
