@@ -1,33 +1,53 @@
 # Arrow out: records of v2 batches gathered into Arrow-ready column buffers (to_arrow).
 
 
+cdef inline int _v2_entry(const uint8_t *buf, Py_ssize_t length, Py_ssize_t pos, Py_ssize_t *total) noexcept nogil:
+    """One step of Kafka's entry walk (see _entry_at) that stays on v2 batches, for the native passes:
+    1 when a complete v2 batch of ``total`` (>= 61) bytes starts at ``pos``, 0 where the walk ends,
+    -1 for anything the general path must judge (an error there, a legacy entry, a batch too short
+    for its header)."""
+    cdef Py_ssize_t remaining = length - pos
+    cdef int32_t size
+    if remaining < 12:
+        return 0
+    size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH)
+    if size < 14:
+        return -1
+    if remaining < 17:
+        return 0
+    if buf[pos + KC_BATCH_MAGIC] != 2:
+        return -1
+    total[0] = <Py_ssize_t>size + 12
+    if remaining < total[0]:
+        return 0
+    return 1 if total[0] >= KC_BATCH_OVERHEAD else -1
+
+
 cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, Py_ssize_t *n_records) noexcept nogil:
     """Count the records of a buffer made only of complete, uncompressed v2 batches; -1 otherwise.
 
     Reads batch headers only; CRCs are checked batch by batch in the copy pass, while each batch is in cache.
     """
-    cdef Py_ssize_t pos = 0, remaining, size
+    cdef Py_ssize_t pos = 0, total
     cdef int32_t count
     cdef uint8_t attrs
+    cdef int step
     n_records[0] = 0
     while True:
-        remaining = length - pos
-        if remaining < 12:
-            return 0 if remaining == 0 else -1
-        size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH)
-        if size < 49 or remaining < 17 or buf[pos + KC_BATCH_MAGIC] != 2 or remaining < size + 12:
-            return -1
+        step = _v2_entry(buf, length, pos, &total)
+        if step <= 0:  # a trailing partial batch too is for the general path to judge
+            return 0 if step == 0 and pos == length else -1
         attrs = buf[pos + KC_BATCH_ATTRIBUTES + 1]
         if attrs & KC_BATCH_COMPRESSION_MASK:
             return -1
         count = <int32_t>kc_load_be32(buf + pos + KC_BATCH_RECORDS_COUNT)
         # A count the records region cannot hold is damage (reported by the general
         # path); it must not reach the column sizing, which trusts n_records.
-        if count < 0 or count > (size - 49) // KC_MIN_RECORD_SIZE:
+        if count < 0 or count > (total - KC_BATCH_OVERHEAD) // KC_MIN_RECORD_SIZE:
             return -1
         if include_control or not (attrs & KC_BATCH_CONTROL):
             n_records[0] += count
-        pos += size + 12
+        pos += total
 
 
 cdef inline void _put(_Grow *data, _Grow *offs, _Grow *nullmap, int64_t row, const uint8_t *src, int32_t ln,

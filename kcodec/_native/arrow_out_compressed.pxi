@@ -7,27 +7,6 @@ cdef enum:
     _FIRST_REGION = 65536  # the decompression buffer's first size when the codec gives no hint
 
 
-cdef int _v2_entry(const uint8_t *buf, Py_ssize_t length, Py_ssize_t pos, Py_ssize_t *total) noexcept nogil:
-    """One step of Kafka's entry walk (see _entry_at) that stays on v2 batches: 1 when a complete
-    v2 batch of ``total`` (>= 61) bytes starts at ``pos``, 0 where the walk ends, -1 for anything
-    the general path must judge (an error there, a legacy entry, a batch too short for its header)."""
-    cdef Py_ssize_t remaining = length - pos
-    cdef int32_t size
-    if remaining < 12:
-        return 0
-    size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH)
-    if size < 14:
-        return -1
-    if remaining < 17:
-        return 0
-    if buf[pos + KC_BATCH_MAGIC] != 2:
-        return -1
-    total[0] = <Py_ssize_t>size + 12
-    if remaining < total[0]:
-        return 0
-    return 1 if total[0] >= KC_BATCH_OVERHEAD else -1
-
-
 def compression_ids(data, Py_ssize_t start=0, Py_ssize_t stop=-1) -> int:
     """The codec ids of the batches in ``data[start:stop]`` with records to decode, as a bit mask;
     -1 when it holds anything but complete v2 batches (a trailing partial batch aside)."""
