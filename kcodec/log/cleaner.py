@@ -31,6 +31,8 @@ this process by default, Spark tasks in :mod:`kcodec.spark.ops`.
 """
 from __future__ import annotations
 
+import contextlib
+
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -48,6 +50,7 @@ from kcodec.log.cleaner_plan import (
     write_cleaner_checkpoint,
 )
 from kcodec.log.files import FileOps, ops_for
+from kcodec.log.lock import rewrite_lock
 from kcodec.log.filter import (
     BatchRetention,
     BatchRetentionResult,
@@ -292,22 +295,24 @@ def compact(log_dir: str, *, config: Optional[CleanerConfig] = None, now_ms: Opt
     if use_checkpoint:
         # the checkpoint is keyed by the folder's name: refuse a bad one first
         checkpoint_key(log_dir, ops.storage)
-    if not dry_run:
-        recover_log_dir(log_dir, ops, config.index_interval_bytes)
-    if first_dirty_offset is None and use_checkpoint:
-        first_dirty_offset = read_cleaner_checkpoint(log_dir, ops.storage)
-    plan = plan_clean(log_dir, config, now, first_dirty_offset, ops.storage)
-    res = CleanResult(ops.storage.url(log_dir), False, "", plan.first_dirty, plan.first_uncleanable,
-                      plan.cleanable_ratio, plan.clean_bytes, plan.cleanable_bytes, segments_before=len(plan.state.segments))
-    res.reason = plan.skip_reason(config, force)
-    if res.reason or dry_run:
-        res.reason = res.reason or "dry run"
-        res.segments_after = res.segments_before
-        res.seconds = time.perf_counter() - t0
-        return res
-    run_clean(log_dir, plan, config, now, ops, res, offset_map, runner)
-    if use_checkpoint:
-        write_cleaner_checkpoint(log_dir, plan.first_uncleanable, ops)
+    with (contextlib.nullcontext() if dry_run else rewrite_lock(log_dir, ops.storage)):
+        if not dry_run:
+            recover_log_dir(log_dir, ops, config.index_interval_bytes)
+        if first_dirty_offset is None and use_checkpoint:
+            first_dirty_offset = read_cleaner_checkpoint(log_dir, ops.storage)
+        plan = plan_clean(log_dir, config, now, first_dirty_offset, ops.storage)
+        res = CleanResult(ops.storage.url(log_dir), False, "", plan.first_dirty, plan.first_uncleanable,
+                          plan.cleanable_ratio, plan.clean_bytes, plan.cleanable_bytes,
+                          segments_before=len(plan.state.segments))
+        res.reason = plan.skip_reason(config, force)
+        if res.reason or dry_run:
+            res.reason = res.reason or "dry run"
+            res.segments_after = res.segments_before
+            res.seconds = time.perf_counter() - t0
+            return res
+        run_clean(log_dir, plan, config, now, ops, res, offset_map, runner)
+        if use_checkpoint:
+            write_cleaner_checkpoint(log_dir, plan.first_uncleanable, ops)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -382,16 +387,23 @@ def cli_run(args) -> int:
                         index_interval_bytes=args.index_interval_bytes,
                         producer_id_expiration_ms=args.producer_id_expiration_ms)
     from kcodec.log._cli import storage_options, target_partitions
+    from kcodec.log.lock import rewrite_locks
     opts = storage_options(args)
-    for part in target_partitions(args):
-        r = compact(part.storage.url(str(part.path)), config=cfg, now_ms=args.now_ms,
-                    first_dirty_offset=args.first_dirty_offset, use_checkpoint=args.checkpoint, force=args.force,
-                    dry_run=args.dry_run, storage_options=opts)
-        print(f"{r.log_dir}: {r.reason}")
-        print(f"  dirty range [{r.first_dirty_offset}, {r.first_uncleanable_offset}), cleanable ratio "
-              f"{r.cleanable_ratio:.3f} ({r.cleanable_bytes} cleanable of {r.clean_bytes + r.cleanable_bytes} bytes)")
-        if r.cleaned:
-            print(f"  {r.messages_read} records read, {r.messages_written} kept; {r.bytes_read} -> "
-                  f"{r.bytes_written} bytes; {r.map_keys} keys; segments {r.segments_before} -> "
-                  f"{r.segments_after}; {r.seconds:.2f} s")
+    urls = [part.storage.url(str(part.path)) for part in target_partitions(args)]
+    with (contextlib.nullcontext() if args.dry_run else rewrite_locks(urls, opts)):
+        for url in urls:
+            _compact_one(args, url, cfg, opts)
     return 0
+
+
+def _compact_one(args, url: str, cfg: CleanerConfig, opts: Dict[str, Any]) -> None:
+    r = compact(url, config=cfg, now_ms=args.now_ms,
+                first_dirty_offset=args.first_dirty_offset, use_checkpoint=args.checkpoint, force=args.force,
+                dry_run=args.dry_run, storage_options=opts)
+    print(f"{r.log_dir}: {r.reason}")
+    print(f"  dirty range [{r.first_dirty_offset}, {r.first_uncleanable_offset}), cleanable ratio "
+          f"{r.cleanable_ratio:.3f} ({r.cleanable_bytes} cleanable of {r.clean_bytes + r.cleanable_bytes} bytes)")
+    if r.cleaned:
+        print(f"  {r.messages_read} records read, {r.messages_written} kept; {r.bytes_read} -> "
+              f"{r.bytes_written} bytes; {r.map_keys} keys; segments {r.segments_before} -> "
+              f"{r.segments_after}; {r.seconds:.2f} s")

@@ -35,6 +35,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log.files import FileOps, ops_for
+from kcodec.log.lock import rewrite_lock
 from kcodec.log.names import CLEANED, segment_file_name
 from kcodec.log.recovery import recover_log_dir
 from kcodec.log.segment_list import SegmentInfo, check_complete, list_segments, open_log
@@ -319,11 +320,12 @@ def recompress(log_dir: str, compression: Union[CompressionType, int, str], leve
     options.check()
     ops, log_dir = ops_for(log_dir, ops, storage_options)
     result = RecompressResult(ops.storage.url(log_dir), dry_run)
-    for seg in segments_to_recompress(ops, log_dir, include_active=include_active, dry_run=dry_run,
-                                      index_interval_bytes=index_interval_bytes):
-        res = recompress_segment(log_dir, seg, options, dry_run=dry_run, verify=verify,
-                                 index_interval_bytes=index_interval_bytes, ops=ops)
-        result.segments.append(swap_in(ops, log_dir, seg, res, dry_run))
+    with (contextlib.nullcontext() if dry_run else rewrite_lock(log_dir, ops.storage)):
+        for seg in segments_to_recompress(ops, log_dir, include_active=include_active, dry_run=dry_run,
+                                          index_interval_bytes=index_interval_bytes):
+            res = recompress_segment(log_dir, seg, options, dry_run=dry_run, verify=verify,
+                                     index_interval_bytes=index_interval_bytes, ops=ops)
+            result.segments.append(swap_in(ops, log_dir, seg, res, dry_run))
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -369,11 +371,18 @@ def cli_add_parser(subparsers) -> Any:
 
 def cli_run(args) -> int:
     from kcodec.log._cli import storage_options, target_partitions
+    from kcodec.log.lock import rewrite_locks
     parts = target_partitions(args)
     opts = storage_options(args)
+    urls = [part.storage.url(str(part.path)) for part in parts]
+    with (contextlib.nullcontext() if args.dry_run else rewrite_locks(urls, opts)):
+        return _run(args, urls, opts)
+
+
+def _run(args, urls: List[str], opts: Dict[str, Any]) -> int:
     total_before = total_after = 0
-    for part in parts:
-        r = recompress(part.storage.url(str(part.path)), args.codec, args.level, to_magic=args.to_magic,
+    for url in urls:
+        r = recompress(url, args.codec, args.level, to_magic=args.to_magic,
                        skip_same_codec=args.skip_same_codec, include_active=not args.skip_active,
                        dry_run=args.dry_run, verify=not args.no_verify, storage_options=opts)
         total_before += r.bytes_before
@@ -382,7 +391,7 @@ def cli_run(args) -> int:
         pct = 100.0 * r.bytes_saved / r.bytes_before if r.bytes_before else 0.0
         print(f"{r.log_dir}: {len(r.segments)} segments, {r.records} records, {r.bytes_before} -> "
               f"{r.bytes_after} bytes, {verb} {r.bytes_saved} ({pct:.1f}%) in {r.seconds:.2f} s")
-    if len(parts) > 1:
-        print(f"total: {len(parts)} partitions, {total_before} -> {total_after} bytes, "
+    if len(urls) > 1:
+        print(f"total: {len(urls)} partitions, {total_before} -> {total_after} bytes, "
               f"{'would save' if args.dry_run else 'saved'} {total_before - total_after}")
     return 0

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from kcodec.errors import KcodecError
 from kcodec.log.files import FileOps, ops_for
+from kcodec.log.lock import rewrite_lock
 from kcodec.log.index import batch_index_info, build_indexes
 from kcodec.log.names import CLEANED, DELETED, INDEX_SUFFIXES, SWAP, parse_segment_file_name, segment_file_name
 from kcodec.log.segment_list import list_segments, open_log
@@ -45,6 +46,11 @@ def recover_log_dir(log_dir: str, ops: Optional[FileOps] = None,
     """
     if ops is None or is_url(log_dir):
         ops, log_dir = ops_for(log_dir, ops, storage_options)
+    with rewrite_lock(log_dir, ops.storage):
+        return _recover(log_dir, ops, index_interval_bytes)
+
+
+def _recover(log_dir: str, ops: FileOps, index_interval_bytes: int) -> Dict[str, int]:
     join = ops.storage.join
     stats = {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0, "orphans_removed": 0,
              "indexes_rebuilt": 0}

@@ -20,6 +20,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
 from kcodec.log.files import atomic_write_bytes
+from kcodec.log.lock import check_no_broker
 from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
 from kcodec.log.names import (
     KAFKA_DIR_SUFFIXES,
@@ -447,6 +448,8 @@ class LogWriter:
     leaves a ``.log`` without its indexes being at least absent (Kafka and
     kcodec rebuild missing ones).  In an object store each file is one put,
     the ``.log`` before its indexes, as a broker's tiered storage uploads.
+    A local folder in a broker log directory whose ``.lock`` a running
+    process holds is refused (:class:`~kcodec.log.lock.LogDirInUseError`).
     """
 
     def __init__(self, path: PathLike, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
@@ -454,6 +457,7 @@ class LogWriter:
                  storage_options: Optional[Dict[str, Any]] = None) -> None:
         self.storage, inner = resolve(path, storage_options)
         self.path = PurePosixPath(inner) if self.storage.remote else Path(inner)
+        check_no_broker(inner, self.storage)
         self.storage.makedirs(str(self.path))
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes

@@ -18,13 +18,15 @@ system).
 """
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from kcodec.compression import CompressionType
 from kcodec.log.cleaner import CleanerConfig, CleanerRunner, CleanResult, GroupOutput, clean_group, compact
 from kcodec.log.cleaner_plan import CleanPlan
 from kcodec.log.files import FileOps, ops_for
+from kcodec.log.lock import rewrite_locks
 from kcodec.log.offset_map import OffsetMap, dirty_ranges
 from kcodec.log.recompress import (
     RecompressOptions,
@@ -51,6 +53,13 @@ def recompress_spark(spark, log_dirs: Union[str, Sequence[str]], compression: Un
     options = RecompressOptions(compression, level, to_magic, skip_same_codec)
     options.check()
     where = [ops_for(d, None, storage_options) for d in dirs]
+    with (contextlib.nullcontext() if dry_run else rewrite_locks(dirs, storage_options)):
+        return _recompress_tasks(spark, where, options, include_active=include_active, dry_run=dry_run,
+                                 verify=verify, index_interval_bytes=index_interval_bytes, t0=t0)
+
+
+def _recompress_tasks(spark, where: List[Tuple[FileOps, str]], options: RecompressOptions, *, include_active: bool,
+                      dry_run: bool, verify: bool, index_interval_bytes: int, t0: float) -> List[RecompressResult]:
     results = [RecompressResult(ops.storage.url(inner), dry_run) for ops, inner in where]
     tasks = [(i, inner, seg) for i, (ops, inner) in enumerate(where)
              for seg in segments_to_recompress(ops, inner, include_active=include_active, dry_run=dry_run,
