@@ -359,3 +359,19 @@ def test_tiered_topic_is_refused(tmp_path):
     with pytest.raises(RetentionPolicyError, match="remote.storage.enable"):
         retain(part, policy=RetentionPolicy(retention_ms=0, remote_storage=True))
     assert tree(tmp_path) == before
+
+
+def test_metadata_log_is_never_rewritten(tmp_path, capsys):
+    root = broker_log_dir(tmp_path / "data")
+    meta = partition(root / "__cluster_metadata-0", segments=2)
+    before = tree(root)
+    assert main(["retain", meta, "--retention-ms", "0"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "KRaft metadata log" in err[0] and meta in err[0]
+    assert tree(root) == before
+    assert main(["retain", str(root), "--retention-ms", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped" in captured.err and "__cluster_metadata-0" in captured.err
+    assert "__cluster_metadata" not in captured.out
+    assert tree(root)["__cluster_metadata-0/00000000000000000000.log"] == before[
+        "__cluster_metadata-0/00000000000000000000.log"]

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Dict, List
 
 from kcodec.log.segment import NoSegmentsError, Partition, require_partitions
 from kcodec.storage import parse_storage_option
 
-__all__ = ["add_target_arguments", "target_partitions", "storage_options"]
+__all__ = ["add_target_arguments", "target_partitions", "storage_options", "METADATA_TOPIC"]
+
+#: ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft metadata log's topic, never rewritten.
+METADATA_TOPIC = "__cluster_metadata"
 
 
 def add_target_arguments(p: argparse.ArgumentParser, *, many: bool = True) -> None:
@@ -47,5 +51,14 @@ def target_partitions(args: Any) -> List[Partition]:
                 f"{where} is Kafka tiered storage (LocalTieredStorage's layout): kcodec reads it but does not "
                 "rewrite it, because the broker's remote log metadata records each segment as uploaded",
                 source=where)
-        out.extend(found)
+        metadata = [p for p in found if p.topic == METADATA_TOPIC]
+        if metadata and len(metadata) == len(found):
+            where = metadata[0].storage.url(str(metadata[0].path))
+            raise NoSegmentsError(
+                f"{where} is the KRaft metadata log: its controllers manage it together with their snapshots, "
+                "so kcodec does not rewrite it (it reads it with --metadata-log)", source=where)
+        if metadata:
+            print(f"kcodec: skipped {metadata[0].storage.url(str(metadata[0].path))}, the KRaft metadata log "
+                  "(its controllers manage it)", file=sys.stderr)
+        out.extend(p for p in found if p.topic != METADATA_TOPIC)
     return out
