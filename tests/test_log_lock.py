@@ -224,6 +224,7 @@ SLOW_REWRITE = textwrap.dedent("""
         if first[0]:
             first[0] = False
             print("started", flush=True)
+            sys.stdin.readline()  # holds the lock, one change made, until the test says go
         time.sleep(0.03)
     ops = FileOps(hook=hook)
     if op == "recompress":
@@ -237,8 +238,13 @@ SLOW_REWRITE = textwrap.dedent("""
 
 
 def slow_rewrite(*args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", SLOW_REWRITE, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", SLOW_REWRITE, *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def go(proc: subprocess.Popen) -> None:
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
 
 
 @pytest.mark.parametrize("where", ["archive", "log dir"])
@@ -256,6 +262,7 @@ def test_two_rewrites_of_one_partition_one_refuses_even_when_killed(tmp_path, wh
         second = kcodec_cli("recompress", part, "--codec", "gzip")
         assert second.returncode == 1 and len(second.stderr.strip().splitlines()) == 1, second.stderr
         assert ("being rewritten" if where == "archive" else "in use") in second.stderr
+        go(first)
         time.sleep(rng.uniform(0.0, 0.3))
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
@@ -278,10 +285,13 @@ def test_concurrent_retains_never_delete_twice(tmp_path):
         first = slow_rewrite("retain", part, limit)
         line = first.stdout.readline().strip()
         second = kcodec_cli("retain", part, "--retention-bytes", limit)
-        if line == "started":
+        if line == "started":  # not once the three segments are gone: nothing is left to delete
             assert second.returncode == 1 and "being rewritten" in second.stderr, second.stderr
+            go(first)
             time.sleep(rng.uniform(0.0, 0.1))
             first.send_signal(signal.SIGKILL)
+        else:
+            assert second.returncode == 0 and "deleted 0 segments" in second.stdout, second.stderr
         first.wait(timeout=30)
         recover_log_dir(part)
         assert [s.base_offset for s in list_segments(part)][-5:] == [30, 40, 50, 60, 70]
