@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from s3_server import s3  # noqa: F401  (the session fixture)
 from kraft_metadata import (
     BROKER,
     TOPIC,
@@ -200,6 +201,9 @@ def test_newest_snapshot_then_the_log_from_its_end_offset(tmp_path):
              partition_record(ID_A, 1, [2, 3, 1]), config_record(TOPIC, "t", "compression.type", "lz4")]
     write_segment(folder, 0, [data_batch(0, below[:4]), data_batch(4, below[4:] + above[:1])])
     write_segment(folder, 7, [data_batch(7, above[1:])])
+    # snapshots being written or deleted (Snapshots.PARTIAL_SUFFIX, DELETE_SUFFIX) are not read
+    (folder / "00000000000000000009-0000000001.checkpoint.part").write_bytes(b"partial")
+    (folder / "00000000000000000008-0000000001.checkpoint.deleted").write_bytes(b"deleted")
     meta = read_cluster_metadata(folder)
     assert meta.snapshot == str(folder / "00000000000000000006-0000000001.checkpoint")
     assert meta.snapshot_end_offset == 6 and meta.end_offset == 10
@@ -234,6 +238,21 @@ def test_log_segments_wholly_below_the_snapshot_are_not_read(tmp_path):
     meta = read_cluster_metadata(folder)
     assert meta.policy("t").retention_ms.value == 9
     assert meta.files == [meta.snapshot, str(folder / "00000000000000000003.log")]
+
+
+def test_a_metadata_log_in_object_storage(tmp_path, s3):  # noqa: F811
+    folder = meta_dir(tmp_path)
+    write_snapshot(folder, 2, 1, snapshot_file([topic_record("t", ID_A),
+                                                config_record(TOPIC, "t", "retention.ms", "7")]))
+    write_segment(folder, 0, log_batches([topic_record("t", ID_A), no_op_record(),
+                                          config_record(TOPIC, "t", "retention.bytes", "8")]))
+    url = f"s3://{s3.new_bucket()}/meta/{folder.name}"
+    s3.upload_dir(str(folder), url)
+    meta = read_cluster_metadata(url, storage_options=s3.storage_options)
+    p = meta.policy("t")
+    assert (p.retention_ms.value, p.retention_bytes.value) == (7, 8)
+    assert str(p.retention_bytes.source) == f"topic config in the metadata log {url}"
+    assert meta.files == [f"{url}/00000000000000000002-0000000001.checkpoint", f"{url}/00000000000000000000.log"]
 
 
 # -- deletion and re-creation ----------------------------------------------------------------------------

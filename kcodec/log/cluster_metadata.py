@@ -18,8 +18,9 @@ a broker's ``MetadataLoader`` does into the parts of ``TopicsImage`` and
   null stay as they were, ``PartitionRegistration.merge``).
 * ``ConfigRecord`` sets a key of a resource, a null value deletes it.  Topic
   configs are kept by topic name as in ``ConfigurationsImage``, and
-  ``RemoveTopicRecord`` deletes the topic and every config of its name
-  (``ConfigurationsDelta.replay(RemoveTopicRecord, name)``), so a name
+  ``RemoveTopicRecord`` deletes the topic and every config of its name, as
+  the controller does (``ReplicationControlManager.replay(RemoveTopicRecord)``
+  calls ``ConfigurationControlManager.deleteTopicConfigs``), so a name
   created again under a new topic id starts without the old topic's configs.
   Resource type BROKER with an empty name holds the cluster-wide broker
   defaults, with a broker id the configs of that broker.
@@ -467,7 +468,7 @@ class _Loader:
                 self.problem(loc, f"no topic has topic id {f['topic_id']}")
                 return
             del self.ids[topic.name]
-            # ConfigurationsDelta.replay(RemoveTopicRecord, name): the topic's configs go with it.
+            # ConfigurationControlManager.deleteTopicConfigs: the topic's configs go with it.
             self.configs.pop((_TOPIC, topic.name), None)
 
     @staticmethod
@@ -568,18 +569,12 @@ def _read_snapshot(storage: Storage, path: str, loader: _Loader, result: Cluster
         for batch in read_batches(snapshot.data, strict=True):
             batch = _v2(batch, where)
             end = batch.position + batch.size_in_bytes
-            if batch.is_control:
-                last_types = _count_control(result, batch, where)
-                if first and (not last_types or last_types[0] != ControlRecordType.SNAPSHOT_HEADER):
-                    raise CorruptDataError("a snapshot must start with a SnapshotHeader control record "
-                                           "(RecordsSnapshotReader)", position=batch.position,
-                                           batch_offset=batch.base_offset, source=where)
-            else:
-                if first:
-                    raise CorruptDataError("a snapshot must start with a SnapshotHeader control record "
-                                           "(RecordsSnapshotReader)", position=batch.position,
-                                           batch_offset=batch.base_offset, source=where)
-                last_types = []
+            last_types = _count_control(result, batch, where) if batch.is_control else []
+            if first and last_types[:1] != [ControlRecordType.SNAPSHOT_HEADER]:
+                raise CorruptDataError("a snapshot must start with a SnapshotHeader control record "
+                                       "(RecordsSnapshotReader)", position=batch.position,
+                                       batch_offset=batch.base_offset, source=where)
+            if not batch.is_control:
                 for loc in _records_of_batch(batch, where, -(1 << 63)):
                     loc.offset = None  # offsets inside a snapshot do not name log positions
                     loader.feed(loc)
