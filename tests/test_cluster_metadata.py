@@ -27,6 +27,8 @@ from kraft_metadata import (
     partition_record,
     remove_topic_record,
     snapshot_file,
+    snapshot_footer,
+    snapshot_header,
     tagged,
     topic_record,
     write_segment,
@@ -69,6 +71,9 @@ KAFKA_WRITTEN = {
     "partition": "010301000000008129dfa446ed41f483a71336961127f402000000010200000001010100000001000000"
                  "0000000000025c7864af8b644ac0fdd34a4e43ca4f7e00",
     "feature": "010c00116d657461646174612e76657273696f6e001300",
+    # the control record values of a Kafka 3.7 bootstrap.checkpoint (a snapshot)
+    "snapshot header": "00000000000000000000" + "00",
+    "snapshot footer": "0000" + "00",
 }
 
 
@@ -94,6 +99,8 @@ def test_records_written_by_kafka_decode_and_match_the_test_encoder():
     assert partition_record(CONSUMER_OFFSETS_ID, 0, [1], version=1, directories=[directory]).hex() \
         == KAFKA_WRITTEN["partition"]
     assert feature_level_record("metadata.version", 19).hex() == KAFKA_WRITTEN["feature"]
+    assert snapshot_header(0).hex() == KAFKA_WRITTEN["snapshot header"]
+    assert snapshot_footer().hex() == KAFKA_WRITTEN["snapshot footer"]
 
 
 # -- topics, configs, partitions -------------------------------------------------------------------------
