@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import re
 import struct
 import uuid
@@ -36,8 +37,9 @@ from kraft_metadata import (
 )
 
 from kcodec.errors import CorruptDataError, CorruptRecordError, KcodecError, LogNotFoundError
-from kcodec.log._cli import add_metadata_log_argument, metadata_log, topic_policy
-from kcodec.log.cluster_metadata import UnknownTopicError, read_cluster_metadata
+from kcodec.log import Partition
+from kcodec.log._cli import add_metadata_log_argument, metadata_log, partition_policy, topic_policy
+from kcodec.log.cluster_metadata import UnknownTopicError, partition_topic_id, read_cluster_metadata
 from kcodec.log.metadata_records import decode_metadata_record
 from kcodec.log.segment import NoSegmentsError
 from kcodec.records import ControlRecordType
@@ -585,3 +587,43 @@ def test_a_legacy_batch_is_refused(tmp_path):
     with pytest.raises(CorruptDataError, match="magic 1: a metadata log holds only magic v2") as info:
         read_cluster_metadata(meta_dir(tmp_path))
     assert (info.value.source, info.value.position) == (str(log), 0)
+
+
+def test_partition_policy_checks_the_topic_id_of_the_folder(tmp_path):
+    folder = write_log(tmp_path, [
+        topic_record("t", ID_A), config_record(TOPIC, "t", "retention.ms", "1"), remove_topic_record(ID_A),
+        topic_record("t", ID_A2), config_record(TOPIC, "t", "retention.ms", "2"),
+    ])
+    args = _parser().parse_args(["--metadata-log", str(folder)])
+    data = tmp_path / "data" / "t-0"
+    data.mkdir(parents=True)
+    part = Partition("t", 0, data)
+    assert partition_topic_id(part) is None  # no partition.metadata: the name alone decides
+    assert partition_policy(args, part).retention_ms.value == 2
+
+    # what PartitionMetadata.encode writes: the topic id as Uuid.toString (URL-safe base64, no padding)
+    def write_id(topic_id):
+        text = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+        (data / "partition.metadata").write_text(f"version: 0\ntopic_id: {text}")
+
+    write_id(ID_A2)
+    assert partition_topic_id(part) == ID_A2
+    assert partition_policy(args, part).retention_ms.value == 2
+    write_id(ID_A)  # a folder left behind by the deleted incarnation of the name
+    with pytest.raises(UnknownTopicError, match="deleted topic of the same name"):
+        partition_policy(args, part)
+    assert partition_policy(_parser().parse_args([]), part) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("version 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ", "malformed line in partition.metadata: 'version 0'"),
+    ("version: 0\n", "malformed line in partition.metadata: ''"),
+    ("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA", "invalid topic ID in partition.metadata"),
+    ("version: 0\ntopic_id: short", "is not a topic id"),
+])
+def test_a_malformed_partition_metadata_file(tmp_path, text, message):
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-0" / "partition.metadata").write_text(text)
+    with pytest.raises(CorruptDataError, match=re.escape(message)) as info:
+        partition_topic_id(Partition("t", 0, tmp_path / "t-0"))
+    assert info.value.source == str(tmp_path / "t-0" / "partition.metadata")

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kcodec.log.cluster_metadata import ClusterMetadata, TopicPolicy
 
 __all__ = ["add_target_arguments", "target_partitions", "storage_options", "METADATA_TOPIC",
-           "add_metadata_log_argument", "metadata_log", "topic_policy"]
+           "add_metadata_log_argument", "metadata_log", "topic_policy", "partition_policy"]
 
 #: ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft metadata log's topic, never rewritten.
 METADATA_TOPIC = "__cluster_metadata"
@@ -111,7 +111,7 @@ def topic_policy(args: Any, topic: str, *, topic_id: Optional[object] = None,
 
         add_metadata_log_argument(p)            # in cli_add_parser
         ...
-        policy = topic_policy(args, part.topic)  # in cli_run, per partition
+        policy = partition_policy(args, part)   # in cli_run, per partition (topic_policy for a bare name)
         if policy is not None:
             retention_ms = policy.retention_ms.value
             print(policy.retention_ms)  # retention.ms = 86400000 (topic config in the metadata log DIR)
@@ -124,3 +124,13 @@ def topic_policy(args: Any, topic: str, *, topic_id: Optional[object] = None,
     except KcodecError as exc:
         exc.message = f"--metadata-log {args.metadata_log}: {exc.message}"
         raise
+
+
+def partition_policy(args: Any, partition: Partition) -> Optional["TopicPolicy"]:
+    """:func:`topic_policy` for a partition folder, checked against the topic id in its ``partition.metadata``
+    (when the folder has one), so a folder left by a deleted topic of the same name is refused."""
+    if getattr(args, "metadata_log", None) is None:
+        return None
+    from kcodec.log.cluster_metadata import partition_topic_id
+
+    return topic_policy(args, partition.topic, topic_id=partition_topic_id(partition))

@@ -60,6 +60,7 @@ Example::
 """
 from __future__ import annotations
 
+import base64
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, Tuple,
 from kcodec.errors import CorruptDataError, KcodecError, LogNotFoundError
 from kcodec.log.metadata_records import RECORD_NAMES, MetadataRecord, decode_metadata_record
 from kcodec.log.names import segment_log_offset
-from kcodec.log.segment import LogSegment, NoSegmentsError
+from kcodec.log.segment import LogSegment, NoSegmentsError, Partition
 from kcodec.records.control import ControlRecordType, parse_control_key
 from kcodec.records.framing import RECORD_BATCH_OVERHEAD
 from kcodec.storage import Storage, resolve
@@ -83,6 +84,7 @@ __all__ = [
     "ClusterMetadata",
     "UnknownTopicError",
     "read_cluster_metadata",
+    "partition_topic_id",
     "KAFKA_DEFAULTS",
     "BROKER_SYNONYMS",
 ]
@@ -307,23 +309,58 @@ class ClusterMetadata:
 
 
 def _as_uuid(value: Any) -> uuid.UUID:
+    """A topic id given as a UUID, its text, or Kafka's own text form."""
     if isinstance(value, uuid.UUID):
         return value
     text = str(value)
     try:
         return uuid.UUID(text)
     except ValueError:
-        pass
-    # Kafka prints topic ids in URL-safe base64 without padding (Uuid.toString), as partition.metadata holds them.
-    import base64
+        return _kafka_uuid(text)
 
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except ValueError:
-        raw = b""
+
+def _kafka_uuid(text: str) -> uuid.UUID:
+    # Uuid.fromString: 16 bytes in URL-safe base64 without padding, as Uuid.toString writes them.
+    raw = b""
+    if re.fullmatch(r"[A-Za-z0-9_-]{22}", text):
+        raw = base64.urlsafe_b64decode(text + "==")
     if len(raw) != 16:
         raise KcodecError(f"{text!r} is not a topic id (a UUID, or Kafka's base64 form)")
     return uuid.UUID(bytes=raw)
+
+
+def partition_topic_id(partition: Partition) -> Optional[uuid.UUID]:
+    """The topic id a broker wrote in the partition folder's ``partition.metadata``, None without the file.
+
+    The file is ``version: 0`` and ``topic_id: <Uuid.toString()>`` on two lines
+    (``PartitionMetadataFile``); a malformed one raises
+    :class:`~kcodec.errors.CorruptDataError` naming it, as
+    ``PartitionMetadataReadBuffer`` refuses it.
+    """
+    storage = partition.storage
+    path = storage.join(str(partition.path), "partition.metadata")
+    where = storage.url(path)
+    try:
+        text = storage.read_bytes(path).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise CorruptDataError("partition.metadata is not UTF-8 text", source=where) from None
+    lines = text.split("\n")
+    version = re.split(r":\s+", lines[0])
+    if len(version) != 2 or not re.fullmatch(r"[+-]?[0-9]+", version[1]) or int(version[1]) < 0:
+        raise CorruptDataError(f"malformed line in partition.metadata: {lines[0]!r}", source=where)
+    topic = re.split(r":\s+", lines[1]) if len(lines) > 1 else []
+    if len(topic) != 2:
+        raise CorruptDataError(f"malformed line in partition.metadata: {lines[1] if len(lines) > 1 else ''!r}",
+                               source=where)
+    try:
+        topic_id = _kafka_uuid(topic[1])
+    except KcodecError as exc:
+        raise CorruptDataError(f"partition.metadata: {exc.message}", source=where) from None
+    if topic_id.int == 0:
+        raise CorruptDataError("invalid topic ID in partition.metadata (all zeros)", source=where)
+    return topic_id
 
 
 def _where(src: Source) -> str:
