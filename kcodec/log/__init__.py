@@ -17,7 +17,10 @@ The modules follow Kafka's storage layer:
 * ``offset_map``, ``cleaner_plan``, ``cleaner`` -- the log cleaner's parts
   (the offset map, the round's plan and checkpoint, the rewrite);
 * ``validator``, ``filter``, ``recompress``, ``retention`` -- the other operations;
-* ``selection``, ``arrow_reader`` -- offset and time ranges of a log, read as Arrow.
+* ``selection``, ``arrow_reader`` -- offset and time ranges of a log, read as Arrow;
+* ``metadata_records``, ``cluster_metadata`` -- a KRaft metadata log's records
+  (``MetadataRecordSerde``) replayed into topics and configs (``MetadataLoader``,
+  ``TopicsImage``, ``ConfigurationsImage``).
 
 The operations are loaded on first use.
 """

@@ -1,14 +1,19 @@
-"""Command-line arguments naming the partitions an operation works on."""
+"""Command-line arguments naming the partitions an operation works on, and the policy source."""
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
+from kcodec.errors import KcodecError
 from kcodec.log.segment import NoSegmentsError, Partition, require_partitions
 from kcodec.storage import parse_storage_option
 
-__all__ = ["add_target_arguments", "target_partitions", "storage_options", "METADATA_TOPIC"]
+if TYPE_CHECKING:  # pragma: no cover
+    from kcodec.log.cluster_metadata import ClusterMetadata, TopicPolicy
+
+__all__ = ["add_target_arguments", "target_partitions", "storage_options", "METADATA_TOPIC",
+           "add_metadata_log_argument", "metadata_log", "topic_policy", "partition_policy"]
 
 #: ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft metadata log's topic, never rewritten.
 METADATA_TOPIC = "__cluster_metadata"
@@ -62,3 +67,70 @@ def target_partitions(args: Any) -> List[Partition]:
                   "(its controllers manage it)", file=sys.stderr)
         out.extend(p for p in found if p.topic != METADATA_TOPIC)
     return out
+
+
+def add_metadata_log_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metadata-log", metavar="DIR", default=None,
+                   help="the KRaft metadata log directory (__cluster_metadata-0) whose topic configs are used; "
+                        "a path or a URL")
+
+
+_READ = "_metadata_log_read"  # the ClusterMetadata read for these args, kept on the namespace
+
+
+def metadata_log(args: Any) -> Optional["ClusterMetadata"]:
+    """The metadata log named by ``--metadata-log``, read once for these parsed ``args``; None without it.
+
+    Errors (a missing directory, corrupt records) are kcodec errors whose
+    message starts with ``--metadata-log DIR:`` and names the file and byte.
+    """
+    path = getattr(args, "metadata_log", None)
+    if path is None:
+        return None
+    found = vars(args).get(_READ)
+    if found is None:
+        from kcodec.log.cluster_metadata import read_cluster_metadata
+
+        try:
+            found = read_cluster_metadata(path, storage_options=storage_options(args))
+        except KcodecError as exc:
+            exc.message = f"--metadata-log {path}: {exc.message}"
+            raise
+        setattr(args, _READ, found)
+    return found
+
+
+def topic_policy(args: Any, topic: str, *, topic_id: Optional[object] = None,
+                 broker_id: Optional[int] = None) -> Optional["TopicPolicy"]:
+    """Topic ``topic``'s policy from ``--metadata-log``, each setting with its source; None without the flag.
+
+    ``topic_id`` (a UUID, or Kafka's base64 form from ``partition.metadata``)
+    makes sure the partition is the live incarnation of the name.  A topic
+    the metadata log does not hold is an
+    :class:`~kcodec.log.cluster_metadata.UnknownTopicError` naming the flag::
+
+        add_metadata_log_argument(p)            # in cli_add_parser
+        ...
+        policy = partition_policy(args, part)   # in cli_run, per partition (topic_policy for a bare name)
+        if policy is not None:
+            retention_ms = policy.retention_ms.value
+            print(policy.retention_ms)  # retention.ms = 86400000 (topic config in the metadata log DIR)
+    """
+    meta = metadata_log(args)
+    if meta is None:
+        return None
+    try:
+        return meta.policy(topic, topic_id=topic_id, broker_id=broker_id)
+    except KcodecError as exc:
+        exc.message = f"--metadata-log {args.metadata_log}: {exc.message}"
+        raise
+
+
+def partition_policy(args: Any, partition: Partition) -> Optional["TopicPolicy"]:
+    """:func:`topic_policy` for a partition folder, checked against the topic id in its ``partition.metadata``
+    (when the folder has one), so a folder left by a deleted topic of the same name is refused."""
+    if getattr(args, "metadata_log", None) is None:
+        return None
+    from kcodec.log.cluster_metadata import partition_topic_id
+
+    return topic_policy(args, partition.topic, topic_id=partition_topic_id(partition))
