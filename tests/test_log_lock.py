@@ -385,3 +385,71 @@ def test_metadata_log_is_never_rewritten(tmp_path, capsys):
     assert "__cluster_metadata" not in captured.out
     assert tree(root)["__cluster_metadata-0/00000000000000000000.log"] == before[
         "__cluster_metadata-0/00000000000000000000.log"]
+
+
+# ---------------------------------------------------------------------------------------------
+# each topic's own policy, from a KRaft metadata log
+
+def metadata_log(root, topics) -> Path:
+    """A metadata log holding ``topics``: name -> {config: value}, each with one partition on 3 replicas."""
+    import uuid
+
+    import kraft_metadata as km
+
+    records = []
+    for i, (name, configs) in enumerate(topics.items()):
+        tid = uuid.UUID(int=i + 1)
+        records += [km.topic_record(name, tid), km.partition_record(tid, 0, [1, 2, 3])]
+        records += [km.config_record(km.TOPIC, name, k, v) for k, v in configs.items()]
+    folder = root / "__cluster_metadata-0"
+    km.write_segment(folder, 0, km.log_batches(records))
+    return folder
+
+
+def test_retain_follows_each_topics_own_policy_from_the_metadata_log(tmp_path, capsys):
+    meta = metadata_log(tmp_path / "meta", {
+        "short": {"retention.ms": str(2 * DAY)},
+        "sized": {"retention.bytes": "1"},
+        "plain": {},
+        "compacted": {"cleanup.policy": "compact", "retention.ms": "0"},
+    })
+    logs = tmp_path / "archive"
+    for name in ("short", "sized", "plain", "compacted"):
+        partition(logs / f"{name}-0", ts=T0)
+    now = T0 + 5 * DAY
+    assert main(["retain", str(logs), "--metadata-log", str(meta), "--now-ms", str(now)]) == 0
+    out = capsys.readouterr().out
+    remaining = {name: [s.base_offset for s in list_segments(str(logs / f"{name}-0"))]
+                 for name in ("short", "sized", "plain", "compacted")}
+    # segment i's newest timestamp is T0 + i days + 9 ms: older than 2 days at T0 + 5 days for i <= 2
+    assert remaining == {"short": [30], "sized": [30], "plain": [0, 10, 20, 30], "compacted": [0, 10, 20, 30]}
+    assert f"retention.ms 172800000 (topic config in the metadata log {meta})" in out
+    assert f"retention.bytes 1 (topic config in the metadata log {meta})" in out
+    assert "plain-0: retention.ms is not set in the metadata log" in out and "plain-0: kept" in out
+    assert "cleanup.policy compact (topic config in the metadata log" in out
+    # a flag wins over the topic's own value, and says so
+    partition(logs / "short2-0", ts=T0)
+    meta2 = metadata_log(tmp_path / "meta2", {"short2": {"retention.ms": str(2 * DAY)}})
+    assert main(["retain", str(logs / "short2-0"), "--metadata-log", str(meta2), "--retention-ms", str(100 * DAY),
+                 "--now-ms", str(now)]) == 0
+    assert "retention.ms 8640000000 (--retention-ms)" in capsys.readouterr().out
+    assert [s.base_offset for s in list_segments(str(logs / "short2-0"))] == [0, 10, 20, 30]
+
+
+def test_metadata_log_refusals_change_nothing(tmp_path, capsys):
+    meta = metadata_log(tmp_path / "meta", {"tiered": {"remote.storage.enable": "true", "retention.ms": "0"},
+                                            "fine": {"retention.ms": "0"}})
+    logs = tmp_path / "archive"
+    partition(logs / "fine-0")
+    partition(logs / "tiered-0")
+    partition(logs / "unknown-0")
+    before = tree(tmp_path)
+    for target, expect in ((logs, "remote.storage.enable=true"), (logs / "unknown-0", "unknown")):
+        assert main(["retain", str(target), "--metadata-log", str(meta)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and expect in err[0].lower(), err
+        assert tree(tmp_path) == before
+    assert main(["retain", str(logs), "--metadata-log", str(tmp_path / "nowhere")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--metadata-log" in err[0] and "nowhere" in err[0]
+    assert tree(tmp_path) == before

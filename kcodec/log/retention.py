@@ -251,14 +251,16 @@ def _retain(ops: FileOps, log_dir: str, policy: RetentionPolicy, now: int, *, dr
 
 def cli_add_parser(subparsers) -> Any:
     """Register ``kcodec retain``."""
-    from kcodec.log._cli import add_target_arguments
+    from kcodec.log._cli import add_metadata_log_argument, add_target_arguments
     p = subparsers.add_parser(
         "retain", help="delete a partition's oldest segments by the retention limits you give",
         description="Delete the oldest segments of each partition, as a broker's retention would, by the limits "
-                    "given and no other: --retention-ms, --retention-bytes, --log-start-offset. At least one is "
-                    "required; a size limit alone applies no time limit. The newest segment is never deleted. "
+                    "given and no other: --retention-ms, --retention-bytes, --log-start-offset, or each topic's own "
+                    "retention.ms, retention.bytes and cleanup.policy from --metadata-log. At least one is "
+                    "required; a size limit alone applies no time limit; a flag wins over the metadata log. The newest segment is never deleted. "
                     "A log directory that a running broker holds locked is refused.")
     add_target_arguments(p)
+    add_metadata_log_argument(p)
     p.add_argument("--retention-ms", type=int, default=None, metavar="MS",
                    help="delete segments whose newest timestamp is more than MS before now; -1 disables")
     p.add_argument("--retention-bytes", type=int, default=None, metavar="BYTES",
@@ -273,32 +275,79 @@ def cli_add_parser(subparsers) -> Any:
     return p
 
 
+_FLAGS = {RETENTION_MS: "--retention-ms", RETENTION_BYTES: "--retention-bytes", LOG_START_OFFSET: "--log-start-offset"}
+
+
 def policy_from_flags(args: Any) -> RetentionPolicy:
     """The policy the command-line flags give, each limit marked with its flag."""
     values = {RETENTION_MS: args.retention_ms, RETENTION_BYTES: args.retention_bytes,
               LOG_START_OFFSET: args.log_start_offset}
-    flags = {RETENTION_MS: "--retention-ms", RETENTION_BYTES: "--retention-bytes",
-             LOG_START_OFFSET: "--log-start-offset"}
     return RetentionPolicy(values[RETENTION_MS], values[RETENTION_BYTES], values[LOG_START_OFFSET],
-                           sources={k: flags[k] for k, v in values.items() if v is not None})
+                           sources={k: _FLAGS[k] for k, v in values.items() if v is not None})
+
+
+def policy_for_topic(flags: RetentionPolicy, topic: Any) -> Tuple[RetentionPolicy, List[str]]:
+    """``flags`` completed by a topic's settings from the metadata log (a
+    :class:`~kcodec.log.cluster_metadata.TopicPolicy`), and what was left out and why.
+
+    Only values the metadata log holds are applied: a setting at Kafka's
+    default there is decided by the brokers' ``server.properties``, which the
+    metadata log does not hold, so it is not guessed.
+    """
+    from kcodec.log.cluster_metadata import KAFKA_DEFAULT
+
+    values = {RETENTION_MS: flags.retention_ms, RETENTION_BYTES: flags.retention_bytes}
+    sources = dict(flags.sources)
+    left_out = []
+    for name, setting in ((RETENTION_MS, topic.retention_ms), (RETENTION_BYTES, topic.retention_bytes)):
+        if values[name] is not None:
+            continue
+        if setting.source.kind == KAFKA_DEFAULT:
+            left_out.append(f"{name} is not set in the metadata log (the brokers' server.properties decide; "
+                            f"pass {_FLAGS[name]} to apply one)")
+            continue
+        values[name] = setting.value
+        sources[name] = str(setting.source)
+    cleanup = None
+    if topic.cleanup_policy.source.kind != KAFKA_DEFAULT:
+        cleanup = ",".join(topic.cleanup_policy.value)
+        sources["cleanup.policy"] = str(topic.cleanup_policy.source)
+    remote = str(topic.configs.get("remote.storage.enable", "false")).strip().lower() == "true"
+    return RetentionPolicy(values[RETENTION_MS], values[RETENTION_BYTES], flags.log_start_offset, cleanup, remote,
+                           sources), left_out
 
 
 def cli_run(args) -> int:
     import contextlib
 
-    from kcodec.log._cli import storage_options, target_partitions
+    from kcodec.log._cli import partition_policy, storage_options, target_partitions
     from kcodec.log.lock import rewrite_locks
 
     opts = storage_options(args)
-    policy = policy_from_flags(args)
+    flags = policy_from_flags(args)
     parts = target_partitions(args)
-    urls = [part.storage.url(str(part.path)) for part in parts]
-    if not policy.given:
+    if not flags.given and getattr(args, "metadata_log", None) is None:
+        named = args.log_dirs if isinstance(args.log_dirs, list) else [args.log_dirs]
         raise RetentionPolicyError(
-            "no retention policy given: pass --retention-ms, --retention-bytes or --log-start-offset "
-            f"(nothing was deleted in {', '.join(args.log_dirs if isinstance(args.log_dirs, list) else [args.log_dirs])})")
-    with (contextlib.nullcontext() if args.dry_run else rewrite_locks(urls, opts)):
-        for url in urls:
+            "no retention policy given: pass --retention-ms, --retention-bytes or --log-start-offset, or "
+            f"--metadata-log for each topic's own (nothing was deleted in {', '.join(named)})")
+    plans = []
+    for part in parts:  # every topic's policy is settled before anything is locked or deleted
+        topic = partition_policy(args, part)
+        policy, left_out = (flags, []) if topic is None else policy_for_topic(flags, topic)
+        if policy.remote_storage:
+            raise RetentionPolicyError(
+                f"{part.storage.url(str(part.path))}: topic {part.topic} has remote.storage.enable=true "
+                f"(topic config in the metadata log); its local segments may be deleted only once the broker has "
+                "uploaded them, which only the broker knows. Nothing was deleted")
+        plans.append((part.storage.url(str(part.path)), policy, left_out))
+    with (contextlib.nullcontext() if args.dry_run else rewrite_locks([u for u, p, _ in plans if p.given], opts)):
+        for url, policy, left_out in plans:
+            for why in left_out:
+                print(f"{url}: {why}")
+            if not policy.given:
+                print(f"{url}: kept: no retention limit applies to it")
+                continue
             r = retain(url, policy=policy, now_ms=args.now_ms, dry_run=args.dry_run, storage_options=opts)
             verb = "would delete" if r.dry_run else "deleted"
             print(f"{r.log_dir}: {verb} {len(r.segments)} segments, {r.bytes_deleted} bytes; {r.bytes_remaining} "
