@@ -453,3 +453,33 @@ def test_metadata_log_refusals_change_nothing(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--metadata-log" in err[0] and "nowhere" in err[0]
     assert tree(tmp_path) == before
+
+
+def test_compact_takes_each_topics_settings_from_the_metadata_log(tmp_path, capsys):
+    meta = metadata_log(tmp_path / "meta", {
+        "users": {"cleanup.policy": "compact", "delete.retention.ms": "0", "segment.bytes": "1048576"},
+        "events": {},
+    })
+    logs = tmp_path / "archive"
+    for name in ("users", "events"):
+        # every key written in each of four segments: a clean keeps the last of each
+        make_log(logs / f"{name}-0", [[batch(i * 3, [kv("a", "v%d" % i), kv("b", "w%d" % i), kv("c", None)])]
+                                     for i in range(4)])
+    before_events = tree(logs / "events-0")
+    assert main(["compact", str(logs), "--metadata-log", str(meta), "--force", "--now-ms", str(T0 + DAY)]) == 0
+    out = capsys.readouterr().out
+    assert f"delete.retention.ms = 0 (topic config in the metadata log {meta})" in out
+    assert "segment.bytes = 1048576 (topic config in the metadata log)" in out
+    assert f"events-0: not compacted: cleanup.policy = delete (Kafka default)" in out
+    assert tree(logs / "events-0") == before_events
+    kept = dir_records(str(logs / "users-0"))
+    # the first round keeps c's tombstone and stamps its delete horizon (KIP-534); the active segment stays
+    assert [(k, v) for off, k, v in kept if off < 9] == [(b"a", b"v2"), (b"b", b"w2"), (b"c", None)]
+    # a second round one second later drops it: the topic's delete.retention.ms is 0 (Kafka's default is a day)
+    assert main(["compact", str(logs / "users-0"), "--metadata-log", str(meta), "--force",
+                 "--now-ms", str(T0 + DAY + 1000)]) == 0
+    capsys.readouterr()
+    assert [(k, v) for off, k, v in dir_records(str(logs / "users-0")) if off < 9] == [(b"a", b"v2"), (b"b", b"w2")]
+    assert main(["compact", str(logs / "users-0"), "--metadata-log", str(meta), "--delete-retention-ms", "5",
+                 "--dry-run"]) == 0
+    assert "delete.retention.ms 5 (--delete-retention-ms)" in capsys.readouterr().out

@@ -357,50 +357,106 @@ def _swap_group(ops: FileOps, log_dir: str, group: Sequence[SegmentInfo], out: G
 # --------------------------------------------------------------------------------------------
 # command line
 
+#: compact's settings: (CleanerConfig field, the topic or broker config it mirrors, type, help)
+_SETTINGS = (
+    ("delete_retention_ms", "delete.retention.ms", int, "how long tombstones and transaction markers are kept"),
+    ("min_cleanable_dirty_ratio", "min.cleanable.dirty.ratio", float,
+     "clean only when this share of the log is dirty (see --force)"),
+    ("min_compaction_lag_ms", "min.compaction.lag.ms", int, "records younger than this stay uncompacted"),
+    ("max_compaction_lag_ms", "max.compaction.lag.ms", int,
+     "clean regardless of the dirty ratio once a dirty record is this old"),
+    ("segment_bytes", "segment.bytes", int, "the largest cleaned segment"),
+    ("index_interval_bytes", "index.interval.bytes", int, "bytes between offset index entries"),
+    ("producer_id_expiration_ms", "producer.id.expiration.ms", int,
+     "a producer idle this long no longer keeps its last batch"),
+)
+
+
 def cli_add_parser(subparsers) -> Any:
     """Register ``kcodec compact``."""
-    from kcodec.log._cli import add_target_arguments
-    p = subparsers.add_parser("compact", help="compact partitions as Kafka's log cleaner does")
+    from kcodec.log._cli import add_metadata_log_argument, add_target_arguments
+    p = subparsers.add_parser(
+        "compact", help="compact partitions as Kafka's log cleaner does",
+        description="One round of Kafka's log cleaner on each partition: the latest record of each key is kept, "
+                    "offsets unchanged, tombstones until delete.retention.ms. Settings come from the flags, else "
+                    "from --metadata-log (the topic's own), else Kafka's defaults. A log directory that a running "
+                    "broker holds locked is refused.")
     add_target_arguments(p)
-    p.add_argument("--delete-retention-ms", type=int, default=86_400_000)
-    p.add_argument("--min-cleanable-dirty-ratio", type=float, default=0.5)
-    p.add_argument("--min-compaction-lag-ms", type=int, default=0)
-    p.add_argument("--max-compaction-lag-ms", type=int, default=INT64_MAX)
-    p.add_argument("--segment-bytes", type=int, default=1 << 30)
-    p.add_argument("--index-interval-bytes", type=int, default=4096)
-    p.add_argument("--producer-id-expiration-ms", type=int, default=86_400_000)
+    add_metadata_log_argument(p)
+    defaults = CleanerConfig()
+    for name, config, kind, text in _SETTINGS:
+        p.add_argument("--" + config.replace(".", "-"), dest=name, type=kind, default=None,
+                       help=f"{config}: {text} (default {getattr(defaults, name)})")
     p.add_argument("--now-ms", type=int, default=None, help="clock for horizons and expirations (default: now)")
-    p.add_argument("--first-dirty-offset", type=int, default=None)
+    p.add_argument("--first-dirty-offset", type=int, default=None,
+                   help="where the dirty part of the log starts (default: the log start, or --checkpoint's)")
     p.add_argument("--checkpoint", action="store_true",
                    help="read and update ../cleaner-offset-checkpoint as the broker does")
     p.add_argument("--force", action="store_true", help="clean even below min.cleanable.dirty.ratio")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="report what a round would do; change nothing")
     p.set_defaults(func=cli_run)
     return p
 
 
+def cleaner_config(args: Any, topic: Any = None) -> Tuple[CleanerConfig, List[str]]:
+    """The config of one partition's round, and where each setting not at its default came from.
+
+    Flags win; then, with ``topic`` (a :class:`~kcodec.log.cluster_metadata.TopicPolicy`), the
+    values the metadata log holds for the topic; then Kafka's defaults.
+    """
+    from kcodec.log.cluster_metadata import KAFKA_DEFAULT
+
+    typed = {} if topic is None else {"delete_retention_ms": topic.delete_retention_ms,
+                                      "min_compaction_lag_ms": topic.min_compaction_lag_ms}
+    values: Dict[str, Any] = {}
+    sources = []
+    for name, config, kind, _ in _SETTINGS:
+        flag = getattr(args, name, None)
+        if flag is not None:
+            values[name] = flag
+            sources.append(f"{config} {flag} (--{config.replace('.', '-')})")
+        elif name in typed and typed[name].source.kind != KAFKA_DEFAULT:
+            values[name] = typed[name].value
+            sources.append(str(typed[name]))
+        elif topic is not None and config in topic.configs:
+            values[name] = kind(topic.configs[config])
+            sources.append(f"{config} = {values[name]} (topic config in the metadata log)")
+    return CleanerConfig(**values), sources
+
+
 def cli_run(args) -> int:
-    cfg = CleanerConfig(delete_retention_ms=args.delete_retention_ms,
-                        min_cleanable_dirty_ratio=args.min_cleanable_dirty_ratio,
-                        min_compaction_lag_ms=args.min_compaction_lag_ms,
-                        max_compaction_lag_ms=args.max_compaction_lag_ms, segment_bytes=args.segment_bytes,
-                        index_interval_bytes=args.index_interval_bytes,
-                        producer_id_expiration_ms=args.producer_id_expiration_ms)
-    from kcodec.log._cli import storage_options, target_partitions
+    from kcodec.log._cli import partition_policy, storage_options, target_partitions
+    from kcodec.log.cluster_metadata import KAFKA_DEFAULT
     from kcodec.log.lock import rewrite_locks
     opts = storage_options(args)
-    urls = [part.storage.url(str(part.path)) for part in target_partitions(args)]
-    with (contextlib.nullcontext() if args.dry_run else rewrite_locks(urls, opts)):
-        for url in urls:
-            _compact_one(args, url, cfg, opts)
+    plans = []
+    for part in target_partitions(args):  # every topic's settings are read before anything is locked
+        url = part.storage.url(str(part.path))
+        topic = partition_policy(args, part)
+        try:
+            cfg, sources = cleaner_config(args, topic)
+        except ValueError as exc:
+            raise KcodecError(f"--metadata-log {args.metadata_log}: topic {part.topic}: {exc}") from None
+        skip = None
+        if topic is not None and "compact" not in topic.cleanup_policy.value:
+            skip = (f"not compacted: {topic.cleanup_policy}"
+                    + (" (the brokers' server.properties may say otherwise: compact without --metadata-log to "
+                       "clean it anyway)" if topic.cleanup_policy.source.kind == KAFKA_DEFAULT else ""))
+        plans.append((url, cfg, sources, skip))
+    with (contextlib.nullcontext() if args.dry_run else rewrite_locks([p[0] for p in plans if not p[3]], opts)):
+        for url, cfg, sources, skip in plans:
+            if skip:
+                print(f"{url}: {skip}")
+                continue
+            _compact_one(args, url, cfg, opts, sources)
     return 0
 
 
-def _compact_one(args, url: str, cfg: CleanerConfig, opts: Dict[str, Any]) -> None:
+def _compact_one(args, url: str, cfg: CleanerConfig, opts: Dict[str, Any], sources: List[str]) -> None:
     r = compact(url, config=cfg, now_ms=args.now_ms,
                 first_dirty_offset=args.first_dirty_offset, use_checkpoint=args.checkpoint, force=args.force,
                 dry_run=args.dry_run, storage_options=opts)
-    print(f"{r.log_dir}: {r.reason}")
+    print(f"{r.log_dir}: {r.reason}" + (f" [{'; '.join(sources)}]" if sources else ""))
     print(f"  dirty range [{r.first_dirty_offset}, {r.first_uncleanable_offset}), cleanable ratio "
           f"{r.cleanable_ratio:.3f} ({r.cleanable_bytes} cleanable of {r.clean_bytes + r.cleanable_bytes} bytes)")
     if r.cleaned:
