@@ -145,15 +145,19 @@ def test_advise_reads_beside_a_running_broker(spark, tmp_path):
     from kcodec.advise.job import Options, run_advise
 
     root = broker_log_dir(tmp_path / "data")
+    meta = metadata_log(tmp_path / "meta", {"clicks": {"retention.ms": str(2 * DAY)}})
     holder = Holder("python", root / BROKER_LOCK)
     try:
         before = tree(root)
         out = run_advise(Options(inputs=[str(root)], codecs="lz4", batch_sizes="16k", lingers="5",
-                                 out_dir=str(tmp_path / "rep"), progress=False), log=lambda s: None)
-        assert out is not None
+                                 out_dir=str(tmp_path / "rep"), progress=False, metadata_log=str(meta)),
+                         log=lambda s: None)
         assert tree(root) == before
     finally:
         holder.release()
+    (advice,) = out["advice"]
+    assert f"priced with retention.ms = 172800000 (topic config in the metadata log {meta})" in advice.notes
+    assert f"priced with replication factor 3 (partition records in the metadata log {meta})" in advice.notes
 
 
 def test_jvm_cannot_lock_while_kcodec_rewrites(tmp_path):
@@ -483,3 +487,24 @@ def test_compact_takes_each_topics_settings_from_the_metadata_log(tmp_path, caps
     assert main(["compact", str(logs / "users-0"), "--metadata-log", str(meta), "--delete-retention-ms", "5",
                  "--dry-run"]) == 0
     assert "delete.retention.ms 5 (--delete-retention-ms)" in capsys.readouterr().out
+
+
+def test_advise_prices_each_topic_with_its_metadata(tmp_path):
+    from kcodec.advise.cost import TopicEconomics
+    from kcodec.advise.topic_config import read_metadata, topic_economics
+
+    meta = read_metadata(str(metadata_log(tmp_path, {"kept-2d": {"retention.ms": str(2 * DAY)},
+                                                     "forever": {"retention.ms": "-1"}, "plain": {}})))
+    defaults = TopicEconomics(retention_days=7, replication_factor=3)
+    econ, notes = topic_economics("kept-2d", defaults, {}, set(), meta)
+    assert econ.retention_days == 2 and econ.replication_factor == 3 and len(notes) == 2
+    econ, notes = topic_economics("kept-2d", TopicEconomics(retention_days=30), {}, {"retention_days"}, meta)
+    assert econ.retention_days == 30 and "from --retention-days" in notes[0]
+    econ, notes = topic_economics("forever", defaults, {}, set(), meta)
+    assert econ.retention_days == 7 and "kept forever" in notes[0]
+    econ, notes = topic_economics("plain", defaults, {}, set(), meta)
+    assert econ.retention_days == 7 and "not set in the metadata log" in notes[0]
+    econ, notes = topic_economics("absent", defaults, {}, set(), meta)
+    assert econ == defaults and "not in the metadata log" in notes[0]
+    given = TopicEconomics(retention_days=1, replication_factor=1)
+    assert topic_economics("kept-2d", defaults, {"kept-2d": given}, set(), meta) == (given, [])

@@ -50,6 +50,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--current-size", help="today's stored size of all the data, e.g. 40TB or 40TiB, to project")
     p.add_argument("--partitions", type=int, default=1, help="for record inputs: partitions per topic (default 1)")
     p.add_argument("--prices", help="JSON file of prices and per-topic retention, replication, consumers")
+    from kcodec.log._cli import add_metadata_log_argument
+
+    add_metadata_log_argument(p)
     for flag, (_, text) in _PRICE_FLAGS.items():
         p.add_argument(flag, type=float, help=text)
     p.add_argument("--min-compress-mbps", type=float, default=50.0)

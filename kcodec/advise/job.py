@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from kcodec.advise import cost as costs
 from kcodec.advise.batching import LIMITS
@@ -29,6 +29,7 @@ from kcodec.advise.grid import (
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
 from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
+from kcodec.advise.topic_config import topic_economics
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
 from kcodec.storage import parse_storage_option
@@ -60,6 +61,7 @@ class Options:
     sample: str = DEFAULT_SAMPLE
     chunk: str = DEFAULT_CHUNK
     prices: Optional[str] = None
+    metadata_log: Optional[str] = None
     price_overrides: Dict[str, Optional[float]] = field(default_factory=dict)
     out_dir: str = "advise-report"
     write_dir: Optional[str] = None
@@ -86,6 +88,8 @@ class Checked:
     topics: Dict[str, costs.TopicEconomics]
     rule: Rule
     plan: InputPlan
+    flagged: Set[str] = field(default_factory=set)  #: TopicEconomics fields given as flags
+    metadata: Optional[object] = None  #: the --metadata-log read, a ClusterMetadata
 
 
 def _flag(name: str, fn, value):
@@ -138,8 +142,12 @@ def check_options(o: Options) -> Checked:
         from kcodec.advise.write import check_write
 
         check_write(plan, o.write_dir)
+    from kcodec.advise.topic_config import read_metadata
+
+    metadata = read_metadata(o.metadata_log, dict(_flag("--storage-option", parse_storage_option, t)
+                                                  for t in o.storage_option) or None)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
-                   rule, plan)
+                   rule, plan, set(overrides), metadata)
 
 
 def _chunks(spark, o: Options, c: Checked, tasks: int):
@@ -201,19 +209,22 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     rows.unpersist()
     advice: List[TopicAdvice] = []
     for topic in sorted(aggregates):
-        econ = c.topics.get(topic, c.defaults)
+        econ, econ_notes = topic_economics(topic, c.defaults, c.topics, c.flagged, c.metadata)
         if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
             aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
                 c.plan.topic_span_ms[topic]
         advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
                                    c.current if c.plan.kind in ("records", "sample") else None, c.choose,
                                    c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
+        advice[-1].notes.extend(econ_notes)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
                "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
                "prices used": vars(c.prices),
                "throughput": "MB/s of key, value and header bytes per core (sum of task times)",
                "replay": LIMITS}
+    if c.metadata is not None:
+        context["metadata log"] = f"{o.metadata_log}: each topic's retention.ms and replication factor"
     if c.current_bytes is not None:
         context["current size"] = o.current_size
     log("")
