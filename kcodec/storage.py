@@ -23,7 +23,8 @@ import posixpath
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple, Union
+from pathlib import Path
+from typing import Any, BinaryIO, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from kcodec.errors import KcodecError
 
@@ -90,6 +91,64 @@ class FileInfo(NamedTuple):
 
 def is_url(path: Any) -> bool:
     return isinstance(path, str) and "://" in path
+
+
+# -- crash-safe local file primitives ---------------------------------------------------------
+
+_PathLike = Union[str, "os.PathLike[str]"]
+
+
+def fsync_dir(path: _PathLike) -> None:
+    """Make a rename or unlink in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def open_new(path: _PathLike) -> BinaryIO:
+    """Open ``path`` as a new, empty file for writing, never through whatever was there.
+
+    A stale file, hard link or symlink at ``path`` is unlinked first (which
+    removes the link, not its target) and the file is created exclusively
+    without following symlinks, so a link planted inside a target directory
+    can never redirect a write outside it.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    return os.fdopen(fd, "wb")
+
+
+@contextlib.contextmanager
+def atomic_write(path: _PathLike) -> Iterator[BinaryIO]:
+    """Open a temporary file beside ``path``; on success fsync it and rename it over ``path``.
+
+    The temporary name starts with a dot and ends in ``.tmp`` so log readers,
+    which look only at ``NNN.log``-style names, never see a partial file.  On
+    an exception the temporary file is removed and ``path`` is untouched.
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    f = open_new(tmp)
+    try:
+        yield f
+        f.flush()
+        os.fsync(f.fileno())
+        f.close()
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+    except BaseException:
+        f.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path: _PathLike, data) -> None:
+    with atomic_write(path) as f:
+        f.write(data)
 
 
 class Storage:
@@ -181,8 +240,6 @@ class LocalStorage(Storage):
         Whatever was at ``path`` (a stale file, a hard link or a symlink) is
         replaced, never written through.
         """
-        from kcodec.log.files import open_new
-
         f = open_new(path)
         try:
             yield f
@@ -194,7 +251,6 @@ class LocalStorage(Storage):
 
     def put(self, path: str, data) -> None:
         """Replace ``path`` atomically (a temporary file, fsynced and renamed over it)."""
-        from kcodec.log.files import atomic_write_bytes
         atomic_write_bytes(path, data)
 
     def delete_tree(self, path: str) -> None:
@@ -204,8 +260,6 @@ class LocalStorage(Storage):
     def rename(self, src: str, dst: str, fsync: bool = True) -> None:
         os.replace(src, dst)
         if fsync:
-            from kcodec.log.files import fsync_dir
-
             fsync_dir(os.path.dirname(os.path.abspath(dst)))
 
     def delete(self, path: str) -> bool:
