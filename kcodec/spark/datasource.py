@@ -68,7 +68,7 @@ from pyspark.sql.datasource import (
 
 from kcodec.log.names import STAGING_PREFIX
 from kcodec.spark.pushdown import PushedFilters, columns_ddl, selected_columns
-from kcodec.spark.transforms import KAFKA_DDL
+from kcodec.spark.transforms import KAFKA_DDL, rows_by_partition
 from kcodec.storage import storage_options_from
 
 __all__ = ["KafkaLogDataSource", "register"]
@@ -326,30 +326,6 @@ class _Written(WriterCommitMessage):
     staged: List[Tuple[str, str]]  # (staging partition folder, final partition folder), paths or URLs
 
 
-def _task_label() -> str:
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    return f"Spark partition {ctx.partitionId()}" if ctx is not None else "this task"
-
-
-def _rows_by_partition(topics: list, parts: list, what: str, after: str = "") -> List[Tuple[str, int, list, str]]:
-    """``(topic, partition, row indexes, source)`` of each Kafka partition among a task's rows,
-    sorted; every name is checked (the error naming its first row) before any is returned."""
-    from kcodec.log.names import partition_dir_name
-
-    groups: dict = {}
-    for i, tp in enumerate(zip(topics, parts)):
-        groups.setdefault(tp, []).append(i)
-    task = _task_label()
-    out = []
-    for (topic, partition), rows in groups.items():
-        source = f"{what}, row {rows[0]} of {task}{after}"
-        partition_dir_name(topic, partition, source=source)
-        out.append((topic, int(partition), rows, source))
-    return sorted(out, key=lambda g: g[:2])
-
-
 class KafkaLogWriter(DataSourceArrowWriter):
     def __init__(self, options, overwrite: bool) -> None:
         from kcodec.log.names import check_topic
@@ -396,7 +372,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         # Every name is checked, and every target folder resolved, before anything is created.
         storage, root = self._root()
         plan = []
-        for topic, partition, rows, source in _rows_by_partition(topics, parts, "kafka-log writer",
+        for topic, partition, rows, source in rows_by_partition(topics, parts, "kafka-log writer",
                                                                  "; nothing was written"):
             final = partition_path(root, topic, partition, storage, source=source)
             plan.append((storage.basename(final), final, topic, partition, rows))

@@ -6,7 +6,7 @@ arrays through :func:`kcodec.to_arrow` and go back through
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional, Tuple
 
 __all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table", "check_topic_column"]
 
@@ -182,7 +182,6 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
         import pyarrow as pa
 
         import kcodec
-        from kcodec.spark.datasource import _rows_by_partition
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
@@ -191,7 +190,7 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
         parts = table.column(_PARTITION_COL).to_pylist()
         topics = table.column(topic_col).to_pylist() if topic_col else [topic] * table.num_rows
         keep = [c for c in ("key", "value", "timestamp", "headers") if c in table.column_names]
-        for t, p, rows, _ in _rows_by_partition(topics, parts, "encode"):  # names checked before any batch
+        for t, p, rows, _ in rows_by_partition(topics, parts, "encode"):  # names checked before any batch
             sub = table.select(keep).take(pa.array(np.asarray(rows)))
             out = kcodec.from_arrow(sub, compression=compression, level=level,
                                     max_batch_bytes=batch_bytes, base_offset=0)
@@ -235,3 +234,27 @@ def write_log(df, path: str, *, mode: str = "append", **options) -> None:
         writer = writer.option(k, str(v))
     with raising_kcodec_errors():
         writer.save(path)
+
+
+def _task_label() -> str:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return f"Spark partition {ctx.partitionId()}" if ctx is not None else "this task"
+
+
+def rows_by_partition(topics: list, parts: list, what: str, after: str = "") -> List[Tuple[str, int, list, str]]:
+    """``(topic, partition, row indexes, source)`` of each Kafka partition among a task's rows,
+    sorted; every name is checked (the error naming its first row) before any is returned."""
+    from kcodec.log.names import partition_dir_name
+
+    groups: dict = {}
+    for i, tp in enumerate(zip(topics, parts)):
+        groups.setdefault(tp, []).append(i)
+    task = _task_label()
+    out = []
+    for (topic, partition), rows in groups.items():
+        source = f"{what}, row {rows[0]} of {task}{after}"
+        partition_dir_name(topic, partition, source=source)
+        out.append((topic, int(partition), rows, source))
+    return sorted(out, key=lambda g: g[:2])
