@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from kcodec.advise.inputs import CHUNK_DDL, chunk_batch
+from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
 from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, LeaderMoved,
                                         OffsetOutOfRange, PartitionMeta, error_name)
 from kcodec.errors import ClusterError

@@ -18,12 +18,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
 from kcodec.errors import KcodecError
 from kcodec.storage import Storage, resolve
 
 __all__ = ["CHUNK_DDL", "ChunkRange", "InputPlan", "check_inputs", "chunk_batch", "plan_sample", "read_chunks"]
 
-CHUNK_DDL = "topic string, partition int, chunk int, data binary"
 RANGE_DDL = "topic string, partition int, chunk int, path string, start long, end long"
 RECORD_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
 
@@ -198,16 +198,6 @@ def read_chunks(spark, ranges: Sequence[ChunkRange], tasks: int,
     rows = [(r.topic, r.partition, r.chunk, r.path, r.start, r.end) for r in ranges]
     plan = spark.createDataFrame(rows, RANGE_DDL).repartition(max(1, min(tasks, len(rows))))
     return plan.mapInArrow(functools.partial(_read_ranges, storage_options=storage_options), CHUNK_DDL)
-
-
-def chunk_batch(topic: str, partition: int, chunk: int, data: bytes):
-    """One chunk as the one-row Arrow batch (:data:`CHUNK_DDL`) a Spark task yields for it."""
-    import pyarrow as pa
-
-    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("chunk", pa.int32()),
-                        ("data", pa.binary())])
-    return pa.RecordBatch.from_arrays([pa.array([topic]), pa.array([partition], pa.int32()),
-                                       pa.array([chunk], pa.int32()), pa.array([data], pa.binary())], schema=schema)
 
 
 def _read_ranges(batches, storage_options: Optional[Dict[str, Any]] = None):

@@ -12,7 +12,8 @@ from typing import Iterator
 import numpy as np
 
 from kcodec.advise.grid import Setting
-from kcodec.advise.inputs import CHUNK_DDL, InputPlan, chunk_batch
+from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
+from kcodec.advise.inputs import InputPlan
 from kcodec.errors import KcodecError
 
 __all__ = ["records_frame", "record_chunks", "RECORD_DDL"]
