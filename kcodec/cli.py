@@ -8,7 +8,7 @@ import argparse
 import importlib
 import json
 import sys
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from kcodec.errors import KcodecError
 from kcodec.escape import terminal_text
@@ -47,8 +47,8 @@ def _add_codecs(sub) -> None:
     p.add_argument("--json", action="store_true")
 
     def run(args) -> int:
-        import kcodec
-        rows = kcodec.codecs()
+        from kcodec.compression.registry import codecs
+        rows = codecs()
         if args.json:
             print(json.dumps([r.__dict__ for r in rows], indent=1))
             return 0
@@ -61,9 +61,9 @@ def _add_codecs(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import kcodec
+    from kcodec._version import __version__
     parser = argparse.ArgumentParser(prog="kcodec", description="Kafka record formats and compression.")
-    parser.add_argument("--version", action="version", version=f"kcodec {kcodec.__version__}")
+    parser.add_argument("--version", action="version", version=f"kcodec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_dump(sub)
     _add_codecs(sub)

@@ -200,7 +200,7 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition: SegmentRange) -> Iterator:
         import pyarrow as pa
 
-        import kcodec
+        from kcodec.arrow import kafka_schema, to_arrow
         from kcodec.errors import KcodecError
         from kcodec.log import LogSegment
         from kcodec.storage import resolve
@@ -209,7 +209,7 @@ class KafkaLogReader(DataSourceReader):
             return
         include_control = _bool_option(self.options, "includeControl", False)
         validate = _bool_option(self.options, "validate", True)
-        schema = kcodec.kafka_schema()
+        schema = kafka_schema()
         if self.columns is not None:
             schema = pa.schema([schema.field(name) for name in self.columns])
         wanted = self._range()
@@ -222,10 +222,10 @@ class KafkaLogReader(DataSourceReader):
         with LogSegment(inner, storage, base_offset=0) as seg:
             for position, view in _pieces(seg, partition.start, partition.end, partition.cuts):
                 try:
-                    table = kcodec.to_arrow(view, topic=topic, partition=number,
-                                            include_control=include_control, validate=validate,
-                                            headers=headers, batch_fields=fields,
-                                            use_threads=False)  # one task per core
+                    table = to_arrow(view, topic=topic, partition=number,
+                                     include_control=include_control, validate=validate,
+                                     headers=headers, batch_fields=fields,
+                                     use_threads=False)  # one task per core
                 except KcodecError as exc:
                     raise exc.with_context(position=position, source=partition.path) from None
                 del view
@@ -351,7 +351,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         import numpy as np
         import pyarrow as pa
 
-        import kcodec
+        from kcodec.arrow import from_arrow
         from kcodec.log import LogWriter, partition_path
 
         compression = self.options.get("compression", "none")
@@ -386,8 +386,8 @@ class KafkaLogWriter(DataSourceArrowWriter):
             staging = partition_path(staging_root, topic, partition, storage)
             with LogWriter(storage.url(staging), segment_bytes=segment_bytes,
                            storage_options=self.storage_options) as w:
-                for batch in kcodec.from_arrow(sub, compression=compression, level=level,
-                                               max_batch_bytes=batch_bytes):
+                for batch in from_arrow(sub, compression=compression, level=level,
+                                        max_batch_bytes=batch_bytes):
                     w.append(batch)
             staged.append((staging, final))
         return _Written(staged)

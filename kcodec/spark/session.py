@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Dict, Mapping, Optional
 
-import kcodec
 from kcodec._extras import require
 from kcodec.errors import KcodecError
 
@@ -24,7 +23,8 @@ def _shadowing_folder() -> Optional[Path]:
     """
     cwd = Path.cwd()
     found = next((p for p in (cwd / "kcodec", cwd / "kcodec.py") if p.exists()), None)
-    if found is None or Path(kcodec.__file__).resolve().parent.parent == cwd.resolve():
+    # this file is <root>/kcodec/spark/session.py, and <root> the folder the package was imported from
+    if found is None or Path(__file__).resolve().parents[2] == cwd.resolve():
         return None
     return found
 

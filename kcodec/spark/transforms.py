@@ -30,7 +30,7 @@ def decode(df, column: str = "value", *, topic: Optional[str] = None, partition:
     def fn(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
-        import kcodec
+        from kcodec.arrow import to_arrow
         for rb in batches:
             data = rb.column(column)
             topics = rb.column(topic_column).to_pylist() if topic_column else None
@@ -42,8 +42,8 @@ def decode(df, column: str = "value", *, topic: Optional[str] = None, partition:
                 buf = cell.as_buffer()
                 t = topics[i] if topics is not None else topic
                 p = parts[i] if parts is not None else partition
-                table = kcodec.to_arrow(buf, topic=t, partition=p, include_control=include_control,
-                                        use_threads=False)  # Spark runs one task per core
+                table = to_arrow(buf, topic=t, partition=p, include_control=include_control,
+                                 use_threads=False)  # Spark runs one task per core
                 yield from table.to_batches()
 
     return df.mapInArrow(fn, KAFKA_DDL)
@@ -134,10 +134,10 @@ def _with_partition(df, partitions: Optional[int], partition_column: Optional[st
         import numpy as np
         import pyarrow as pa
 
-        import kcodec
+        from kcodec.partitioner import partition_for_keys
         for rb in batches:
             if "key" in rb.schema.names:
-                parts = kcodec.partition_for_keys(rb.column("key"), n)
+                parts = partition_for_keys(rb.column("key"), n)
             else:
                 parts = np.full(rb.num_rows, -1, dtype=np.int32)
             # null keys: Kafka's sticky partitioner spreads them; round-robin is the stateless equivalent
@@ -181,7 +181,7 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
         import numpy as np
         import pyarrow as pa
 
-        import kcodec
+        from kcodec.arrow import from_arrow
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
@@ -192,8 +192,8 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
         keep = [c for c in ("key", "value", "timestamp", "headers") if c in table.column_names]
         for t, p, rows, _ in rows_by_partition(topics, parts, "encode"):  # names checked before any batch
             sub = table.select(keep).take(pa.array(np.asarray(rows)))
-            out = kcodec.from_arrow(sub, compression=compression, level=level,
-                                    max_batch_bytes=batch_bytes, base_offset=0)
+            out = from_arrow(sub, compression=compression, level=level,
+                             max_batch_bytes=batch_bytes, base_offset=0)
             yield from batch_table(out, t, p).to_batches()
 
     return staged.mapInArrow(fn, BATCH_DDL)
