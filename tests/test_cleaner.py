@@ -1,4 +1,4 @@
-"""Log compaction of a partition directory: the cleaner rules of spec section 12."""
+"""Log compaction of a partition directory: the rules of Kafka's ``Cleaner``."""
 import os
 
 import pytest

@@ -1,4 +1,4 @@
-"""The built-in codecs against Kafka's Java client (spec section 8, checklist 55-82).
+"""The built-in codecs against Kafka's Java client (``CompressionType`` and each codec's streams).
 
 Golden vectors written by kafka-clients 3.9.1 must decompress to the records
 Java put in them, kcodec's output must be what Java writes wherever the
@@ -48,7 +48,7 @@ def _entries(data: bytes) -> Iterator[Tuple[int, int, int]]:
 
 
 def _legacy_value(data: bytes, pos: int) -> Tuple[int, int, Optional[bytes], Optional[bytes], int]:
-    """(offset, attributes, key, value, magic) of the legacy entry at ``pos`` (spec 6.1)."""
+    """(offset, attributes, key, value, magic) of the legacy entry at ``pos`` (``LegacyRecord``)."""
     offset = struct.unpack_from(">q", data, pos)[0]
     magic, attrs = data[pos + 16], data[pos + 17]
     p = pos + 18 + (8 if magic == 1 else 0)
@@ -89,7 +89,7 @@ def _b64(v: Optional[bytes], digested: bool) -> Optional[str]:
 
 
 def _parse_v2_records(region: bytes, count: int, base_offset: int, digested: bool) -> List[dict]:
-    """Kafka's v2 record layout (spec 4): offsets, keys, values, headers."""
+    """Kafka's v2 record layout (``DefaultRecord``): offsets, keys, values, headers."""
     out, pos = [], 0
     for _ in range(count):
         length, pos = decode_varint(region, pos)
@@ -119,7 +119,7 @@ def _parse_v2_records(region: bytes, count: int, base_offset: int, digested: boo
 
 
 def _parse_legacy_inner(stream: bytes, wrapper_offset: int, digested: bool) -> List[dict]:
-    """Inner messages of a decompressed wrapper with Kafka's absolute offsets (spec 6.3)."""
+    """Inner messages of a decompressed wrapper with Kafka's absolute offsets (``AbstractLegacyRecordBatch``)."""
     inner = []
     for pos, _size, magic in _entries(stream):
         offset, attrs, key, value, _m = _legacy_value(stream, pos)
@@ -573,7 +573,7 @@ def _v2_batch(template: bytes, payload: bytes, codec_id: int) -> bytes:
 
 
 def _legacy_wrapper(template: bytes, payload: bytes, codec_id: int) -> bytes:
-    """The template's first wrapper with its value replaced (spec 6.1/6.3)."""
+    """The template's first wrapper with its value replaced (``LegacyRecord``)."""
     magic = template[16]
     head = 18 + (8 if magic == 1 else 0)
     entry = bytearray(template[:head]) + struct.pack(">i", -1) + struct.pack(">i", len(payload)) + payload

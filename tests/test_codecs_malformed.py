@@ -1,4 +1,4 @@
-"""Malformed and hostile compressed payloads (checklist 57-80, 98-100).
+"""Malformed and hostile compressed payloads (truncated, oversized, bombs, bad checksums).
 
 Every failure must be a KcodecError with Kafka's message where Kafka has one;
 nothing may crash, hang, or allocate in proportion to what a payload claims.

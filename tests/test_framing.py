@@ -1,4 +1,4 @@
-"""The shared log framing (spec section 2, checklist items 4-14)."""
+"""The shared log framing (``ByteBufferLogInputStream``)."""
 import struct
 
 import pytest

@@ -68,7 +68,7 @@ def triples(batch):
     return [(r.offset, r.timestamp, r.key, r.value) for r in batch]
 
 
-# -- checklist 43-54 -------------------------------------------------------------------
+# -- legacy wrappers -------------------------------------------------------------------
 def test_43_uncompressed_v0_and_v1():
     data = message(5, b"k0", b"v0", magic=0) + message(6, b"k1", b"v1", ts=-5)
     b0, b1 = batches(data)

@@ -169,7 +169,7 @@ def test_built_sets_read_back():
 
 
 # -- Java on the hand-built inputs of test_legacy's reading rules (items 43-54) ------------
-def _checklist_accepted() -> bytes:
+def _legacy_cases_accepted() -> bytes:
     """Inputs Kafka reads, one after another (each wrapper is a separate entry)."""
     from test_legacy import inner_set, message, wrapper
     parts = [
@@ -188,7 +188,7 @@ def _checklist_accepted() -> bytes:
     return b"".join(parts)
 
 
-def _checklist_rejected():
+def _legacy_cases_rejected():
     from test_legacy import inner_set, message, wrapper
     bad_inner_crc = bytearray(inner_set([0, 1]))
     bad_inner_crc[-1] ^= 0xFF
@@ -236,18 +236,18 @@ _JAVA_ERRORS = {
 
 
 @pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
-def test_java_reads_the_checklist_inputs_like_kcodec():
-    data = _checklist_accepted()
+def test_java_reads_the_legacy_cases_like_kcodec():
+    data = _legacy_cases_accepted()
     status, doc = oracle_verify(data, strict=True)
     assert status == 0, doc
     assert doc == render(data)
 
 
 @pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
-@pytest.mark.parametrize("case", sorted(_checklist_rejected()))
-def test_java_rejects_the_checklist_inputs_like_kcodec(case):
+@pytest.mark.parametrize("case", sorted(_legacy_cases_rejected()))
+def test_java_rejects_the_legacy_cases_like_kcodec(case):
     from kcodec.errors import KcodecError
-    data = _checklist_rejected()[case]
+    data = _legacy_cases_rejected()[case]
     status, doc = oracle_verify(data)
     assert status == 1, doc
     with pytest.raises(KcodecError) as e:

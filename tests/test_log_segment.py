@@ -1,4 +1,4 @@
-"""Segment files and indexes (spec section 13, checklist 95-97)."""
+"""Segment files and indexes (``LogSegment``, ``OffsetIndex``, ``TimeIndex``)."""
 import os
 import struct
 
@@ -37,7 +37,7 @@ def test_names():
 
 
 def test_index_interval_rule():
-    # checklist 95: appends of 1000 bytes with interval 4096 -> entries at the 6th, 11th, ... append
+    # appends of 1000 bytes with interval 4096 -> entries at the 6th, 11th, ... append
     b = IndexBuilder(0, 4096)
     for i in range(16):
         b.append(i * 1000, 1000, largest_offset=i, max_timestamp=100 + i, shallow_offset_of_max=i)

@@ -278,7 +278,7 @@ def test_errors_from_iteration_and_scan_carry_absolute_positions():
 
 
 def test_kafkas_lenient_varints_and_record_fields():
-    # checklist 27, 28, 34, 35: dropped high bits of a 5-byte varint / 10-byte varlong,
+    # dropped high bits of a 5-byte varint / 10-byte varlong,
     # ignored record attributes, negative offset and timestamp deltas.
     five_byte_zero = bytes([0x80, 0x80, 0x80, 0x80, 0x70])
     ten_byte_zero = bytes([0x80] * 9 + [0x7E])

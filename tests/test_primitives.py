@@ -1,4 +1,4 @@
-"""CRC-32C, CRC-32 and Kafka's varints (spec section 1)."""
+"""CRC-32C, CRC-32 and Kafka's varints (``Crc32C``, ``ByteUtils``)."""
 import mmap
 import pathlib
 import random

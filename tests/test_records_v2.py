@@ -1,4 +1,4 @@
-"""RecordBatchBuilder and RecordBatch behaviour (spec sections 3-5)."""
+"""RecordBatchBuilder and RecordBatch behaviour (``DefaultRecordBatch``, ``DefaultRecord``)."""
 from __future__ import annotations
 
 import struct

@@ -1,4 +1,4 @@
-# LZ4: Kafka's frame (spec 8.5), scanned, written and read through liblz4's
+# LZ4: Kafka's frame (Lz4BlockOutputStream / Lz4BlockInputStream), scanned, written and read through liblz4's
 # entry points, and the lz4 codec's kcodec/codec.h capsule.
 # Part of kcodec._native.codecs (included by codecs.pyx).
 

@@ -1,4 +1,4 @@
-# snappy: snappy-java's (xerial) stream or one raw block (spec 8.4), scanned,
+# snappy: snappy-java's (xerial) stream or one raw block (SnappyCompression), scanned,
 # framed and decoded, and the snappy codec's kcodec/codec.h capsule.
 # Part of kcodec._native.codecs (included by codecs.pyx).
 

@@ -1,4 +1,4 @@
-# zstd: frame boundaries, window sizes and truncation (spec 8.6), checked
+# zstd: frame boundaries, window sizes and truncation (ZstdCompression), checked
 # before libzstd sees a byte.
 # Part of kcodec._native.codecs (included by codecs.pyx).
 

@@ -1,4 +1,4 @@
-"""Compression type 1: gzip, framed byte for byte as Java's ``GZIPOutputStream`` (spec 8.3).
+"""Compression type 1: gzip, framed byte for byte as Java's ``GZIPOutputStream`` (``GzipCompression``).
 
 Writing: one member with the JDK's 10-byte header ``1f8b 0800 00000000 00 ff``,
 raw deflate at the requested level (memLevel 8, default strategy, as

@@ -1,4 +1,4 @@
-"""Compression type 3: Kafka's LZ4 frame (``Lz4BlockOutputStream`` / ``Lz4BlockInputStream``, spec 8.5).
+"""Compression type 3: Kafka's LZ4 frame (``Lz4BlockOutputStream`` / ``Lz4BlockInputStream``).
 
 Writing: magic ``04 22 4d 18``, FLG 0x60 (version 1, independent blocks, no
 checksums, no content size), BD 0x40 (64 KiB blocks), the header checksum

@@ -1,4 +1,4 @@
-"""Compression type 2: snappy in snappy-java's stream format (spec 8.4).
+"""Compression type 2: snappy in snappy-java's stream format (``SnappyCompression``).
 
 Writing produces exactly what ``SnappyOutputStream`` writes: the 16-byte
 header ``82 53 4e 41 50 50 59 00 | BE32 1 | BE32 1`` and then, for every

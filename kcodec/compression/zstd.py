@@ -1,4 +1,4 @@
-"""Compression type 4: zstd as zstd-jni's streams write and read it (spec 8.6).  Magic 2 only.
+"""Compression type 4: zstd as zstd-jni's streams write and read it (``ZstdCompression``).  Magic 2 only.
 
 Writing produces one frame the way Kafka's ``ZstdOutputStream`` does: no
 content size (the size is never pledged), no checksum, a window descriptor,

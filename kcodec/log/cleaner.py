@@ -1,7 +1,7 @@
 """Log compaction of a partition directory: Kafka's ``LogCleaner`` run offline.
 
 :func:`compact` runs one cleaner round over the segments of one partition
-directory (spec section 12), from parts that each have their own module:
+directory (Kafka's ``LogCleaner`` and its ``Cleaner``), from parts that each have their own module:
 
 * :mod:`~kcodec.log.cleaner_plan` -- the dirty range, whether the log is
   due, the segment groups, the checkpoint;
@@ -18,7 +18,7 @@ directory (spec section 12), from parts that each have their own module:
   ``now + delete.retention.ms`` on the first clean that keeps them, removed
   by a clean after it; v0/v1 tombstones follow the legacy last-modified
   rule); aborted transactional data goes at once; transaction markers
-  follow section 12.5; the last batch of every active producer and the last
+  follow ``Cleaner.isBatchRetained``; the last batch of every active producer and the last
   batch of the round stay as empty headers.  Each group becomes one new
   segment, indexes and ``.txnindex`` rebuilt (with Kafka's last-stable-offset
   values), the group's last modification time kept;

@@ -1,6 +1,6 @@
 """``MemoryRecords.filterTo``: copy the batches of a record set, dropping records a filter rejects.
 
-This is the per-batch rewrite the log cleaner uses (spec section 12.3):
+This is the per-batch rewrite the log cleaner uses (``Cleaner.cleanInto``):
 
 * every record retained and no delete horizon to stamp: the original batch
   bytes are copied untouched (codec, level, CRC and all);

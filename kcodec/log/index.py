@@ -2,7 +2,7 @@
 
 ``.index``: 8-byte entries ``relativeOffset:int32, position:int32``;
 ``.timeindex``: 12-byte entries ``timestamp:int64, relativeOffset:int32``;
-big-endian, offsets relative to the segment's base offset (spec section 13).
+big-endian, offsets relative to the segment's base offset (``OffsetIndex``, ``TimeIndex``).
 Every index kcodec writes comes from :class:`IndexBuilder`, fed while
 appending (:class:`~kcodec.log.segment.LogWriter`), while recovering a
 segment, or from a finished ``.log`` by :func:`build_indexes`.
@@ -154,7 +154,7 @@ class TimeIndex(_Index):
 
 @dataclass
 class IndexBuilder:
-    """Builds both indexes while batches are appended, with the broker's rules (spec 13.5).
+    """Builds both indexes while batches are appended, with the broker's rules (``LogSegment.append``).
 
     Call :meth:`append` once per appended message set (a produce request's
     batches, or one batch), or :meth:`extend` with many: an offset entry

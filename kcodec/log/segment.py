@@ -1,4 +1,4 @@
-"""Kafka log directories and segment files (spec section 13).
+"""Kafka log directories and segment files (``LogSegment``, ``LocalLog``).
 
 A log directory holds one folder per partition, named ``<topic>-<partition>``;
 each holds segments named by their base offset in 20 digits:

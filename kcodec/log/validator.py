@@ -4,7 +4,7 @@
 request for one partition and returns what a Kafka leader would store:
 offsets assigned from the log end, timestamps and partition leader epoch set,
 and -- depending on the topic's ``compression.type`` and message format --
-the batches either patched in place or rebuilt (spec section 10):
+the batches either patched in place or rebuilt (``LogValidator``):
 
 ====  =====================================================  =====================
 path  when                                                   what happens
