@@ -376,7 +376,10 @@ def test_groups_merge_small_segments_and_reindex(tmp_path):
     segs = [[batch(i * 10, [kv("s%d-%d" % (i, j % 5), "x" * 300) for j in range(10)])] for i in range(8)]
     d = make_log(tmp_path / "t-0", segs)
     r = run(d, segment_bytes=7000, index_interval_bytes=512)
-    assert r.segments_before == 8 and r.segments_after < 8
+    # 3191-byte segments, two to a 7000-byte group; the active segment stays alone
+    assert (r.segments_before, r.segments_after) == (8, 5)
+    assert r.groups == [[0, 10], [20, 30], [40, 50], [60]]
+    assert (r.messages_read, r.messages_written, r.map_keys) == (70, 35, 35)
     assert [g[0] for g in r.groups] == [s.base_offset for s in list_segments(d)[:-1]]
     # each group's cleaned segment is named by its first member
     keys = {}
@@ -478,3 +481,131 @@ def test_offsets_beyond_an_int32_above_the_base_are_reported(tmp_path):
         run(d)
     assert dir_records(d)  # the log is still readable
     assert sorted(os.listdir(d)) == before
+
+
+# --------------------------------------------------------------------------------------------
+# recovery first, dry runs, the checkpoint, the offset map's edges
+
+def tree_digest(root):
+    """Every file under ``root``: relative path, bytes and modification time."""
+    import hashlib
+    out = {}
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(folder, name)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root)] = (hashlib.sha256(f.read()).hexdigest(), os.stat(p).st_mtime_ns)
+    return out
+
+
+def with_leftovers(tmp_path):
+    """base_log after a crash: an uncommitted .cleaned file, and the active segment without its .timeindex."""
+    d = base_log(tmp_path, "orders-3")
+    open(os.path.join(d, segment_file_name(0, ".log") + ".cleaned"), "wb").write(b"junk")
+    os.remove(os.path.join(d, segment_file_name(12, ".timeindex")))
+    return d
+
+
+def test_compact_recovers_the_directory_before_cleaning(tmp_path):
+    d = with_leftovers(tmp_path)
+    r = run(d)
+    assert r.cleaned
+    assert sorted(os.listdir(d)) == sorted(
+        segment_file_name(b, s) for b in (0, 12) for s in (".log", ".index", ".timeindex", ".txnindex")
+        if not (b == 12 and s == ".txnindex"))
+    # the active segment, which the clean does not rewrite, got its time index back from recovery
+    data = open(os.path.join(d, segment_file_name(12)), "rb").read()
+    assert open(os.path.join(d, segment_file_name(12, ".timeindex")), "rb").read() == build_indexes(data, 12)[1]
+
+
+def test_dry_run_leaves_the_tree_untouched(tmp_path):
+    d = with_leftovers(tmp_path)
+    compact(d, now_ms=T0, force=True, use_checkpoint=True)   # a checkpoint file to leave alone too
+    open(os.path.join(d, segment_file_name(0, ".log") + ".cleaned"), "wb").write(b"junk")
+    make_log(d, [[batch(14, [kv("a", "a4")])]])
+    before = tree_digest(tmp_path)
+    r = compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True)
+    assert (r.cleaned, r.reason, r.first_dirty_offset, r.first_uncleanable_offset) == (False, "dry run", 12, 14)
+    assert r.segments_before == r.segments_after == 3 and r.map_keys == 0 and r.groups == []
+    assert tree_digest(tmp_path) == before
+
+
+def test_second_compaction_starts_from_the_checkpoint(tmp_path):
+    d = base_log(tmp_path, "orders-3")
+    first = compact(d, now_ms=T0, force=True, use_checkpoint=True)
+    assert (first.first_dirty_offset, first.map_keys) == (0, 7)
+    assert read_cleaner_checkpoint(d) == 12
+    make_log(d, [[batch(14, [kv("a", "a4"), kv("g", "g1")])], [batch(16, [kv("q")])]])
+    second = compact(d, now_ms=T0, force=True, use_checkpoint=True)
+    # the map holds only the dirty range [12, 16): a, z, g
+    assert (second.first_dirty_offset, second.first_uncleanable_offset, second.map_keys) == (12, 16, 3)
+    assert read_cleaner_checkpoint(d) == 16
+    assert [(o, k, v) for o, k, v in dir_records(d)] == [
+        (4, b"d", b"d0"), (6, b"e", b"e0"), (7, b"c", b"c1"), (8, b"f", b"f0"), (11, b"b", b"b2"),
+        (13, b"z", b"z0"), (14, b"a", b"a4"), (15, b"g", b"g1"), (16, b"q", b"v")]
+    check_indexes(d)
+
+
+def test_a_segment_that_lost_one_of_its_indexes_is_rebuilt(tmp_path):
+    d = base_log(tmp_path)
+    want = {}
+    for base in (5, 10):
+        data = open(os.path.join(d, segment_file_name(base)), "rb").read()
+        want[base] = build_indexes(data, base)
+    os.remove(os.path.join(d, segment_file_name(5, ".index")))
+    os.remove(os.path.join(d, segment_file_name(10, ".timeindex")))
+    stats = recover_log_dir(d)
+    assert stats == {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0, "orphans_removed": 0,
+                     "indexes_rebuilt": 2}
+    for base, (index, tindex) in want.items():
+        assert open(os.path.join(d, segment_file_name(base, ".index")), "rb").read() == index
+        assert open(os.path.join(d, segment_file_name(base, ".timeindex")), "rb").read() == tindex
+    assert recover_log_dir(d)["indexes_rebuilt"] == 0
+
+
+def offset_map_of(d, first_dirty):
+    from kcodec.log.cleaner import CleanerRunner
+    from kcodec.log.cleaner_plan import plan_clean
+    return CleanerRunner().offset_map(plan_clean(d, CleanerConfig(), T0, first_dirty))
+
+
+def test_offset_map_takes_the_record_at_exactly_the_first_dirty_offset(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a"), kv("b"), kv("c")]), batch(3, [kv("a"), kv("d")])],
+        [batch(5, [kv("e")])],
+        [batch(6, [kv("x")])],   # active
+    ])
+    omap = offset_map_of(d, 3)
+    assert omap.map == {b"a": 3, b"d": 4, b"e": 5} and omap.latest_offset == 5
+    omap = offset_map_of(d, 4)
+    assert omap.map == {b"d": 4, b"e": 5} and omap.latest_offset == 5
+    assert (omap.get(b"d"), omap.get(b"a"), len(omap)) == (4, -1, 2)
+    # a first dirty offset inside a batch: the batch's earlier records stay in the clean section
+    r = compact(d, now_ms=T0, force=True, first_dirty_offset=1)
+    assert r.first_dirty_offset == 1 and r.map_keys == 5
+    assert [(o, k) for o, k, _v in dir_records(d)] == [(1, b"b"), (2, b"c"), (3, b"a"), (4, b"d"), (5, b"e"),
+                                                      (6, b"x")]
+
+
+def test_offset_map_latest_offset_covers_the_whole_dirty_range(tmp_path):
+    # the dirty range ends before the active segment's base, past the last record read
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], (9, [batch(9, [kv("b")])])])
+    omap = offset_map_of(d, 0)
+    assert omap.map == {b"a": 0} and omap.latest_offset == 8
+
+
+def test_producer_writes_again_after_its_own_aborted_transaction(tmp_path):
+    txn = dict(producer_id=PID, producer_epoch=0, is_transactional=True)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "aborted")], base_sequence=0, **txn), marker(1, PID, 0, commit=False)],
+        [batch(2, [kv("a", "committed"), kv("b", "b0")], base_sequence=1, **txn), marker(4, PID, 0)],
+        [batch(5, [kv("x")])],   # active
+    ])
+    omap = offset_map_of(d, 0)
+    assert omap.map == {b"a": 2, b"b": 3}
+    r = run(d, now=T0 + 1000)
+    assert r.cleaned and r.map_keys == 2
+    # the aborted record goes, its marker stays for now; the committed transaction is kept whole
+    assert [(b.base_offset, b.is_control, [(x.offset, x.key, x.value) for x in b if not b.is_control])
+            for b in dir_batches(d)] == [(1, True, []), (2, False, [(2, b"a", b"committed"), (3, b"b", b"b0")]),
+                                         (4, True, []), (5, False, [(5, b"x", b"v")])]
