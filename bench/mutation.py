@@ -348,6 +348,11 @@ def run_mutant(scratch: Path, rel: Path, mutant: Mutant, tests: List[str], test_
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             return "timeout"
+        except BaseException:
+            # interrupted: the tests, in a session of their own, go too
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
     finally:
         target.write_bytes(original)
     if rc == 0:
