@@ -609,3 +609,66 @@ def test_producer_writes_again_after_its_own_aborted_transaction(tmp_path):
     assert [(b.base_offset, b.is_control, [(x.offset, x.key, x.value) for x in b if not b.is_control])
             for b in dir_batches(d)] == [(1, True, []), (2, False, [(2, b"a", b"committed"), (3, b"b", b"b0")]),
                                          (4, True, []), (5, False, [(5, b"x", b"v")])]
+
+
+def test_recovery_completes_a_committed_swap(tmp_path):
+    d = base_log(tmp_path)
+    merged = batch(0, [kv("a", "a0"), kv("b", "b0"), kv("c", "c0")]) + batch(3, [kv("a", "a1"), kv("d", "d0")]) \
+        + batch(5, [kv("b", "b1"), kv("e", "e0")]) + batch(7, [kv("c", "c1"), kv("f", "f0"), kv("a", "a2")])
+    index, tindex = build_indexes(merged, 0)
+    for suffix, data in ((".log", merged), (".index", index), (".timeindex", tindex)):
+        open(os.path.join(d, segment_file_name(0, suffix) + ".swap"), "wb").write(data)
+    # an index swap without its .log.swap belongs to a swap that never committed
+    open(os.path.join(d, segment_file_name(10, ".index") + ".swap"), "wb").write(b"partial")
+    segment_10 = open(os.path.join(d, segment_file_name(10)), "rb").read()
+    stats = recover_log_dir(d)
+    assert stats == {"cleaned_removed": 0, "swaps_completed": 1, "deleted_removed": 0, "orphans_removed": 0,
+                     "indexes_rebuilt": 0}
+    assert sorted(os.listdir(d)) == sorted(
+        segment_file_name(b, s) for b in (0, 10, 12) for s in (".log", ".index", ".timeindex"))
+    assert open(os.path.join(d, segment_file_name(0)), "rb").read() == merged
+    assert open(os.path.join(d, segment_file_name(0, ".index")), "rb").read() == index
+    assert open(os.path.join(d, segment_file_name(0, ".timeindex")), "rb").read() == tindex
+    # segment 10 starts exactly where the swap's offsets end: not part of it
+    assert open(os.path.join(d, segment_file_name(10)), "rb").read() == segment_10
+    assert [o for o, *_ in dir_records(d)] == list(range(14))
+
+
+def test_recovery_finishes_a_swap_whose_recovery_was_interrupted(tmp_path):
+    # A recovery renamed the new .index in and stopped: the .log.swap and .timeindex.swap remain.
+    # The swap covers offsets [5, 12), so segment 10 goes; the .index of its own base is the new one.
+    d = base_log(tmp_path)
+    merged = batch(5, [kv("b", "b1"), kv("e", "e0")]) + batch(10, [kv("g", "g0"), kv("b", "b2")])
+    index, tindex = build_indexes(merged, 5, 64)
+    open(os.path.join(d, segment_file_name(5, ".index")), "wb").write(index)
+    open(os.path.join(d, segment_file_name(5, ".timeindex") + ".swap"), "wb").write(tindex)
+    open(os.path.join(d, segment_file_name(5) + ".swap"), "wb").write(merged)
+    stats = recover_log_dir(d)
+    assert (stats["swaps_completed"], stats["indexes_rebuilt"]) == (1, 0)
+    assert sorted(os.listdir(d)) == sorted(
+        segment_file_name(b, s) for b in (0, 5, 12) for s in (".log", ".index", ".timeindex"))
+    for suffix, data in ((".log", merged), (".index", index), (".timeindex", tindex)):
+        assert open(os.path.join(d, segment_file_name(5, suffix)), "rb").read() == data
+    assert [o for o, *_ in dir_records(d)] == [0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13]
+
+
+def test_recovery_rebuilds_indexes_at_the_given_interval(tmp_path):
+    d = make_log(tmp_path / "t-0", [[batch(i * 4, [kv("k%d" % j, "x" * 100) for j in range(4)])
+                                     for i in range(10)], [batch(40, [kv("z")])]])
+    os.remove(os.path.join(d, segment_file_name(0, ".index")))
+    assert recover_log_dir(d, index_interval_bytes=600)["indexes_rebuilt"] == 1
+    data = open(os.path.join(d, segment_file_name(0)), "rb").read()
+    rebuilt = open(os.path.join(d, segment_file_name(0, ".index")), "rb").read()
+    assert rebuilt == build_indexes(data, 0, 600)[0] != build_indexes(data, 0)[0]
+    assert len(rebuilt) == 8 * 4
+
+
+def test_recovery_names_the_segment_it_cannot_index(tmp_path):
+    from kcodec.errors import CorruptDataError
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], [batch(2 ** 33 + 1, [kv("z")])]])
+    with open(os.path.join(d, segment_file_name(0)), "wb") as f:
+        f.write(batch(0, [kv("a")]) + batch(2 ** 33, [kv("b")], ts=T0 + 1))
+    os.remove(os.path.join(d, segment_file_name(0, ".timeindex")))
+    with pytest.raises(CorruptDataError, match="cannot be stored relative") as e:
+        recover_log_dir(d)
+    assert e.value.source == os.path.join(d, segment_file_name(0))
