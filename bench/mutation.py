@@ -64,6 +64,7 @@ _BOOL_SWAP = {ast.And: ast.Or, ast.Or: ast.And}
 class Mutant:
     module: str          # "log/offset_map"
     line: int
+    col: int
     operator: str
     original: str
     mutated: str
@@ -159,7 +160,7 @@ def make_mutants(module: str, path: Path) -> List[Mutant]:
             compile(mutated_src, str(path), "exec")
         except SyntaxError:
             return
-        out.append(Mutant(module, node.lineno, op, _short(original),
+        out.append(Mutant(module, node.lineno, node.col_offset, op, _short(original),
                           _short(" ".join(text.split())), mutated_src))
 
     for node in ast.walk(tree):
@@ -212,8 +213,15 @@ def make_mutants(module: str, path: Path) -> List[Mutant]:
                 compile(mutated, str(path), "exec")
             except SyntaxError:
                 continue
-            out.append(Mutant(module, stmt.lineno, "delete", _short(head), "pass", mutated))
-    out.sort(key=lambda m: (m.line, m.operator, m.original, m.mutated))
+            out.append(Mutant(module, stmt.lineno, stmt.col_offset, "delete", _short(head), "pass", mutated))
+    # the same change twice on one line (two ``i + 1``): the column tells them apart
+    seen: Dict[Tuple[str, int, str, str, str], int] = {}
+    for m in out:
+        seen[m.key] = seen.get(m.key, 0) + 1
+    for m in out:
+        if seen[m.key] > 1:
+            m.original = f"{m.original} @col{m.col}"
+    out.sort(key=lambda m: (m.line, m.col, m.operator, m.original, m.mutated))
     return out
 
 
