@@ -672,3 +672,35 @@ def test_recovery_names_the_segment_it_cannot_index(tmp_path):
     with pytest.raises(CorruptDataError, match="cannot be stored relative") as e:
         recover_log_dir(d)
     assert e.value.source == os.path.join(d, segment_file_name(0))
+
+
+def test_offset_map_alone():
+    from kcodec.log.offset_map import OffsetMap, dirty_ranges
+    omap = OffsetMap()
+    assert (omap.get(b"k"), omap.latest_offset, len(omap)) == (-1, -1, 0)
+    omap.put(b"k", 5)
+    omap.update_latest(9)
+    omap.update_latest(4)
+    assert (omap.get(b"k"), omap.latest_offset, len(omap)) == (5, 9, 1)
+    assert dirty_ranges([], 10) == []
+    segs = [SegmentStub(0), SegmentStub(4), SegmentStub(7)]
+    assert [(s.base_offset, end) for s, end in dirty_ranges(segs, 12)] == [(0, 4), (4, 7), (7, 12)]
+
+
+class SegmentStub:
+    def __init__(self, base_offset):
+        self.base_offset = base_offset
+
+
+def test_offset_map_add_segment_alone(tmp_path):
+    # the Spark variant builds the map one segment at a time: add_segment's own latest offset
+    from kcodec.log.offset_map import OffsetMap
+    from kcodec.log.transaction_index import CleanedTransactionMetadata
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), batch(2, [kv("c"), (None, b"n")]),
+                                     batch(4, [kv("a")])], [batch(5, [kv("z")])]])
+    seg = list_segments(d)[0]
+    for start, keys, latest in ((0, {b"a": 4, b"b": 1, b"c": 2}, 4), (2, {b"a": 4, b"c": 2}, 4),
+                                (3, {b"a": 4}, 4), (4, {b"a": 4}, 4), (5, {}, -1)):
+        omap = OffsetMap()
+        omap.add_segment(seg, CleanedTransactionMetadata(), start)
+        assert (omap.map, omap.latest_offset) == (keys, latest), start
