@@ -419,6 +419,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--json", type=Path, help="write every mutant's outcome here")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     args = ap.parse_args(argv)
+    # stopped by a signal: unwind, so the running tests go and the scratch tree is removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
     modules = dict(module_path(m) for m in args.modules)
     mutants = {m: make_mutants(m, ROOT / rel) for m, rel in modules.items()}
