@@ -63,8 +63,9 @@ def test_measured_rates_and_ratios():
     m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
     assert (m.label, m.ratio, m.compress_mbps, m.read_mbps, m.records_per_batch) == \
         ("zstd@16KiB/5ms", 3.0, 3.0, 12.0, 75.0)
-    empty = Measured(None, 0, 2_000, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)
-    assert (empty.label, empty.ratio, empty.records_per_batch) == ("today", 0.0, 0.0)
+    # nothing stored, no batches: divided by 1, not by 0
+    empty = Measured(None, 6, 2_000, 10, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)
+    assert (empty.label, empty.ratio, empty.records_per_batch) == ("today", 10.0, 6.0)
     assert empty.compress_mbps == empty.read_mbps == pytest.approx(2_000 / 1e6 / 1e-9)
 
 
