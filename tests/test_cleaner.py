@@ -358,8 +358,10 @@ def test_ratio_threshold_and_dry_run(tmp_path):
     d = base_log(tmp_path)
     before = dir_records(d)
     r = compact(d, config=CleanerConfig(min_cleanable_dirty_ratio=0.5), now_ms=T0, first_dirty_offset=10)
-    assert not r.cleaned and "ratio" in r.reason
-    assert 0 < r.cleanable_ratio < 0.5
+    sizes = [s.size for s in list_segments(d)]
+    ratio = sizes[2] / sum(sizes[:3])   # segment 10 is dirty, 0 and 5 clean, 12 active
+    assert (r.clean_bytes, r.cleanable_bytes, r.cleanable_ratio) == (sizes[0] + sizes[1], sizes[2], ratio)
+    assert not r.cleaned and r.reason == f"cleanable ratio {ratio:.3f} does not exceed min.cleanable.dirty.ratio 0.5"
     dry = compact(d, now_ms=T0, force=True, dry_run=True)
     assert not dry.cleaned and dry.cleanable_ratio == 1.0
     assert dir_records(d) == before
