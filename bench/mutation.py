@@ -407,8 +407,10 @@ def module_path(name: str) -> Tuple[str, Path]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("modules", nargs="+", help="modules under kcodec/, e.g. log/offset_map")
-    ap.add_argument("--tests", nargs="+", required=True, help="test files the map is built from")
+    ap.add_argument("modules", nargs="*", help="modules under kcodec/, e.g. log/offset_map")
+    ap.add_argument("--tests", nargs="+", help="test files the map is built from")
+    ap.add_argument("--report", type=Path, metavar="JSON",
+                    help="print the table of an earlier run's --json file, with today's equivalents, and stop")
     ap.add_argument("--lines", default="", help="only mutants on these lines, e.g. 40-60,72")
     ap.add_argument("--operators", default="", help="only these operators (comma separated)")
     ap.add_argument("--timeout-factor", type=float, default=5.0,
@@ -421,6 +423,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
     # stopped by a signal: unwind, so the running tests go and the scratch tree is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    if args.report:
+        return report(args.report, args.equivalents)
+    if not args.modules or not args.tests:
+        ap.error("modules and --tests are required")
 
     modules = dict(module_path(m) for m in args.modules)
     mutants = {m: make_mutants(m, ROOT / rel) for m, rel in modules.items()}
@@ -464,6 +470,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       f" ({len(covering)} tests)", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    summarize(results, list(modules))
+    return 0
+
+
+def summarize(results: List[dict], modules: List[str]) -> None:
+    """The score table and every survivor."""
     print()
     print(f"{'module':24s} {'mutants':>7s} {'killed':>6s} {'timeout':>7s} {'survived':>8s} "
           f"{'equiv':>5s} {'score':>6s}")
@@ -482,6 +494,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for r in survivors:
             why = "" if r["tests"] else "   [no test runs this line]"
             print(f"  {r['module']}:{r['line']}:{r['operator']}:{r['original']} -> {r['mutated']}{why}")
+
+
+def report(path: Path, equivalents_path: Path) -> int:
+    """The table of an earlier run's ``--json``, with the equivalents file as it is now."""
+    results = json.loads(path.read_text())
+    equivalents = read_equivalents(equivalents_path)
+    for r in results:
+        key = (r["module"], r["line"], r["operator"], r["original"], r["mutated"])
+        if r["outcome"] in ("survived", "error") and key in equivalents:
+            r["outcome"] = "equivalent"
+    summarize(results, list(dict.fromkeys(r["module"] for r in results)))
     return 0
 
 
