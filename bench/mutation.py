@@ -127,13 +127,12 @@ def _segment(src: bytes, lines: List[bytes], node: ast.AST) -> str:
 
 
 def _statement_lists(tree: ast.AST) -> Iterator[List[ast.stmt]]:
+    # ast.walk reaches except handlers too, each with a body of its own
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
             body = getattr(node, name, None)
             if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
                 yield body
-        for h in getattr(node, "handlers", []) or []:
-            yield h.body
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -425,7 +424,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if args.report:
         return report(args.report, args.equivalents)
-    if not args.modules or not args.tests:
+    if not args.modules or not (args.tests or args.list):
         ap.error("modules and --tests are required")
 
     modules = dict(module_path(m) for m in args.modules)
