@@ -706,3 +706,16 @@ def test_offset_map_add_segment_alone(tmp_path):
         omap = OffsetMap()
         omap.add_segment(seg, CleanedTransactionMetadata(), start)
         assert (omap.map, omap.latest_offset) == (keys, latest), start
+
+
+def test_offset_map_reads_batches_without_checking_their_crc(tmp_path):
+    # Kafka's Cleaner.buildOffsetMapForSegment iterates records.batches() without ensureValid():
+    # a batch whose CRC no longer matches still gives its keys
+    from kcodec.log.offset_map import OffsetMap
+    from kcodec.log.transaction_index import CleanedTransactionMetadata
+    damaged = bytearray(batch(3, [kv("a", "xx"), kv("d")]))
+    damaged[bytes(damaged).index(b"xx")] ^= 1
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(damaged)], [batch(5, [kv("z")])]])
+    omap = OffsetMap()
+    omap.add_segment(list_segments(d)[0], CleanedTransactionMetadata(), 0)
+    assert omap.map == {b"a": 3, b"b": 1, b"d": 4} and omap.latest_offset == 4
