@@ -20,7 +20,7 @@ the worktree is never written.  A per-test coverage map (coverage.py, one
 dynamic context per pytest node id, built once) picks the tests that run the
 mutated line; they run with ``-x``, fastest first, under a timeout (a hung
 mutant counts as killed by timeout).  Lines that only run at import time are
-charged to every test that covers the module.
+charged to every test of the run.
 
 Mutants listed in ``bench/mutation-equivalents.txt`` as
 ``module:line:operator:original -> mutated  # reason`` cannot change
@@ -284,8 +284,9 @@ class CoverageMap:
     def tests_for(self, module: str, line: int) -> List[str]:
         tests = set(self.lines.get(module, {}).get(line, ()))
         if not tests and line in self.import_time.get(module, ()):
-            for ids in self.lines.get(module, {}).values():
-                tests.update(ids)
+            # run once, at import: every test may depend on it, including those that only read
+            # the module's names (and so run none of its lines)
+            tests = set(self.durations)
         return sorted(tests, key=lambda t: (self.durations.get(t, 0.0), t))
 
 
