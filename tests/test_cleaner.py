@@ -1,5 +1,6 @@
 """Log compaction of a partition directory: the cleaner rules of spec section 12."""
 import os
+import struct
 
 import pytest
 
@@ -719,3 +720,19 @@ def test_offset_map_reads_batches_without_checking_their_crc(tmp_path):
     omap = OffsetMap()
     omap.add_segment(list_segments(d)[0], CleanedTransactionMetadata(), 0)
     assert omap.map == {b"a": 3, b"b": 1, b"d": 4} and omap.latest_offset == 4
+
+
+def test_recovery_rebuilds_at_kafkas_default_interval(tmp_path):
+    # batches of 4096 and 4097 bytes: an index entry after more than index.interval.bytes (4096)
+    def sized(offset, size):
+        data = batch(offset, [kv("k", "x" * (size - 71))])
+        assert len(data) == size
+        return data
+    d = make_log(tmp_path / "t-0", [[sized(i, 4096) for i in range(3)], [sized(3 + i, 4097) for i in range(3)],
+                                    [batch(6, [kv("z")])]])
+    for base in (0, 3):
+        os.remove(os.path.join(d, segment_file_name(base, ".index")))
+    assert recover_log_dir(d)["indexes_rebuilt"] == 2
+    assert open(os.path.join(d, segment_file_name(0, ".index")), "rb").read() == struct.pack(">ii", 2, 8192)
+    assert open(os.path.join(d, segment_file_name(3, ".index")), "rb").read() == struct.pack(">iiii", 1, 4097,
+                                                                                              2, 8194)
