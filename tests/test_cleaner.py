@@ -736,3 +736,25 @@ def test_recovery_rebuilds_at_kafkas_default_interval(tmp_path):
     assert open(os.path.join(d, segment_file_name(0, ".index")), "rb").read() == struct.pack(">ii", 2, 8192)
     assert open(os.path.join(d, segment_file_name(3, ".index")), "rb").read() == struct.pack(">iiii", 1, 4097,
                                                                                               2, 8194)
+
+
+def test_recovery_swap_range_ends_one_past_its_last_offset(tmp_path):
+    # a swap holding offsets 0-3 replaces the segment starting at its last offset, 3, and not the one at 4
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b"), kv("c")])], [batch(3, [kv("d")])],
+                                    [batch(4, [kv("e")])], [batch(5, [kv("z")])]])
+    merged = batch(0, [kv("a", "A"), kv("b", "B"), kv("c", "C")]) + batch(3, [kv("d", "D")])
+    open(os.path.join(d, segment_file_name(0) + ".swap"), "wb").write(merged)
+    assert recover_log_dir(d)["swaps_completed"] == 1
+    assert [b for b in (0, 3, 4, 5) if os.path.exists(os.path.join(d, segment_file_name(b)))] == [0, 4, 5]
+    assert [(o, v) for o, _k, v in dir_records(d)] == [(0, b"A"), (1, b"B"), (2, b"C"), (3, b"D"), (4, b"v"),
+                                                      (5, b"v")]
+
+
+def test_recovery_swaps_in_an_empty_segment(tmp_path):
+    # an empty .log.swap stands for offsets [base, base + 1): the next segment, at base + 1, stays
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], [batch(1, [kv("b")])], [batch(2, [kv("c")])]])
+    for suffix in (".log", ".index", ".timeindex"):
+        open(os.path.join(d, segment_file_name(0, suffix) + ".swap"), "wb").write(b"")
+    assert recover_log_dir(d)["swaps_completed"] == 1
+    assert os.path.getsize(os.path.join(d, segment_file_name(0))) == 0
+    assert [(o, k) for o, k, _v in dir_records(d)] == [(1, b"b"), (2, b"c")]
