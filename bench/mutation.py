@@ -409,8 +409,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help="modules under kcodec/, e.g. log/offset_map")
     ap.add_argument("--tests", nargs="+", help="test files the map is built from")
-    ap.add_argument("--report", type=Path, metavar="JSON",
-                    help="print the table of an earlier run's --json file, with today's equivalents, and stop")
+    ap.add_argument("--report", type=Path, nargs="+", metavar="JSON",
+                    help="print the table of earlier runs' --json files (a later file's outcome for a mutant "
+                         "wins), with today's equivalents, and stop")
     ap.add_argument("--lines", default="", help="only mutants on these lines, e.g. 40-60,72")
     ap.add_argument("--operators", default="", help="only these operators (comma separated)")
     ap.add_argument("--timeout-factor", type=float, default=5.0,
@@ -496,9 +497,14 @@ def summarize(results: List[dict], modules: List[str]) -> None:
             print(f"  {r['module']}:{r['line']}:{r['operator']}:{r['original']} -> {r['mutated']}{why}")
 
 
-def report(path: Path, equivalents_path: Path) -> int:
-    """The table of an earlier run's ``--json``, with the equivalents file as it is now."""
-    results = json.loads(path.read_text())
+def report(paths: Sequence[Path], equivalents_path: Path) -> int:
+    """The table of earlier runs' ``--json`` files, with the equivalents file as it is now; a later
+    file's outcome for a mutant (a rerun of some lines after new tests) replaces an earlier one's."""
+    merged: Dict[Tuple[str, int, str, str, str], dict] = {}
+    for path in paths:
+        for r in json.loads(path.read_text()):
+            merged[(r["module"], r["line"], r["operator"], r["original"], r["mutated"])] = r
+    results = list(merged.values())
     equivalents = read_equivalents(equivalents_path)
     for r in results:
         key = (r["module"], r["line"], r["operator"], r["original"], r["mutated"])
