@@ -1,5 +1,6 @@
 """Log compaction of a partition directory: the rules of Kafka's ``Cleaner``."""
 import os
+import struct
 
 import pytest
 
@@ -358,8 +359,10 @@ def test_ratio_threshold_and_dry_run(tmp_path):
     d = base_log(tmp_path)
     before = dir_records(d)
     r = compact(d, config=CleanerConfig(min_cleanable_dirty_ratio=0.5), now_ms=T0, first_dirty_offset=10)
-    assert not r.cleaned and "ratio" in r.reason
-    assert 0 < r.cleanable_ratio < 0.5
+    sizes = [s.size for s in list_segments(d)]
+    ratio = sizes[2] / sum(sizes[:3])   # segment 10 is dirty, 0 and 5 clean, 12 active
+    assert (r.clean_bytes, r.cleanable_bytes, r.cleanable_ratio) == (sizes[0] + sizes[1], sizes[2], ratio)
+    assert not r.cleaned and r.reason == f"cleanable ratio {ratio:.3f} does not exceed min.cleanable.dirty.ratio 0.5"
     dry = compact(d, now_ms=T0, force=True, dry_run=True)
     assert not dry.cleaned and dry.cleanable_ratio == 1.0
     assert dir_records(d) == before
@@ -376,7 +379,10 @@ def test_groups_merge_small_segments_and_reindex(tmp_path):
     segs = [[batch(i * 10, [kv("s%d-%d" % (i, j % 5), "x" * 300) for j in range(10)])] for i in range(8)]
     d = make_log(tmp_path / "t-0", segs)
     r = run(d, segment_bytes=7000, index_interval_bytes=512)
-    assert r.segments_before == 8 and r.segments_after < 8
+    # 3191-byte segments, two to a 7000-byte group; the active segment stays alone
+    assert (r.segments_before, r.segments_after) == (8, 5)
+    assert r.groups == [[0, 10], [20, 30], [40, 50], [60]]
+    assert (r.messages_read, r.messages_written, r.map_keys) == (70, 35, 35)
     assert [g[0] for g in r.groups] == [s.base_offset for s in list_segments(d)[:-1]]
     # each group's cleaned segment is named by its first member
     keys = {}
@@ -478,3 +484,277 @@ def test_offsets_beyond_an_int32_above_the_base_are_reported(tmp_path):
         run(d)
     assert dir_records(d)  # the log is still readable
     assert sorted(os.listdir(d)) == before
+
+
+# --------------------------------------------------------------------------------------------
+# recovery first, dry runs, the checkpoint, the offset map's edges
+
+def tree_digest(root):
+    """Every file under ``root``: relative path, bytes and modification time."""
+    import hashlib
+    out = {}
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(folder, name)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root)] = (hashlib.sha256(f.read()).hexdigest(), os.stat(p).st_mtime_ns)
+    return out
+
+
+def with_leftovers(tmp_path):
+    """base_log after a crash: an uncommitted .cleaned file, and the active segment without its .timeindex."""
+    d = base_log(tmp_path, "orders-3")
+    open(os.path.join(d, segment_file_name(0, ".log") + ".cleaned"), "wb").write(b"junk")
+    os.remove(os.path.join(d, segment_file_name(12, ".timeindex")))
+    return d
+
+
+def test_compact_recovers_the_directory_before_cleaning(tmp_path):
+    d = with_leftovers(tmp_path)
+    r = run(d)
+    assert r.cleaned
+    assert sorted(os.listdir(d)) == sorted(
+        segment_file_name(b, s) for b in (0, 12) for s in (".log", ".index", ".timeindex", ".txnindex")
+        if not (b == 12 and s == ".txnindex"))
+    # the active segment, which the clean does not rewrite, got its time index back from recovery
+    data = open(os.path.join(d, segment_file_name(12)), "rb").read()
+    assert open(os.path.join(d, segment_file_name(12, ".timeindex")), "rb").read() == build_indexes(data, 12)[1]
+
+
+def test_dry_run_leaves_the_tree_untouched(tmp_path):
+    d = with_leftovers(tmp_path)
+    compact(d, now_ms=T0, force=True, use_checkpoint=True)   # a checkpoint file to leave alone too
+    open(os.path.join(d, segment_file_name(0, ".log") + ".cleaned"), "wb").write(b"junk")
+    make_log(d, [[batch(14, [kv("a", "a4")])]])
+    before = tree_digest(tmp_path)
+    r = compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True)
+    assert (r.cleaned, r.reason, r.first_dirty_offset, r.first_uncleanable_offset) == (False, "dry run", 12, 14)
+    assert r.segments_before == r.segments_after == 3 and r.map_keys == 0 and r.groups == []
+    assert tree_digest(tmp_path) == before
+
+
+def test_second_compaction_starts_from_the_checkpoint(tmp_path):
+    d = base_log(tmp_path, "orders-3")
+    first = compact(d, now_ms=T0, force=True, use_checkpoint=True)
+    assert (first.first_dirty_offset, first.map_keys) == (0, 7)
+    assert read_cleaner_checkpoint(d) == 12
+    make_log(d, [[batch(14, [kv("a", "a4"), kv("g", "g1")])], [batch(16, [kv("q")])]])
+    second = compact(d, now_ms=T0, force=True, use_checkpoint=True)
+    # the map holds only the dirty range [12, 16): a, z, g
+    assert (second.first_dirty_offset, second.first_uncleanable_offset, second.map_keys) == (12, 16, 3)
+    assert read_cleaner_checkpoint(d) == 16
+    assert [(o, k, v) for o, k, v in dir_records(d)] == [
+        (4, b"d", b"d0"), (6, b"e", b"e0"), (7, b"c", b"c1"), (8, b"f", b"f0"), (11, b"b", b"b2"),
+        (13, b"z", b"z0"), (14, b"a", b"a4"), (15, b"g", b"g1"), (16, b"q", b"v")]
+    check_indexes(d)
+
+
+def test_a_segment_that_lost_one_of_its_indexes_is_rebuilt(tmp_path):
+    d = base_log(tmp_path)
+    want = {}
+    for base in (5, 10):
+        data = open(os.path.join(d, segment_file_name(base)), "rb").read()
+        want[base] = build_indexes(data, base)
+    os.remove(os.path.join(d, segment_file_name(5, ".index")))
+    os.remove(os.path.join(d, segment_file_name(10, ".timeindex")))
+    stats = recover_log_dir(d)
+    assert stats == {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0, "orphans_removed": 0,
+                     "indexes_rebuilt": 2}
+    for base, (index, tindex) in want.items():
+        assert open(os.path.join(d, segment_file_name(base, ".index")), "rb").read() == index
+        assert open(os.path.join(d, segment_file_name(base, ".timeindex")), "rb").read() == tindex
+    assert recover_log_dir(d)["indexes_rebuilt"] == 0
+
+
+def offset_map_of(d, first_dirty):
+    from kcodec.log.cleaner import CleanerRunner
+    from kcodec.log.cleaner_plan import plan_clean
+    return CleanerRunner().offset_map(plan_clean(d, CleanerConfig(), T0, first_dirty))
+
+
+def test_offset_map_takes_the_record_at_exactly_the_first_dirty_offset(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a"), kv("b"), kv("c")]), batch(3, [kv("a"), kv("d")])],
+        [batch(5, [kv("e")])],
+        [batch(6, [kv("x")])],   # active
+    ])
+    omap = offset_map_of(d, 3)
+    assert omap.map == {b"a": 3, b"d": 4, b"e": 5} and omap.latest_offset == 5
+    omap = offset_map_of(d, 4)
+    assert omap.map == {b"d": 4, b"e": 5} and omap.latest_offset == 5
+    assert (omap.get(b"d"), omap.get(b"a"), len(omap)) == (4, -1, 2)
+    # a first dirty offset inside a batch: the batch's earlier records stay in the clean section
+    r = compact(d, now_ms=T0, force=True, first_dirty_offset=1)
+    assert r.first_dirty_offset == 1 and r.map_keys == 5
+    assert [(o, k) for o, k, _v in dir_records(d)] == [(1, b"b"), (2, b"c"), (3, b"a"), (4, b"d"), (5, b"e"),
+                                                      (6, b"x")]
+
+
+def test_offset_map_latest_offset_covers_the_whole_dirty_range(tmp_path):
+    # the dirty range ends before the active segment's base, past the last record read
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], (9, [batch(9, [kv("b")])])])
+    omap = offset_map_of(d, 0)
+    assert omap.map == {b"a": 0} and omap.latest_offset == 8
+
+
+def test_producer_writes_again_after_its_own_aborted_transaction(tmp_path):
+    txn = dict(producer_id=PID, producer_epoch=0, is_transactional=True)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "aborted")], base_sequence=0, **txn), marker(1, PID, 0, commit=False)],
+        [batch(2, [kv("a", "committed"), kv("b", "b0")], base_sequence=1, **txn), marker(4, PID, 0)],
+        [batch(5, [kv("x")])],   # active
+    ])
+    omap = offset_map_of(d, 0)
+    assert omap.map == {b"a": 2, b"b": 3}
+    r = run(d, now=T0 + 1000)
+    assert r.cleaned and r.map_keys == 2
+    # the aborted record goes, its marker stays for now; the committed transaction is kept whole
+    assert [(b.base_offset, b.is_control, [(x.offset, x.key, x.value) for x in b if not b.is_control])
+            for b in dir_batches(d)] == [(1, True, []), (2, False, [(2, b"a", b"committed"), (3, b"b", b"b0")]),
+                                         (4, True, []), (5, False, [(5, b"x", b"v")])]
+
+
+def test_recovery_completes_a_committed_swap(tmp_path):
+    d = base_log(tmp_path)
+    merged = batch(0, [kv("a", "a0"), kv("b", "b0"), kv("c", "c0")]) + batch(3, [kv("a", "a1"), kv("d", "d0")]) \
+        + batch(5, [kv("b", "b1"), kv("e", "e0")]) + batch(7, [kv("c", "c1"), kv("f", "f0"), kv("a", "a2")])
+    index, tindex = build_indexes(merged, 0)
+    for suffix, data in ((".log", merged), (".index", index), (".timeindex", tindex)):
+        open(os.path.join(d, segment_file_name(0, suffix) + ".swap"), "wb").write(data)
+    # an index swap without its .log.swap belongs to a swap that never committed
+    open(os.path.join(d, segment_file_name(10, ".index") + ".swap"), "wb").write(b"partial")
+    segment_10 = open(os.path.join(d, segment_file_name(10)), "rb").read()
+    stats = recover_log_dir(d)
+    assert stats == {"cleaned_removed": 0, "swaps_completed": 1, "deleted_removed": 0, "orphans_removed": 0,
+                     "indexes_rebuilt": 0}
+    assert sorted(os.listdir(d)) == sorted(
+        segment_file_name(b, s) for b in (0, 10, 12) for s in (".log", ".index", ".timeindex"))
+    assert open(os.path.join(d, segment_file_name(0)), "rb").read() == merged
+    assert open(os.path.join(d, segment_file_name(0, ".index")), "rb").read() == index
+    assert open(os.path.join(d, segment_file_name(0, ".timeindex")), "rb").read() == tindex
+    # segment 10 starts exactly where the swap's offsets end: not part of it
+    assert open(os.path.join(d, segment_file_name(10)), "rb").read() == segment_10
+    assert [o for o, *_ in dir_records(d)] == list(range(14))
+
+
+def test_recovery_finishes_a_swap_whose_recovery_was_interrupted(tmp_path):
+    # A recovery renamed the new .index in and stopped: the .log.swap and .timeindex.swap remain.
+    # The swap covers offsets [5, 12), so segment 10 goes; the .index of its own base is the new one.
+    d = base_log(tmp_path)
+    merged = batch(5, [kv("b", "b1"), kv("e", "e0")]) + batch(10, [kv("g", "g0"), kv("b", "b2")])
+    index, tindex = build_indexes(merged, 5, 64)
+    open(os.path.join(d, segment_file_name(5, ".index")), "wb").write(index)
+    open(os.path.join(d, segment_file_name(5, ".timeindex") + ".swap"), "wb").write(tindex)
+    open(os.path.join(d, segment_file_name(5) + ".swap"), "wb").write(merged)
+    stats = recover_log_dir(d)
+    assert (stats["swaps_completed"], stats["indexes_rebuilt"]) == (1, 0)
+    assert sorted(os.listdir(d)) == sorted(
+        segment_file_name(b, s) for b in (0, 5, 12) for s in (".log", ".index", ".timeindex"))
+    for suffix, data in ((".log", merged), (".index", index), (".timeindex", tindex)):
+        assert open(os.path.join(d, segment_file_name(5, suffix)), "rb").read() == data
+    assert [o for o, *_ in dir_records(d)] == [0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13]
+
+
+def test_recovery_rebuilds_indexes_at_the_given_interval(tmp_path):
+    d = make_log(tmp_path / "t-0", [[batch(i * 4, [kv("k%d" % j, "x" * 100) for j in range(4)])
+                                     for i in range(10)], [batch(40, [kv("z")])]])
+    os.remove(os.path.join(d, segment_file_name(0, ".index")))
+    assert recover_log_dir(d, index_interval_bytes=600)["indexes_rebuilt"] == 1
+    data = open(os.path.join(d, segment_file_name(0)), "rb").read()
+    rebuilt = open(os.path.join(d, segment_file_name(0, ".index")), "rb").read()
+    assert rebuilt == build_indexes(data, 0, 600)[0] != build_indexes(data, 0)[0]
+    assert len(rebuilt) == 8 * 4
+
+
+def test_recovery_names_the_segment_it_cannot_index(tmp_path):
+    from kcodec.errors import CorruptDataError
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], [batch(2 ** 33 + 1, [kv("z")])]])
+    with open(os.path.join(d, segment_file_name(0)), "wb") as f:
+        f.write(batch(0, [kv("a")]) + batch(2 ** 33, [kv("b")], ts=T0 + 1))
+    os.remove(os.path.join(d, segment_file_name(0, ".timeindex")))
+    with pytest.raises(CorruptDataError, match="cannot be stored relative") as e:
+        recover_log_dir(d)
+    assert e.value.source == os.path.join(d, segment_file_name(0))
+
+
+def test_offset_map_alone():
+    from kcodec.log.offset_map import OffsetMap, dirty_ranges
+    omap = OffsetMap()
+    assert (omap.get(b"k"), omap.latest_offset, len(omap)) == (-1, -1, 0)
+    omap.put(b"k", 5)
+    omap.update_latest(9)
+    omap.update_latest(4)
+    assert (omap.get(b"k"), omap.latest_offset, len(omap)) == (5, 9, 1)
+    assert dirty_ranges([], 10) == []
+    segs = [SegmentStub(0), SegmentStub(4), SegmentStub(7)]
+    assert [(s.base_offset, end) for s, end in dirty_ranges(segs, 12)] == [(0, 4), (4, 7), (7, 12)]
+
+
+class SegmentStub:
+    def __init__(self, base_offset):
+        self.base_offset = base_offset
+
+
+def test_offset_map_add_segment_alone(tmp_path):
+    # the Spark variant builds the map one segment at a time: add_segment's own latest offset
+    from kcodec.log.offset_map import OffsetMap
+    from kcodec.log.transaction_index import CleanedTransactionMetadata
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), batch(2, [kv("c"), (None, b"n")]),
+                                     batch(4, [kv("a")])], [batch(5, [kv("z")])]])
+    seg = list_segments(d)[0]
+    for start, keys, latest in ((0, {b"a": 4, b"b": 1, b"c": 2}, 4), (2, {b"a": 4, b"c": 2}, 4),
+                                (3, {b"a": 4}, 4), (4, {b"a": 4}, 4), (5, {}, -1)):
+        omap = OffsetMap()
+        omap.add_segment(seg, CleanedTransactionMetadata(), start)
+        assert (omap.map, omap.latest_offset) == (keys, latest), start
+
+
+def test_offset_map_reads_batches_without_checking_their_crc(tmp_path):
+    # Kafka's Cleaner.buildOffsetMapForSegment iterates records.batches() without ensureValid():
+    # a batch whose CRC no longer matches still gives its keys
+    from kcodec.log.offset_map import OffsetMap
+    from kcodec.log.transaction_index import CleanedTransactionMetadata
+    damaged = bytearray(batch(3, [kv("a", "xx"), kv("d")]))
+    damaged[bytes(damaged).index(b"xx")] ^= 1
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(damaged)], [batch(5, [kv("z")])]])
+    omap = OffsetMap()
+    omap.add_segment(list_segments(d)[0], CleanedTransactionMetadata(), 0)
+    assert omap.map == {b"a": 3, b"b": 1, b"d": 4} and omap.latest_offset == 4
+
+
+def test_recovery_rebuilds_at_kafkas_default_interval(tmp_path):
+    # batches of 4096 and 4097 bytes: an index entry after more than index.interval.bytes (4096)
+    def sized(offset, size):
+        data = batch(offset, [kv("k", "x" * (size - 71))])
+        assert len(data) == size
+        return data
+    d = make_log(tmp_path / "t-0", [[sized(i, 4096) for i in range(3)], [sized(3 + i, 4097) for i in range(3)],
+                                    [batch(6, [kv("z")])]])
+    for base in (0, 3):
+        os.remove(os.path.join(d, segment_file_name(base, ".index")))
+    assert recover_log_dir(d)["indexes_rebuilt"] == 2
+    assert open(os.path.join(d, segment_file_name(0, ".index")), "rb").read() == struct.pack(">ii", 2, 8192)
+    assert open(os.path.join(d, segment_file_name(3, ".index")), "rb").read() == struct.pack(">iiii", 1, 4097,
+                                                                                              2, 8194)
+
+
+def test_recovery_swap_range_ends_one_past_its_last_offset(tmp_path):
+    # a swap holding offsets 0-3 replaces the segment starting at its last offset, 3, and not the one at 4
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b"), kv("c")])], [batch(3, [kv("d")])],
+                                    [batch(4, [kv("e")])], [batch(5, [kv("z")])]])
+    merged = batch(0, [kv("a", "A"), kv("b", "B"), kv("c", "C")]) + batch(3, [kv("d", "D")])
+    open(os.path.join(d, segment_file_name(0) + ".swap"), "wb").write(merged)
+    assert recover_log_dir(d)["swaps_completed"] == 1
+    assert [b for b in (0, 3, 4, 5) if os.path.exists(os.path.join(d, segment_file_name(b)))] == [0, 4, 5]
+    assert [(o, v) for o, _k, v in dir_records(d)] == [(0, b"A"), (1, b"B"), (2, b"C"), (3, b"D"), (4, b"v"),
+                                                      (5, b"v")]
+
+
+def test_recovery_swaps_in_an_empty_segment(tmp_path):
+    # an empty .log.swap stands for offsets [base, base + 1): the next segment, at base + 1, stays
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], [batch(1, [kv("b")])], [batch(2, [kv("c")])]])
+    for suffix in (".log", ".index", ".timeindex"):
+        open(os.path.join(d, segment_file_name(0, suffix) + ".swap"), "wb").write(b"")
+    assert recover_log_dir(d)["swaps_completed"] == 1
+    assert os.path.getsize(os.path.join(d, segment_file_name(0))) == 0
+    assert [(o, k) for o, k, _v in dir_records(d)] == [(1, b"b"), (2, b"c")]

@@ -259,6 +259,20 @@ def test_recompression_matches_java(name, index):
         assert len(_framing("lz4", mine)) == len(_framing("lz4", item["payload"]))
 
 
+def test_lz4_default_level_is_javas_fast_compressor():
+    """compress() with no level writes lz4-java's fast compressor's bytes (Kafka's default), not LZ4HC's."""
+    codec = get_codec("lz4")
+    if not codec.native:
+        pytest.skip("python-lz4 does not export liblz4's LZ4_compress_default here")
+    assert codec.default_level == 9
+    cases = [(n, i) for n, i in IDENTITY if _codec_of(n) == "lz4" and _LEVEL_OF.get(n) in (None, 9)]
+    assert len(cases) == 45
+    for name, index in cases:
+        item = _compressed_payloads(name)[index]
+        plain = codec.decompress(item["payload"], magic=item["magic"])
+        assert codec.compress(plain, magic=item["magic"]) == item["payload"], name
+
+
 def test_byte_identity_where_the_compressor_is_the_same():
     """Counts behind _java_identical's docstring, so a library upgrade that changes them shows."""
     same: Dict[str, int] = {}

@@ -337,6 +337,52 @@ def _lz4_bomb(blocks: int) -> bytes:
     return _lz4_header(0x60, 0x40) + (struct.pack("<I", len(block)) + block) * blocks + b"\0\0\0\0"
 
 
+def _lz4_engines():
+    """Two lz4 codecs: liblz4's frame functions where python-lz4 exports them, and the per-block path."""
+    from kcodec.compression.lz4 import Lz4Codec
+    engines = [Lz4Codec(), Lz4Codec()]
+    engines[0].load()
+    old = os.environ.get("KCODEC_LZ4_NATIVE")
+    os.environ["KCODEC_LZ4_NATIVE"] = "0"
+    try:
+        engines[1].load()   # the engine is chosen when the codec loads
+    finally:
+        if old is None:
+            del os.environ["KCODEC_LZ4_NATIVE"]
+        else:
+            os.environ["KCODEC_LZ4_NATIVE"] = old
+    assert not engines[1].native
+    return engines
+
+
+def test_lz4_stored_blocks_count_toward_max_size():
+    # Three stored (uncompressed) 64 KiB blocks and a 10-byte one: no decompression runs, yet every
+    # byte counts against the limit, which the block that crosses it names by its position.
+    rng = random.Random(5)
+    blocks = [rng.randbytes(65536) for _ in range(3)] + [b"0123456789"]
+    frame = _lz4_header(0x60, 0x40) + b"".join(struct.pack("<I", 0x80000000 | len(b)) + b for b in blocks) \
+        + b"\0\0\0\0"
+    plain = b"".join(blocks)
+    for codec in _lz4_engines():
+        assert codec.decompress(frame, max_size=len(plain)) == plain
+        for limit, block in ((len(plain) - 1, 3), (3 * 65536, 3), (3 * 65536 - 1, 2), (65535, 0), (0, 0)):
+            with pytest.raises(LimitExceededError, match=f"^lz4: decompressed data exceeds the limit of "
+                                                         f"{limit} bytes") as e:
+                codec.decompress(frame, max_size=limit)
+            assert e.value.position == 7 + block * (4 + 65536) + 4, (codec.native, limit)
+
+
+def test_lz4_compressed_block_at_exactly_the_limit():
+    block = bytes(65536)
+    frame = _payload("lz4", block + block)
+    for codec in _lz4_engines():
+        assert codec.decompress(frame, max_size=2 * 65536) == block + block
+        with pytest.raises(LimitExceededError) as e:
+            codec.decompress(frame, max_size=2 * 65536 - 1)
+        second = 7 + 4 + struct.unpack_from("<I", frame, 7)[0]
+        assert e.value.position == second + 4
+
+
 def _gzip_bomb(size: int) -> bytes:
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
     chunk = bytes(1 << 20)

@@ -193,3 +193,99 @@ def test_log_append_time_rebuild_keeps_append_time():
     assert [r.timestamp for r in out] == [T0 + 99, T0 + 99]
     assert (out.base_offset, out.last_offset) == (0, 3)
     assert CompressionType.of(out.compression) == CompressionType.NONE
+
+
+# --------------------------------------------------------------------------------------------
+# FilterResult's counters and the rebuilt batch's (maxTimestamp, shallow offset), case by case
+
+def _batch(magic=2, codec="none", ts_type=TimestampType.CREATE_TIME, base=40, stamps=(5, 9, 7, 3), values=None,
+           **kw):
+    if magic >= 2:
+        b = kcodec.RecordBatchBuilder(magic=2, compression=codec, base_offset=base, timestamp_type=ts_type, **kw)
+    else:
+        from kcodec.records.legacy import LegacyRecordBatchBuilder
+        b = LegacyRecordBatchBuilder(magic=magic, compression=codec, base_offset=base, timestamp_type=ts_type, **kw)
+    for i, ts in enumerate(stamps):
+        b.append(b"k%d" % i, b"v" if values is None else values[i], timestamp=T0 + ts if ts >= 0 else -1)
+    return bytes(b.build())
+
+
+@pytest.mark.parametrize("magic,codec,ts_type,want", [
+    (2, "none", TimestampType.CREATE_TIME, (T0 + 9, 42)),           # v2: the last retained offset
+    (2, "gzip", TimestampType.LOG_APPEND_TIME, (T0 + 99, 42)),
+    (1, "none", TimestampType.CREATE_TIME, (T0 + 9, 41)),           # v1 uncompressed: the offset of the max
+    (1, "gzip", TimestampType.CREATE_TIME, (T0 + 9, 42)),           # v1 compressed: the wrapper's offset
+    (1, "none", TimestampType.LOG_APPEND_TIME, (T0 + 99, 40)),      # the first retained offset
+    (1, "gzip", TimestampType.LOG_APPEND_TIME, (T0 + 99, 42)),
+    (0, "none", TimestampType.CREATE_TIME, (-1, -1)),
+])
+def test_filtered_batch_max_timestamp_and_its_offset(magic, codec, ts_type, want):
+    kw = {"log_append_time": T0 + 99} if ts_type == TimestampType.LOG_APPEND_TIME else {}
+    src = _batch(magic, codec, ts_type, **kw)
+    result = filter_to(src, KeepOffsets({40, 41, 42}))
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == want
+    assert (result.max_offset, result.messages_read, result.messages_retained) == (42, 4, 3)
+    assert (result.bytes_read, result.bytes_retained) == (len(src), len(result.output))
+    # an uncompressed legacy entry is one record: kept ones are copied, the other deleted
+    one_per_entry = magic < 2 and codec == "none"
+    assert (result.batches_rebuilt, result.batches_emptied, result.batches_deleted) == \
+        ((0, 0, 1) if one_per_entry else (1, 0, 0))
+
+
+def test_rebuilt_legacy_batch_without_timestamps():
+    result = filter_to(_batch(1, "gzip", stamps=(-1, -1, -1)), KeepOffsets({40, 41}))
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.max_offset) == (-1, -1, 41)
+
+
+def test_counters_over_several_batches():
+    keep_all, drop_some, drop_all = _batch(base=0, stamps=(4, 4)), _batch(base=2, stamps=(4, 2)), \
+        _batch(base=4, stamps=(8,))
+    out = bytearray(b"prefix")
+    result = filter_to(keep_all + drop_some + drop_all, KeepOffsets({0, 1, 2}), output=out)
+    assert result.output is out and bytes(out[:6]) == b"prefix"
+    assert bytes(out[6:6 + len(keep_all)]) == keep_all
+    # equal max timestamps: the first batch's shallow offset stays; a later, larger offset still counts
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.max_offset) == (T0 + 4, 1, 2)
+    assert (result.messages_read, result.messages_retained) == (5, 3)
+    assert result.bytes_read == len(keep_all) + len(drop_some) + len(drop_all)
+    assert result.bytes_retained == len(out) - 6
+    assert (result.batches_rebuilt, result.batches_emptied, result.batches_deleted) == (1, 0, 1)
+    emptied = filter_to(list(kcodec.read_batches(drop_all)), KeepOffsets(set(), BatchRetention.RETAIN_EMPTY))
+    assert (emptied.batches_emptied, emptied.bytes_retained, len(emptied.output)) == (1, 61, 61)
+    assert (emptied.max_timestamp, emptied.shallow_offset_of_max_timestamp, emptied.max_offset) == (T0 + 8, 4, 4)
+
+
+def test_a_bare_batch_retention_is_accepted():
+    class Bare(KeepOffsets):
+        def check_batch_retention(self, batch):
+            return BatchRetention.DELETE
+    result = filter_to(_batch(), Bare(set()))
+    assert (bytes(result.output), result.batches_deleted, result.messages_read) == (b"", 1, 0)
+
+
+def test_delete_horizon_rules():
+    # a removable marker's batch (containsMarkerForEmptyTxn) gets a horizon, though nothing was dropped
+    class Marker(KeepOffsets):
+        def check_batch_retention(self, batch):
+            return BatchRetentionResult(BatchRetention.DELETE_EMPTY, True)
+    src = _batch()
+    out = next(iter(kcodec.read_batches(bytes(filter_to(src, Marker({40, 41, 42, 43})).output))))
+    assert out.delete_horizon_ms == NOW + RETENTION and out.last_offset == 43
+    # a horizon stamped by an earlier clean is kept when records go
+    stamped = bytes(filter_to(_batch(values=[b"v", None, b"v", b"v"]), KeepOffsets({40, 41, 42, 43})).output)
+    assert next(iter(kcodec.read_batches(stamped))).delete_horizon_ms == NOW + RETENTION
+    again = bytes(filter_to(stamped, KeepOffsets({41, 43})).output)
+    assert next(iter(kcodec.read_batches(again))).delete_horizon_ms == NOW + RETENTION
+    # a record dropped, no tombstone: rebuilt without a horizon
+    plain = bytes(filter_to(src, KeepOffsets({40})).output)
+    assert next(iter(kcodec.read_batches(plain))).delete_horizon_ms is None
+    # legacy batches carry no horizon: tombstones kept, bytes copied
+    legacy = _batch(1, "none", values=[b"v", None, b"v", b"v"])
+    assert bytes(filter_to(legacy, KeepOffsets({40, 41, 42, 43})).output) == legacy
+
+
+def test_errors_name_the_batch():
+    with pytest.raises(kcodec.KcodecError, match="Empty batches are only supported for magic v2") as e:
+        filter_to(_batch(1, "none", base=70) + _batch(1, "none", base=80), KeepOffsets({70, 71, 72, 73},
+                                                                                     BatchRetention.RETAIN_EMPTY))
+    assert e.value.batch_offset == 80

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kcodec import CompressionType, TimestampType, get_codec
 import kcodec
 from kcodec.errors import (
+    CorruptCompressedDataError,
     CorruptRecordError,
     InvalidRecordError,
     KcodecError,
@@ -593,18 +594,38 @@ def test_truncated_at_every_byte(name):
                 pass
 
 
+def _records_or_error(data):
+    """The (offset, key, value) decoded, or the error, whose class and byte position are checked."""
+    try:
+        out = []
+        for b in iter_legacy_batches(data):
+            b.ensure_valid(deep=True)
+            out.extend((r.offset, r.key, r.value) for r in b.records())
+        return out
+    except (CorruptRecordError, InvalidRecordError, UnsupportedCodecError, CorruptCompressedDataError) as exc:
+        assert 0 <= exc.position <= len(data), exc   # len: an early end of data
+        return exc
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_byte_flips(name):
     data = SAMPLES[name]
+    original = _records_or_error(data)
+    # uncompressed samples: a flip inside the key or value bytes, with the CRC made to agree,
+    # decodes to exactly that byte changed
+    spans = {} if name not in ("v0", "v1") else {1: range(data.index(b"key"), data.index(b"key") + 3),
+                                                 2: range(data.index(b"value"), data.index(b"value") + 5)}
     for i in range(len(data)):
         for flip in (0x01, 0x80, 0xFF):
             mutated = bytearray(data)
             mutated[i] ^= flip
-            for candidate in (bytes(mutated), _fix(mutated)):
-                try:
-                    _read_all(candidate)
-                except KcodecError:
-                    pass
+            _records_or_error(bytes(mutated))
+            got = _records_or_error(_fix(mutated))
+            for field, span in spans.items():
+                if i in span:
+                    want = list(original[0])
+                    want[field] = bytes(b ^ flip if k == i - span.start else b for k, b in enumerate(want[field]))
+                    assert got == [tuple(want)], (i, flip)
     # flips in the CRC-covered part without fixing the CRC are all caught
     for i in range(16, len(data)):
         mutated = bytearray(data)

@@ -8,7 +8,8 @@ import pytest
 
 from kcodec import KcodecError, RecordBatchBuilder, read_batches
 from kcodec._native.primitives import crc32c, encode_varint, encode_varlong
-from kcodec.errors import CorruptRecordError, InvalidRecordError
+from kcodec.errors import (CorruptCompressedDataError, CorruptRecordError, InvalidRecordError,
+                           UnsupportedCodecError)
 
 T0 = 1_700_000_000_000
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -69,17 +70,49 @@ def test_every_single_byte_flip(codec):
                 pass
 
 
+HOSTILE_ERRORS = (InvalidRecordError, CorruptRecordError, CorruptCompressedDataError, UnsupportedCodecError)
+
+
 @pytest.mark.parametrize("codec", CODECS)
 def test_flips_with_recomputed_crc_decode_or_fail_cleanly(codec):
     data = small_batch(codec)
+    # where the first record's key and value bytes and the header's value byte lie, uncompressed
+    fields = {} if codec != "none" else {
+        "key": range(data.index(b"key-1"), data.index(b"key-1") + 5),
+        "value": range(data.index(b"value-1"), data.index(b"value-1") + 7),
+        "header": range(data.index(b"h\x02x") + 2, data.index(b"h\x02x") + 3)}
+    failures = 0
     for pos in range(21, len(data)):
         for mask in (0x01, 0x40, 0xFF):
             buf = bytearray(data)
             buf[pos] ^= mask
+            bad = fix_crc(buf)
             try:
-                decode_all(fix_crc(buf))
-            except KcodecError:
-                pass
+                got = decode_all(bad)
+            except HOSTILE_ERRORS as exc:
+                assert 0 <= exc.position <= len(bad), (pos, mask, exc)   # len: an early end of data
+                failures += 1
+                continue
+            if codec != "none":
+                continue
+            # a flip inside a key, value or header value changes exactly that byte; anywhere else,
+            # what decodes holds the keys and values unchanged
+            want = [[b"key-1", b"value-1"], [None, b""]]
+            for i, name in enumerate(("key", "value")):
+                if pos in fields[name]:
+                    changed = bytearray(want[0][i])
+                    changed[pos - fields[name].start] ^= mask
+                    want[0][i] = bytes(changed)
+            # the second record's key length (-1, null) and value length (0): a flip to another
+            # one-byte varint makes that field null (any negative length) or empty
+            for i, at in enumerate((len(data) - 3, len(data) - 2)):
+                if pos == at:
+                    n = (bad[pos] >> 1) ^ -(bad[pos] & 1)
+                    want[1][i] = None if n < 0 else b""
+            assert [[r.key, r.value] for r in got] == want, (pos, mask)
+            if pos in fields["header"]:
+                assert list(got[0].headers) == [("h", bytes([ord("x") ^ mask]))]
+    assert failures > 0
 
 
 def _record(body: bytes) -> bytes:

@@ -107,3 +107,68 @@ def test_crash_during_deletion_recovers(tmp_path):
     assert not os.path.exists(os.path.join(d, segment_file_name(0, ".index")))
     r = retain(d, retention_ms=0, now_ms=T0 + 100 * DAY)
     assert r.deleted == [10, 20]
+
+
+def test_retention_ms_boundary_and_detail(tmp_path):
+    d = four_segments(tmp_path)   # largest timestamps T0 + i days + 9
+    now = T0 + 2 * DAY + 9
+    r = retain(d, retention_ms=DAY, now_ms=now, dry_run=True)
+    assert r.deleted == [0]       # segment 1 is exactly retention.ms old: kept
+    assert r.segments[0].detail == ("largest timestamp 2023-11-14T22:13:20.009Z is 172800000 ms before now "
+                                    "2023-11-16T22:13:20.009Z, more than retention.ms 86400000")
+    assert (r.segments[0].file_name, r.segments[0].size) == (segment_file_name(0), sizes(d)[0])
+    assert retain(d, retention_ms=DAY, now_ms=now + 1, dry_run=True).deleted == [0, 10]
+    assert retain(d, retention_ms=-1, now_ms=now + 100 * DAY, dry_run=True).deleted == []
+
+
+def test_retention_bytes_detail_and_counts(tmp_path):
+    d = four_segments(tmp_path)
+    s = sizes(d)
+    r = retain(d, retention_bytes=s[1] + s[2] + s[3], now_ms=T0)
+    assert r.deleted == [0] and r.reasons == ["retention.bytes"]
+    assert r.segments[0].detail == f"the log is {s[0]} bytes over retention.bytes {s[1] + s[2] + s[3]}, " \
+                                   f"this segment is {s[0]}"
+    assert (r.bytes_deleted, r.bytes_remaining, r.log_start_offset) == (s[0], s[1] + s[2] + s[3], 10)
+    assert [x.base_offset for x in list_segments(d)] == [10, 20, 30]
+
+
+def test_log_start_offset_boundary(tmp_path):
+    d = four_segments(tmp_path)
+    r = retain(d, log_start_offset=20, now_ms=T0, dry_run=True)
+    assert r.deleted == [0, 10] and r.log_start_offset == 20
+    assert r.segments[1].detail == "the next segment starts at offset 20, at or below the log start offset 20"
+    r = retain(d, log_start_offset=19, now_ms=T0, dry_run=True)
+    assert r.deleted == [0] and r.log_start_offset == 19
+    assert retain(d, log_start_offset=0, now_ms=T0, dry_run=True).log_start_offset == 0
+
+
+def test_rules_apply_in_order_and_a_compact_topic_keeps_all_but_the_start(tmp_path):
+    from kcodec.log.retention import RetentionPolicy
+    d = four_segments(tmp_path)
+    s = sizes(d)
+    both = RetentionPolicy(retention_ms=2 * DAY, retention_bytes=s[2] + s[3], log_start_offset=35)
+    r = retain(d, policy=both, now_ms=T0 + 3 * DAY, dry_run=True)
+    assert list(zip(r.deleted, r.reasons)) == [(0, "retention.ms"), (10, "retention.bytes"),
+                                               (20, "log start offset")]
+    compact = RetentionPolicy(retention_ms=0, retention_bytes=0, log_start_offset=15, cleanup_policy="compact")
+    assert retain(d, policy=compact, now_ms=T0 + 9 * DAY, dry_run=True).deleted == [0]
+
+
+def test_policy_text_and_cleanup_policy(tmp_path):
+    import pytest
+    from kcodec.log.retention import RetentionPolicy, RetentionPolicyError
+    assert RetentionPolicy().deletes and not RetentionPolicy().given
+    assert RetentionPolicy(cleanup_policy="compact, delete").deletes
+    assert not RetentionPolicy(cleanup_policy="compact").deletes
+    assert RetentionPolicy(log_start_offset=0).given and RetentionPolicy(retention_bytes=-1).given
+    p = RetentionPolicy(retention_ms=5, log_start_offset=7, cleanup_policy="compact",
+                        sources={"retention.ms": "--retention-ms", "cleanup.policy": "topic config"})
+    assert p.describe() == ("retention.ms 5 (--retention-ms), log start offset 7, cleanup.policy compact "
+                            "(topic config): only the log start offset applies")
+    assert RetentionPolicy().describe() == "no limit"
+    d = four_segments(tmp_path)
+    with pytest.raises(RetentionPolicyError, match=f"^{d}: no retention policy given"):
+        retain(d)
+    with pytest.raises(TypeError, match="either policy= or the retention keywords"):
+        retain(d, policy=p, retention_ms=1)
+    assert len(list_segments(d)) == 4

@@ -117,8 +117,11 @@ def load_prices(path: Optional[str], overrides: Dict[str, Optional[float]]):
     defaults = _build(TopicEconomics, doc.get("defaults", {}), f"--prices {path}: defaults")
     defaults = replace(defaults, **{k: v for k, v in overrides.items()
                                     if v is not None and k in _names(TopicEconomics)})
-    topics = {name: _build(TopicEconomics, {**asdict(defaults), **(spec or {})}, f"--prices {path}: topic {name}")
-              for name, spec in (doc.get("topics") or {}).items()}
+    specs = _object(doc.get("topics") or {}, f"--prices {path}: topics")
+    topics = {name: _build(TopicEconomics,
+                           {**asdict(defaults), **_object(spec or {}, f"--prices {path}: topic {name}")},
+                           f"--prices {path}: topic {name}")
+              for name, spec in specs.items()}
     return prices, defaults, topics
 
 
@@ -126,9 +129,14 @@ def _names(cls):
     return {f.name for f in fields(cls)}
 
 
-def _build(cls, values, where: str):
+def _object(values, where: str) -> Dict:
     if not isinstance(values, dict):
         raise KcodecError(f"{where}: expected an object")
+    return values
+
+
+def _build(cls, values, where: str):
+    _object(values, where)
     unknown = set(values) - _names(cls)
     if unknown:
         raise KcodecError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "

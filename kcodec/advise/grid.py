@@ -1,6 +1,7 @@
 """The settings ``kcodec advise`` measures: codec x level x batch size."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import List, Optional
@@ -23,7 +24,8 @@ for _i, _p in enumerate("kmgtp", 1):
     _UNITS.update({_p: 1024 ** _i, _p + "ib": 1024 ** _i, _p + "b": 1000 ** _i})
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Setting:
     """A producer's compression.type (+ level), batch.size and linger.ms."""
 
@@ -52,6 +54,13 @@ class Setting:
     @property
     def codec_label(self) -> str:
         return self.codec if self.level is None else f"{self.codec}:{self.level}"
+
+    def __lt__(self, other: "Setting") -> bool:
+        # the codec's default level (None) first: a grid such as zstd,zstd:19 holds both
+        return self._order() < other._order()
+
+    def _order(self) -> tuple:
+        return (self.codec, self.level is not None, self.level or 0, self.batch_bytes, self.linger_ms)
 
 
 def parse_size(text: str) -> int:

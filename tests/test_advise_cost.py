@@ -1,0 +1,134 @@
+"""``kcodec.advise.cost``: the bill, computed by hand from literals, with every factor of the model
+set to a different value that is not 1 so that swapping a multiply for a divide changes the answer."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kcodec.advise.cost import (DAYS_PER_MONTH, GB, PRICE_LIST, MonthlyCost, Prices, TopicEconomics,
+                                load_prices, monthly_cost)
+from kcodec.errors import KcodecError
+
+PRICES = Prices(block_gb_month=0.1, object_gb_month=0.03, cross_zone_gb=0.05, vcpu_hour=0.07)
+TOPIC = TopicEconomics(retention_days=5, replication_factor=4, consumer_groups=2.5,
+                       producer_cross_zone=0.4, replication_cross_zone=0.75, consumer_cross_zone=0.3)
+STORED = 3 * 1073741824   # 3 GB a day, a GB being 2**30 bytes as AWS bills it
+RAW = 2_000_000_000       # 2000 MB a day before compression
+
+
+def test_units_are_pinned_by_literals():
+    assert GB == 1073741824
+    assert DAYS_PER_MONTH == 30
+    assert "us-east-1" in PRICE_LIST and "2024" in PRICE_LIST
+
+
+def test_default_prices_are_the_published_list_prices():
+    # aws.amazon.com, us-east-1, 2024: EBS gp3 $0.08/GB-month, S3 Standard $0.023/GB-month,
+    # inter-AZ $0.01/GB each way, m5.large $0.096/hour for 2 vCPUs
+    p = Prices()
+    assert (p.block_gb_month, p.object_gb_month, p.cross_zone_gb, p.vcpu_hour) == (0.08, 0.023, 0.02, 0.048)
+    t = TopicEconomics()
+    assert (t.retention_days, t.replication_factor, t.consumer_groups) == (7.0, 3, 1.0)
+    assert (t.producer_cross_zone, t.replication_cross_zone, t.consumer_cross_zone) == (2 / 3, 1.0, 2 / 3)
+    assert t.local_retention_days is None and t.bytes_per_day is None
+
+
+def test_every_factor_of_the_bill():
+    c = monthly_cost(STORED, RAW, 40.0, 120.0, PRICES, TOPIC)
+    assert c.storage == pytest.approx(3 * 5 * 4 * 0.1)                            # 6.00
+    assert c.network == pytest.approx(3 * 30 * (0.4 + 3 * 0.75 + 2.5 * 0.3) * 0.05)  # 15.30
+    # 60,000 MB a month: compressed once at 40 MB/s, read by 2.5 groups at 120 MB/s
+    assert c.cpu == pytest.approx((1500 + 500 * 2.5) / 3600 * 0.07)
+    assert c.total == pytest.approx(6.0 + 15.3 + 2750 / 3600 * 0.07)
+    assert c.total == c.storage + c.network + c.cpu
+
+
+def test_broker_recompression_costs_a_second_compress_and_a_read():
+    c = monthly_cost(STORED, RAW, 40.0, 120.0, PRICES, TOPIC, broker_recompresses=True)
+    assert c.cpu == pytest.approx((1500 * 2 + 500 * (2.5 + 1)) / 3600 * 0.07)
+    assert c.storage == pytest.approx(6.0) and c.network == pytest.approx(15.3)
+
+
+def test_cpu_left_out_when_speeds_are_unknown():
+    assert monthly_cost(STORED, RAW, None, 120.0, PRICES, TOPIC).cpu == pytest.approx(1250 / 3600 * 0.07)
+    assert monthly_cost(STORED, RAW, 40.0, None, PRICES, TOPIC).cpu == pytest.approx(1500 / 3600 * 0.07)
+    assert monthly_cost(STORED, RAW, None, None, PRICES, TOPIC).cpu == 0
+
+
+def test_tiered_storage_keeps_local_days_on_block_storage_and_the_rest_once_on_object_storage():
+    tiered = TopicEconomics(retention_days=5, replication_factor=4, local_retention_days=2)
+    c = monthly_cost(STORED, RAW, None, None, PRICES, tiered)
+    assert c.storage == pytest.approx(3 * 2 * 4 * 0.1 + 3 * (5 - 2) * 0.03)   # 2.40 + 0.27
+    # local retention as long as, or longer than, retention: everything stays on the brokers
+    for local in (5, 9):
+        c = monthly_cost(STORED, RAW, None, None, PRICES,
+                         TopicEconomics(retention_days=5, replication_factor=4, local_retention_days=local))
+        assert c.storage == pytest.approx(3 * 5 * 4 * 0.1)
+
+
+def test_monthly_cost_fields():
+    assert MonthlyCost(1.5, 2.25, 4.0).total == 7.75
+
+
+def test_prices_defaults_without_a_file():
+    prices, defaults, topics = load_prices(None, {"vcpu_hour": None, "retention_days": None})
+    assert prices == Prices() and defaults == TopicEconomics() and topics == {}
+
+
+def test_flags_win_over_the_file_and_topics_inherit_both(tmp_path):
+    f = tmp_path / "prices.json"
+    f.write_text(json.dumps({"prices": {"block_gb_month": 0.1, "vcpu_hour": 0.5, "cross_zone_gb": 0},
+                             "defaults": {"retention_days": 3, "consumer_groups": 2},
+                             "topics": {"audit": {"retention_days": 365}, "plain": None}}))
+    prices, defaults, topics = load_prices(str(f), {"vcpu_hour": 0.25, "consumer_groups": 4,
+                                                    "object_gb_month": None})
+    assert prices == Prices(block_gb_month=0.1, vcpu_hour=0.25, cross_zone_gb=0)
+    assert defaults == TopicEconomics(retention_days=3, consumer_groups=4)
+    assert topics == {"audit": TopicEconomics(retention_days=365, consumer_groups=4),
+                      "plain": TopicEconomics(retention_days=3, consumer_groups=4)}
+
+
+def test_null_topics_and_null_fields(tmp_path):
+    f = tmp_path / "prices.json"
+    f.write_text(json.dumps({"defaults": {"local_retention_days": None}, "topics": None}))
+    prices, defaults, topics = load_prices(str(f), {})
+    assert prices == Prices() and defaults == TopicEconomics() and topics == {}
+
+
+@pytest.mark.parametrize("doc, message", [
+    (b"{", "not JSON"),
+    (b"\xff\xfe", "not JSON"),
+    (b"[]", "expected an object with prices, defaults and topics"),
+    (b'{"price": {}}', "expected an object with prices, defaults and topics"),
+    (b'{"prices": []}', "prices: expected an object"),
+    (b'{"defaults": 3}', "defaults: expected an object"),
+    (b'{"topics": {"t": [1]}}', "topic t: expected an object"),
+    (b'{"topics": {"t": 5}}', "topic t: expected an object"),
+    (b'{"topics": [1]}', "topics: expected an object"),
+    (b'{"prices": {"block_gb": 1, "cpu": 2}}',
+     "prices: unknown field\\(s\\) block_gb, cpu; known: block_gb_month, cross_zone_gb, object_gb_month, vcpu_hour"),
+    (b'{"prices": {"vcpu_hour": -0.5}}', "prices: vcpu_hour must be a non-negative number, not -0.5"),
+    (b'{"defaults": {"replication_factor": true}}',
+     "defaults: replication_factor must be a non-negative number, not True"),
+    (b'{"topics": {"t": {"retention_days": "7"}}}',
+     "topic t: retention_days must be a non-negative number, not '7'"),
+])
+def test_bad_prices_files_name_the_file_and_the_field(tmp_path, doc, message):
+    f = tmp_path / "p.json"
+    f.write_bytes(doc)
+    with pytest.raises(KcodecError, match=f"^--prices {f}: {message}"):
+        load_prices(str(f), {})
+
+
+def test_a_missing_or_directory_prices_file(tmp_path):
+    with pytest.raises(KcodecError, match=f"^--prices {tmp_path}/none.json: no such file$"):
+        load_prices(str(tmp_path / "none.json"), {})
+    with pytest.raises(KcodecError, match="no such file"):
+        load_prices(str(tmp_path), {})
+
+
+def test_zero_is_a_price(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"prices": {"object_gb_month": 0, "cross_zone_gb": 0.0}}))
+    assert load_prices(str(f), {})[0] == Prices(object_gb_month=0, cross_zone_gb=0.0)

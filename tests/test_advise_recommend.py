@@ -1,0 +1,186 @@
+"""``kcodec.advise.recommend``: the stated rule, the costs per setting and the choice, on measurements
+given by hand (no Spark, no replay), with every number checked against a value worked out here."""
+from __future__ import annotations
+
+import pytest
+
+from kcodec.advise.cost import Prices, TopicEconomics, monthly_cost
+from kcodec.advise.grid import Setting
+from kcodec.advise.recommend import Measured, Rule, TopicAdvice, advise_topic, kafka_config
+
+DAY = 86_400_000
+ZSTD19 = Setting("zstd", 19, 16384, 5)     # the cheapest, at a level only clients 3.8+ can set
+ZSTD = Setting("zstd", None, 16384, 5)     # the codec's default level
+GZIP = Setting("gzip", None, 16384, 5)     # too slow to compress for the rule
+LZ4 = Setting("lz4", None, 16384, 200)     # lingers too long for the rule
+
+
+def row(setting, stored, compress_s, read_s, payload=1_000_000_000, partitions=3):
+    name = "today" if setting is None else setting.label
+    return {"setting": name, "codec": None if setting is None else setting.codec,
+            "level": None if setting is None else setting.level,
+            "batch_size": 0 if setting is None else setting.batch_bytes,
+            "linger_ms": 0 if setting is None else setting.linger_ms,
+            "records": 100_000, "payload_bytes": payload, "plain_bytes": 1_100_000_000, "batches": 1000,
+            "stored_bytes": stored, "compress_seconds": compress_s, "read_seconds": read_s,
+            "ratio_mean": None, "ratio_std": 0.5, "chunks": 4, "partitions": partitions}
+
+
+def agg(rows=None, **profile):
+    prof = {"codec_bytes": {"none": 10, "lz4": 0}, "min_ts": 0, "max_ts": 2 * DAY}
+    prof.update(profile)
+    rows = rows or [row(None, 1_000_000_000, 1.0, 2.0), row(ZSTD19, 250_000_000, 4.0, 1.0),
+                    row(ZSTD, 260_000_000, 5.0, 1.0), row(GZIP, 200_000_000, 50.0, 1.0),
+                    row(LZ4, 400_000_000, 1.0, 0.5, partitions=5)]
+    return {"settings": rows, "profile": prof}
+
+
+def test_rule_allows_at_its_bounds():
+    rule = Rule(min_compress_mbps=40, min_read_mbps=80, max_linger_ms=20)
+
+    def m(compress_s, read_s, linger, setting=True):
+        s = Setting("zstd", None, 16384, linger) if setting else None
+        return Measured(s, 1, 400_000_000, 1, 1, 1, compress_s, read_s, 0.0, 0.0, 1)
+
+    assert rule.allows(m(10.0, 5.0, 20))          # exactly 40 MB/s, 80 MB/s, 20 ms
+    assert not rule.allows(m(10.01, 5.0, 20))
+    assert not rule.allows(m(10.0, 5.01, 20))
+    assert not rule.allows(m(10.0, 5.0, 21))
+    assert not rule.allows(m(1.0, 1.0, 0, setting=False))   # today's batches are no setting to choose
+
+
+def test_rule_text_states_its_numbers():
+    assert Rule(min_compress_mbps=40, min_read_mbps=80.5, max_linger_ms=20, min_saving=0.125).text() == (
+        "the lowest $/month (storage + network + CPU) among settings that compress at 40 MB/s per core or "
+        "more (--min-compress-mbps), read at 80.5 MB/s per core or more (--min-read-mbps) and linger at "
+        "most 20 ms (--max-linger-ms); recommended when it saves at least 12.5% of today's $/month "
+        "(--min-saving), else keep today's settings")
+    assert (Rule().min_compress_mbps, Rule().min_read_mbps, Rule().max_linger_ms, Rule().min_saving) == \
+        (50.0, 100.0, 100.0, 0.05)
+
+
+def test_measured_rates_and_ratios():
+    m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
+    assert (m.label, m.ratio, m.compress_mbps, m.read_mbps, m.records_per_batch) == \
+        ("zstd@16KiB/5ms", 3.0, 3.0, 12.0, 75.0)
+    # nothing stored, no batches: divided by 1, not by 0
+    empty = Measured(None, 6, 2_000, 10, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)
+    assert (empty.label, empty.ratio, empty.records_per_batch) == ("today", 10.0, 6.0)
+    assert empty.compress_mbps == empty.read_mbps == pytest.approx(2_000 / 1e6 / 1e-9)
+
+
+def test_kafka_config_names_a_level_only_when_it_is_not_the_default():
+    assert kafka_config(ZSTD19) == {"compression.type": "zstd", "compression.zstd.level": "19",
+                                    "batch.size": "16384", "linger.ms": "5"}
+    assert kafka_config(Setting("zstd", 3, 65536, 0)) == {"compression.type": "zstd", "batch.size": "65536",
+                                                          "linger.ms": "0"}
+    assert kafka_config(GZIP) == {"compression.type": "gzip", "batch.size": "16384", "linger.ms": "5"}
+
+
+def test_the_cheapest_allowed_setting_is_chosen():
+    prices, econ = Prices(), TopicEconomics()
+    a = advise_topic("orders", agg(), None, econ, prices, Rule())
+    # 1 GB stored over a 2-day span: 0.5 GB a day; today's batches are uncompressed (no compress CPU)
+    assert (a.stored_per_day, a.per_day_source) == (5e8, "the measured records over their timestamps' span")
+    assert (a.partitions, a.chosen_by, a.notes) == (5, "rule", [])
+    assert [m.label for m in a.results] == [GZIP.label, LZ4.label, ZSTD.label, ZSTD19.label]
+    today = monthly_cost(5e8, 5e8, None, 500.0, prices, econ)
+    assert (a.today.cost.storage, a.today.cost.network, a.today.cost.cpu) == \
+        (pytest.approx(today.storage), pytest.approx(today.network), pytest.approx(today.cpu))
+    assert a.best.setting == ZSTD19
+    best = monthly_cost(1.25e8, 5e8, 250.0, 1000.0, prices, econ)
+    assert a.best.stored_per_day == 1.25e8
+    assert a.best.cost.total == pytest.approx(best.total) and a.best.cost.cpu == pytest.approx(best.cpu)
+    assert a.saving == pytest.approx(today.total - best.total)
+    assert a.best_without_level.setting == ZSTD      # for clients before 3.8
+    assert a.config() == kafka_config(ZSTD19)
+    again = monthly_cost(1.25e8, 5e8, 250.0, 1000.0, prices, econ, broker_recompresses=True)
+    assert a.recompress_cpu == pytest.approx(again.cpu - best.cpu)
+    assert a.codec_mix == {"none": 1.0} and a.timestamp_type == "CreateTime"
+
+
+def test_costs_of_every_setting():
+    a = advise_topic("orders", agg(), None, TopicEconomics(), Prices(), Rule())
+    by = {m.setting: m for m in a.results}
+    assert by[GZIP].stored_per_day == 1e8
+    assert by[GZIP].cost.cpu == pytest.approx(monthly_cost(1e8, 5e8, 20.0, 1000.0, Prices(), TopicEconomics()).cpu)
+    none = Setting("none", None, 16384, 0)
+    b = advise_topic("t", agg([row(None, 1_000_000_000, 1.0, 2.0), row(none, 900_000_000, 1.0, 1.0)]),
+                     None, TopicEconomics(), Prices(), Rule(min_saving=0))
+    # the codec "none" compresses nothing: no compress CPU
+    assert b.best.cost.cpu == pytest.approx(monthly_cost(4.5e8, 5e8, None, 1000.0, Prices(), TopicEconomics()).cpu)
+
+
+def test_a_small_saving_keeps_todays_settings():
+    econ = TopicEconomics()
+    a = advise_topic("t", agg(), None, econ, Prices(), Rule(min_saving=0.9))
+    assert a.best is None and a.best_without_level is None and a.saving == 0.0 and a.config() == {}
+    assert a.recompress_cpu == 0.0
+    assert a.notes == [f"the best setting, {ZSTD19.label}, saves less than 90%: keep today's settings"]
+    # a saving of exactly the fraction is made
+    today, best = (advise_topic("t", agg(), None, econ, Prices(), Rule()).today.cost.total,
+                   advise_topic("t", agg(), None, econ, Prices(), Rule()).best.cost.total)
+    exact = (today - best) / today
+    assert advise_topic("t", agg(), None, econ, Prices(), Rule(min_saving=exact)).best.setting == ZSTD19
+
+
+def test_no_setting_meets_the_rule():
+    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(min_compress_mbps=10_000))
+    assert a.best is None and a.chosen_by == "rule"
+    assert a.notes == ["no setting meets the rule; lower --min-compress-mbps / --min-read-mbps"]
+
+
+def test_choose_overrides_the_rule_and_current_is_noted():
+    current = Setting("lz4", None, 16384, 0)
+    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(), current=current, choose=LZ4)
+    assert a.best.setting == LZ4 and a.chosen_by == f"--choose {LZ4.label}"
+    assert a.best_without_level is None    # lz4's default level needs no newer client
+    assert a.notes == ["today's batches were built from records with --current-codec/--current-batch-size/"
+                       f"--current-linger-ms ({current.label})"]
+
+
+def test_ties_go_to_the_shorter_linger_then_the_faster_compressor():
+    slow, fast, lazy = Setting("zstd", None, 16384, 0), Setting("lz4", None, 16384, 0), Setting("gzip", None, 16384, 9)
+    rows = [row(None, 1_000_000_000, 1.0, 2.0), row(lazy, 300_000_000, 4.0, 1.0),
+            row(slow, 300_000_000, 4.0, 1.0), row(fast, 300_000_000, 2.0, 1.0)]
+    free = Prices(vcpu_hour=0.0)
+    assert advise_topic("t", agg(rows), None, TopicEconomics(), free, Rule()).best.setting == fast
+    rows = [row(None, 1_000_000_000, 1.0, 2.0), row(lazy, 300_000_000, 2.0, 1.0), row(slow, 300_000_000, 4.0, 1.0)]
+    assert advise_topic("t", agg(rows), None, TopicEconomics(), free, Rule()).best.setting == slow
+
+
+def test_bytes_per_day_sources():
+    econ = TopicEconomics()
+    given = advise_topic("t", agg(), 9e9, TopicEconomics(bytes_per_day=7e8), Prices(), Rule())
+    assert (given.stored_per_day, given.per_day_source) == (7e8, "given (--prices)")
+    known = advise_topic("t", agg(), 9_000_000_000, econ, Prices(), Rule())
+    assert (known.stored_per_day, known.per_day_source) == (4.5e9, "all segments over their timestamps' span")
+    sampled = advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule(), sampled_partitions=6)
+    assert sampled.stored_per_day == 2.0 * DAY * 6
+    assert sampled.per_day_source == "the sampled chunks' mean rate x 6 partitions"
+    # a rate without the partition count falls back to the span
+    assert advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule()).stored_per_day == 5e8
+    for profile in ({"min_ts": None}, {"max_ts": 0}):
+        flat = advise_topic("t", agg(**profile), None, econ, Prices(), Rule())
+        assert (flat.stored_per_day, flat.per_day_source) == \
+            (1e9, "no timestamps: the data is taken as one day of traffic")
+        assert flat.notes[0].startswith("no usable timestamps: linger.ms cannot be replayed")
+
+
+def test_today_compressed_counts_its_compress_cpu():
+    a = advise_topic("t", agg(codec_bytes={"none": 1, "lz4": 3}, log_append_batches=400), None,
+                     TopicEconomics(), Prices(), Rule())
+    assert a.today.cost.cpu == pytest.approx(monthly_cost(5e8, 5e8, 1000.0, 500.0, Prices(), TopicEconomics()).cpu)
+    assert a.codec_mix == {"none": 0.25, "lz4": 0.75}
+    assert a.timestamp_type == "CreateTime and LogAppendTime"
+    b = advise_topic("t", agg(log_append_batches=1000), None, TopicEconomics(), Prices(), Rule())
+    assert b.timestamp_type == "LogAppendTime"
+
+
+def test_settings_sort_with_a_default_and_numbered_levels_of_one_codec():
+    # kcodec advise --codecs zstd,zstd:19 measures both; sorting them once raised a TypeError
+    grid = [Setting("zstd", 19, 16384, 5), Setting("zstd", None, 65536, 0), Setting("zstd", 3, 16384, 0),
+            Setting("gzip", 1, 16384, 0), Setting("zstd", None, 16384, 5)]
+    assert [s.label for s in sorted(grid)] == ["gzip:1@16KiB/0ms", "zstd@16KiB/5ms", "zstd@64KiB/0ms",
+                                                "zstd:3@16KiB/0ms", "zstd:19@16KiB/5ms"]
+    assert Setting("zstd", None, 1, 0) < Setting("zstd", 1, 1, 0) and Setting("zstd", 2, 1, 0) > Setting("zstd", 1, 9, 0)
