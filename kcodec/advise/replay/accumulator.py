@@ -1,32 +1,27 @@
-"""How Kafka's Java producer cuts a partition's records into batches, replayed on columns.
+"""How a producer cuts one partition's records into batches, replayed on columns.
 
-The model, from ``RecordAccumulator``, ``ProducerBatch``, ``MemoryRecordsBuilder``,
-``BuiltInPartitioner`` and ``CompressionRatioEstimator`` (kafka-clients 3.x):
+The model, from ``RecordAccumulator``, ``ProducerBatch``, ``MemoryRecordsBuilder`` and
+``CompressionRatioEstimator`` (kafka-clients 3.x), and librdkafka's ``rd_kafka_msgset_writer``:
 
-* A partition has one open batch.  A record joins it when
+* A partition has one open batch.  Java: a record joins it when
   ``estimated_bytes + record_size <= write_limit``, where ``estimated_bytes`` is
   the 61-byte v2 header plus the records appended so far, multiplied for a
   compressed batch by the topic's estimated compression ratio times 1.05.
   ``write_limit`` is ``max(batch.size, upper bound of the first record)``: the
   first record always fits, so a record larger than ``batch.size`` gets a
-  batch of its own.
-* A batch is sent ``linger.ms`` after its first record: a later record whose
-  timestamp is at most ``linger.ms`` after the batch's first one joins it
-  (records of the same millisecond share a batch even at ``linger.ms=0``).
-* The compression ratio estimate starts at 1.0 per topic and codec and is
+  batch of its own.  librdkafka: a record joins while the request written so far
+  (uncompressed) plus the record's worst-case size stays within ``batch.size`` and
+  the batch holds fewer than ``batch.num.messages`` records
+  (:mod:`kcodec.advise.replay.client`).
+* A batch is sent when the sender takes it: ``linger.ms`` after it opened plus the
+  sender's delay (:mod:`kcodec.advise.replay.sender`); records arriving before then join it.
+* Java's compression ratio estimate starts at 1.0 per topic and codec and is
   updated after each batch closes: a worse observed ratio raises it to
   ``max(estimate + 0.05, observed)``, a better one lowers it by 0.005.
-* Keyless records follow the sticky partitioner: all go to one partition until
-  at least ``batch.size`` bytes were appended there and its batch is full (or
-  ``2 x batch.size`` bytes regardless), then the next partition is taken.
-  Kafka picks the next one at random (weighted by queue sizes); this replay
-  takes them in round-robin order so the result is reproducible.
 
-What the replay cannot know: how many producers wrote the data, their
-in-flight request limits and send latency (a busy sender makes
-``linger.ms=0`` batches larger than the timestamps alone suggest), and
-``buffer.memory`` back-pressure.  Record sizes count each record's offset and
-timestamp deltas as one byte each, which can move a cut by one record.
+What the replay cannot know: in-flight request limits, and ``buffer.memory``
+back-pressure.  Record sizes count each record's offset and timestamp deltas as
+one byte each, which can move a cut by one record.
 
 Everything works on numpy columns; the only loop is one step per batch.
 """
@@ -37,19 +32,22 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
+from kcodec.advise.replay.client import JAVA, LIBRDKAFKA_REQUEST_OVERHEAD, ClientRules
+from kcodec.advise.replay.sender import SenderModel, arrival_ms
+
 __all__ = [
     "LIMITS",
     "BATCH_OVERHEAD",
     "ESTIMATION_FACTOR",
     "record_sizes",
+    "varint_sizes",
     "record_upper_bounds",
     "update_estimate",
-    "assign_partitions",
     "form_batches",
 ]
 
-LIMITS = ("each partition's records are re-batched by their timestamps as Kafka's producer would; the replay "
-          "cannot know how many producers wrote a topic, their in-flight limits and send latency, or "
+LIMITS = ("each producer's records are re-batched by their timestamps as its client (Java or librdkafka) would, "
+          "with a sender delay calibrated on today's batches; the replay cannot know in-flight limits or "
           "buffer.memory back-pressure")
 BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
@@ -58,7 +56,7 @@ DETERIORATE_STEP = 0.05  # CompressionRatioEstimator.COMPRESSION_RATIO_DETERIORA
 MAX_RECORD_OVERHEAD = 21  # DefaultRecord.MAX_RECORD_OVERHEAD
 
 
-def _varint_size(values: np.ndarray) -> np.ndarray:
+def varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes of each value as a zig-zag varint (Kafka's ByteUtils.sizeOfVarint)."""
     v = np.asarray(values, dtype=np.int64)
     z = ((v << 1) ^ (v >> 63)).astype(np.uint64)
@@ -82,10 +80,10 @@ def record_sizes(key_len: np.ndarray, value_len: np.ndarray, header_bytes: Optio
     hb = np.zeros(n, np.int64) if header_bytes is None else np.asarray(header_bytes, dtype=np.int64)
     hc = np.zeros(n, np.int64) if header_count is None else np.asarray(header_count, dtype=np.int64)
     body = (1 + 1 + 1  # attributes, timestamp delta, offset delta
-            + _varint_size(key_len) + np.maximum(key_len, 0)
-            + _varint_size(value_len) + np.maximum(value_len, 0)
-            + _varint_size(hc) + hb)
-    return body + _varint_size(body)
+            + varint_sizes(key_len) + np.maximum(key_len, 0)
+            + varint_sizes(value_len) + np.maximum(value_len, 0)
+            + varint_sizes(hc) + hb)
+    return body + varint_sizes(body)
 
 
 def record_upper_bounds(key_len: np.ndarray, value_len: np.ndarray,
@@ -106,78 +104,71 @@ def update_estimate(estimate: float, observed: float) -> float:
     return float(est)
 
 
-def assign_partitions(sizes: np.ndarray, keyed_partition: np.ndarray, batch_size: int,
-                      num_partitions: int) -> np.ndarray:
-    """Each record's partition: its key's (``keyed_partition >= 0``) or the sticky partitioner's.
-
-    Keyless records (``keyed_partition < 0``) are taken in order; the sticky
-    partition changes after a record brings the bytes produced to it to
-    ``batch.size`` or more, in round-robin order starting at partition 0.
-    Producing to a partition and its batch filling coincide when keyless
-    records are the only ones in that partition, so the ``2 x batch.size``
-    rule of a not-yet-full batch does not arise here.
-    """
-    part = np.asarray(keyed_partition, dtype=np.int32).copy()
-    keyless = np.flatnonzero(part < 0)
-    if len(keyless) == 0:
-        return part
-    run = np.cumsum(np.asarray(sizes, dtype=np.int64)[keyless])
-    # A run ends on the first record that reaches batch_size; the next run starts counting from zero.
-    sticky = np.empty(len(keyless), dtype=np.int64)
-    start, p = 0, 0
-    while start < len(keyless):
-        base = run[start - 1] if start else 0
-        end = int(np.searchsorted(run, base + batch_size, side="left")) + 1
-        sticky[start:end] = p
-        start, p = end, (p + 1) % num_partitions
-    part[keyless] = sticky
-    return part
-
-
 def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray, batch_size: int,
                  linger_ms: float, compressed: bool = False,
-                 close: Optional[Callable[[int, int], float]] = None) -> np.ndarray:
-    """Batch boundaries of one partition's records in arrival order.
+                 close: Optional[Callable[[int, int], float]] = None, client: ClientRules = JAVA,
+                 sender: Optional[SenderModel] = None) -> np.ndarray:
+    """Batch boundaries of one producer's records of one partition, in arrival order.
 
     Returns ``starts`` with a final ``len(sizes)``: batch ``i`` is records
-    ``starts[i]:starts[i+1]``.  For a compressed codec, ``close(a, b)`` is
-    called as each batch closes and returns its observed compression ratio
+    ``starts[i]:starts[i+1]``.  For Java and a compressed codec, ``close(a, b)``
+    is called as each batch closes and returns its observed compression ratio
     (compressed records size / uncompressed records size), which updates the
-    estimate the next cut uses, as the producer does.
+    estimate the next cut uses, as the producer does; for other batches it is
+    called too when given, its answer unused.  ``sender`` defaults to the
+    client's uncalibrated delay.  ``linger_ms=None`` cuts by size alone.
     """
     ts = np.asarray(timestamps, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
+    upper = np.asarray(upper_bounds, dtype=np.int64)
     n = len(sizes)
     cum = np.concatenate(([0], np.cumsum(sizes)))
     starts: List[int] = []
     estimate = 1.0
     timed = linger_ms is not None and np.isfinite(linger_ms)
+    if timed:
+        sender = sender or SenderModel.default(client)
+        arrival = arrival_ms(ts)
+        closes = sender.close_times(arrival, ts, float(linger_ms))
+    estimated = client.fill == "estimated"
+    if estimated:
+        overhead = BATCH_OVERHEAD
+        nxt_size = sizes  # MemoryRecordsBuilder.hasRoomFor counts the record's own size
+    else:
+        overhead = LIBRDKAFKA_REQUEST_OVERHEAD
+        nxt_size = upper - BATCH_OVERHEAD  # rd_kafka_msg_wire_size: the record's worst case
+    max_records = client.max_records or n + 1
     a = 0
     while a < n:
         starts.append(a)
-        factor = estimate * ESTIMATION_FACTOR if compressed else 1.0
-        limit = max(batch_size, int(upper_bounds[a]))
-        # Records a+1.. join while header + factor * (records so far) + their own size fits; past
+        factor = estimate * ESTIMATION_FACTOR if (compressed and estimated) else 1.0
+        limit = max(batch_size, int(upper[a])) if estimated else batch_size
+        # Records a+1.. join while overhead + factor * (records so far) + their own size fits; past
         # ``hi`` even a 0-byte record would not.
-        room = math.floor((limit - BATCH_OVERHEAD) / factor)
-        hi = min(max(int(np.searchsorted(cum, int(cum[a]) + room, side="right")), a + 1), n)
+        room = math.floor((limit - overhead) / factor)
+        hi = min(max(int(np.searchsorted(cum, int(cum[a]) + room, side="right")), a + 1), n, a + max_records)
+
+        def fits_at(cand):
+            ok = overhead + (cum[cand] - cum[a]) * factor + nxt_size[cand] <= limit
+            if timed:
+                ok &= arrival[cand] < closes[a]
+            return ok
+
         b, lo, width = hi, a + 1, 16
-        if lo < hi and ((timed and ts[lo] - ts[a] > linger_ms)
-                        or BATCH_OVERHEAD + (cum[lo] - cum[a]) * factor + sizes[lo] > limit):
+        if lo < hi and not fits_at(lo):
             lo = b = a + 1  # the next record already starts a new batch: no arrays needed
         # Look at the candidates in growing windows: a batch that linger closes early costs little.
         while lo < hi:
             cand = np.arange(lo, min(lo + width, hi))
-            fits = BATCH_OVERHEAD + (cum[cand] - cum[a]) * factor + sizes[cand] <= limit
-            if timed:
-                fits &= ts[cand] - ts[a] <= linger_ms
-            stop = np.flatnonzero(~fits)
+            stop = np.flatnonzero(~fits_at(cand))
             if len(stop):
                 b = int(cand[stop[0]])
                 break
             lo, width = lo + width, width * 4
-        if compressed and close is not None:
-            estimate = update_estimate(estimate, close(a, b))
+        if close is not None:
+            ratio = close(a, b)
+            if compressed and estimated:
+                estimate = update_estimate(estimate, ratio)
         a = b
     starts.append(n)
     return np.asarray(starts, dtype=np.int64)
