@@ -197,3 +197,16 @@ def test_each_producer_is_replayed_on_its_own():
                         producers=2)
     assert one[0]["producer_ids"] == 0 and one[1]["batches"] == 1
     assert two[0]["producers_replayed"] == 2 and two[1]["batches"] == 2
+
+
+def test_replay_flags_are_checked_before_spark_starts():
+    from kcodec.advise.job import Options, check_options
+    from kcodec.errors import KcodecError
+
+    with pytest.raises(KcodecError, match="--producers 0: at least 1"):
+        check_options(Options(producers=0))
+    with pytest.raises(KcodecError, match="--fetch-retry-s -1"):
+        check_options(Options(fetch_retry_s=-1))
+    with pytest.raises(KcodecError, match="--producer-client kafka-python: unknown producer client"):
+        check_options(Options(producer_client="kafka-python"))
+    assert check_options(Options(producer_client="librdkafka", producers=3)).settings

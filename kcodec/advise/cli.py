@@ -68,6 +68,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--producers", type=int, default=1,
                    help="producers writing each partition, for batches without a producer id (non-idempotent "
                         "producers write -1); idempotent producers' ids are counted from the batches (default 1)")
+    p.add_argument("--fetch-retry-s", type=float, default=30.0,
+                   help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "
+                        "below the high watermark with no records, before calling the partition unreadable "
+                        "(default 30)")
     p.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 

@@ -73,6 +73,7 @@ class Options:
     progress: bool = True
     producer_client: str = "auto"
     producers: int = 1
+    fetch_retry_s: float = 30.0
 
 
 @dataclass
@@ -116,6 +117,8 @@ def check_options(o: Options) -> Checked:
     current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size else None
     if o.partitions < 1:
         raise KcodecError(f"--partitions {o.partitions}: at least 1")
+    if not o.fetch_retry_s >= 0:
+        raise KcodecError(f"--fetch-retry-s {o.fetch_retry_s}: seconds, 0 or more")
     if o.producers < 1:
         raise KcodecError(f"--producers {o.producers}: at least 1")
     if o.producer_client != "auto":
@@ -161,7 +164,7 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
         from kcodec.advise.cluster import cluster_chunks
 
         return cluster_chunks(spark, o.bootstrap_server, o.topic, c.sample_bytes, c.chunk_bytes,
-                              timeout_s=o.timeout_s), {}, None
+                              timeout_s=o.timeout_s, retry_s=o.fetch_retry_s), {}, None
     from kcodec.advise.records import record_chunks, records_frame
 
     records = records_frame(spark, plan, o.records, o.seed, tasks)
