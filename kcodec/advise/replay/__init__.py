@@ -26,6 +26,7 @@ from kcodec.advise.replay.accumulator import (
     record_upper_bounds,
     update_estimate,
     varint_sizes,
+    warm_estimate,
 )
 from kcodec.advise.replay.client import CLIENTS, JAVA, LIBRDKAFKA, ClientRules, client_config, client_rules, detect_client
 from kcodec.advise.replay.partitioner import assign_partitions
@@ -33,6 +34,6 @@ from kcodec.advise.replay.producers import producer_groups
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
 
 __all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
-           "update_estimate", "varint_sizes", "CLIENTS", "JAVA", "LIBRDKAFKA", "ClientRules", "client_config", "client_rules",
+           "update_estimate", "varint_sizes", "warm_estimate", "CLIENTS", "JAVA", "LIBRDKAFKA", "ClientRules", "client_config", "client_rules",
            "detect_client", "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate",
            "time_cuts"]

@@ -44,6 +44,7 @@ __all__ = [
     "record_upper_bounds",
     "update_estimate",
     "form_batches",
+    "warm_estimate",
 ]
 
 LIMITS = ("each producer's records are re-batched by their timestamps as its client (Java or librdkafka) would, "
@@ -107,7 +108,8 @@ def update_estimate(estimate: float, observed: float) -> float:
 def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray, batch_size: int,
                  linger_ms: float, compressed: bool = False,
                  close: Optional[Callable[[int, int], float]] = None, client: ClientRules = JAVA,
-                 sender: Optional[SenderModel] = None) -> np.ndarray:
+                 sender: Optional[SenderModel] = None, estimate: float = 1.0,
+                 state: Optional[dict] = None) -> np.ndarray:
     """Batch boundaries of one producer's records of one partition, in arrival order.
 
     Returns ``starts`` with a final ``len(sizes)``: batch ``i`` is records
@@ -117,6 +119,8 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
     estimate the next cut uses, as the producer does; for other batches it is
     called too when given, its answer unused.  ``sender`` defaults to the
     client's uncalibrated delay.  ``linger_ms=None`` cuts by size alone.
+    ``estimate`` is the ratio estimate the first batch is cut with (1.0 for a
+    producer that just started); ``state["estimate"]`` receives the last one.
     """
     ts = np.asarray(timestamps, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
@@ -124,7 +128,6 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
     n = len(sizes)
     cum = np.concatenate(([0], np.cumsum(sizes)))
     starts: List[int] = []
-    estimate = 1.0
     timed = linger_ms is not None and np.isfinite(linger_ms)
     if timed:
         sender = sender or SenderModel.default(client)
@@ -171,4 +174,44 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
                 estimate = update_estimate(estimate, ratio)
         a = b
     starts.append(n)
+    if state is not None:
+        state["estimate"] = estimate
     return np.asarray(starts, dtype=np.int64)
+
+
+#: Most rounds :func:`warm_estimate` replays a chunk's first records.
+WARM_ROUNDS = 8
+#: Records of a chunk :func:`warm_estimate` replays: enough for several batches of any batch.size.
+WARM_BYTES = 1024 * 1024
+
+
+def warm_estimate(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray, batch_size: int,
+                  linger_ms: float, ratio: Callable[[int, int], float], client: ClientRules = JAVA,
+                  sender: Optional[SenderModel] = None) -> float:
+    """The ratio estimate of a producer that has been running, for replaying a sampled chunk.
+
+    A producer's ``CompressionRatioEstimator`` starts at 1.0 once, then follows its batches; a
+    chunk cut out of a topic must not start it again.  The chunk's first records (up to
+    :data:`WARM_BYTES`) are replayed as the producer would, starting from the ratio of the
+    first batch-sized group of them, and again from where each round ended, until a round
+    moves the estimate by less than one improving step (or :data:`WARM_ROUNDS` rounds).
+    ``ratio(a, b)`` is the observed ratio of records ``a:b`` built as one batch.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if client.fill != "estimated" or len(sizes) == 0:
+        return 1.0
+    cum = np.cumsum(sizes)
+    n = int(np.searchsorted(cum, WARM_BYTES, side="right")) + 1
+    n = min(n, len(sizes))
+    first = max(1, min(n, int(np.searchsorted(cum, batch_size, side="right"))))
+    estimate = float(np.float32(ratio(0, first)))
+    ts, up = np.asarray(timestamps)[:n], np.asarray(upper_bounds)[:n]
+    for _ in range(WARM_ROUNDS):
+        state: dict = {}
+        form_batches(ts, sizes[:n], up, batch_size, linger_ms, compressed=True, close=ratio, client=client,
+                     sender=sender, estimate=estimate, state=state)
+        moved = abs(state["estimate"] - estimate)
+        estimate = state["estimate"]
+        if moved < IMPROVING_STEP:
+            break
+    return estimate
