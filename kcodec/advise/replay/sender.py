@@ -163,17 +163,28 @@ def _fit(arrival: np.ndarray, ts: np.ndarray, today_batches: int, linger: float,
         return Calibration(d, False, today_batches, cuts(d), linger,
                            f"today's batches are smaller than linger.ms={linger:g} alone makes them (cut by "
                            f"batch.size or batch.num.messages): sender delay not calibrated, {d:g} ms assumed")
-    lo, hi = 0.0, MAX_DELAY_MS
-    if cuts(hi) > today_batches:
-        return Calibration(hi, True, today_batches, cuts(hi), linger,
+    if cuts(MAX_DELAY_MS) > today_batches:
+        return Calibration(MAX_DELAY_MS, True, today_batches, cuts(MAX_DELAY_MS), linger,
                            f"today's batches are larger than a {MAX_DELAY_MS:g} ms sender delay makes them")
-    # Fewer cuts with a longer delay: bisect to the shortest delay that is not above today's count.
+    # Fewer cuts with a longer delay: bisect to the shortest delay that is not above today's count,
+    # and to the longest that is not below it; timestamps in whole milliseconds leave a range of
+    # delays that fit equally, and its middle is taken.
+    lo, hi = _bisect(cuts, lambda c: c > today_batches, 0.0, MAX_DELAY_MS)
+    shortest = hi if abs(cuts(hi) - today_batches) <= abs(cuts(lo) - today_batches) else lo
+    lo2, _ = _bisect(cuts, lambda c: c >= today_batches, shortest, MAX_DELAY_MS)
+    middle = (shortest + lo2) / 2
+    delay = middle if cuts(middle) == cuts(shortest) else shortest
+    return Calibration(delay, True, today_batches, cuts(delay), linger, f"sender delay {delay:.3g} ms at linger.ms={linger:g}")
+
+
+def _bisect(cuts, above, lo: float, hi: float):
+    """The delays around where ``above(cuts(delay))`` turns false (it holds at ``lo``, not at ``hi``)."""
+    if not above(cuts(lo)):
+        return lo, lo
     while hi - lo > 1e-3:
         mid = (lo + hi) / 2
-        if cuts(mid) > today_batches:
+        if above(cuts(mid)):
             lo = mid
         else:
             hi = mid
-    # Of the two delays around today's count, the one whose count is nearer.
-    delay = hi if abs(cuts(hi) - today_batches) <= abs(cuts(lo) - today_batches) else lo
-    return Calibration(delay, True, today_batches, cuts(delay), linger, f"sender delay {delay:.3g} ms at linger.ms={linger:g}")
+    return lo, hi
