@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -63,14 +62,18 @@ def main() -> int:
                 for producers in (1, args.producers):
                     n += 1
                     today = _produce(broker, client, f"today-{n}", records, args.rate, producers, TODAY)
-                    rows = measure_chunk("t", 0, 0, today, grid, client="auto", today_linger_ms=TODAY.linger_ms)
+                    # librdkafka is not idempotent by default: its batches carry no producer id, so the
+                    # producer count is given, as --producers does
+                    rows = measure_chunk("t", 0, 0, today, grid, client="auto", today_linger_ms=TODAY.linger_ms,
+                                         producers=producers)
                     prof = rows[0]
                     predicted = {r["setting"]: r for r in rows[1:]}
                     print(f"<!-- {client} {'keyed' if keyed else 'keyless'} x{producers}: today "
                           f"{P.shape_of({0: today}).records_per_batch:.1f} records/batch, replay followed "
                           f"{prof['client']}, sender delay {prof['sender_delay_ms']:.3g} ms "
                           f"(calibrated {prof['sender_calibrated']}, {prof['batches']} batches today, "
-                          f"{prof['replay_batches']} replayed) -->", flush=True)
+                          f"{prof['replay_batches']} replayed; {prof['producer_ids']} producer ids, "
+                          f"{prof['producers_replayed']} producers replayed) -->", flush=True)
                     for s in grid:
                         reps = REPEATS_AT_LINGER_0 if s.linger_ms == 0 else 1
                         real = [P.shape_of({0: _produce(broker, client, f"t-{n}-{s.label}-{i}".replace("@", "-")

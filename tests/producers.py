@@ -9,6 +9,7 @@ application producing a steady stream does.  The Java producer is a small class
 """
 from __future__ import annotations
 
+import atexit
 import csv
 import functools
 import importlib.util
@@ -26,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 
 __all__ = ["flights", "java_classpath", "produce_java", "produce_librdkafka", "create_topic", "stored_batches",
            "BatchShape", "shape_of", "CLIENTS"]
@@ -92,6 +92,7 @@ def java_classpath() -> Optional[str]:
     if shutil.which("javac") is None or shutil.which("java") is None or not all(j.is_file() for j in jars):
         return None
     out = Path(tempfile.mkdtemp(prefix="kcodec-java-producer-"))
+    atexit.register(shutil.rmtree, out, True)
     cp = os.pathsep.join(str(j) for j in jars)
     subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", cp, str(JAVA_SOURCE)], check=True,
                    capture_output=True)
@@ -184,7 +185,7 @@ def stored_batches(bootstrap: str, topic: str, partitions: int = 1) -> Dict[int,
     """Each partition's batches exactly as the broker stores them."""
     from kcodec.advise.cluster import fetch_chunk
 
-    return {p: fetch_chunk(bootstrap, topic, p, 0, 1 << 31 - 1, timeout_s=30.0) for p in range(partitions)}
+    return {p: fetch_chunk(bootstrap, topic, p, 0, (1 << 31) - 1, timeout_s=30.0) for p in range(partitions)}
 
 
 @dataclass(frozen=True)

@@ -275,5 +275,5 @@ def test_default_chunks_predict_what_the_whole_partition_predicts(monkeypatch):
     import kcodec.advise.measure as measure
 
     monkeypatch.setattr(measure, "warm_estimate", lambda *a, **k: 1.0)
-    cold_bytes, cold_rpb = _predict(chunks, setting)
+    _, cold_rpb = _predict(chunks, setting)
     assert cold_rpb < 0.8 * whole_rpb
