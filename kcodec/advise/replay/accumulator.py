@@ -20,8 +20,10 @@ The model, from ``RecordAccumulator``, ``ProducerBatch``, ``MemoryRecordsBuilder
   ``max(estimate + 0.05, observed)``, a better one lowers it by 0.005.
 
 What the replay cannot know: in-flight request limits, and ``buffer.memory``
-back-pressure.  Record sizes count each record's offset and timestamp deltas as
-one byte each, which can move a cut by one record.
+back-pressure; keyless records of a stored partition stay in it (the sticky
+partitioner's re-spread, :mod:`kcodec.advise.replay.partitioner`, is replayed where
+records arrive without partitions).  Record sizes count each record's offset and
+timestamp deltas as one byte each, which can move a cut by one record.
 
 Everything works on numpy columns; the only loop is one step per batch.
 """
@@ -48,8 +50,11 @@ __all__ = [
 ]
 
 LIMITS = ("each producer's records are re-batched by their timestamps as its client (Java or librdkafka) would, "
-          "with a sender delay calibrated on today's batches; the replay cannot know in-flight limits or "
-          "buffer.memory back-pressure")
+          "with a sender delay calibrated on today's batches; at linger.ms=0 a real producer's batches vary from "
+          "run to run with its machine's load, and unless today's batches were sent at linger.ms=0 that delay is "
+          "derived from today's; keyless records stay in the partition that stored them (the sticky partitioner's "
+          "re-spread under another batch.size is replayed for record inputs only); in-flight limits and "
+          "buffer.memory back-pressure are not known")
 BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
 IMPROVING_STEP = 0.005  # CompressionRatioEstimator.COMPRESSION_RATIO_IMPROVING_STEP
