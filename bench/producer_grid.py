@@ -34,9 +34,9 @@ REPEATS_AT_LINGER_0 = 3
 def _produce(broker, client, topic, records, rate, producers, s: Setting) -> bytes:
     P.create_topic(broker.bootstrap, topic)
     conf = {"compression.type": s.codec, "batch.size": s.batch_bytes, "linger.ms": s.linger_ms}
-    (P.produce_java if client == "java" else P.produce_librdkafka)(broker.bootstrap, topic, records, rate,
-                                                                  producers, conf)
-    return P.stored_batches(broker.bootstrap, topic)[0]
+    start = (P.produce_java if client == "java" else P.produce_librdkafka)(broker.bootstrap, topic, records, rate,
+                                                                          producers, conf)
+    return P.stored_batches(broker.bootstrap, topic, offset=start)[0]
 
 
 def main() -> int:

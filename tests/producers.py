@@ -5,7 +5,8 @@ event of about 300 bytes, keyed by the aircraft's tail number or keyless.  Both 
 record ``i`` to the client at ``start + i / rate`` and leave the timestamp to the client, as an
 application producing a steady stream does.  The Java producer is a small class
 (``tests/java/SteadyProducer.java``) compiled with ``javac`` against the kafka-clients jars that
-``../shared/oracle/install-jars.sh`` installs (``KAFKA_REF``, default ``/opt/kafka-ref``).
+``../shared/oracle/install-jars.sh`` installs (``KAFKA_REF``, default ``/opt/kafka-ref``); it
+warms up on the same topic first, and what is compared starts at the offset it returns.
 """
 from __future__ import annotations
 
@@ -109,31 +110,35 @@ def _records_file(records: Sequence[Record]) -> str:
 
 
 def produce_java(bootstrap: str, topic: str, records: Sequence[Record], rate: float, producers: int = 1,
-                 config: Optional[Dict[str, object]] = None, warmup_s: float = 2.0) -> None:
+                 config: Optional[Dict[str, object]] = None, warmup: int = 40000) -> int:
     """Produce ``records`` at ``rate`` records/s with ``producers`` Java KafkaProducers (kafka-clients 3.9).
 
-    Each producer first sends ``warmup_s`` seconds of the records to ``TOPIC.warmup`` on the same
-    schedule: a cold JVM sends slowly and bunches records a warm application's producer sends alone.
+    Each producer first sends its share of ``warmup`` records (``records`` repeated as needed) to
+    the same topic as fast as it takes them, and flushes: a cold JVM sends slowly and bunches
+    records a running application's producer sends alone, and the producer's compression ratio
+    estimate (one per topic) starts at 1.0 and settles only after a hundred batches or more.  Returns the offset the
+    measured records start at (the warm-up records come before it).
     """
     cp = java_classpath()
     if cp is None:
         raise RuntimeError("java, javac or the kafka-clients jars are missing (../shared/oracle/install-jars.sh)")
-    warmup = int(warmup_s * rate)
-    if warmup:
-        create_topic(bootstrap, topic + ".warmup")
     path = _records_file(records)
     try:
         args = [f"{k}={v}" for k, v in (config or {}).items()]
-        subprocess.run(["java", "-cp", cp, "SteadyProducer", bootstrap, topic, topic + ".warmup", str(warmup), path,
+        subprocess.run(["java", "-cp", cp, "SteadyProducer", bootstrap, topic, topic, str(warmup), path,
                         str(rate), str(producers), *args], check=True, capture_output=True,
                        timeout=120 + 2 * (len(records) + warmup) / rate)
     finally:
         os.unlink(path)
+    return warmup
 
 
 def produce_librdkafka(bootstrap: str, topic: str, records: Sequence[Record], rate: float, producers: int = 1,
-                       config: Optional[Dict[str, object]] = None) -> None:
-    """Produce ``records`` at ``rate`` records/s with ``producers`` librdkafka producers (confluent-kafka)."""
+                       config: Optional[Dict[str, object]] = None) -> int:
+    """Produce ``records`` at ``rate`` records/s with ``producers`` librdkafka producers (confluent-kafka).
+
+    librdkafka keeps no ratio estimate and runs native code: no warm-up; returns offset 0.
+    """
     from confluent_kafka import Producer
 
     errors: List[str] = []
@@ -171,6 +176,7 @@ def produce_librdkafka(bootstrap: str, topic: str, records: Sequence[Record], ra
         t.join()
     if errors:
         raise RuntimeError(f"librdkafka delivery failed: {errors[0]}")
+    return 0
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
@@ -181,11 +187,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
         f.result(30)
 
 
-def stored_batches(bootstrap: str, topic: str, partitions: int = 1) -> Dict[int, bytes]:
-    """Each partition's batches exactly as the broker stores them."""
+def stored_batches(bootstrap: str, topic: str, partitions: int = 1, offset: int = 0) -> Dict[int, bytes]:
+    """Each partition's batches from ``offset`` on, exactly as the broker stores them."""
     from kcodec.advise.cluster import fetch_chunk
 
-    return {p: fetch_chunk(bootstrap, topic, p, 0, (1 << 31) - 1, timeout_s=30.0) for p in range(partitions)}
+    return {p: fetch_chunk(bootstrap, topic, p, offset, (1 << 31) - 1, timeout_s=30.0) for p in range(partitions)}
 
 
 @dataclass(frozen=True)

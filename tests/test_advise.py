@@ -88,6 +88,7 @@ def test_estimate_update_is_kafkas():
     assert update_estimate(0.5, 0.8) == pytest.approx(0.8)  # much worse: jump to the observed ratio
     assert update_estimate(0.5, 0.52) == pytest.approx(0.55)  # a little worse: at least +0.05
     assert update_estimate(0.5, 0.5) == 0.5
+    assert update_estimate(0.5, 0.498) == pytest.approx(0.498)  # a little better: never below the observed
 
 
 def test_keyless_records_stick_to_a_partition_then_move_round_robin():

@@ -22,8 +22,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * RECORDS_FILE holds, per record, int32 key length (-1 for null), key, int32 value length, value.
  * With PRODUCERS > 1 each producer is its own KafkaProducer in its own thread, taking every
  * PRODUCERS-th record at the same overall schedule.  Each producer first sends its share of
- * WARMUP_RECORDS to WARMUP_TOPIC on the same schedule, so that the measured run meets a sender the
- * JIT has compiled, as in a long-running application.
+ * WARMUP_RECORDS records (the file's, repeated as needed) to WARMUP_TOPIC at once and flushes, so
+ * that the measured run meets a sender the JIT has compiled and (when WARMUP_TOPIC is TOPIC) a settled
+ * compression ratio estimate, as in a long-running application; the measured records then start
+ * at offset WARMUP_RECORDS.
  */
 public final class SteadyProducer {
     public static void main(String[] args) throws Exception {
@@ -50,7 +52,10 @@ public final class SteadyProducer {
             client.partitionsFor(topic);
             clients.add(client);
         }
-        List<byte[][]> warm = records.subList(0, Math.min(warmup, records.size()));
+        List<byte[][]> warm = new ArrayList<>();
+        for (int i = 0; i < warmup; i++) {
+            warm.add(records.get(i % records.size()));
+        }
         CyclicBarrier ready = new CyclicBarrier(producers);
         long[] start = new long[1];
         List<Thread> threads = new ArrayList<>();
@@ -62,7 +67,10 @@ public final class SteadyProducer {
                 try {
                     if (!warm.isEmpty()) {
                         client.partitionsFor(warmupTopic);
-                        run(client, warmupTopic, warm, rate, System.nanoTime(), first, producers);
+                        // As fast as the producer takes them: full batches, so the ratio estimate
+                        // settles within the warm-up.
+                        run(client, warmupTopic, warm, Double.POSITIVE_INFINITY, System.nanoTime(), first,
+                            producers);
                     }
                     synchronized (start) {
                         if (start[0] == 0) {

@@ -101,12 +101,13 @@ def record_upper_bounds(key_len: np.ndarray, value_len: np.ndarray,
 
 
 def update_estimate(estimate: float, observed: float) -> float:
-    """``CompressionRatioEstimator.updateEstimation`` (float32 arithmetic as in Java)."""
+    """``CompressionRatioEstimator.updateEstimation`` (float32 arithmetic as in Java): a worse ratio
+    raises the estimate by at least 0.05, a better one lowers it by 0.005 but never below it."""
     est, obs = np.float32(estimate), np.float32(observed)
     if obs > est:
         return float(max(np.float32(est + np.float32(DETERIORATE_STEP)), obs))
     if obs < est:
-        return float(np.float32(est - np.float32(IMPROVING_STEP)))
+        return float(max(np.float32(est - np.float32(IMPROVING_STEP)), obs))
     return float(est)
 
 
