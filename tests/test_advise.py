@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcodec.advise.batching import assign_partitions, form_batches, record_sizes, update_estimate
+from kcodec.advise.replay import assign_partitions, form_batches, record_sizes, update_estimate
 from kcodec.advise.cost import GB, Prices, TopicEconomics, load_prices, monthly_cost
 from kcodec.advise.grid import Setting, parse_lingers, parse_size
 from kcodec.advise.inputs import ChunkRange, plan_sample
@@ -54,8 +54,8 @@ def test_bursts_share_a_batch_within_linger():
 
 def test_gap_longer_than_linger_closes_the_batch():
     assert _cut([0, 5, 20, 21], [100] * 4, BIG, 10) == [0, 2, 4]
-    assert _cut([0, 10, 11], [100] * 3, BIG, 10) == [0, 2, 3]  # a record exactly linger.ms later still joins
-    assert _cut([0, 0, 1], [100] * 3, BIG, 0) == [0, 2, 3]  # linger 0: only the same millisecond
+    # Java sends during millisecond first + linger: a record of that millisecond starts the next batch
+    assert _cut([0, 10, 11], [100] * 3, BIG, 10) == [0, 1, 3]
 
 
 def test_batch_size_counts_header_and_records():
@@ -88,6 +88,7 @@ def test_estimate_update_is_kafkas():
     assert update_estimate(0.5, 0.8) == pytest.approx(0.8)  # much worse: jump to the observed ratio
     assert update_estimate(0.5, 0.52) == pytest.approx(0.55)  # a little worse: at least +0.05
     assert update_estimate(0.5, 0.5) == 0.5
+    assert update_estimate(0.5, 0.498) == pytest.approx(0.498)  # a little better: never below the observed
 
 
 def test_keyless_records_stick_to_a_partition_then_move_round_robin():

@@ -226,7 +226,39 @@ def test_read_chunk_never_loops_on_a_broker_that_makes_no_progress():
     empty = lambda offset, max_bytes: FetchedRecords(b"", 1000, 0)  # noqa: E731
     with pytest.raises(ClusterError, match="t-0: the broker returned no records at offset 3 below its high "
                                            "watermark 1000"):
-        cluster.read_chunk(empty, 3, None, 1 << 20, "t-0")
+        cluster.read_chunk(empty, 3, None, 1 << 20, "t-0", retry_s=0)
+
+
+class _Clock:
+    """A clock that moves only when the reader sleeps."""
+
+    def __init__(self):
+        self.now, self.sleeps = 0.0, []
+
+    def sleep(self, s):
+        self.sleeps.append(s)
+        self.now += s
+
+
+def test_read_chunk_waits_for_a_slow_broker_within_the_bound():
+    log = _v2_log()
+    inner = kafka_log_fetcher(log)
+    answers = []
+
+    def slow(offset, max_bytes):  # the first three answers at offset 0 come back empty
+        answers.append(offset)
+        return FetchedRecords(b"", 240, 0) if answers.count(0) <= 3 else inner(offset, max_bytes)
+    clock = _Clock()
+    got = cluster.read_chunk(slow, 0, None, 1 << 20, "t-0", retry_s=10, sleep=clock.sleep, clock=lambda: clock.now)
+    assert got.data == log and clock.sleeps == [0.05, 0.1, 0.2]
+
+    clock = _Clock()
+    never = lambda offset, max_bytes: FetchedRecords(b"", 240, 0)  # noqa: E731
+    with pytest.raises(ClusterError, match=r"t-0: the broker returned no records at offset 0 below its high "
+                                           r"watermark 240 \(asked for 3 s, --fetch-retry-s\)"):
+        cluster.read_chunk(never, 0, None, 1 << 20, "t-0", retry_s=3, sleep=clock.sleep, clock=lambda: clock.now)
+    # waits double to 1 s, the last one cut to the bound: 3 s of waiting in all, then the error
+    assert clock.sleeps[:5] == [0.05, 0.1, 0.2, 0.4, 0.8] and sum(clock.sleeps) == pytest.approx(3)
 
 
 def test_chunks_of_a_plan_tile_the_partition():

@@ -63,6 +63,18 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
     p.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
     p.add_argument("--choose", help="setting to use instead of the recommended one, e.g. zstd:3@256k/5ms")
+    p.add_argument("--producer-client", choices=("java", "librdkafka", "auto"), default="auto",
+                   help="whose batching rules the replay follows and whose configuration names are printed: "
+                        "java (estimated compressed fill, compression.<codec>.level) or librdkafka (uncompressed "
+                        "fill, batch.num.messages, compression.level); auto tells them apart by the batches' "
+                        "framing, else java (default auto)")
+    p.add_argument("--producers", type=int, default=1,
+                   help="producers writing each partition, for batches without a producer id (non-idempotent "
+                        "producers write -1); idempotent producers' ids are counted from the batches (default 1)")
+    p.add_argument("--fetch-retry-s", type=float, default=30.0,
+                   help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "
+                        "below the high watermark with no records, before calling the partition unreadable "
+                        "(default 30)")
     p.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 

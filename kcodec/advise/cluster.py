@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -27,6 +28,7 @@ __all__ = [
     "INTERNAL_TOPICS",
     "Chunk",
     "ChunkRead",
+    "DEFAULT_FETCH_RETRY_S",
     "PartitionRange",
     "check_cluster",
     "cluster_chunks",
@@ -181,19 +183,32 @@ def _last_offset(buf: bytes, entry) -> int:
     return entry.offset  # a v0/v1 entry (or compressed wrapper) carries its last offset
 
 
+#: How long a read keeps asking a broker that answers a Fetch below its high watermark with no
+#: records (a slow broker: Tansu took well over 200 ms on a partition of 300,000 one-record batches)
+#: before it calls the partition unreadable; ``kcodec advise --fetch-retry-s``.
+DEFAULT_FETCH_RETRY_S = 30.0
+_RETRY_FIRST_S = 0.05
+_RETRY_MAX_S = 1.0
+
+
 def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: Optional[int],
-               max_bytes: int, where: str = "the partition") -> ChunkRead:
+               max_bytes: int, where: str = "the partition", retry_s: float = DEFAULT_FETCH_RETRY_S,
+               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> ChunkRead:
     """Whole batches whose last offset lies in ``[offset, stop)``, at most ``max_bytes`` of them
     (a first batch larger than that is taken alone), through ``fetch(offset, max_bytes)``.
 
     Fetch responses may end in a partial batch: it is cut off, counted in ``partial_bytes`` and
     fetched whole by the next request.  Reading ends at ``stop``, at the byte budget, or at the
-    high watermark of the latest response.  ``where`` names the partition in errors.
+    high watermark of the latest response.  ``where`` names the partition in errors.  A response
+    with no records below the high watermark is asked again, waiting 50 ms doubling to 1 s between
+    tries, for up to ``retry_s`` seconds from the first empty answer at that offset.
     """
     out = bytearray()
     batches = partial = requests = 0
     hwm = -1
     grow = 0
+    empty_since: Optional[float] = None
+    wait = _RETRY_FIRST_S
     while len(out) < max_bytes and (stop is None or offset < stop) and (hwm < 0 or offset < hwm):
         ask = max(min(max_bytes - len(out), REQUEST_BYTES), grow)
         got = fetch(offset, ask)
@@ -207,8 +222,15 @@ def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: O
         partial += len(records) - whole
         if not entries:
             if not records:
+                now = clock()
+                empty_since = now if empty_since is None else empty_since
+                if now - empty_since < retry_s:
+                    sleep(min(wait, max(0.0, empty_since + retry_s - now)))
+                    wait = min(2 * wait, _RETRY_MAX_S)
+                    continue
                 below = f" below its high watermark {hwm}" if hwm >= 0 else ""
-                raise ClusterError(f"{where}: the broker returned no records at offset {offset}{below}")
+                raise ClusterError(f"{where}: the broker returned no records at offset {offset}{below} "
+                                   f"(asked for {retry_s:g} s, --fetch-retry-s)")
             if out:
                 break  # the next batch does not fit the budget
             # A first batch larger than the request: ask for all of it.
@@ -218,6 +240,7 @@ def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: O
             grow = max(need, ask + 1)
             continue
         grow = 0
+        empty_since, wait = None, _RETRY_FIRST_S
         done = False
         taken = batches
         for e in entries:
@@ -246,8 +269,9 @@ def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: O
 class _Reader:
     """Reads chunks through one session, finding each partition's leader once."""
 
-    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S) -> None:
         self.session = BrokerSession(bootstrap, timeout_s)
+        self.retry_s = retry_s
         self.bootstrap = bootstrap
         self._leaders: Dict[Tuple[str, int], int] = {}
 
@@ -278,7 +302,7 @@ class _Reader:
             return self.session.fetch(leader, topic, partition, at, n)
         where = f"{topic}-{partition} at {self.bootstrap}"
         try:
-            return read_chunk(fetch, offset, stop, max_bytes, where)
+            return read_chunk(fetch, offset, stop, max_bytes, where, self.retry_s)
         except OffsetOutOfRange:
             # Retention deleted the range's start since the plan was made: read what is left of it.
             start = self.session.list_offsets(leader, topic, [partition], EARLIEST)[partition]
@@ -286,17 +310,18 @@ class _Reader:
                 raise
             if stop is not None and start >= stop:
                 return ChunkRead(b"", 0, offset, -1, 0, 0)
-            return read_chunk(fetch, start, stop, max_bytes, where)
+            return read_chunk(fetch, start, stop, max_bytes, where, self.retry_s)
 
     def close(self) -> None:
         self.session.close()
 
 
 def fetch_chunk(bootstrap: str, topic: str, partition: int, offset: int, max_bytes: int,
-                timeout_s: float = 10.0, stop: Optional[int] = None) -> bytes:
+                timeout_s: float = 10.0, stop: Optional[int] = None,
+                retry_s: float = DEFAULT_FETCH_RETRY_S) -> bytes:
     """Whole batches of ``topic``-``partition`` from ``offset`` (up to ``stop``), at most
     ``max_bytes``, as the broker stores them.  No Spark needed."""
-    reader = _Reader(bootstrap, timeout_s)
+    reader = _Reader(bootstrap, timeout_s, retry_s)
     try:
         return reader.read(topic, partition, offset, stop, max_bytes).data
     finally:
@@ -304,14 +329,14 @@ def fetch_chunk(bootstrap: str, topic: str, partition: int, offset: int, max_byt
 
 
 # -- Spark ----------------------------------------------------------------------------------------
-def _fetch_task(bootstrap: str, timeout_s: float):
+def _fetch_task(bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S):
     def task(plans: Iterator) -> Iterator:
         reader = None
         try:
             for plan in plans:
                 for row in plan.to_pylist():
                     if reader is None:
-                        reader = _Reader(bootstrap, timeout_s)
+                        reader = _Reader(bootstrap, timeout_s, retry_s)
                     stop = None if row["stop"] is None or row["stop"] < 0 else row["stop"]
                     got = reader.read(row["topic"], row["partition"], row["offset"], stop, row["max_bytes"])
                     if got.data:
@@ -332,7 +357,7 @@ def plan_cluster(bootstrap: str, topic_regex: Optional[str], sample_bytes: int, 
 
 
 def cluster_chunks(spark, bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,
-                   timeout_s: float = 10.0):
+                   timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S):
     """A DataFrame ``topic, partition, chunk, data`` (:data:`CHUNK_DDL`): one row per chunk that
     read any batch, fetched inside Spark tasks; the driver only plans."""
     chunks = plan_cluster(bootstrap, topic_regex, sample_bytes, chunk_bytes, timeout_s)
@@ -340,4 +365,4 @@ def cluster_chunks(spark, bootstrap: str, topic_regex: Optional[str], sample_byt
             for c in chunks]
     plan = spark.createDataFrame(rows, _PLAN_DDL)
     tasks = max(1, min(len(rows), spark.sparkContext.defaultParallelism))
-    return plan.repartition(tasks).mapInArrow(_fetch_task(bootstrap, timeout_s), CHUNK_DDL)
+    return plan.repartition(tasks).mapInArrow(_fetch_task(bootstrap, timeout_s, retry_s), CHUNK_DDL)

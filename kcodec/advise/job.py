@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from kcodec.advise import cost as costs
-from kcodec.advise.batching import LIMITS
+from kcodec.advise.replay import LIMITS
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
     DEFAULT_CHUNK,
@@ -73,6 +73,9 @@ class Options:
     tasks: Optional[int] = None
     timeout_s: float = 10.0
     progress: bool = True
+    producer_client: str = "auto"
+    producers: int = 1
+    fetch_retry_s: float = 30.0
 
 
 @dataclass
@@ -118,6 +121,14 @@ def check_options(o: Options) -> Checked:
     current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size else None
     if o.partitions < 1:
         raise KcodecError(f"--partitions {o.partitions}: at least 1")
+    if not o.fetch_retry_s >= 0:
+        raise KcodecError(f"--fetch-retry-s {o.fetch_retry_s}: seconds, 0 or more")
+    if o.producers < 1:
+        raise KcodecError(f"--producers {o.producers}: at least 1")
+    if o.producer_client != "auto":
+        from kcodec.advise.replay import client_rules
+
+        _flag("--producer-client", client_rules, o.producer_client)
     settings = sorted({Setting(c, lvl, b, g) for c, lvl in grid_codecs + [("none", None)]
                        for b in sizes for g in lingers})
     choose = None
@@ -161,7 +172,7 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
         from kcodec.advise.cluster import cluster_chunks
 
         return cluster_chunks(spark, o.bootstrap_server, o.topic, c.sample_bytes, c.chunk_bytes,
-                              timeout_s=o.timeout_s), {}, None
+                              timeout_s=o.timeout_s, retry_s=o.fetch_retry_s), {}, None
     from kcodec.advise.records import record_chunks, records_frame
 
     records = records_frame(spark, plan, o.records, o.seed, tasks)
@@ -192,7 +203,12 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
         check_topics(spark, c.plan, o, o.write_dir)
     chunks, topic_bytes, n_chunks = _chunks(spark, o, c, tasks)
     settings = list(c.settings)
-    rows = chunks.mapInArrow(lambda it: measure_batches(it, settings), METRICS_DDL).cache()
+    client = o.producer_client
+    # Record inputs were batched here at --current-linger-ms; logs and clusters do not record theirs.
+    today_linger = c.current.linger_ms if c.plan.kind in ("records", "sample") else None
+    producers = o.producers
+    rows = chunks.mapInArrow(lambda it: measure_batches(it, settings, client, today_linger, producers),
+                             METRICS_DDL).cache()
     with SparkProgress(spark, "measuring chunks", enabled=o.progress):
         try:
             measured = rows.count()
@@ -272,6 +288,12 @@ def _aggregate(rows) -> Dict[str, Dict]:
         *[F.sum(F.col("codec_bytes")[i]).alias(f"codec_{i}") for i in range(len(CODEC_NAMES))],
         *[F.sum(F.col("magic_batches")[i]).alias(f"magic_{i}") for i in range(3)],
         *[F.sum(F.col("record_size_hist")[i]).alias(f"hist_{i}") for i in range(HIST_BINS)]).collect()
+    replay = {r["topic"]: r for r in today.groupBy("topic").agg(
+        F.sum("batches").alias("today_batches"), F.sum("replay_batches").alias("replay_batches"),
+        F.percentile_approx("sender_delay_ms", 0.5).alias("delay_ms"),
+        F.mean(F.col("sender_calibrated").cast("double")).alias("calibrated"),
+        F.sort_array(F.collect_set("client")).alias("clients"), F.max("producer_ids").alias("producer_ids"),
+        F.max("producers_replayed").alias("producers_replayed")).collect()}
     spread = {}
     for col in ("batch_records", "batch_bytes"):
         for r in today.select("topic", F.explode(col).alias("v")).groupBy("topic").agg(
@@ -288,8 +310,19 @@ def _aggregate(rows) -> Dict[str, Dict]:
                 "codec_bytes": {CODEC_NAMES[i]: d[f"codec_{i}"] for i in range(len(CODEC_NAMES))},
                 "magic_batches": {i: d[f"magic_{i}"] for i in range(3)},
                 "record_size_hist": [d[f"hist_{i}"] for i in range(HIST_BINS)],
-                **spread.get(d["topic"], {})},
+                **spread.get(d["topic"], {}), "replay": _replay_profile(replay.get(d["topic"]))},
             "settings": []}
     for r in per_setting:
         out[r["topic"]]["settings"].append(r.asDict())
     return out
+
+
+def _replay_profile(r) -> Dict:
+    """The client the replay followed and how well its sender model fits today's batches."""
+    if r is None:
+        return {}
+    clients = list(r["clients"])
+    return {"client": clients[0] if len(clients) == 1 else "java", "clients": clients,
+            "sender_delay_ms": r["delay_ms"], "calibrated_share": r["calibrated"],
+            "calibration_error": r["today_batches"] / max(1, r["replay_batches"]) - 1.0,
+            "producer_ids": r["producer_ids"], "producers_replayed": r["producers_replayed"]}

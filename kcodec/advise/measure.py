@@ -2,18 +2,20 @@
 
 A chunk is a run of whole batches of one partition as stored.  Its records are
 decoded once into Arrow columns; "today" is profiled from the batch headers, and
-for every setting the producer's batching is replayed (:mod:`kcodec.advise.batching`)
+for every setting the producer's batching is replayed (:mod:`kcodec.advise.replay`)
 and the batches are really built with kcodec and read back, timing both.
 """
 from __future__ import annotations
 
 import functools
 import time
-from typing import Dict, Iterator, List, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from kcodec.advise.batching import BATCH_OVERHEAD, form_batches, record_sizes, record_upper_bounds
+from kcodec.advise.replay import (BATCH_OVERHEAD, JAVA, ClientRules, SenderModel, calibrate, client_rules,
+                                  detect_client, form_batches, producer_groups, record_sizes,
+                                  record_upper_bounds, warm_estimate)
 from kcodec._native.columnar import encode_columnar
 from kcodec.advise.grid import Setting
 from kcodec.arrow import _compressed_batches
@@ -34,7 +36,8 @@ METRICS_DDL = (
     "linger_ms int, records long, payload_bytes long, plain_bytes long, batches long, stored_bytes long, "
     "compress_seconds double, read_seconds double, codec_bytes array<long>, magic_batches array<long>, "
     "log_append_batches long, min_ts long, max_ts long, batch_records array<int>, batch_bytes array<int>, "
-    "record_size_hist array<long>")
+    "record_size_hist array<long>, client string, sender_delay_ms double, sender_calibrated boolean, "
+    "replay_batches long, producer_ids int, producers_replayed int")
 
 
 def metrics_schema():
@@ -48,7 +51,9 @@ def metrics_schema():
         ("batches", i64), ("stored_bytes", i64), ("compress_seconds", f64), ("read_seconds", f64),
         ("codec_bytes", pa.list_(i64)), ("magic_batches", pa.list_(i64)), ("log_append_batches", i64),
         ("min_ts", i64), ("max_ts", i64), ("batch_records", pa.list_(i32)), ("batch_bytes", pa.list_(i32)),
-        ("record_size_hist", pa.list_(i64))])
+        ("record_size_hist", pa.list_(i64)), ("client", s), ("sender_delay_ms", f64),
+        ("sender_calibrated", pa.bool_()), ("replay_batches", i64), ("producer_ids", i32),
+        ("producers_replayed", i32)])
 
 
 def _lengths(arr) -> np.ndarray:
@@ -72,10 +77,10 @@ def record_columns(table) -> Dict[str, np.ndarray]:
         hcount = pc.fill_null(pc.list_value_length(hdrs), 0).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = pc.list_flatten(hdrs)
         if len(flat):
-            from kcodec.advise.batching import _varint_size
+            from kcodec.advise.replay import varint_sizes
 
             kl, vl = _lengths(pc.struct_field(flat, [0])), _lengths(pc.struct_field(flat, [1]))
-            each = _varint_size(kl) + np.maximum(kl, 0) + _varint_size(vl) + np.maximum(vl, 0)
+            each = varint_sizes(kl) + np.maximum(kl, 0) + varint_sizes(vl) + np.maximum(vl, 0)
             owner = np.repeat(np.arange(n), hcount)
             hbytes = np.bincount(owner, weights=each, minlength=n).astype(np.int64)
     ts = table["timestamp"].cast(pa.int64()).to_numpy(zero_copy_only=False) if "timestamp" in table.column_names \
@@ -152,12 +157,13 @@ def _best_time(fn, min_seconds: float = 0.05, tries: int = 3) -> float:
     return best
 
 
-def simulate(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: Setting):
-    """The setting's batches for one partition's records, and the seconds building them took.
+def simulate(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: Setting, client: ClientRules = JAVA,
+             sender: Optional[SenderModel] = None):
+    """The setting's batches for one producer's records of one partition, and the seconds building them took.
 
-    Only building the batches is timed (each compressed batch is built as it
-    closes, since the producer's ratio estimate needs its size), not the
-    replay's own bookkeeping.
+    Only building the batches is timed (each batch is built as it closes,
+    since Java's ratio estimate needs its size), not the replay's own
+    bookkeeping.
     """
     built: List[bytes] = []
     compressed = setting.codec != "none"
@@ -172,13 +178,15 @@ def simulate(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: Settin
         built.append(batch)
         return (len(batch) - BATCH_OVERHEAD) / max(1, int(sizes[a:b].sum()))
 
+    def ratio(a: int, b: int) -> float:
+        return (len(encoder.batch(a, b, setting.codec, setting.level)) - BATCH_OVERHEAD) / max(1, int(sizes[a:b].sum()))
+
     encoder.batch(0, 1, setting.codec, setting.level)  # codec contexts and imports are not the data's cost
-    starts = form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
-                          compressed=compressed, close=close)
-    if not compressed:
-        t0 = time.perf_counter()
-        built = encoder.batches(starts, setting.codec, setting.level)
-        spent = time.perf_counter() - t0
+    # A chunk is a slice of a running producer's stream: its ratio estimate is warmed up, not 1.0.
+    estimate = warm_estimate(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, ratio,
+                             client, sender) if compressed else 1.0
+    form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, compressed=compressed,
+                 close=close, client=client, sender=sender, estimate=estimate)
     return built, spent
 
 
@@ -223,7 +231,8 @@ def _row(topic, partition, chunk, name, setting, records, payload, plain, batche
            "plain_bytes": plain, "batches": batches, "stored_bytes": stored, "compress_seconds": cs,
            "read_seconds": rs}
     for k in ("codec_bytes", "magic_batches", "log_append_batches", "min_ts", "max_ts", "batch_records",
-              "batch_bytes", "record_size_hist"):
+              "batch_bytes", "record_size_hist", "client", "sender_delay_ms", "sender_calibrated", "replay_batches", "producer_ids",
+              "producers_replayed"):
         row[k] = profile.get(k)
     return row
 
@@ -235,17 +244,26 @@ def _read_seconds(data) -> float:
     return _best_time(lambda: kcodec.to_arrow(data, use_threads=False))
 
 
-def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings: Sequence[Setting]) -> List[Dict]:
-    """One row for today's batches and one per setting, for one chunk."""
+def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings: Sequence[Setting],
+                  client: str = "auto", today_linger_ms: Optional[int] = None, producers: int = 1) -> List[Dict]:
+    """One row for today's batches and one per setting, for one chunk.
+
+    ``client`` is ``java``, ``librdkafka`` or ``auto`` (the stored framing tells, else Java).
+    ``today_linger_ms`` is today's linger.ms where known (record inputs), for the sender calibration.
+    Each producer id's records are replayed on their own; records without one are split among
+    ``producers`` producers.
+    """
     import kcodec
 
-    table = kcodec.to_arrow(data, batch_fields=("batch_position",), use_threads=False)
+    table = kcodec.to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
     if table.num_rows == 0:
         return []
     cols = record_columns(table)
     prof = _profile(data, table, cols)
     owner = prof.pop("owner")
     starts = np.concatenate(([0], np.flatnonzero(np.diff(owner)) + 1, [table.num_rows]))
+    rules = client_rules(detect_client(data) or JAVA.name) if client == "auto" else client_rules(client)
+    replays, calibration = _producer_replays(table, cols, owner, len(starts) - 1, rules, today_linger_ms, producers)
     encoder = BatchEncoder(table)
     plain = sum(len(b) for b in encoder.batches(starts, "none", None))
     compress_today = _best_time(lambda: encoder.batches(starts, prof["dominant"], None))
@@ -253,15 +271,51 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     payload = int(cols["payload"].sum())
     n = table.num_rows
     rows = [_row(topic, partition, chunk, TODAY, None, n, payload, plain, len(starts) - 1, prof.pop("stored_today"),
-                 compress_today, read_today, **prof)]
+                 compress_today, read_today, **calibration, **prof)]
     for s in settings:
-        batches, cs = simulate(encoder, cols, s)
+        batches: List[bytes] = []
+        cs = 0.0
+        for enc, sub_cols, sender in replays:
+            built, spent = simulate(enc, sub_cols, s, rules, sender)
+            batches += built
+            cs += spent
         rows.append(_row(topic, partition, chunk, s.label, s, n, payload, plain, len(batches),
                          sum(len(b) for b in batches), cs, _read_seconds(b"".join(batches))))
     return rows
 
 
-def measure_batches(batches: Iterator, settings: Sequence[Setting]):
+def _producer_replays(table, cols, owner, today_batches: int, rules: ClientRules, today_linger_ms: Optional[int],
+                      producers: int):
+    """Per producer: its encoder, columns and calibrated sender; and the calibration's row fields."""
+    import pyarrow as pa
+
+    pids = table["producer_id"].to_numpy(zero_copy_only=False).astype(np.int64)
+    groups = producer_groups(pids, producers)
+    n = table.num_rows
+    out, delays, fits = [], [], []
+    for g in groups:
+        whole = len(groups) == 1
+        sub = table if whole else table.take(pa.array(g))
+        sub_cols = cols if whole else record_columns(sub)
+        if whole:
+            mine = today_batches
+        elif pids[g[0]] >= 0:
+            mine = len(np.unique(owner[g]))
+        else:  # records without a producer id were split in turn: a share of today's batches each
+            mine = max(1, round(today_batches * len(g) / n))
+        cal = calibrate(sub_cols["ts"], mine, today_linger_ms, rules)
+        out.append((BatchEncoder(sub), sub_cols, cal.model(rules)))
+        delays.append(cal.delay_ms)
+        fits.append(cal)
+    fields = {"client": rules.name, "sender_delay_ms": float(np.median(delays)),
+              "sender_calibrated": all(c.applies for c in fits),
+              "replay_batches": sum(c.replay_batches for c in fits),
+              "producer_ids": int(len(np.unique(pids[pids >= 0]))), "producers_replayed": len(groups)}
+    return out, fields
+
+
+def measure_batches(batches: Iterator, settings: Sequence[Setting], client: str = "auto",
+                    today_linger_ms: Optional[int] = None, producers: int = 1):
     """mapInArrow body: chunk rows in, metric rows out."""
     import pyarrow as pa
 
@@ -273,7 +327,8 @@ def measure_batches(batches: Iterator, settings: Sequence[Setting]):
             chunk = b.column(2)[i].as_py()
             data = b.column(3)[i].as_buffer()
             try:
-                rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", settings)
+                rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", settings,
+                                     client, today_linger_ms, producers)
             except KcodecError as exc:
                 # Spark wraps a task's exception in its own; the marked line lets the driver say it in one
                 # line, with the file and byte it knows for the range.

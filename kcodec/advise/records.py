@@ -3,7 +3,7 @@
 Records carry no batches, so today's batches are made by replaying the
 producer with ``--current-codec``, ``--current-batch-size`` and
 ``--current-linger-ms``: keyed records go to ``murmur2(key) % --partitions``,
-keyless ones to the sticky partitioner (:mod:`kcodec.advise.batching`).
+keyless ones to the sticky partitioner (:mod:`kcodec.advise.replay`).
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
     import pyarrow.compute as pc
     from pyspark import TaskContext
 
-    from kcodec.advise.batching import assign_partitions
+    from kcodec.advise.replay import assign_partitions
     from kcodec.advise.measure import BatchEncoder, record_columns, simulate
     from kcodec.partitioner import partition_for_keys
 

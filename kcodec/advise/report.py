@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from kcodec.advise.batching import LIMITS
+from kcodec.advise.replay import LIMITS
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.escape import csv_cell, file_name, html_text, json_text, terminal_text
@@ -26,10 +26,40 @@ def _mix(a: TopicAdvice) -> str:
     return " ".join(f"{k} {v * 100:.0f}%" for k, v in sorted(a.codec_mix.items(), key=lambda kv: -kv[1]))
 
 
+def _client_config(a: TopicAdvice) -> Dict[str, str]:
+    """The recommended setting in the configuration names of the client the replay followed."""
+    from kcodec.advise.replay import client_config, client_rules
+
+    if a.best is None:
+        return {}
+    java = a.config()
+    s = a.best.setting
+    rules = client_rules(a.profile.get("replay", {}).get("client") or "java")
+    return client_config(rules, s.codec, s.level, f"compression.{s.codec}.level" not in java, s.batch_bytes,
+                         s.linger_ms)
+
+
 def _config_text(a: TopicAdvice) -> str:
     if a.best is None:
         return "keep today's settings"
-    return " ".join(f"{k}={v}" for k, v in a.config().items())
+    return " ".join(f"{k}={v}" for k, v in _client_config(a).items())
+
+
+def _replay_text(a: TopicAdvice) -> Optional[str]:
+    r = a.profile.get("replay") or {}
+    if not r:
+        return None
+    who = r["client"] + ("" if len(r["clients"]) == 1 else f" (chunks disagree: {', '.join(r['clients'])})")
+    producers = (f"{r['producer_ids']} producer id(s) seen per partition, each replayed on its own"
+                 if r.get("producer_ids") else
+                 f"no producer ids: {r.get('producers_replayed', 1)} producer(s) per partition assumed (--producers)")
+    share = r["calibrated_share"]
+    if not share:
+        return (f"{who} batching rules; {producers}; sender delay not calibrated (today's batches were cut by "
+                f"size, or too few): {r['sender_delay_ms']:.3g} ms assumed")
+    part = "" if share == 1 else f", on {share * 100:.0f}% of chunks"
+    return (f"{who} batching rules; {producers}; sender delay {r['sender_delay_ms']:.3g} ms calibrated on today's batches "
+            f"(calibration error {r['calibration_error'] * 100:+.1f}% records/batch{part})")
 
 
 def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = None,
@@ -46,12 +76,15 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
         lines.append(f"  today      {_mix(a)}; {a.profile['batch_records']['p50']:.0f} records/batch (median), "
                      f"{t.ratio:.2f}x; {format_size(a.stored_per_day)}/day; {_money(t.cost.total)}/month")
         lines.append(f"  set        {_config_text(a)}")
+        replay = _replay_text(a)
+        if replay:
+            lines.append(f"  replay     {replay}")
         if a.best is not None:
             lines.append(f"  saves      {_money(a.saving)}/month ({_money(t.cost.total)} -> {_money(best.cost.total)}: "
                          f"storage {_money(t.cost.storage - best.cost.storage)}, network "
                          f"{_money(t.cost.network - best.cost.network)}, CPU {_money(t.cost.cpu - best.cost.cpu)}); "
                          f"{best.ratio:.2f}x +/- {best.ratio_std:.2f} over {best.chunks} chunks")
-            if a.best_without_level is not None:
+            if a.best_without_level is not None and (a.profile.get("replay") or {}).get("client", "java") == "java":
                 w = a.best_without_level
                 lines.append(f"  pre-3.8    compression.type={w.setting.codec} batch.size={w.setting.batch_bytes} "
                              f"linger.ms={w.setting.linger_ms} (clients/brokers older than 3.8 cannot set a "
@@ -127,7 +160,7 @@ def _doc(a: TopicAdvice) -> Dict:
     return {"topic": a.topic, "partitions": a.partitions, "timestamps": a.timestamp_type,
             "stored_per_day": a.stored_per_day, "per_day_source": a.per_day_source, "codec_mix": a.codec_mix,
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
-            "config": a.config(), "without_level": m(a.best_without_level) if a.best_without_level else None,
+            "config": _client_config(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
             "settings": [m(x) for x in a.results]}
 
@@ -195,7 +228,7 @@ def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts:
         br = a.profile["batch_records"]
         bb = a.profile["batch_bytes"]
         notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
-        cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in a.config().items()) or "keep today's settings"
+        cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in _client_config(a).items()) or "keep today's settings"
         sections.append(f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
 <p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};

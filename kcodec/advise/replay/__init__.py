@@ -1,0 +1,39 @@
+"""The replay: how each producer would have cut today's records into batches under another setting.
+
+Each module follows one part of a producer:
+
+========================  ==============================================================
+module                    Kafka / librdkafka counterpart
+========================  ==============================================================
+``accumulator``           ``RecordAccumulator``, ``ProducerBatch``, ``MemoryRecordsBuilder``,
+                          ``CompressionRatioEstimator``; ``rd_kafka_msgset_writer``
+``sender``                ``Sender`` / ``RecordAccumulator.ready`` (when a batch is taken),
+                          calibrated on today's batches
+``client``                the rules and configuration names of the Java client and librdkafka,
+                          and telling them apart from the stored framing
+``partitioner``           ``BuiltInPartitioner`` (the sticky partitioner of keyless records)
+``producers``             one ``KafkaProducer`` each: records split by the batches' producer id
+========================  ==============================================================
+
+Every function takes numpy columns and returns batch boundaries; nothing here builds a batch.
+"""
+from kcodec.advise.replay.accumulator import (
+    BATCH_OVERHEAD,
+    ESTIMATION_FACTOR,
+    LIMITS,
+    form_batches,
+    record_sizes,
+    record_upper_bounds,
+    update_estimate,
+    varint_sizes,
+    warm_estimate,
+)
+from kcodec.advise.replay.client import CLIENTS, JAVA, LIBRDKAFKA, ClientRules, client_config, client_rules, detect_client
+from kcodec.advise.replay.partitioner import assign_partitions
+from kcodec.advise.replay.producers import producer_groups
+from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
+
+__all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
+           "update_estimate", "varint_sizes", "warm_estimate", "CLIENTS", "JAVA", "LIBRDKAFKA", "ClientRules", "client_config", "client_rules",
+           "detect_client", "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate",
+           "time_cuts"]

@@ -1,0 +1,223 @@
+"""How a producer cuts one partition's records into batches, replayed on columns.
+
+The model, from ``RecordAccumulator``, ``ProducerBatch``, ``MemoryRecordsBuilder`` and
+``CompressionRatioEstimator`` (kafka-clients 3.x), and librdkafka's ``rd_kafka_msgset_writer``:
+
+* A partition has one open batch.  Java: a record joins it when
+  ``estimated_bytes + record_size <= write_limit``, where ``estimated_bytes`` is
+  the 61-byte v2 header plus the records appended so far, multiplied for a
+  compressed batch by the topic's estimated compression ratio times 1.05.
+  ``write_limit`` is ``max(batch.size, upper bound of the first record)``: the
+  first record always fits, so a record larger than ``batch.size`` gets a
+  batch of its own.  librdkafka: a record joins while the request written so far
+  (uncompressed) plus the record's worst-case size stays within ``batch.size`` and
+  the batch holds fewer than ``batch.num.messages`` records
+  (:mod:`kcodec.advise.replay.client`).
+* A batch is sent when the sender takes it: ``linger.ms`` after it opened plus the
+  sender's delay (:mod:`kcodec.advise.replay.sender`); records arriving before then join it.
+* Java's compression ratio estimate starts at 1.0 per topic and codec and is
+  updated after each batch closes: a worse observed ratio raises it to
+  ``max(estimate + 0.05, observed)``, a better one lowers it by 0.005.
+
+What the replay cannot know: in-flight request limits, and ``buffer.memory``
+back-pressure; keyless records of a stored partition stay in it (the sticky
+partitioner's re-spread, :mod:`kcodec.advise.replay.partitioner`, is replayed where
+records arrive without partitions).  Record sizes count each record's offset and
+timestamp deltas as one byte each, which can move a cut by one record.
+
+Everything works on numpy columns; the only loop is one step per batch.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from kcodec.advise.replay.client import JAVA, LIBRDKAFKA_REQUEST_OVERHEAD, ClientRules
+from kcodec.advise.replay.sender import SenderModel, arrival_ms
+
+__all__ = [
+    "LIMITS",
+    "BATCH_OVERHEAD",
+    "ESTIMATION_FACTOR",
+    "record_sizes",
+    "varint_sizes",
+    "record_upper_bounds",
+    "update_estimate",
+    "form_batches",
+    "warm_estimate",
+]
+
+LIMITS = ("each producer's records are re-batched by their timestamps as its client (Java or librdkafka) would, "
+          "with a sender delay calibrated on today's batches; at linger.ms=0 a real producer's batches vary from "
+          "run to run with its machine's load, and unless today's batches were sent at linger.ms=0 that delay is "
+          "derived from today's; keyless records stay in the partition that stored them (the sticky partitioner's "
+          "re-spread under another batch.size is replayed for record inputs only); in-flight limits and "
+          "buffer.memory back-pressure are not known")
+BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
+IMPROVING_STEP = 0.005  # CompressionRatioEstimator.COMPRESSION_RATIO_IMPROVING_STEP
+DETERIORATE_STEP = 0.05  # CompressionRatioEstimator.COMPRESSION_RATIO_DETERIORATE_STEP
+MAX_RECORD_OVERHEAD = 21  # DefaultRecord.MAX_RECORD_OVERHEAD
+
+
+def varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes of each value as a zig-zag varint (Kafka's ByteUtils.sizeOfVarint)."""
+    v = np.asarray(values, dtype=np.int64)
+    z = ((v << 1) ^ (v >> 63)).astype(np.uint64)
+    size = np.ones(len(z), dtype=np.int64)
+    for shift in (7, 14, 21, 28):
+        size += z >= (np.uint64(1) << np.uint64(shift))
+    return size
+
+
+def record_sizes(key_len: np.ndarray, value_len: np.ndarray, header_bytes: Optional[np.ndarray] = None,
+                 header_count: Optional[np.ndarray] = None) -> np.ndarray:
+    """``DefaultRecord.sizeInBytes`` of each record, offset and timestamp deltas taken as one byte.
+
+    ``key_len``/``value_len`` are -1 for null.  ``header_bytes`` is each
+    record's already-framed header bytes (varint lengths included), with
+    ``header_count`` headers.
+    """
+    key_len = np.asarray(key_len, dtype=np.int64)
+    value_len = np.asarray(value_len, dtype=np.int64)
+    n = len(value_len)
+    hb = np.zeros(n, np.int64) if header_bytes is None else np.asarray(header_bytes, dtype=np.int64)
+    hc = np.zeros(n, np.int64) if header_count is None else np.asarray(header_count, dtype=np.int64)
+    body = (1 + 1 + 1  # attributes, timestamp delta, offset delta
+            + varint_sizes(key_len) + np.maximum(key_len, 0)
+            + varint_sizes(value_len) + np.maximum(value_len, 0)
+            + varint_sizes(hc) + hb)
+    return body + varint_sizes(body)
+
+
+def record_upper_bounds(key_len: np.ndarray, value_len: np.ndarray,
+                        header_bytes: Optional[np.ndarray] = None) -> np.ndarray:
+    """``DefaultRecordBatch.estimateBatchSizeUpperBound`` for a batch of one record."""
+    hb = 0 if header_bytes is None else np.asarray(header_bytes, dtype=np.int64)
+    return (BATCH_OVERHEAD + MAX_RECORD_OVERHEAD + np.maximum(np.asarray(key_len, np.int64), 0)
+            + np.maximum(np.asarray(value_len, np.int64), 0) + hb)
+
+
+def update_estimate(estimate: float, observed: float) -> float:
+    """``CompressionRatioEstimator.updateEstimation`` (float32 arithmetic as in Java): a worse ratio
+    raises the estimate by at least 0.05, a better one lowers it by 0.005 but never below it."""
+    est, obs = np.float32(estimate), np.float32(observed)
+    if obs > est:
+        return float(max(np.float32(est + np.float32(DETERIORATE_STEP)), obs))
+    if obs < est:
+        return float(max(np.float32(est - np.float32(IMPROVING_STEP)), obs))
+    return float(est)
+
+
+def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray, batch_size: int,
+                 linger_ms: float, compressed: bool = False,
+                 close: Optional[Callable[[int, int], float]] = None, client: ClientRules = JAVA,
+                 sender: Optional[SenderModel] = None, estimate: float = 1.0,
+                 state: Optional[dict] = None) -> np.ndarray:
+    """Batch boundaries of one producer's records of one partition, in arrival order.
+
+    Returns ``starts`` with a final ``len(sizes)``: batch ``i`` is records
+    ``starts[i]:starts[i+1]``.  For Java and a compressed codec, ``close(a, b)``
+    is called as each batch closes and returns its observed compression ratio
+    (compressed records size / uncompressed records size), which updates the
+    estimate the next cut uses, as the producer does; for other batches it is
+    called too when given, its answer unused.  ``sender`` defaults to the
+    client's uncalibrated delay.  ``linger_ms=None`` cuts by size alone.
+    ``estimate`` is the ratio estimate the first batch is cut with (1.0 for a
+    producer that just started); ``state["estimate"]`` receives the last one.
+    """
+    ts = np.asarray(timestamps, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    upper = np.asarray(upper_bounds, dtype=np.int64)
+    n = len(sizes)
+    cum = np.concatenate(([0], np.cumsum(sizes)))
+    starts: List[int] = []
+    timed = linger_ms is not None and np.isfinite(linger_ms)
+    if timed:
+        sender = sender or SenderModel.default(client)
+        arrival = arrival_ms(ts)
+        closes = sender.close_times(arrival, ts, float(linger_ms))
+    estimated = client.fill == "estimated"
+    if estimated:
+        overhead = BATCH_OVERHEAD
+        nxt_size = sizes  # MemoryRecordsBuilder.hasRoomFor counts the record's own size
+    else:
+        overhead = LIBRDKAFKA_REQUEST_OVERHEAD
+        nxt_size = upper - BATCH_OVERHEAD  # rd_kafka_msg_wire_size: the record's worst case
+    max_records = client.max_records or n + 1
+    a = 0
+    while a < n:
+        starts.append(a)
+        factor = estimate * ESTIMATION_FACTOR if (compressed and estimated) else 1.0
+        limit = max(batch_size, int(upper[a])) if estimated else batch_size
+        # Records a+1.. join while overhead + factor * (records so far) + their own size fits; past
+        # ``hi`` even a 0-byte record would not.
+        room = math.floor((limit - overhead) / factor)
+        hi = min(max(int(np.searchsorted(cum, int(cum[a]) + room, side="right")), a + 1), n, a + max_records)
+
+        def fits_at(cand):
+            ok = overhead + (cum[cand] - cum[a]) * factor + nxt_size[cand] <= limit
+            if timed:
+                ok &= arrival[cand] < closes[a]
+            return ok
+
+        b, lo, width = hi, a + 1, 16
+        if lo < hi and not fits_at(lo):
+            lo = b = a + 1  # the next record already starts a new batch: no arrays needed
+        # Look at the candidates in growing windows: a batch that linger closes early costs little.
+        while lo < hi:
+            cand = np.arange(lo, min(lo + width, hi))
+            stop = np.flatnonzero(~fits_at(cand))
+            if len(stop):
+                b = int(cand[stop[0]])
+                break
+            lo, width = lo + width, width * 4
+        if close is not None:
+            ratio = close(a, b)
+            if compressed and estimated:
+                estimate = update_estimate(estimate, ratio)
+        a = b
+    starts.append(n)
+    if state is not None:
+        state["estimate"] = estimate
+    return np.asarray(starts, dtype=np.int64)
+
+
+#: Most rounds :func:`warm_estimate` replays a chunk's first records.
+WARM_ROUNDS = 8
+#: Records of a chunk :func:`warm_estimate` replays: enough for several batches of any batch.size.
+WARM_BYTES = 1024 * 1024
+
+
+def warm_estimate(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray, batch_size: int,
+                  linger_ms: float, ratio: Callable[[int, int], float], client: ClientRules = JAVA,
+                  sender: Optional[SenderModel] = None) -> float:
+    """The ratio estimate of a producer that has been running, for replaying a sampled chunk.
+
+    A producer's ``CompressionRatioEstimator`` starts at 1.0 once, then follows its batches; a
+    chunk cut out of a topic must not start it again.  The chunk's first records (up to
+    :data:`WARM_BYTES`) are replayed as the producer would, starting from the ratio of the
+    first batch-sized group of them, and again from where each round ended, until a round
+    moves the estimate by less than one improving step (or :data:`WARM_ROUNDS` rounds).
+    ``ratio(a, b)`` is the observed ratio of records ``a:b`` built as one batch.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if client.fill != "estimated" or len(sizes) == 0:
+        return 1.0
+    cum = np.cumsum(sizes)
+    n = int(np.searchsorted(cum, WARM_BYTES, side="right")) + 1
+    n = min(n, len(sizes))
+    first = max(1, min(n, int(np.searchsorted(cum, batch_size, side="right"))))
+    estimate = float(np.float32(ratio(0, first)))
+    ts, up = np.asarray(timestamps)[:n], np.asarray(upper_bounds)[:n]
+    for _ in range(WARM_ROUNDS):
+        state: dict = {}
+        form_batches(ts, sizes[:n], up, batch_size, linger_ms, compressed=True, close=ratio, client=client,
+                     sender=sender, estimate=estimate, state=state)
+        moved = abs(state["estimate"] - estimate)
+        estimate = state["estimate"]
+        if moved < IMPROVING_STEP:
+            break
+    return estimate
