@@ -21,7 +21,8 @@ from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
 from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, LeaderMoved,
                                         OffsetOutOfRange, PartitionMeta, error_name)
 from kcodec.errors import ClusterError
-from kcodec.records.framing import iter_entries
+from kcodec.records import batch_header
+from kcodec.records.framing import LOG_OVERHEAD, iter_entries
 
 __all__ = [
     "CHUNK_DDL",
@@ -44,7 +45,6 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 REQUEST_BYTES = 1 << 20
 # The largest single batch a chunk grows its request to (Kafka's message.max.bytes is far lower).
 MAX_BATCH_BYTES = 256 << 20
-_LAST_OFFSET_DELTA = struct.Struct(">i")  # v2 header: lastOffsetDelta at byte 23
 _NAMES_SHOWN = 8
 
 
@@ -177,9 +177,14 @@ def plan_chunks(ranges: Sequence[PartitionRange], sample_bytes: int, chunk_bytes
 
 
 # -- reading --------------------------------------------------------------------------------------
+def _entry_size(buf) -> int:
+    """The whole size of the entry starting ``buf`` (its size field, at the same place in every magic)."""
+    return struct.unpack_from(">i", buf, batch_header.LENGTH)[0] + LOG_OVERHEAD
+
+
 def _last_offset(buf: bytes, entry) -> int:
     if entry.magic >= 2:
-        return entry.offset + _LAST_OFFSET_DELTA.unpack_from(buf, entry.position + 23)[0]
+        return batch_header.last_offset_and_max_timestamp(buf, entry.position)[0]
     return entry.offset  # a v0/v1 entry (or compressed wrapper) carries its last offset
 
 
@@ -234,7 +239,7 @@ def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: O
             if out:
                 break  # the next batch does not fit the budget
             # A first batch larger than the request: ask for all of it.
-            need = struct.unpack_from(">i", records, 8)[0] + 12 if len(records) >= 12 else 2 * ask
+            need = _entry_size(records) if len(records) >= LOG_OVERHEAD else 2 * ask
             if need > MAX_BATCH_BYTES or ask >= MAX_BATCH_BYTES:
                 raise ClusterError(f"{where}: the batch at offset {offset} is larger than {MAX_BATCH_BYTES} bytes")
             grow = max(need, ask + 1)

@@ -139,10 +139,13 @@ def _add_span(plan: InputPlan, topic: str, segments) -> None:
     """The partition's first batch timestamp (its header) and largest one (the last time index entry)."""
     if not segments:
         return
-    head = bytes(segments[0].read_range(0, 35))
-    if len(head) < 35 or head[16] != 2:  # v0/v1 message sets: the span comes from the sample
+    from kcodec.records import batch_header
+
+    end = batch_header.BASE_TIMESTAMP + 8
+    head = bytes(segments[0].read_range(0, end))
+    if len(head) < end or head[batch_header.MAGIC] != 2:  # v0/v1 message sets: the span comes from the sample
         return
-    first = int.from_bytes(head[27:35], "big", signed=True)
+    first = int.from_bytes(head[batch_header.BASE_TIMESTAMP:end], "big", signed=True)
     try:
         stamps = segments[-1].time_index.entries["timestamp"]
     except (KcodecError, OSError):
