@@ -18,7 +18,7 @@ from kcodec.advise.replay import (BATCH_OVERHEAD, JAVA, ClientRules, SenderModel
                                   record_upper_bounds, warm_estimate)
 from kcodec._native.columnar import encode_columnar
 from kcodec.advise.grid import Setting
-from kcodec.arrow import _compressed_batches
+from kcodec.arrow import _compressed_batches, to_arrow
 from kcodec.errors import KcodecError
 from kcodec.escape import json_text
 
@@ -239,9 +239,7 @@ def _row(topic, partition, chunk, name, setting, records, payload, plain, batche
 
 def _read_seconds(data) -> float:
     """What a consumer pays: CRC check, decompression and decoding of every batch."""
-    import kcodec
-
-    return _best_time(lambda: kcodec.to_arrow(data, use_threads=False))
+    return _best_time(lambda: to_arrow(data, use_threads=False))
 
 
 def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings: Sequence[Setting],
@@ -253,9 +251,7 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     Each producer id's records are replayed on their own; records without one are split among
     ``producers`` producers.
     """
-    import kcodec
-
-    table = kcodec.to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
+    table = to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
     if table.num_rows == 0:
         return []
     cols = record_columns(table)

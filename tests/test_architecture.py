@@ -1,0 +1,159 @@
+"""The package's layers point down, no modules import each other in a circle, nothing uses the lazy face inside.
+
+Layers, lowest first (a module may import its own layer and those below):
+base helpers (errors, escape, ...) < storage < the native codecs < compression < the
+native record core < records < arrow < partitioner < log < dump < spark < advise < cli.
+The import graph is read from the installed package's sources, every import counted,
+also those inside functions, since a late import is still a dependency.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+import kcodec
+
+LAYERS = [
+    ("kcodec.errors", 0), ("kcodec._version", 0), ("kcodec._lazy", 0), ("kcodec.escape", 0),
+    ("kcodec._java_utf8", 0), ("kcodec._extras", 0),
+    ("kcodec.storage", 1),
+    ("kcodec._native.primitives", 2), ("kcodec._native.codecs", 2), ("kcodec._native.native_codec", 2),
+    ("kcodec.compression", 3),
+    ("kcodec._native", 4),
+    ("kcodec.records", 5),
+    ("kcodec.arrow", 6),
+    ("kcodec.partitioner", 7),
+    ("kcodec.log", 8),
+    ("kcodec.dump", 9),
+    ("kcodec.spark", 10),
+    ("kcodec.advise", 11),
+    ("kcodec.cli", 12),
+]
+
+
+def modules(root: Path) -> Dict[str, Path]:
+    """Dotted name -> file of every module under ``root`` (the folder holding the ``kcodec`` package)."""
+    out = {}
+    for p in (root / "kcodec").rglob("*"):
+        if p.suffix not in (".py", ".pyx", ".pxi") or "__pycache__" in p.parts:
+            continue
+        name = ".".join(p.relative_to(root).with_suffix("").parts)
+        out[name[: -len(".__init__")] if name.endswith(".__init__") else name] = p
+    return out
+
+
+def import_graph(root: Path) -> Dict[str, Set[str]]:
+    """Module -> the kcodec modules it imports (anywhere in its body); ``kcodec`` is the package face."""
+    mods = modules(root)
+
+    def owner(name: str) -> str:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: Dict[str, Set[str]] = {}
+    for name, path in mods.items():
+        if path.suffix != ".py":
+            continue
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: Set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges.update(owner(a.name) for a in node.names if a.name.split(".")[0] == "kcodec")
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                if base.split(".")[0] != "kcodec":
+                    continue
+                for a in node.names:
+                    full = f"{base}.{a.name}"
+                    edges.add(full if full in mods else owner(base))
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer(name: str) -> int:
+    """The layer of the longest prefix in :data:`LAYERS` that names ``name`` or a package holding it."""
+    found = [(len(prefix), rank) for prefix, rank in LAYERS if name == prefix or name.startswith(prefix + ".")]
+    assert found, f"{name} has no layer in tests/test_architecture.py"
+    return max(found)[1]
+
+
+def violations(graph: Dict[str, Set[str]]) -> List[str]:
+    out = []
+    for name, edges in sorted(graph.items()):
+        if name == "kcodec":
+            continue  # the package face may name anything
+        for target in sorted(edges):
+            if target == "kcodec":
+                out.append(f"{name} imports the package face 'kcodec': import from the defining module")
+            elif layer(target) > layer(name):
+                out.append(f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})")
+    return out
+
+
+ROOT = Path(kcodec.__file__).resolve().parent.parent
+
+
+def test_no_import_circles():
+    assert cycles(import_graph(ROOT)) == []
+
+
+def test_layers_point_down_and_nothing_imports_the_lazy_face():
+    assert violations(import_graph(ROOT)) == []
+
+
+def test_the_checks_find_planted_violations(tmp_path):
+    pkg = tmp_path / "kcodec"
+    (pkg / "log").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "storage.py").write_text("def f():\n    from kcodec.log import segment\n")
+    (pkg / "log" / "__init__.py").write_text("")
+    (pkg / "log" / "segment.py").write_text("from kcodec.storage import f\nimport kcodec\n")
+    graph = import_graph(tmp_path)
+    assert cycles(graph) == [["kcodec.log.segment", "kcodec.storage"]]
+    assert violations(graph) == [
+        "kcodec.log.segment imports the package face 'kcodec': import from the defining module",
+        "kcodec.storage (layer 1) imports kcodec.log.segment (layer 8)",
+    ]
