@@ -99,10 +99,11 @@ def test_examples_run_and_samples_match(page, tmp_path, monkeypatch, capsys):
 def _masked(text: str) -> List[str]:
     """The lines with every figure as N and runs of spaces as one.
 
-    Measured figures (MB/s, and the CPU dollars and totals made from them) move with the
-    machine, and columns are padded to their width; the words and their order may not move.
+    Measured figures (MB/s, and the CPU dollars and totals made from them, whose saving may
+    have either sign) move with the machine, and columns are padded to their width; the words
+    and their order may not move.
     """
-    return [" ".join(re.sub(r"\d+(\.\d+)?", "N", line).split()) for line in text.splitlines()]
+    return [" ".join(re.sub(r"-?\$?\d+(\.\d+)?", "N", line).split()) for line in text.splitlines()]
 
 
 def matches_sample(out: str, expected: str) -> bool:
@@ -127,9 +128,10 @@ def test_advise_sample(page, command, expected, tmp_path):
 
 
 def test_a_changed_sample_is_found():
-    sample = "clicks\n  today      none 100%; 18 records/batch\n  set        compression.type=lz4\n...\n"
-    assert matches_sample("clicks\n  today      none 100%; 7 records/batch\n  set        compression.type=lz4\nmore\n",
-                          sample)
+    sample = ("clicks\n  today      none 100%; 18 records/batch\n  set        compression.type=lz4\n"
+              "  saves      $29/month ($44 -> $16: CPU -$0.50)\n...\n")
+    assert matches_sample("clicks\n  today      none 100%; 7 records/batch\n  set        compression.type=lz4\n"
+                          "  saves      $5.41/month ($12 -> $6.76: CPU $0.32)\nmore\n", sample)
     assert not matches_sample("clicks\n  today none 100%; 7 records/batch\n  set        keep today's settings\n",
                               sample)
     assert not matches_sample("clicks\n", sample)
