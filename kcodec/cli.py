@@ -43,8 +43,11 @@ def _add_dump(sub) -> None:
 
 
 def _add_codecs(sub) -> None:
-    p = sub.add_parser("codecs", help="list the registered compression codecs")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("codecs", help="list the registered compression codecs",
+                       description="List every codec implementation kcodec knows: built-ins, installed plugins "
+                                   "and codecs registered in this process, which one is active for each id, "
+                                   "and where it came from.")
+    p.add_argument("--json", action="store_true", help="one JSON list of the codecs on stdout")
 
     def run(args) -> int:
         from kcodec.compression.registry import codecs

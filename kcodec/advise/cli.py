@@ -42,7 +42,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help=f"bytes sampled per topic from logs or a cluster (default {DEFAULT_SAMPLE})")
     p.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
     p.add_argument("--records", type=int, default=100_000, help="sample size when generating (default 100000)")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=int, default=7,
+                   help="random seed of the generated sample; the same seed gives the same records (default 7)")
     p.add_argument("--current-codec", default="none",
                    help="for record inputs (no batches): compression.type used today (default none)")
     p.add_argument("--current-batch-size", default="16k", help="for record inputs: batch.size today (default 16k)")
@@ -55,8 +56,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     add_metadata_log_argument(p)
     for flag, (_, text) in _PRICE_FLAGS.items():
         p.add_argument(flag, type=float, help=text)
-    p.add_argument("--min-compress-mbps", type=float, default=50.0)
-    p.add_argument("--min-read-mbps", type=float, default=100.0)
+    p.add_argument("--min-compress-mbps", type=float, default=50.0,
+                   help="the rule: slowest compression kept, MB/s per core (default 50)")
+    p.add_argument("--min-read-mbps", type=float, default=100.0,
+                   help="the rule: slowest decompression kept, MB/s per core (default 100)")
     p.add_argument("--max-linger-ms", type=float, default=100.0, help="latency budget for linger.ms (default 100)")
     p.add_argument("--min-saving", type=float, default=0.05,
                    help="share of today's $/month a change must save (default 0.05)")

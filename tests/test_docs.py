@@ -1,0 +1,222 @@
+"""The documentation cannot drift from the code.
+
+* README.md's and docs/'s Python examples run, page by page, in an empty folder;
+* every ``<!-- sample-output: COMMAND -->`` block is what COMMAND prints there now;
+* every CLI subcommand and flag has help text (the CLI reference is made from it);
+* the Sphinx site builds with warnings as errors (when the ``docs`` extra is installed).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PAGES = sorted([ROOT / "README.md", *DOCS.glob("*.md")])
+
+_FENCE = re.compile(r"^```(\w*)\s*$")
+_SKIP = re.compile(r"^<!-- skip: .+ -->$")
+_SAMPLE = re.compile(r"^<!-- sample-output: (kcodec .+) -->$")
+
+pytestmark = pytest.mark.skipif(not DOCS.is_dir(), reason=f"{DOCS} is not here (the docs ship in the sdist)")
+
+
+def blocks(text: str) -> List[Tuple[str, str, str]]:
+    """Each fenced block as (language, body, the non-empty line before it)."""
+    out, lines, i, before = [], text.splitlines(), 0, ""
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if m and m.group(1):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            out.append((m.group(1), "\n".join(lines[i + 1:end]) + "\n", before))
+            i, before = end + 1, ""
+            continue
+        if lines[i].strip():
+            before = lines[i].strip()
+        i += 1
+    return out
+
+
+def python_examples(page: Path) -> List[str]:
+    return [body for lang, body, before in blocks(page.read_text()) if lang == "python" and not _SKIP.match(before)]
+
+
+def samples(page: Path) -> List[Tuple[str, str]]:
+    """(command, expected output) of each sample-output block of a page."""
+    found = []
+    for lang, body, before in blocks(page.read_text()):
+        m = _SAMPLE.match(before)
+        if m:
+            assert lang == "text", f"{page.name}: the sample of {m.group(1)!r} is not a text block"
+            found.append((m.group(1), body))
+    return found
+
+
+def run_kcodec(command: str, cwd: Path, timeout: float) -> str:
+    argv = shlex.split(command)
+    assert argv[0] == "kcodec"
+    proc = subprocess.run([sys.executable, "-m", "kcodec.cli", *argv[1:]], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{command} failed:\n{proc.stderr}"
+    return proc.stdout
+
+
+def _needs_spark(command: str) -> bool:
+    return command.startswith("kcodec advise")
+
+
+def _page_id(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if python_examples(p) or samples(p)], ids=_page_id)
+def test_examples_run_and_samples_match(page, tmp_path, monkeypatch, capsys):
+    """The page's Python examples run in order in one namespace; then its samples are rerun there."""
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "__docs__"}
+    for n, body in enumerate(python_examples(page), 1):
+        try:
+            exec(compile(body, f"{_page_id(page)} example {n}", "exec"), namespace)
+        except Exception as exc:  # the example and its error, not only a traceback into exec
+            pytest.fail(f"{_page_id(page)} example {n} raised {exc!r}:\n{body}")
+    capsys.readouterr()
+    for command, expected in samples(page):
+        if _needs_spark(command):
+            continue  # test_advise_sample runs those
+        assert run_kcodec(command, tmp_path, timeout=120) == expected, f"{_page_id(page)}: {command}"
+
+
+def _masked(text: str) -> List[str]:
+    """The lines with every figure as N and runs of spaces as one.
+
+    Measured figures (MB/s, and the CPU dollars and totals made from them, whose saving may
+    have either sign) move with the machine, and columns are padded to their width; the words
+    and their order may not move.
+    """
+    return [" ".join(re.sub(r"-?\$?\d+(\.\d+)?", "N", line).split()) for line in text.splitlines()]
+
+
+def matches_sample(out: str, expected: str) -> bool:
+    """Whether a run's output is the sample's; a sample ending in a line "..." is its first lines."""
+    want, got = _masked(expected), _masked(out)
+    if want and want[-1] == "...":
+        want, got = want[:-1], got[:len(want) - 1]
+    return got == want
+
+
+ADVISE_SAMPLES = [(p, c, e) for p in PAGES for c, e in samples(p) if _needs_spark(c)]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("page,command,expected", ADVISE_SAMPLES, ids=[f"{_page_id(p)}: {c}" for p, c, _ in ADVISE_SAMPLES])
+def test_advise_sample(page, command, expected, tmp_path):
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java")
+    out = run_kcodec(command, tmp_path, timeout=900)
+    assert matches_sample(out, expected), f"{_page_id(page)}: {command} printed\n{out}"
+
+
+def test_a_changed_sample_is_found():
+    sample = ("clicks\n  today      none 100%; 18 records/batch\n  set        compression.type=lz4\n"
+              "  saves      $29/month ($44 -> $16: CPU -$0.50)\n...\n")
+    assert matches_sample("clicks\n  today      none 100%; 7 records/batch\n  set        compression.type=lz4\n"
+                          "  saves      $5.41/month ($12 -> $6.76: CPU $0.32)\nmore\n", sample)
+    assert not matches_sample("clicks\n  today none 100%; 7 records/batch\n  set        keep today's settings\n",
+                              sample)
+    assert not matches_sample("clicks\n", sample)
+
+
+def test_every_page_has_what_it_is_checked_by():
+    """The README shows a real advise run, and its code examples are real ones."""
+    readme = ROOT / "README.md"
+    assert any(_needs_spark(c) for c, _ in samples(readme))
+    assert python_examples(readme)
+    for command, expected in samples(readme):
+        assert expected.strip() and "SAMPLE" not in expected
+
+
+# ---- the CLI's help text, from which docs/cli.md is generated
+
+def _subparsers(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield name, helps.get(name), sub
+
+
+def missing_help(parser: argparse.ArgumentParser) -> List[str]:
+    """Each subcommand without a summary or description, and each argument without help."""
+    missing = []
+    for name, summary, sub in _subparsers(parser):
+        if not (summary or "").strip():
+            missing.append(f"kcodec {name}: no help line")
+        if not (sub.description or "").strip():
+            missing.append(f"kcodec {name}: no description")
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if not (action.help or "").strip() or action.help == argparse.SUPPRESS:
+                missing.append(f"kcodec {name} {'/'.join(action.option_strings) or action.dest}: no help")
+    return missing
+
+
+def test_every_subcommand_and_flag_has_help():
+    from kcodec.cli import build_parser
+
+    parser = build_parser()
+    names = [name for name, _, _ in _subparsers(parser)]
+    assert {"dump", "codecs", "advise", "recompress", "compact", "retain"} <= set(names)
+    assert missing_help(parser) == []
+
+
+def test_a_flag_without_help_is_found():
+    parser = argparse.ArgumentParser(prog="kcodec")
+    sub = parser.add_subparsers()
+    p = sub.add_parser("thing", help="does a thing", description="Does a thing.")
+    p.add_argument("--quiet", action="store_true")
+    sub.add_parser("other")
+    assert missing_help(parser) == ["kcodec thing --quiet: no help", "kcodec other: no help line",
+                                    "kcodec other: no description"]
+
+
+def test_the_cli_reference_names_every_flag():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from kcodec_cli import cli_rst
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    from kcodec.cli import build_parser
+
+    text = "\n".join(cli_rst(build_parser()))
+    for name, _, sub in _subparsers(build_parser()):
+        assert f"kcodec {name}\n" in text
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            for flag in action.option_strings:
+                assert flag in text, f"kcodec {name} {flag}"
+
+
+# ---- the site itself
+
+def test_docs_build_without_warnings(tmp_path):
+    for module in ("sphinx", "myst_parser"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed: pip install 'kcodec[docs]'")
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                           "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert (tmp_path / "html" / "cli.html").is_file() and (tmp_path / "html" / "api.html").is_file()
