@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
+from kcodec.errors import CorruptDataError, CorruptIndexWarning, InvalidNameError, InvalidNameWarning, KcodecError
 from kcodec.log.files import atomic_write_bytes
-from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
+from kcodec.log.index import CorruptIndexError, IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
 from kcodec.log.names import (
     KAFKA_DIR_SUFFIXES,
     STAGING_PREFIX,
@@ -165,16 +165,38 @@ class LogSegment:
             return cls.open(path, self.base_offset)
         return cls.empty(self.base_offset)
 
+    def _usable_index(self, cls, path, check):
+        """The index file if it passes ``check``; else, with a :class:`CorruptIndexWarning`, none.
+
+        A broker meeting a ``CorruptIndexException`` rebuilds the index from
+        the ``.log`` (``LogLoader.loadSegmentFiles``); a reader does the same
+        in effect by scanning from position 0, so it never reads less than
+        the segment holds.
+        """
+        try:
+            index = self._load_index(cls, path)
+            check(index)
+            return index
+        except CorruptIndexError as exc:
+            warnings.warn(f"kcodec: not using {self.storage.url(str(path))!r}, reading the segment from its "
+                          f"start: {exc.message}", CorruptIndexWarning, stacklevel=4)
+            return cls.empty(self.base_offset)
+
     @property
     def offset_index(self) -> OffsetIndex:
+        """The ``.index`` readers start from; empty when the file is missing, or fails
+        :meth:`OffsetIndex.sanity_check` against this ``.log`` (then with a :class:`CorruptIndexWarning`)."""
         if self._offset_index is None:
-            self._offset_index = self._load_index(OffsetIndex, self.index_path)
+            self._offset_index = self._usable_index(OffsetIndex, self.index_path,
+                                                    lambda index: index.sanity_check(self.size))
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
+        """The ``.timeindex``, checked as :attr:`offset_index` is."""
         if self._time_index is None:
-            self._time_index = self._load_index(TimeIndex, self.time_index_path)
+            self._time_index = self._usable_index(TimeIndex, self.time_index_path,
+                                                  lambda index: index.sanity_check())
         return self._time_index
 
     def aborted_transactions(self) -> List[Tuple[int, int, int]]:
@@ -234,12 +256,17 @@ class LogSegment:
         return list(zip(cuts[:-1], cuts[1:]))
 
     def sanity_check(self) -> None:
-        """Kafka's index checks, plus: every index entry points at a batch start holding its offset."""
-        self.offset_index.sanity_check()
-        self.time_index.sanity_check()
+        """Kafka's index checks, plus: every index entry points at a batch start holding its offset.
+
+        Raises :class:`~kcodec.log.index.CorruptIndexError` (or CorruptDataError) where the readers
+        would warn and not use the index.
+        """
+        index = self._load_index(OffsetIndex, self.index_path)
+        index.sanity_check(self.size)
+        self._load_index(TimeIndex, self.time_index_path).sanity_check()
         starts = {e.position: e for e in self.entries()}
         data = self.data
-        for off, pos in zip(self.offset_index.offsets.tolist(), self.offset_index.positions.tolist()):
+        for off, pos in zip(index.offsets.tolist(), index.positions.tolist()):
             entry = starts.get(pos)
             if entry is None:
                 raise CorruptDataError(
