@@ -382,6 +382,7 @@ cdef int64_t _zstd_n_decompress(void *state, const uint8_t *src, int64_t n, uint
     cdef _ZsScan r
     cdef size_t code = 0
     cdef _ZstdCtx *c
+    cdef uint8_t *fixed = NULL
     if magic != 2:
         return KCODEC_CODEC_BAD_MAGIC
     # The frames are walked first, as zstd-jni refuses them: cut short,
@@ -391,11 +392,22 @@ cdef int64_t _zstd_n_decompress(void *state, const uint8_t *src, int64_t n, uint
         return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "zstd: malformed frame", NULL, r.pos)
     if r.frames == 0:
         return 0
+    if r.empty:
+        # zstd-jni steps over empty compressed blocks; ZSTD_decompressDCtx
+        # would not, so it reads a copy where they are empty raw blocks.
+        fixed = <uint8_t *>malloc(<size_t>n)
+        if fixed == NULL:
+            return _fail(KCODEC_CODEC_ERROR, err, err_cap, "zstd: out of memory", NULL, -1)
+        memcpy(fixed, src, <size_t>n)
+        _zstd_scan(src, n, 27, &r, fixed)
+        src = fixed
     c = _zstd_take(st, &code)
     if c == NULL:
+        free(fixed)
         return _zstd_error(st, KCODEC_CODEC_ERROR, code, err, err_cap)
     code = st.z.decompress(c.dctx, dst, <size_t>cap, src, <size_t>n)
     _zstd_give(st, c)
+    free(fixed)
     if st.z.is_error(code):
         if code == <size_t>(-_ZSTD_DST_TOO_SMALL):
             return KCODEC_CODEC_DST_TOO_SMALL

@@ -38,7 +38,7 @@ from types import ModuleType
 from typing import Any, List, Optional, Tuple
 
 from kcodec._native.codecs import (ZSTD_ENTRY_POINTS, ZSTD_KEPT_CONTEXT_MAX_LEVEL, ZstdContext, zstd_native_codec,
-                                   zstd_scan)
+                                   zstd_scan, zstd_without_empty_blocks)
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
@@ -173,9 +173,13 @@ class ZstdCodec(Codec):
         self.check_magic(magic)
         self.load()
         view = byte_view(data)
-        frames, content_size, bound = zstd_scan(view, ZSTD_WINDOW_LOG_MAX)
+        frames, content_size, bound, empty_blocks = zstd_scan(view, ZSTD_WINDOW_LOG_MAX)
         if frames == 0:
             return b""
+        if empty_blocks:
+            # zstd-jni's stream steps over them; libzstd's one-shot calls and
+            # python-zstandard's would not all agree, so every engine reads them as empty raw blocks.
+            view = byte_view(zstd_without_empty_blocks(view))
         if content_size > max_size:
             raise LimitExceededError(
                 f"zstd: the frames declare {content_size} bytes, more than the limit of {max_size}",
