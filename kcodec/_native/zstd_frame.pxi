@@ -10,6 +10,7 @@ cdef enum:
     ZS_RESERVED = 4
     ZS_BLOCK = 5
     ZS_EMPTY = 6
+    ZS_SIZE = 7
 
 
 cdef struct _ZsScan:
@@ -33,6 +34,7 @@ cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan
     cdef int fcs_flag, did_flag, fcs_len, btype
     cdef bint single, checksum, last
     cdef uint64_t fcs, window, block_max
+    cdef int64_t frame_start_bound
     cdef int i
     r.err = ZS_OK
     r.pos = 0
@@ -110,6 +112,7 @@ cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan
             r.content_size += <int64_t>fcs
             if r.content_size < 0 or fcs > (<uint64_t>1 << 62):
                 r.content_size = (<int64_t>1) << 62
+        frame_start_bound = r.bound
         block_max = window if window < 131072 else 131072
         if block_max == 0:
             block_max = 131072
@@ -157,6 +160,14 @@ cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan
             pos += bsize
             if last:
                 break
+        if fcs_len and fcs > <uint64_t>(r.bound - frame_start_bound):
+            # libzstd checks the content size only once the blocks are decoded
+            # (and fails with "Data corruption detected"); said now, before a
+            # reader sizes its buffer from the claim.
+            r.err = ZS_SIZE
+            r.pos = fstart
+            r.window = fcs
+            return
         if checksum:
             if n - pos < 4:
                 r.err = ZS_TRUNCATED
@@ -205,6 +216,7 @@ cdef object _zstd_scan_error(_ZsScan *r, int window_log_max):
         ZS_RESERVED: "Unsupported frame parameter (reserved bit set)",
         ZS_BLOCK: "Corrupted block detected",
         ZS_EMPTY: "Data corruption detected (an empty compressed block in a single-segment frame)",
+        ZS_SIZE: f"Data corruption detected (the frame declares {r.window} bytes, more than its blocks hold)",
     }[r.err]
     return _corrupt("zstd", msg, r.pos)
 
