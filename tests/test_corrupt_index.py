@@ -93,3 +93,23 @@ def test_the_dump_tool_refuses_the_index(folder, capsys):
     _index(folder, [(1, -70)])
     assert main(["dump", str(folder / "00000000000000000000.index"), "--index-sanity-check"]) != 0
     assert "negative position -70" in capsys.readouterr().err
+
+
+def test_an_entry_past_its_batch_is_not_trusted(folder):
+    """Entry (1, start of the batch of offset 3) is sane by Kafka's checks, but a read from offset 2
+    through it would skip offset 2: the batch there ends after the entry's offset."""
+    from kcodec.records.framing import iter_entries
+
+    starts = [e.position for e in iter_entries((folder / "00000000000000000000.log").read_bytes())]
+    _index(folder, [(1, starts[3])])
+    with _seg(folder) as seg:
+        seg.offset_index.sanity_check(_size(folder))
+    with pytest.warns(CorruptIndexWarning, match="does not point at a batch ending by offset 1"), _seg(folder) as seg:
+        assert [b.base_offset for b in seg.batches(2)] == [2, 3, 4]
+    with pytest.warns(CorruptIndexWarning):
+        assert kcodec.read_arrow(folder, start_offset=2).read_all()["offset"].to_pylist() == [2, 3, 4]
+    _index(folder, [(3, starts[3])])  # an honest entry
+    with warnings.catch_warnings(), _seg(folder) as seg:
+        warnings.simplefilter("error")
+        assert [b.base_offset for b in seg.batches(3)] == [3, 4]
+        assert seg.start_position(4) == starts[3]

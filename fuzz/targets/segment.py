@@ -5,8 +5,9 @@ the partition reader, ``read_arrow`` with offset and time bounds, the
 ``kafka-log`` data source's split planning, ``kcodec dump`` of the log and
 its indexes, and the log validator on the log's bytes.
 
-Oracles: a read from an offset returns exactly the batches (rows) of the
-whole segment at or after that offset, whatever the indexes say; the
+Oracles: in a log whose batches follow each other in offset order (as
+Kafka's do), a read from an offset returns exactly the batches (rows) of
+the whole segment at or after that offset, whatever the indexes say; the
 planned splits cover the file; what the validator appends reads back whole.
 """
 import io
@@ -57,25 +58,27 @@ def test_one_input(data: bytes) -> None:
 
     whole, whole_error = verdict(lambda: _offsets(LogSegment(path).batches()))
     part, part_error = verdict(lambda: _offsets(LogSegment(path).batches(start)))
-    if whole_error is None:
+    ordered = whole_error is None and all(later[0] > earlier[1] for earlier, later in zip(whole, whole[1:]))
+    # An index entry inside a batch may make a read from it fail (kcodec's error), never read less.
+    sound = verdict(lambda: LogSegment(path).sanity_check())[1] is None
+    verdict(lambda: LogSegment(path).start_position(start))
+    if ordered:
         wanted = [(a, b) for a, b in whole if b >= start]
-        if part_error is not None or part != wanted:
+        if (part_error is not None and sound) or (part_error is None and part != wanted):
             raise OracleMismatch(f"LogSegment.batches({start}) read {part} ({part_error!r}), not {wanted}")
         got, error = verdict(lambda: _offsets(open_partition(FOLDER).batches(start)))
-        if error is not None or got != wanted:
+        if (error is not None and sound) or (error is None and got != wanted):
             raise OracleMismatch(f"Partition.batches({start}) read {got} ({error!r}), not {wanted}")
-    verdict(lambda: LogSegment(path).start_position(start))
-    verdict(lambda: LogSegment(path).sanity_check())
 
     table, table_error = verdict(lambda: rows(kcodec.to_arrow(log, max_decompressed_size=MAX_DECOMPRESSED,
                                                               use_threads=False)))
     for chunk in (64, 1 << 20):
         got, error = verdict(lambda: rows(kcodec.read_arrow(FOLDER, start_offset=start, chunk_bytes=chunk,
                                                             use_threads=False).read_all()))
-        if table_error is None:
+        if ordered and table_error is None:
             offset_at = 4  # key, value, topic, partition, offset, ...
             wanted = [r[offset_at:] for r in table if r[offset_at] >= start]
-            if error is not None or [r[offset_at:] for r in got] != wanted:
+            if (error is not None and sound) or (error is None and [r[offset_at:] for r in got] != wanted):
                 raise OracleMismatch(f"read_arrow(start_offset={start}, chunk_bytes={chunk}) read other rows "
                                      f"({error!r})")
     verdict(lambda: kcodec.read_arrow(FOLDER, start_timestamp=p_stamp(index), use_threads=False).read_all())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import struct
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -36,7 +37,8 @@ from kcodec.log.names import (
     segment_log_offset,
 )
 from kcodec.log.transaction_index import read_txn_index
-from kcodec.records.framing import Entry, iter_entries
+from kcodec.records.batch_header import LAST_OFFSET_DELTA
+from kcodec.records.framing import MAGIC_OFFSET, Entry, iter_entries
 from kcodec.storage import LOCAL as _LOCAL
 from kcodec.storage import FileInfo, Storage, resolve
 
@@ -60,6 +62,8 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+_I64, _I32 = struct.Struct(">q"), struct.Struct(">i")
+_LAST_OFFSET_END = LAST_OFFSET_DELTA + 4  # a v2 header up to lastOffsetDelta; v0/v1 need their offset and magic
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
@@ -211,10 +215,36 @@ class LogSegment:
         return [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(data)]
 
     def start_position(self, offset: Optional[int]) -> int:
-        """Byte position to start scanning for ``offset`` (the offset index lookup)."""
+        """Byte position to start scanning for ``offset`` (the offset index lookup).
+
+        The batch at the entry's position must end at or before the entry's
+        offset, as in every index a broker writes (``LogSegment.append``
+        indexes an append's largest offset at its first byte); an entry that
+        does not would skip records, so the index is then not used, with a
+        :class:`CorruptIndexWarning`, and the scan starts at 0.
+        """
         if offset is None or offset <= self.base_offset:
             return 0
-        return self.offset_index.lookup(offset).position
+        entry = self.offset_index.lookup(offset)
+        if entry.position == 0 or self._vouches(entry.offset, entry.position):
+            return entry.position
+        warnings.warn(f"kcodec: not using {self.storage.url(str(self.index_path))!r}, reading the segment from "
+                      f"its start: its entry ({entry.offset}, {entry.position}) does not point at a batch ending "
+                      f"by offset {entry.offset}", CorruptIndexWarning, stacklevel=2)
+        self._offset_index = OffsetIndex.empty(self.base_offset)
+        return 0
+
+    def _vouches(self, offset: int, position: int) -> bool:
+        """Whether a batch starts at ``position`` (as far as its header shows) with its last offset <= ``offset``."""
+        head = bytes(self.read_range(position, min(position + _LAST_OFFSET_END, self.size)))
+        if len(head) <= MAGIC_OFFSET:
+            return False
+        last = _I64.unpack_from(head)[0]
+        if head[MAGIC_OFFSET] >= 2:
+            if len(head) < _LAST_OFFSET_END:
+                return False
+            last += _I32.unpack_from(head, _LAST_OFFSET_END - 4)[0]
+        return last <= offset
 
     def entries(self, start_position: int = 0, end_position: Optional[int] = None) -> Iterator[Entry]:
         """Complete entries of the file, with errors naming the file."""
