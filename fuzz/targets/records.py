@@ -25,14 +25,14 @@ def _objects(data, validate):
             batch.ensure_valid()
         for record in batch:
             _touch(record)
-            if not batch.is_control:
-                out.append((record.offset, record.key, record.value,
-                            [(k, v) for k, v in record.headers] or None))
+            out.append((record.offset, record.key, record.value, [(k, v) for k, v in record.headers] or None))
     return out
 
 
 def _columns(data, validate):
-    table = kcodec.to_arrow(data, validate=validate, max_decompressed_size=MAX_DECOMPRESSED, use_threads=False)
+    # Control batches too: without them to_arrow would not read their records at all.
+    table = kcodec.to_arrow(data, validate=validate, include_control=True, max_decompressed_size=MAX_DECOMPRESSED,
+                            use_threads=False)
     return [(off, key, value, [(h["key"], h["value"]) for h in hdrs] if hdrs else None)
             for key, value, off, hdrs in rows(table.select(["key", "value", "offset", "headers"]))]
 
