@@ -9,7 +9,7 @@ import pyarrow as pa
 
 import kcodec
 
-from common import OracleMismatch, rows, verdict
+from common import OracleMismatch, verdict
 from provider import Provider
 
 BINARY_TYPES = (pa.binary(), pa.large_binary(), pa.string(), pa.large_string(), pa.binary_view(),
@@ -102,9 +102,10 @@ def test_one_input(data: bytes) -> None:
     if error is not None:
         return
     data_out = b"".join(bytes(b) for b in built)
-    got, error = verdict(lambda: rows(kcodec.to_arrow(data_out, use_threads=False).select(["key", "value", "offset"])))
+    # The object reader: any int64 millisecond Kafka holds reads back there (Arrow's microseconds may not hold it).
+    got, error = verdict(lambda: [(r.key, r.value, r.offset) for b in kcodec.read_batches(data_out) for r in b])
     if error is not None:
-        raise OracleMismatch(f"from_arrow({options}) wrote what to_arrow refuses: {error!r}")
+        raise OracleMismatch(f"from_arrow({options}) wrote what kcodec refuses: {error!r}")
     if len(got) != n:
         raise OracleMismatch(f"from_arrow({options}) wrote {len(got)} records of {n}")
     if "value" in cols and pa.types.is_binary(cols["value"].type):
