@@ -1,9 +1,11 @@
 """The object reader on any bytes, touching every field of every batch and record.
 
 Oracle: the records it reads (offset, key, value, headers) are the rows
-``to_arrow`` reads, and it refuses what ``to_arrow`` refuses.
+``to_arrow`` reads, and it refuses what ``to_arrow`` refuses (but for
+timestamps beyond Arrow's microseconds, which only the objects hold).
 """
 import kcodec
+from kcodec.errors import LimitExceededError
 
 from common import MAX_DECOMPRESSED, rows, same_verdict, verdict
 
@@ -39,5 +41,7 @@ def _columns(data, validate):
 
 def test_one_input(data: bytes) -> None:
     for validate in (True, False):
-        same_verdict(f"objects and columns (validate={validate})", verdict(lambda: _objects(data, validate)),
-                     verdict(lambda: _columns(data, validate)))
+        objects, columns = verdict(lambda: _objects(data, validate)), verdict(lambda: _columns(data, validate))
+        if objects[1] is None and isinstance(columns[1], LimitExceededError) and "Arrow's timestamp" in str(columns[1]):
+            continue  # a Kafka millisecond beyond Arrow's timestamp('us'): only the objects hold it
+        same_verdict(f"objects and columns (validate={validate})", objects, columns)
