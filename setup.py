@@ -5,6 +5,8 @@ modules.  Set KCODEC_SANITIZE=address to build with AddressSanitizer (run the te
 LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0, and
 PYTHONMALLOC=malloc so that Python objects freed too early are caught as well);
 ``bash .ci/asan`` does all of that in a copy of the tree for the malformed-input tests.
+KCODEC_SANITIZE=address,fuzzer-no-link adds libFuzzer's coverage counters for the fuzz
+targets (fuzz/README.md); it needs clang: CC=clang.
 """
 import glob
 import os
@@ -17,6 +19,8 @@ C_SOURCES = sorted(glob.glob("csrc/*.c"))
 compile_args = ["-O3", "-fno-strict-aliasing"]
 link_args = []
 sanitize = os.environ.get("KCODEC_SANITIZE")
+if sanitize and "fuzzer" in sanitize and "clang" not in os.environ.get("CC", ""):
+    raise SystemExit(f"KCODEC_SANITIZE={sanitize} needs clang: set CC=clang")
 if sanitize:
     compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}"]
     link_args = [f"-fsanitize={sanitize}"]

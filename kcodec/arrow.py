@@ -512,13 +512,30 @@ def _column(table, name):
     return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
 
 
-def _as_binary(arr):
-    """The array itself when the encoder reads it as it is (binary or string, either offset width)."""
+def _as_binary(arr, what: str = "value"):
+    """The array itself when the encoder reads it as it is (binary or string, either offset width), else
+    cast to large binary; RecordBuilderError naming the ``what`` column for a type that is not bytes."""
     t = arr.type
     pa = _pa()
     if pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or pa.types.is_large_string(t):
         return arr
-    return arr.cast(pa.large_binary())
+    try:
+        return arr.cast(pa.large_binary())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        raise RecordBuilderError(f"the {what} column must be binary or string, not {t}") from None
+
+
+def _header_fields(hdrs) -> Tuple[int, int]:
+    """The key and value fields' indices in a headers column (by name, else the first two);
+    RecordBuilderError unless it is a list of two-field structs."""
+    pa = _pa()
+    value_type = getattr(hdrs.type, "value_type", None)
+    if (not (pa.types.is_list(hdrs.type) or pa.types.is_large_list(hdrs.type))
+            or not pa.types.is_struct(value_type) or value_type.num_fields != 2):
+        raise RecordBuilderError(f"the headers column must be list<struct<key: string, value: binary>>, "
+                                 f"not {hdrs.type}")
+    ki, vi = value_type.get_field_index("key"), value_type.get_field_index("value")
+    return (ki, vi) if ki >= 0 and vi >= 0 else (0, 1)
 
 
 def _offsets(arr, buf) -> np.ndarray:
@@ -550,9 +567,14 @@ def _timestamps_ms(arr, n: int) -> np.ndarray:
                 raise LimitExceededError("a timestamp('s') value does not fit Kafka's 64-bit milliseconds")
             return vals * 1000
         return vals // div
+    try:
+        ms = arr.cast(pa.int64())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        raise RecordBuilderError(f"the timestamp column must hold timestamps or whole milliseconds, "
+                                 f"not {arr.type} values like these") from None
     if arr.null_count == 0:
-        return arr.cast(pa.int64()).to_numpy()  # no copy for an int64 column
-    return arr.cast(pa.int64()).fill_null(int(time.time() * 1000)).to_numpy().astype(np.int64)
+        return ms.to_numpy()  # no copy for an int64 column
+    return ms.fill_null(int(time.time() * 1000)).to_numpy().astype(np.int64)
 
 
 def from_arrow_iter(table: Any, *, compression: Union[CompressionType, int, str] = "none",
@@ -611,11 +633,7 @@ def _from_arrow(table: Any, *, compression: Union[CompressionType, int, str] = "
     hdrs = _column(table, "headers")
     hdr_spec = hk_spec = hv_spec = None
     if hdrs is not None and not pa.types.is_null(hdrs.type):
-        value_type = getattr(hdrs.type, "value_type", None)
-        if (not (pa.types.is_list(hdrs.type) or pa.types.is_large_list(hdrs.type))
-                or not pa.types.is_struct(value_type) or value_type.num_fields != 2):
-            raise RecordBuilderError(f"the headers column must be list<struct<key: string, value: binary>>, "
-                                     f"not {hdrs.type}")
+        ki, vi = _header_fields(hdrs)
         bufs = hdrs.buffers()
         loffs = _offsets(hdrs, bufs[1])
         structs = hdrs.values
@@ -624,11 +642,8 @@ def _from_arrow(table: Any, *, compression: Union[CompressionType, int, str] = "
             if structs.slice(used[0].as_py(), used[-1].as_py() - used[0].as_py()).null_count:
                 # The children hold some value under a null entry: writing it would invent a header.
                 raise RecordBuilderError("Invalid null header found in headers")
-        ki, vi = value_type.get_field_index("key"), value_type.get_field_index("value")
-        if ki < 0 or vi < 0:
-            ki, vi = 0, 1
-        hkey = _as_binary(structs.field(ki))
-        hval = _as_binary(structs.field(vi))
+        hkey = _as_binary(structs.field(ki), "header key")
+        hval = _as_binary(structs.field(vi), "header value")
         hdr_spec = (bufs[0] if hdrs.null_count else None, hdrs.offset, loffs, None)
         hk_spec, hv_spec = _spec(hkey), _spec(hval)
     offs_col = _column(table, "offset")
@@ -646,7 +661,7 @@ def _from_arrow(table: Any, *, compression: Union[CompressionType, int, str] = "
     if is_transactional:
         attributes |= TRANSACTIONAL_MASK
     lat = ts_type == TimestampType.LOG_APPEND_TIME
-    columns = (n, _spec(_as_binary(key)) if key is not None else None, _spec(_as_binary(value)),
+    columns = (n, _spec(_as_binary(key, "key")) if key is not None else None, _spec(_as_binary(value)),
                hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, estimated_compression_ratio,
                codec.id != 0)
     if codec.id == 0:
@@ -701,7 +716,7 @@ def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_o
     n = len(value)
     values = _as_binary(value).cast(pa.large_binary()).to_pylist()
     key = _column(table, "key")
-    keys = [None] * n if key is None else _as_binary(key).cast(pa.large_binary()).to_pylist()
+    keys = [None] * n if key is None else _as_binary(key, "key").cast(pa.large_binary()).to_pylist()
     stamps = _timestamps_ms(_column(table, "timestamp"), n).tolist()
     offs = _column(table, "offset")
     offsets = list(range(base_offset, base_offset + n)) if offs is None else offs.cast(pa.int64()).to_pylist()

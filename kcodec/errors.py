@@ -24,6 +24,7 @@ __all__ = [
     "ClusterError",
     "InvalidNameError",
     "InvalidNameWarning",
+    "CorruptIndexWarning",
     "LogNotFoundError",
 ]
 
@@ -154,6 +155,11 @@ def _rebuild_name_error(cls, message, value, source):
 
 class InvalidNameWarning(UserWarning):
     """A folder of a log directory was skipped because its name is not ``<topic>-<partition>``."""
+
+
+class CorruptIndexWarning(UserWarning):
+    """A segment's ``.index`` or ``.timeindex`` fails Kafka's checks and is not used: the segment is read
+    from its first byte, as a broker rebuilds such an index (``LogLoader`` on ``CorruptIndexException``)."""
 
 
 class LogNotFoundError(KcodecError, FileNotFoundError):

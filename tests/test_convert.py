@@ -314,3 +314,37 @@ def test_property_up_and_down_again(magic, codec, records, base, lat):
     up = convert_magic(original, 2)
     assert [(o, k, v) for o, _t, k, v in records_of(up)] == [(o, k, v) for o, _t, k, v in legacy_records(original)]
     assert convert_magic(up, magic) == original
+
+
+def _v2(base_offset: int, records: int, compression: str = "gzip") -> bytes:
+    b = kcodec.RecordBatchBuilder(magic=2, base_offset=base_offset, compression=compression)
+    for i in range(records):
+        b.append(timestamp=1000 + i, key=b"k", value=b"v%d" % i)
+    return bytes(b.build())
+
+
+@pytest.mark.parametrize("base", [-5, -2, -1])
+def test_negative_offsets_refused_for_a_compressed_v1_wrapper(base):
+    """A v1 wrapper stores its last offset and relative inner ones; Kafka reads no negative base back
+    (a wrapper below the last inner offset is invalid, one of 0 means absolute inner offsets)."""
+    data = _v2(base, 3)
+    assert [r.offset for b in kcodec.read_batches(data) for r in b] == [base, base + 1, base + 2]
+    with pytest.raises(RecordBuilderError, match="negative offset") as info:
+        convert_magic(data, 1)
+    assert info.value.batch_offset == base and info.value.position == 0
+    with pytest.raises(RecordBuilderError, match="negative offset"):
+        LegacyRecordBatchBuilder(1, "lz4", base_offset=base)
+
+
+@pytest.mark.parametrize("to_magic, compression", [(1, "none"), (0, "gzip"), (0, None)])
+def test_negative_offsets_kept_where_the_format_holds_them(to_magic, compression):
+    """Uncompressed messages and v0 inner messages carry absolute offsets: read back as written."""
+    data = _v2(-5, 3)
+    out = convert_magic(data, to_magic, compression=compression)
+    assert [r.offset for b in kcodec.read_batches(out) for r in b] == [-5, -4, -3]
+
+
+def test_offset_zero_and_up_still_convert():
+    for base, n in ((0, 1), (0, 3), (7, 3)):
+        out = convert_magic(_v2(base, n), 1)
+        assert [r.offset for b in kcodec.read_batches(out) for r in b] == list(range(base, base + n))

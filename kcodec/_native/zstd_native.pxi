@@ -257,12 +257,13 @@ cdef class ZstdContext:
         finally:
             PyBuffer_Release(&view)
 
-    def decompress(self, data, Py_ssize_t capacity) -> bytes:
+    def decompress(self, data, Py_ssize_t capacity, bint or_none=False):
         """The content of the frames in ``data``, which the caller knows to fit ``capacity`` bytes.
 
         Raises CorruptCompressedDataError with libzstd's message when they do
         not decode (a content larger than ``capacity`` reads as corrupt: the
-        caller's bound comes from the blocks themselves).
+        caller's bound comes from the blocks themselves), or with ``or_none``
+        returns None when the content is larger than ``capacity``.
         """
         cdef Py_buffer view
         cdef size_t code
@@ -278,6 +279,8 @@ cdef class ZstdContext:
                 code = self._z.decompress(self._c.dctx, dst, <size_t>capacity, view.buf, <size_t>view.len)
             if self._z.is_error(code):
                 Py_DECREF(<object>result)
+                if or_none and code == <size_t>(-_ZSTD_DST_TOO_SMALL):
+                    return None
                 raise CorruptCompressedDataError(
                     f"zstd: {self._z.error_name(code).decode('ascii', 'replace')}", position=0)
             return _bytes_of(result, <Py_ssize_t>code)
@@ -297,6 +300,8 @@ cdef struct _ZstdNative:
 
 cdef enum:
     _ZSTD_DST_TOO_SMALL = 70   # ZSTD_error_dstSize_tooSmall (zstd_errors.h, stable since 1.3)
+    _ZSTD_FIRST_GUESS = 65536  # the smallest first buffer for frames that declare no content size
+    _ZSTD_FIRST_RATIO = 256    # its size per compressed byte: above most Kafka batches' ratios
     _ZSTD_KEPT_MAX = 19
 
 #: Contexts for levels above this one are made for one frame and freed after it, as zstd-jni
@@ -373,7 +378,13 @@ cdef int64_t _zstd_n_size(void *state, const uint8_t *src, int64_t n, int magic)
         return -1
     if r.frames == 0:
         return 0
-    return r.content_size if r.content_size >= 0 else r.bound
+    if r.content_size >= 0:
+        return r.content_size   # declared, and no more than the blocks can hold (_zstd_scan)
+    # Without a declared size, the blocks' bound counts 128 KiB for each
+    # compressed block, however short: a few hundred corrupt bytes would ask
+    # for megabytes.  Start from what the input can plausibly hold; a reader
+    # grows its buffer when libzstd says it is too small.
+    return min(r.bound, max(<int64_t>_ZSTD_FIRST_GUESS, _ZSTD_FIRST_RATIO * <int64_t>n))
 
 
 cdef int64_t _zstd_n_decompress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int magic,
@@ -382,6 +393,7 @@ cdef int64_t _zstd_n_decompress(void *state, const uint8_t *src, int64_t n, uint
     cdef _ZsScan r
     cdef size_t code = 0
     cdef _ZstdCtx *c
+    cdef uint8_t *fixed = NULL
     if magic != 2:
         return KCODEC_CODEC_BAD_MAGIC
     # The frames are walked first, as zstd-jni refuses them: cut short,
@@ -391,11 +403,22 @@ cdef int64_t _zstd_n_decompress(void *state, const uint8_t *src, int64_t n, uint
         return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "zstd: malformed frame", NULL, r.pos)
     if r.frames == 0:
         return 0
+    if r.empty:
+        # zstd-jni steps over empty compressed blocks; ZSTD_decompressDCtx
+        # would not, so it reads a copy where they are empty raw blocks.
+        fixed = <uint8_t *>malloc(<size_t>n)
+        if fixed == NULL:
+            return _fail(KCODEC_CODEC_ERROR, err, err_cap, "zstd: out of memory", NULL, -1)
+        memcpy(fixed, src, <size_t>n)
+        _zstd_scan(src, n, 27, &r, fixed)
+        src = fixed
     c = _zstd_take(st, &code)
     if c == NULL:
+        free(fixed)
         return _zstd_error(st, KCODEC_CODEC_ERROR, code, err, err_cap)
     code = st.z.decompress(c.dctx, dst, <size_t>cap, src, <size_t>n)
     _zstd_give(st, c)
+    free(fixed)
     if st.z.is_error(code):
         if code == <size_t>(-_ZSTD_DST_TOO_SMALL):
             return KCODEC_CODEC_DST_TOO_SMALL

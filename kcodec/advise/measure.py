@@ -19,7 +19,7 @@ from kcodec.advise.replay import (BATCH_OVERHEAD, JAVA, ClientRules, SenderModel
 from kcodec._native.columnar import encode_columnar
 from kcodec.advise.grid import Setting
 from kcodec.arrow import _compressed_batches, to_arrow
-from kcodec.errors import KcodecError
+from kcodec.errors import KcodecError, RecordBuilderError
 from kcodec.escape import json_text
 
 __all__ = ["METRICS_DDL", "TODAY", "CODEC_NAMES", "HIST_BINS", "measure_chunk", "record_columns",
@@ -67,24 +67,35 @@ def record_columns(table) -> Dict[str, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from kcodec.arrow import _as_binary, _column, _header_fields
+
     n = table.num_rows
-    key_len = _lengths(table["key"]) if "key" in table.column_names else np.full(n, -1, np.int64)
-    value_len = _lengths(table["value"])
+    # Spark hands over whatever types the record files hold: anything but bytes is refused here.
+    key = _column(table, "key")
+    key_len = _lengths(_as_binary(key, "key")) if key is not None else np.full(n, -1, np.int64)
+    value_len = _lengths(_as_binary(_column(table, "value")))
     hbytes = np.zeros(n, np.int64)
     hcount = np.zeros(n, np.int64)
     if "headers" in table.column_names and table["headers"].null_count < n:
         hdrs = table["headers"].combine_chunks()
+        ki, vi = _header_fields(hdrs)
         hcount = pc.fill_null(pc.list_value_length(hdrs), 0).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = pc.list_flatten(hdrs)
         if len(flat):
             from kcodec.advise.replay import varint_sizes
 
-            kl, vl = _lengths(pc.struct_field(flat, [0])), _lengths(pc.struct_field(flat, [1]))
+            kl = _lengths(_as_binary(pc.struct_field(flat, [ki]), "header key"))
+            vl = _lengths(_as_binary(pc.struct_field(flat, [vi]), "header value"))
             each = varint_sizes(kl) + np.maximum(kl, 0) + varint_sizes(vl) + np.maximum(vl, 0)
             owner = np.repeat(np.arange(n), hcount)
             hbytes = np.bincount(owner, weights=each, minlength=n).astype(np.int64)
-    ts = table["timestamp"].cast(pa.int64()).to_numpy(zero_copy_only=False) if "timestamp" in table.column_names \
-        else np.full(n, -1000, np.int64)
+    stamps = _column(table, "timestamp")
+    try:
+        ts = stamps.cast(pa.int64()).to_numpy(zero_copy_only=False) if stamps is not None \
+            else np.full(n, -1000, np.int64)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        raise RecordBuilderError(f"the timestamp column must hold timestamps or whole milliseconds, "
+                                 f"not {stamps.type} values like these") from None
     ts = np.where(np.isnan(ts.astype(float)), -1000, ts).astype(np.int64) // 1000
     payload = np.maximum(key_len, 0) + np.maximum(value_len, 0) + hbytes
     return {"key_len": key_len, "value_len": value_len, "header_bytes": hbytes, "header_count": hcount,
@@ -110,19 +121,21 @@ class BatchEncoder:
     """
 
     def __init__(self, table) -> None:
-        from kcodec.arrow import _as_binary, _column, _offsets, _spec, _timestamps_ms
+        from kcodec.arrow import _as_binary, _column, _header_fields, _offsets, _spec, _timestamps_ms
 
         n = table.num_rows
         key = _column(table, "key")
-        self.key = _spec(_as_binary(key)) if key is not None else None
+        self.key = _spec(_as_binary(key, "key")) if key is not None else None
         self.value = _spec(_as_binary(_column(table, "value")))
         self.hdrs = self.hkey = self.hval = None
         hdrs = _column(table, "headers")
         if hdrs is not None and hdrs.null_count < n:
+            ki, vi = _header_fields(hdrs)
             structs = hdrs.values
             self.hdrs = (hdrs.buffers()[0] if hdrs.null_count else None, hdrs.offset,
                          _offsets(hdrs, hdrs.buffers()[1]), None)
-            self.hkey, self.hval = _spec(_as_binary(structs.field(0))), _spec(_as_binary(structs.field(1)))
+            self.hkey = _spec(_as_binary(structs.field(ki), "header key"))
+            self.hval = _spec(_as_binary(structs.field(vi), "header value"))
         self.ts = np.ascontiguousarray(_timestamps_ms(_column(table, "timestamp"), n), dtype=np.int64)
 
     @staticmethod

@@ -38,7 +38,7 @@ from types import ModuleType
 from typing import Any, List, Optional, Tuple
 
 from kcodec._native.codecs import (ZSTD_ENTRY_POINTS, ZSTD_KEPT_CONTEXT_MAX_LEVEL, ZstdContext, zstd_native_codec,
-                                   zstd_scan)
+                                   zstd_scan, zstd_without_empty_blocks)
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
@@ -131,10 +131,16 @@ class ZstdCodec(Codec):
             ctx = self._local.context = ZstdContext(self._native)
         return ctx
 
-    def _direct_decode(self, view: memoryview, capacity: int) -> bytes:
-        return self._context().decompress(view, capacity)
+    def _direct_decode(self, view: memoryview, capacity: int, ceiling: Optional[int]) -> Optional[bytes]:
+        ctx = self._context()
+        got = ctx.decompress(view, capacity, ceiling is not None and capacity < ceiling)
+        if got is None:  # the frame decoded past the plausible size: its bound then
+            got = ctx.decompress(view, ceiling)
+        return got
 
-    def _api_decode(self, view: memoryview, capacity: int) -> bytes:
+    def _api_decode(self, view: memoryview, capacity: int, ceiling: Optional[int]) -> Optional[bytes]:
+        if ceiling is not None and capacity < ceiling:
+            return None  # python-zstandard says no more than "did not decompress full frame": stream it
         try:
             return self._decompressor().decompress(view, max_output_size=capacity)
         except self._zstd.ZstdError as exc:  # type: ignore[union-attr]
@@ -173,24 +179,38 @@ class ZstdCodec(Codec):
         self.check_magic(magic)
         self.load()
         view = byte_view(data)
-        frames, content_size, bound = zstd_scan(view, ZSTD_WINDOW_LOG_MAX)
+        frames, content_size, bound, empty_blocks = zstd_scan(view, ZSTD_WINDOW_LOG_MAX)
         if frames == 0:
             return b""
+        if empty_blocks:
+            # zstd-jni's stream steps over them; libzstd's one-shot calls and
+            # python-zstandard's would not all agree, so every engine reads them as empty raw blocks.
+            view = byte_view(zstd_without_empty_blocks(view))
         if content_size > max_size:
             raise LimitExceededError(
                 f"zstd: the frames declare {content_size} bytes, more than the limit of {max_size}",
                 position=0)
         error = self._zstd.ZstdError  # type: ignore[union-attr]
+        # The blocks' bound counts 128 KiB for every compressed block, however
+        # short: trusted only up to what the input can plausibly hold.
+        plausible = max(_FIRST_GUESS, _FIRST_RATIO * len(view))
         if frames == 1 and 0 <= bound <= max_size and view[:4] == _ZSTD_MAGIC:
             # One frame first (as Java writes per batch; zstd_scan allows only
             # skippable frames after it) whose blocks cannot decode to more
-            # than the limit: one call into an output at that bound.
-            return self._decode_frame(view, max(bound, 1))
+            # than the limit: one call into an output at its declared size (no
+            # more than the blocks hold, zstd_scan checks), else from a
+            # plausible size growing up to that bound.
+            if content_size >= 0:
+                return self._decode_frame(view, max(content_size, 1), None)  # type: ignore[return-value]
+            got = self._decode_frame(view, max(min(bound, plausible), 1), max(bound, 1))
+            if got is not None:
+                return got
         reader = self._decompressor().stream_reader(view, read_across_frames=True)
-        # First read: the declared size, else the blocks' upper bound, which
-        # is tight for zstd's 128 KiB blocks; never more than the budget + 1.
+        # First read: the declared size, else the blocks' upper bound (tight
+        # for zstd's 128 KiB blocks) as far as it is plausible; never more
+        # than the budget + 1.  Later reads double.
         expected = content_size if content_size >= 0 else bound
-        want = expected
+        want = expected if content_size >= 0 else min(expected, plausible)
         pieces: List[bytes] = []
         total = 0
         try:
@@ -216,6 +236,12 @@ class ZstdCodec(Codec):
         if len(pieces) == 1:
             return pieces[0]
         return b"".join(pieces)
+
+
+#: The first output buffer for zstd frames that declare no content size: at least this many bytes,
+#: and this many per compressed byte (above most Kafka batches' compression ratios).
+_FIRST_GUESS = 65536
+_FIRST_RATIO = 256
 
 
 def _java_compressor(z: ModuleType, level: int) -> Any:

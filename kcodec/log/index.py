@@ -104,8 +104,10 @@ class OffsetIndex(_Index):
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(int(offsets[i]), int(self.entries["position"][i]))
 
-    def sanity_check(self) -> None:
-        """Kafka's checks: last offset >= base offset; plus strictly increasing offsets and positions."""
+    def sanity_check(self, log_size: Optional[int] = None) -> None:
+        """Kafka's checks: last offset >= base offset; plus strictly increasing offsets and positions,
+        none negative, and with ``log_size`` every position inside the ``.log`` (an entry names a batch
+        start, so a position at or past the end is as corrupt as one before the start)."""
         if len(self.entries) == 0:
             return
         rel = self.entries["relative_offset"]
@@ -121,6 +123,12 @@ class OffsetIndex(_Index):
         if len(pos) > 1 and not np.all(np.diff(pos) > 0):
             i = int(np.argmin(np.diff(pos) > 0)) + 1
             raise CorruptIndexError(f"offset index entry {i} does not increase the position", source=self.path)
+        if int(pos[0]) < 0:
+            raise CorruptIndexError(f"offset index entry 0 has the negative position {int(pos[0])}", source=self.path)
+        if log_size is not None and int(pos[-1]) >= log_size:
+            raise CorruptIndexError(
+                f"offset index entry {len(pos) - 1} has position {int(pos[-1])}, past the end of the "
+                f"{log_size}-byte log", source=self.path)
 
 
 @dataclass

@@ -13,15 +13,16 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import struct
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from kcodec.errors import CorruptDataError, InvalidNameError, InvalidNameWarning, KcodecError
+from kcodec.errors import CorruptDataError, CorruptIndexWarning, InvalidNameError, InvalidNameWarning, KcodecError
 from kcodec.log.files import atomic_write_bytes
 from kcodec.log.lock import check_no_broker
-from kcodec.log.index import IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
+from kcodec.log.index import CorruptIndexError, IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
 from kcodec.log.names import (
     KAFKA_DIR_SUFFIXES,
     STAGING_PREFIX,
@@ -37,7 +38,8 @@ from kcodec.log.names import (
     segment_log_offset,
 )
 from kcodec.log.transaction_index import read_txn_index
-from kcodec.records.framing import Entry, iter_entries
+from kcodec.records.batch_header import LAST_OFFSET_DELTA
+from kcodec.records.framing import MAGIC_OFFSET, Entry, iter_entries
 from kcodec.storage import LOCAL as _LOCAL
 from kcodec.storage import FileInfo, Storage, resolve
 
@@ -61,6 +63,8 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+_I64, _I32 = struct.Struct(">q"), struct.Struct(">i")
+_LAST_OFFSET_END = LAST_OFFSET_DELTA + 4  # a v2 header up to lastOffsetDelta; v0/v1 need their offset and magic
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
@@ -166,16 +170,38 @@ class LogSegment:
             return cls.open(path, self.base_offset)
         return cls.empty(self.base_offset)
 
+    def _usable_index(self, cls, path, check):
+        """The index file if it passes ``check``; else, with a :class:`CorruptIndexWarning`, none.
+
+        A broker meeting a ``CorruptIndexException`` rebuilds the index from
+        the ``.log`` (``LogLoader.loadSegmentFiles``); a reader does the same
+        in effect by scanning from position 0, so it never reads less than
+        the segment holds.
+        """
+        try:
+            index = self._load_index(cls, path)
+            check(index)
+            return index
+        except CorruptIndexError as exc:
+            warnings.warn(f"kcodec: not using {self.storage.url(str(path))!r}, reading the segment from its "
+                          f"start: {exc.message}", CorruptIndexWarning, stacklevel=4)
+            return cls.empty(self.base_offset)
+
     @property
     def offset_index(self) -> OffsetIndex:
+        """The ``.index`` readers start from; empty when the file is missing, or fails
+        :meth:`OffsetIndex.sanity_check` against this ``.log`` (then with a :class:`CorruptIndexWarning`)."""
         if self._offset_index is None:
-            self._offset_index = self._load_index(OffsetIndex, self.index_path)
+            self._offset_index = self._usable_index(OffsetIndex, self.index_path,
+                                                    lambda index: index.sanity_check(self.size))
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
+        """The ``.timeindex``, checked as :attr:`offset_index` is."""
         if self._time_index is None:
-            self._time_index = self._load_index(TimeIndex, self.time_index_path)
+            self._time_index = self._usable_index(TimeIndex, self.time_index_path,
+                                                  lambda index: index.sanity_check())
         return self._time_index
 
     def aborted_transactions(self) -> List[Tuple[int, int, int]]:
@@ -190,10 +216,36 @@ class LogSegment:
         return [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(data)]
 
     def start_position(self, offset: Optional[int]) -> int:
-        """Byte position to start scanning for ``offset`` (the offset index lookup)."""
+        """Byte position to start scanning for ``offset`` (the offset index lookup).
+
+        The batch at the entry's position must end at or before the entry's
+        offset, as in every index a broker writes (``LogSegment.append``
+        indexes an append's largest offset at its first byte); an entry that
+        does not would skip records, so the index is then not used, with a
+        :class:`CorruptIndexWarning`, and the scan starts at 0.
+        """
         if offset is None or offset <= self.base_offset:
             return 0
-        return self.offset_index.lookup(offset).position
+        entry = self.offset_index.lookup(offset)
+        if entry.position == 0 or self._vouches(entry.offset, entry.position):
+            return entry.position
+        warnings.warn(f"kcodec: not using {self.storage.url(str(self.index_path))!r}, reading the segment from "
+                      f"its start: its entry ({entry.offset}, {entry.position}) does not point at a batch ending "
+                      f"by offset {entry.offset}", CorruptIndexWarning, stacklevel=2)
+        self._offset_index = OffsetIndex.empty(self.base_offset)
+        return 0
+
+    def _vouches(self, offset: int, position: int) -> bool:
+        """Whether a batch starts at ``position`` (as far as its header shows) with its last offset <= ``offset``."""
+        head = bytes(self.read_range(position, min(position + _LAST_OFFSET_END, self.size)))
+        if len(head) <= MAGIC_OFFSET:
+            return False
+        last = _I64.unpack_from(head)[0]
+        if head[MAGIC_OFFSET] >= 2:
+            if len(head) < _LAST_OFFSET_END:
+                return False
+            last += _I32.unpack_from(head, _LAST_OFFSET_END - 4)[0]
+        return last <= offset
 
     def entries(self, start_position: int = 0, end_position: Optional[int] = None) -> Iterator[Entry]:
         """Complete entries of the file, with errors naming the file."""
@@ -235,12 +287,17 @@ class LogSegment:
         return list(zip(cuts[:-1], cuts[1:]))
 
     def sanity_check(self) -> None:
-        """Kafka's index checks, plus: every index entry points at a batch start holding its offset."""
-        self.offset_index.sanity_check()
-        self.time_index.sanity_check()
+        """Kafka's index checks, plus: every index entry points at a batch start holding its offset.
+
+        Raises :class:`~kcodec.log.index.CorruptIndexError` (or CorruptDataError) where the readers
+        would warn and not use the index.
+        """
+        index = self._load_index(OffsetIndex, self.index_path)
+        index.sanity_check(self.size)
+        self._load_index(TimeIndex, self.time_index_path).sanity_check()
         starts = {e.position: e for e in self.entries()}
         data = self.data
-        for off, pos in zip(self.offset_index.offsets.tolist(), self.offset_index.positions.tolist()):
+        for off, pos in zip(index.offsets.tolist(), index.positions.tolist()):
             entry = starts.get(pos)
             if entry is None:
                 raise CorruptDataError(

@@ -125,10 +125,13 @@ def _down_convert(batch, to_magic: int, target, level, fetch_offset, log_append_
     if not records:
         return b""
     ts_type, lat = _timestamps(batch, log_append_time)
-    builder = LegacyRecordBatchBuilder(
-        to_magic, batch.compression if target is None else target,
-        level if target is not None else None,
-        base_offset=records[0].offset, timestamp_type=ts_type, log_append_time=lat)
+    try:
+        builder = LegacyRecordBatchBuilder(
+            to_magic, batch.compression if target is None else target,
+            level if target is not None else None,
+            base_offset=records[0].offset, timestamp_type=ts_type, log_append_time=lat)
+    except RecordBuilderError as exc:
+        raise exc.with_context(position=batch.position, batch_offset=batch.base_offset) from None
     for r in records:
         builder.append(r.key, r.value, r.timestamp, offset=r.offset)
     return builder.build()

@@ -514,6 +514,15 @@ class LegacyRecordBatchBuilder:
             raise RecordBuilderError("TimestampType must be set for magic >= 0")
         if timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time is None:
             log_append_time = _now_ms()
+        if magic == 1 and codec_id != 0 and base_offset < 0:
+            # Inner offsets are relative to base_offset and the wrapper carries
+            # the last absolute one; AbstractLegacyRecordBatch's deep iterator
+            # refuses a wrapper offset below the last inner offset and takes a
+            # wrapper offset of 0 as "inner offsets are absolute", so no
+            # negative base can be read back as written.
+            raise RecordBuilderError(
+                f"a compressed v1 message set cannot start at the negative offset {base_offset}: "
+                "Kafka could not read its offsets back")
         self.magic = magic
         self.compression = _compression_of(codec_id)
         self.base_offset = base_offset
