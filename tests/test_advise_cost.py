@@ -132,3 +132,12 @@ def test_zero_is_a_price(tmp_path):
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"prices": {"object_gb_month": 0, "cross_zone_gb": 0.0}}))
     assert load_prices(str(f), {})[0] == Prices(object_gb_month=0, cross_zone_gb=0.0)
+
+
+def test_prices_and_economics_are_values():
+    # load_prices hands one TopicEconomics to every topic without its own: none may change it in place
+    import dataclasses
+    for value in (Prices(), TopicEconomics()):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            value.retention_days = 1.0
+        assert hash(value) == hash(type(value)())

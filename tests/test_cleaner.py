@@ -744,8 +744,11 @@ def test_recovery_swap_range_ends_one_past_its_last_offset(tmp_path):
                                     [batch(4, [kv("e")])], [batch(5, [kv("z")])]])
     merged = batch(0, [kv("a", "A"), kv("b", "B"), kv("c", "C")]) + batch(3, [kv("d", "D")])
     open(os.path.join(d, segment_file_name(0) + ".swap"), "wb").write(merged)
-    assert recover_log_dir(d)["swaps_completed"] == 1
+    # segment 3's indexes go with it in the swap, not later as orphans
+    assert recover_log_dir(d) == {"cleaned_removed": 0, "swaps_completed": 1, "deleted_removed": 0,
+                                  "orphans_removed": 0, "indexes_rebuilt": 0}
     assert [b for b in (0, 3, 4, 5) if os.path.exists(os.path.join(d, segment_file_name(b)))] == [0, 4, 5]
+    assert not os.path.exists(os.path.join(d, segment_file_name(3, ".index")))
     assert [(o, v) for o, _k, v in dir_records(d)] == [(0, b"A"), (1, b"B"), (2, b"C"), (3, b"D"), (4, b"v"),
                                                       (5, b"v")]
 
@@ -758,3 +761,21 @@ def test_recovery_swaps_in_an_empty_segment(tmp_path):
     assert recover_log_dir(d)["swaps_completed"] == 1
     assert os.path.getsize(os.path.join(d, segment_file_name(0))) == 0
     assert [(o, k) for o, k, _v in dir_records(d)] == [(1, b"b"), (2, b"c")]
+
+
+def test_recovery_after_a_recovery_that_stopped_between_its_renames(tmp_path):
+    # The earlier recovery deleted the old segment 5 and renamed the new .index in, then stopped:
+    # no 5.log, a 5.index that belongs to the 5.log.swap. It is not an orphan, and is not rebuilt.
+    d = base_log(tmp_path)
+    merged = batch(5, [kv("b", "b1"), kv("e", "e0")]) + batch(10, [kv("g", "g0"), kv("b", "b2")])
+    index, tindex = build_indexes(merged, 5, 64)
+    assert index != build_indexes(merged, 5)[0]
+    for suffix in (".log", ".timeindex"):
+        os.remove(os.path.join(d, segment_file_name(5, suffix)))
+    open(os.path.join(d, segment_file_name(5, ".index")), "wb").write(index)
+    open(os.path.join(d, segment_file_name(5, ".timeindex") + ".swap"), "wb").write(tindex)
+    open(os.path.join(d, segment_file_name(5) + ".swap"), "wb").write(merged)
+    assert recover_log_dir(d) == {"cleaned_removed": 0, "swaps_completed": 1, "deleted_removed": 0,
+                                  "orphans_removed": 0, "indexes_rebuilt": 0}
+    assert open(os.path.join(d, segment_file_name(5, ".index")), "rb").read() == index
+    assert [o for o, *_ in dir_records(d)] == [0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13]
