@@ -69,7 +69,13 @@ def test_every_reader_scans_from_the_start(folder, damage):
     with pytest.warns(CorruptIndexWarning):
         assert kcodec.read_arrow(folder, chunk_bytes=10).read_all()["offset"].to_pylist() == list(range(N))
 
+
+@pytest.mark.parametrize("damage", sorted(BAD))
+def test_the_data_source_plans_splits_as_without_the_index(folder, damage):
+    pytest.importorskip("pyspark")
     from kcodec.spark.datasource import _task_cuts
+
+    _index(folder, BAD[damage](_size(folder)))
     with pytest.warns(CorruptIndexWarning):
         cuts = _task_cuts(_seg(folder), 0, _size(folder), 64, 64)
     (folder / "00000000000000000000.index").unlink()
