@@ -68,11 +68,6 @@ def read_metadata(path: Optional[str], storage_options: Optional[Mapping] = None
     """The metadata log at ``path`` (None without one); its errors name the flag."""
     if path is None:
         return None
-    from kcodec.errors import KcodecError
-    from kcodec.log.cluster_metadata import read_cluster_metadata
+    from kcodec.log._cli import read_metadata_log
 
-    try:
-        return read_cluster_metadata(path, storage_options=storage_options)
-    except KcodecError as exc:
-        exc.message = f"--metadata-log {path}: {exc.message}"
-        raise
+    return read_metadata_log(path, dict(storage_options) if storage_options else None)

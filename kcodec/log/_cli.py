@@ -89,15 +89,20 @@ def metadata_log(args: Any) -> Optional["ClusterMetadata"]:
         return None
     found = vars(args).get(_READ)
     if found is None:
-        from kcodec.log.cluster_metadata import read_cluster_metadata
-
-        try:
-            found = read_cluster_metadata(path, storage_options=storage_options(args))
-        except KcodecError as exc:
-            exc.message = f"--metadata-log {path}: {exc.message}"
-            raise
+        found = read_metadata_log(path, storage_options(args))
         setattr(args, _READ, found)
     return found
+
+
+def read_metadata_log(path: str, storage_options: Optional[Dict[str, Any]] = None) -> "ClusterMetadata":
+    """The metadata log at ``path``; its errors start with ``--metadata-log PATH:``."""
+    from kcodec.log.cluster_metadata import read_cluster_metadata
+
+    try:
+        return read_cluster_metadata(path, storage_options=storage_options)
+    except KcodecError as exc:
+        exc.message = f"--metadata-log {path}: {exc.message}"
+        raise
 
 
 def topic_policy(args: Any, topic: str, *, topic_id: Optional[object] = None,
