@@ -14,7 +14,7 @@ from kcodec.advise.measure import BatchEncoder, record_columns, simulate
 
 from common import OracleMismatch, verdict
 from provider import Provider
-from targets.builder import BINARY_TYPES, CODECS, HEADER_TYPES, STAMP_TYPES, _column, _headers, _stamps
+from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 
 
 def _replay(table, setting):
@@ -27,12 +27,7 @@ def test_one_input(data: bytes) -> None:
     p = Provider(data)
     n = p.int(1, 12)
     cols = {"value": _column(p, BINARY_TYPES[p.int(0, len(BINARY_TYPES) - 1)], n)}
-    if p.bool():
-        cols["key"] = _column(p, BINARY_TYPES[p.int(0, len(BINARY_TYPES) - 1)], n)
-    if p.bool():
-        cols["timestamp"] = _stamps(p, STAMP_TYPES[p.int(0, len(STAMP_TYPES) - 1)], n)
-    if p.bool():
-        cols["headers"] = _headers(p, HEADER_TYPES[p.int(0, len(HEADER_TYPES) - 1)], n)
+    cols.update(other_columns(p, n))
     table = pa.table(cols)
     setting = Setting(CODECS[p.int(0, 4)], None, p.int(1, 1 << 14), p.int(0, 50))
     built, error = verdict(lambda: _replay(table, setting))

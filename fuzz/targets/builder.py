@@ -78,18 +78,25 @@ def _text(p: Provider, typ):
     return v.decode("latin-1") if v is not None and pa.types.is_string(typ) else v
 
 
-def test_one_input(data: bytes) -> None:
-    p = Provider(data)
-    n = p.int(0, 12)
+def other_columns(p: Provider, n: int) -> dict:
+    """Maybe a key, a timestamp and a headers column, each of a hostile type."""
     cols = {}
-    if p.int(0, 7):
-        cols["value"] = _column(p, BINARY_TYPES[p.int(0, len(BINARY_TYPES) - 1)], n)
     if p.bool():
         cols["key"] = _column(p, BINARY_TYPES[p.int(0, len(BINARY_TYPES) - 1)], n)
     if p.bool():
         cols["timestamp"] = _stamps(p, STAMP_TYPES[p.int(0, len(STAMP_TYPES) - 1)], n)
     if p.bool():
         cols["headers"] = _headers(p, HEADER_TYPES[p.int(0, len(HEADER_TYPES) - 1)], n)
+    return cols
+
+
+def test_one_input(data: bytes) -> None:
+    p = Provider(data)
+    n = p.int(0, 12)
+    cols = {}
+    if p.int(0, 7):
+        cols["value"] = _column(p, BINARY_TYPES[p.int(0, len(BINARY_TYPES) - 1)], n)
+    cols.update(other_columns(p, n))
     if p.int(0, 3) == 0:
         start = p.int(-5, 1 << 40)
         cols["offset"] = pa.array([start + i * p.int(0, 3) for i in range(n)], pa.int64())
