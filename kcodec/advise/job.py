@@ -14,6 +14,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from kcodec.advise import cost as costs
 from kcodec.advise.replay import LIMITS
+from kcodec.advise.cpu import REFERENCE
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
     DEFAULT_CHUNK,
@@ -27,7 +28,7 @@ from kcodec.advise.grid import (
     parse_size,
 )
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
-from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
+from kcodec.advise.task import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.advise.topic_config import topic_economics
 from kcodec.errors import KcodecError
@@ -70,6 +71,7 @@ class Options:
     min_read_mbps: float = 100.0
     max_linger_ms: float = 100.0
     min_saving: float = 0.05
+    cpu_cost: str = "model"
     tasks: Optional[int] = None
     timeout_s: float = 10.0
     progress: bool = True
@@ -139,7 +141,9 @@ def check_options(o: Options) -> Checked:
                               f"(--codecs {o.codecs}, --batch-sizes {o.batch_sizes}, --linger-ms {o.lingers})")
     overrides = {k: v for k, v in o.price_overrides.items() if v is not None}
     prices, defaults, topics = costs.load_prices(o.prices, overrides)
-    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, o.min_saving)
+    if o.cpu_cost not in ("model", "measured"):
+        raise KcodecError(f"--cpu-cost {o.cpu_cost}: expected model or measured")
+    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, o.min_saving, o.cpu_cost)
     if o.bootstrap_server:
         if o.inputs:
             raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
@@ -237,7 +241,8 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
                "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
                "prices used": vars(c.prices),
-               "throughput": "MB/s of key, value and header bytes per core (sum of task times)",
+               "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
+                              f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
                "replay": LIMITS}
     if c.metadata is not None:
         context["metadata log"] = f"{o.metadata_log}: each topic's retention.ms and replication factor"
@@ -274,9 +279,16 @@ def _aggregate(rows) -> Dict[str, Dict]:
     from pyspark.sql import functions as F
 
     ratio = F.col("plain_bytes") / F.col("stored_bytes")
+
+    def spread(col: str):
+        # a measured speed's spread: its relative spread over the sampled chunks, as seconds
+        per_byte = F.col(col) / F.col("payload_bytes")
+        return F.coalesce(F.stddev_samp(per_byte) / F.mean(per_byte) * F.sum(col), F.lit(0.0))
+
     per_setting = rows.groupBy("topic", "setting", "codec", "level", "batch_size", "linger_ms").agg(
         *[F.sum(c).alias(c) for c in ("records", "payload_bytes", "plain_bytes", "batches", "stored_bytes",
                                       "compress_seconds", "read_seconds")],
+        spread("compress_seconds").alias("compress_spread"), spread("read_seconds").alias("read_spread"),
         F.mean(ratio).alias("ratio_mean"), F.stddev_samp(ratio).alias("ratio_std"), F.count("*").alias("chunks"),
         F.countDistinct("partition").alias("partitions")).collect()
     today = rows.filter(F.col("setting") == TODAY)
