@@ -5,7 +5,8 @@ The pipeline, a module a stage (Kafka's counterpart where there is one):
 - ``inputs``, ``cluster``, ``records``, ``sample``: chunks of whole batches, from logs, a cluster, record files
   or the generated sample;
 - ``profile``: today's batches, from their headers (``kcodec.records.batch_header``'s layout);
-- ``batching``: where the producer cuts batches (``RecordAccumulator``, ``CompressionRatioEstimator``);
+- ``replay``: where each producer cuts batches (``RecordAccumulator``, ``CompressionRatioEstimator``,
+  ``Sender``; librdkafka's rules), a package of one module per part of a producer;
 - ``measure``: those batches built (``MemoryRecordsBuilder``'s work, as ``kcodec.from_arrow`` does it) and read,
   in thread CPU time;
 - ``task``: one Spark task's pass of a chunk through profile, replay and measure;

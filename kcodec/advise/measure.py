@@ -160,7 +160,7 @@ def measure_build(encoder: BatchEncoder, starts: np.ndarray, codec: str, level,
 
 def measure_read(batches: List[bytes], clock: Optional[Clock] = None) -> CpuTime:
     """CPU time of what a consumer pays for ``batches``: CRC check, decompression and decoding into Arrow."""
-    import kcodec
+    from kcodec.arrow import to_arrow
 
     data = b"".join(batches)
-    return cpu_time(lambda: kcodec.to_arrow(data, use_threads=False), clock=clock)[1]
+    return cpu_time(lambda: to_arrow(data, use_threads=False), clock=clock)[1]

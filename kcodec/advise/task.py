@@ -112,9 +112,9 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     Each producer id's records are replayed on their own; records without one are split among
     ``producers`` producers.
     """
-    import kcodec
+    from kcodec.arrow import to_arrow
 
-    table = kcodec.to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
+    table = to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
     if table.num_rows == 0:
         return []
     cols = record_columns(table)
