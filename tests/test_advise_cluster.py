@@ -51,7 +51,7 @@ def test_cluster_advice_matches_the_log_directory(spark, live, kafka_broker, tmp
     cluster, text = _advise(tmp_path, "cluster", bootstrap_server=kafka_broker.bootstrap, topic=topics)
     logs, _ = _advise(tmp_path, "logs", inputs=[str(log_dir)])
     assert sorted(cluster) == sorted(logs) == sorted(specs)
-    assert f"cluster {kafka_broker.bootstrap}" in text and "per topic" in text
+    assert f"cluster {kafka_broker.bootstrap}" in text and "estate: 4 topics" in text
 
     for topic, spec in specs.items():
         c, g = cluster[topic], logs[topic]
@@ -82,8 +82,10 @@ def test_cluster_advice_matches_the_log_directory(spark, live, kafka_broker, tmp
         assert {m.label: m.stored_bytes for m in c.results} == {m.label: m.stored_bytes for m in g.results}, topic
         assert (c.best and c.best.setting) == (g.best and g.best.setting), topic
         assert c.config() == g.config(), topic
-        # bytes per day from the sampled chunks' rate, the log's from its whole span: both the same traffic
-        assert c.stored_per_day > 0 and "sampled chunks" in c.per_day_source, topic
+        # bytes per day from every offset over the partitions' whole span (ListOffsets), the log's from
+        # all its segments over theirs: the same traffic
+        assert c.stored_per_day > 0 and "ListOffsets" in c.per_day_source, topic
+        assert c.stored_per_day == pytest.approx(g.stored_per_day, rel=0.05), topic
     # gzip on random-ish JSON and a codec on text are both kept or bettered; a topic stored without
     # a codec is told to use one
     assert cluster["live-sized"].best is not None and cluster["live-sized"].best.setting.codec != "none"

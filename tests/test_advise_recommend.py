@@ -60,7 +60,7 @@ def test_rule_text_states_its_numbers():
         "smaller batch.size, codec id and level decide; recommended when it saves at least 12.5% of today's "
         "$/month (--min-saving), else keep today's settings; CPU from kcodec's CPU model (--cpu-cost)")
     assert Rule(cpu="measured").text().endswith("CPU from this run's measurement (--cpu-cost)")
-    assert (Rule().min_compress_mbps, Rule().min_read_mbps, Rule().max_linger_ms, Rule().min_saving, Rule().cpu) == \
+    assert (Rule(cpu="measured").min_compress_mbps, Rule(cpu="measured").min_read_mbps, Rule(cpu="measured").max_linger_ms, Rule(cpu="measured").min_saving, Rule(cpu="measured").cpu) == \
         (50.0, 100.0, 100.0, 0.05, "model")
 
 
@@ -86,7 +86,7 @@ def test_the_cheapest_allowed_setting_is_chosen():
     prices, econ = Prices(), TopicEconomics()
     a = advise_topic("orders", agg(), None, econ, prices, Rule(cpu="measured"))
     # 1 GB stored over a 2-day span: 0.5 GB a day; today's batches are uncompressed (no compress CPU)
-    assert (a.stored_per_day, a.per_day_source) == (5e8, "the measured records over their timestamps' span")
+    assert (a.stored_per_day, a.per_day_source) == (5e8, "the measured records over their timestamps' span of 2 days")
     assert (a.partitions, a.chosen_by, a.notes) == (5, "rule", [])
     assert [m.label for m in a.results] == [GZIP.label, LZ4.label, ZSTD.label, ZSTD19.label]
     today = monthly_cost(5e8, 5e8, None, 500.0, prices, econ)
@@ -159,7 +159,7 @@ def test_bytes_per_day_sources():
     given = advise_topic("t", agg(), 9e9, TopicEconomics(bytes_per_day=7e8), Prices(), Rule(cpu="measured"))
     assert (given.stored_per_day, given.per_day_source) == (7e8, "given (--prices)")
     known = advise_topic("t", agg(), 9_000_000_000, econ, Prices(), Rule(cpu="measured"))
-    assert (known.stored_per_day, known.per_day_source) == (4.5e9, "all segments over their timestamps' span")
+    assert (known.stored_per_day, known.per_day_source) == (4.5e9, "all segments over their timestamps' span of 2 days")
     sampled = advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule(cpu="measured"), sampled_partitions=6)
     assert sampled.stored_per_day == 2.0 * DAY * 6
     assert sampled.per_day_source == "the sampled chunks' mean rate x 6 partitions"

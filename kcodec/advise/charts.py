@@ -8,7 +8,7 @@ in a legend outside the axes.
 from __future__ import annotations
 
 import io
-from typing import Sequence
+from typing import Optional, Sequence, Tuple
 
 from kcodec.advise.recommend import TopicAdvice
 from kcodec.escape import chart_text
@@ -36,27 +36,35 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def overview_png(advice: Sequence[TopicAdvice], top: int = 25) -> bytes:
-    """$/month per topic, today against the recommendation (the topics saving most)."""
+def overview_png(advice: Sequence[TopicAdvice], top: int = 25,
+                 groups: Optional[Sequence[Tuple[str, float, int]]] = None) -> bytes:
+    """The saving by setting group (label, $/month, topics) and the topics ranked by saving."""
     plt = _plt()
-    shown = sorted(advice, key=lambda a: -a.saving)[:top]
-    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.45 * len(shown)))
-    y = range(len(shown))
-    ax.barh([i + 0.2 for i in y], [a.today.cost.total for a in shown], height=0.4, label="today", color="#c44")
-    ax.barh([i - 0.2 for i in y], [(a.best or a.today).cost.total for a in shown], height=0.4,
-            label="recommended", color="#4a4")
-    ax.set_yticks(list(y), [chart_text(a.topic, 40) for a in shown])
+    shown = sorted((a for a in advice if a.priced), key=lambda a: (-a.saving, a.topic))[:top]
+    groups = list(groups or [])[:12]
+    rows = max(len(shown), len(groups), 1)
+    fig, axes = plt.subplots(1, 2, figsize=(12.4, 1.4 + 0.3 * rows), gridspec_kw={"width_ratios": [1, 1]})
+    ax = axes[0]
+    y = range(len(groups))
+    ax.barh(list(y), [g[1] for g in groups], color="#4a4")
+    ax.set_yticks(list(y), [chart_text(f"{g[0]} ({g[2]})", 34) for g in groups], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("$ per month (storage + network + CPU)")
-    ax.legend(loc="lower right")
-    ax.set_title("kcodec advise: cost per topic, today and with the recommended settings")
+    ax.set_xlabel("$ per month saved")
+    ax.set_title("saving by setting (topics)", fontsize=10)
+    ax = axes[1]
+    y = range(len(shown))
+    ax.barh(list(y), [a.saving for a in shown], color="#4a4")
+    ax.set_yticks(list(y), [chart_text(a.topic, 34) for a in shown], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("$ per month saved")
+    ax.set_title(f"the {len(shown)} topics saving most", fontsize=10)
     return _png(fig)
 
 
 def topic_png(a: TopicAdvice) -> bytes:
     """Ratio against compression throughput, the batch.size x linger.ms effect, and the cost breakdown."""
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), gridspec_kw={"width_ratios": [2.2, 1.6, 1]})
+    fig, axes = plt.subplots(1, 3, figsize=(12.4, 4.2), gridspec_kw={"width_ratios": [2.2, 1.6, 1]})
     ax = axes[0]
     codecs = sorted({m.setting.codec for m in a.results})
     colors = dict(zip(codecs, plt.cm.tab10.colors))
@@ -86,17 +94,22 @@ def topic_png(a: TopicAdvice) -> bytes:
     ax.set_title(f"{chart_text(a.topic)}: ratio against speed", fontsize=10)
 
     ax = axes[1]
-    codec = a.best.setting if a.best is not None else max(a.results, key=lambda m: m.ratio).setting
-    for b in sizes:
-        pts = sorted((m.setting.linger_ms, m.ratio) for m in a.results
-                     if m.setting.codec == codec.codec and m.setting.level == codec.level and m.setting.batch_bytes == b)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"batch.size {b}")
-    ax.axhline(a.today.ratio, color="black", linestyle="--", linewidth=1, label="today")
+    # The curve: for each codec and level, the saving at each linger.ms (its best batch.size there).
+    by_codec = {}
+    for m in a.results:
+        key = m.setting.codec_label
+        at = by_codec.setdefault(key, {})
+        g = m.setting.linger_ms
+        at[g] = max(at.get(g, float("-inf")), a.today.cost.total - m.cost.total)
+    for key in sorted(by_codec):
+        pts = sorted(by_codec[key].items())
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=chart_text(key, 20))
+    ax.axhline(0, color="black", linestyle="--", linewidth=1, label="today")
     ax.set_xscale("symlog", linthresh=1)
-    ax.set_xlabel("linger.ms")
-    ax.set_ylabel("compression ratio")
-    ax.set_title(f"batching effect ({codec.codec}{'' if codec.level is None else ':' + str(codec.level)})",
-                 fontsize=10)
+    ax.set_xlim(0, max(lingers) * 1.6 + 1)  # no negative lingers, and the last point off the edge
+    ax.set_xlabel("linger.ms (added latency, ms)")
+    ax.set_ylabel("$ per month saved")
+    ax.set_title("saving against linger.ms, per codec", fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
 

@@ -84,6 +84,23 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "
                         "below the high watermark with no records, before calling the partition unreadable "
                         "(default 30)")
+    p.add_argument("--top", type=int, default=20,
+                   help="estates of two or more topics: how many topics the summary lists by saving (default 20)")
+    p.add_argument("--all-topics", action="store_true",
+                   help="print every topic's detail before the estate summary (the summary alone by default)")
+    p.add_argument("--group-by", metavar="REGEX",
+                   help="also price one setting per group of topics: the regex's first group (else its match) "
+                        "in the topic name is the group, e.g. '^([^.]+)\\.' for the prefix before a dot")
+    p.add_argument("--same-setting-within", type=float, default=0.02, metavar="SHARE",
+                   help="topics whose best settings cost within their estimates' uncertainty of each other, and "
+                        "at least this share of their $/month, get one setting (default 0.02)")
+    p.add_argument("--min-span-hours", type=float, default=1.0,
+                   help="a topic whose timestamps span less (a burst, a new topic) is not priced: give its "
+                        "volume (default 1)")
+    p.add_argument("--bytes-per-day", metavar="SIZE",
+                   help="bytes the producers of each topic send a day, e.g. 120GB, instead of the measured rate")
+    p.add_argument("--volumes", metavar="FILE",
+                   help="bytes per day per topic, one 'topic,SIZE' a line (wins over --bytes-per-day)")
     p.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 

@@ -33,6 +33,7 @@ __all__ = [
     "PartitionRange",
     "check_cluster",
     "cluster_chunks",
+    "cluster_volumes",
     "fetch_chunk",
     "plan_chunks",
     "plan_cluster",
@@ -359,6 +360,48 @@ def plan_cluster(bootstrap: str, topic_regex: Optional[str], sample_bytes: int, 
         chosen = _select(session.metadata(), topic_regex, bootstrap)
         ranges = _offset_ranges(session, chosen)
     return plan_chunks(ranges, sample_bytes, chunk_bytes)
+
+
+def _batch_times(data: bytes) -> Optional[Tuple[int, int]]:
+    """(first timestamp, largest timestamp) of whole v2 batches; None for v0/v1 message sets."""
+    entries = list(iter_entries(data))
+    if not entries or any(e.magic < 2 for e in entries):
+        return None
+    first = struct.unpack_from(">q", data, entries[0].position + batch_header.BASE_TIMESTAMP)[0]
+    last = max(batch_header.last_offset_and_max_timestamp(data, e.position)[1] for e in entries)
+    return first, last
+
+
+def cluster_volumes(bootstrap: str, topic_regex: Optional[str], timeout_s: float = 10.0,
+                    retry_s: float = DEFAULT_FETCH_RETRY_S) -> Tuple[Dict[str, int], Dict[str, Tuple[int, int]]]:
+    """Per topic, the offsets from each partition's earliest (ListOffsets) to its high watermark and the
+    timestamp span they cover: the first batch's first timestamp to the last batch's largest.
+
+    Only the first and the last batch of each partition are fetched.  A partition of v0/v1
+    message sets, or whose timestamps are missing, gives no span.
+    """
+    reader = _Reader(bootstrap, timeout_s, retry_s)
+    offsets: Dict[str, int] = {}
+    spans: Dict[str, Tuple[int, int]] = {}
+    try:
+        chosen = _select(reader.session.metadata(), topic_regex, bootstrap)
+        for r in _offset_ranges(reader.session, chosen):
+            if r.end <= r.start:
+                continue
+            head = _batch_times(reader.read(r.topic, r.partition, r.start, None, 1).data)
+            last = reader.read(r.topic, r.partition, r.end - 1, None, 1)
+            tail = _batch_times(last.data)
+            # The end is the high watermark the Fetch reports, which a broker's ListOffsets(LATEST)
+            # may fall short of (Tansu answers the last batch's base offset + 1).
+            end = max(r.end, last.high_watermark, last.next_offset)
+            offsets[r.topic] = offsets.get(r.topic, 0) + end - r.start
+            if head is None or tail is None or head[0] < 0 or tail[1] < 0:
+                continue
+            lo, hi = spans.get(r.topic, (head[0], tail[1]))
+            spans[r.topic] = (min(lo, head[0]), max(hi, tail[1]))
+    finally:
+        reader.close()
+    return offsets, spans
 
 
 def cluster_chunks(spark, bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,

@@ -52,6 +52,7 @@ class InputPlan:
     topic_bytes: Dict[str, int] = field(default_factory=dict)  # stored bytes of each topic, all segments
     topic_partitions: Dict[str, int] = field(default_factory=dict)
     topic_span_ms: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # first and largest timestamp
+    topic_offsets: Dict[str, int] = field(default_factory=dict)  # a cluster's offsets, earliest to latest
     record_paths: List[str] = field(default_factory=list)
     record_format: Optional[str] = None
     seen: set = field(default_factory=set)

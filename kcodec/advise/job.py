@@ -78,6 +78,13 @@ class Options:
     producer_client: str = "auto"
     producers: int = 1
     fetch_retry_s: float = 30.0
+    top: int = 20
+    all_topics: bool = False
+    group_by: Optional[str] = None
+    same_setting_within: float = 0.02
+    min_span_hours: float = 1.0
+    bytes_per_day: Optional[str] = None
+    volumes: Optional[str] = None
 
 
 @dataclass
@@ -95,6 +102,8 @@ class Checked:
     plan: InputPlan
     flagged: Set[str] = field(default_factory=set)  #: TopicEconomics fields given as flags
     metadata: Optional[object] = None  #: the --metadata-log read, a ClusterMetadata
+    volumes: Dict[str, int] = field(default_factory=dict)  #: --volumes FILE
+    bytes_per_day: Optional[int] = None  #: --bytes-per-day
 
 
 def _flag(name: str, fn, value):
@@ -127,6 +136,18 @@ def check_options(o: Options) -> Checked:
         raise KcodecError(f"--fetch-retry-s {o.fetch_retry_s}: seconds, 0 or more")
     if o.producers < 1:
         raise KcodecError(f"--producers {o.producers}: at least 1")
+    if o.top < 0:
+        raise KcodecError(f"--top {o.top}: 0 or more")
+    if not 0 <= o.same_setting_within < 1:
+        raise KcodecError(f"--same-setting-within {o.same_setting_within}: a share from 0 to below 1, e.g. 0.02")
+    if not o.min_span_hours >= 0:
+        raise KcodecError(f"--min-span-hours {o.min_span_hours}: hours, 0 or more")
+    from kcodec.advise.estate import compile_group_by
+    from kcodec.advise.volumes import load_volumes, parse_volume
+
+    compile_group_by(o.group_by)
+    volumes = load_volumes(o.volumes)
+    bytes_per_day = parse_volume("--bytes-per-day", o.bytes_per_day) if o.bytes_per_day else None
     if o.producer_client != "auto":
         from kcodec.advise.replay import client_rules
 
@@ -162,7 +183,20 @@ def check_options(o: Options) -> Checked:
     metadata = read_metadata(o.metadata_log, dict(_flag("--storage-option", parse_storage_option, t)
                                                   for t in o.storage_option) or None)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
-                   rule, plan, set(overrides), metadata)
+                   rule, plan, set(overrides), metadata, volumes, bytes_per_day)
+
+
+#: Bytes of sampled ranges a measuring task is given at least: small topics share a task, since a
+#: Spark task's own cost (scheduling, a Python worker's round trip) is far more than a small range's.
+TASK_BYTES = 4 << 20
+
+
+def task_count(sizes: Sequence[int], parallelism: int) -> int:
+    """Spark tasks for ranges of ``sizes`` bytes: about :data:`TASK_BYTES` each, at least two per core
+    while there are ranges enough, never more than ranges."""
+    if not sizes:
+        return 1
+    return max(1, min(len(sizes), max(2 * parallelism, -(-sum(sizes) // TASK_BYTES))))
 
 
 def _chunks(spark, o: Options, c: Checked, tasks: int):
@@ -170,11 +204,13 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
     plan = c.plan
     if plan.kind == "logs":
         picked = plan_sample(plan.ranges, c.sample_bytes)
-        chunks = read_chunks(spark, picked, max(tasks, len(picked)), plan.storage_options)
+        chunks = read_chunks(spark, picked, task_count([r.size for r in picked], tasks), plan.storage_options)
         return chunks, plan.topic_bytes, len(picked)
     if plan.kind == "cluster":
-        from kcodec.advise.cluster import cluster_chunks
+        from kcodec.advise.cluster import cluster_chunks, cluster_volumes
 
+        plan.topic_offsets, plan.topic_span_ms = cluster_volumes(o.bootstrap_server, o.topic, o.timeout_s,
+                                                                 o.fetch_retry_s)
         return cluster_chunks(spark, o.bootstrap_server, o.topic, c.sample_bytes, c.chunk_bytes,
                               timeout_s=o.timeout_s, retry_s=o.fetch_retry_s), {}, None
     from kcodec.advise.records import record_chunks, records_frame
@@ -228,15 +264,26 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     aggregates = _aggregate(rows)
     rows.unpersist()
     advice: List[TopicAdvice] = []
+    min_span_ms = o.min_span_hours * 3_600_000 if c.plan.kind != "sample" else 0.0
     for topic in sorted(aggregates):
         econ, econ_notes = topic_economics(topic, c.defaults, c.topics, c.flagged, c.metadata)
+        econ, given = _volume(topic, econ, c, o)
         if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
             aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
                 c.plan.topic_span_ms[topic]
         advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
                                    c.current if c.plan.kind in ("records", "sample") else None, c.choose,
-                                   c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
+                                   c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None,
+                                   min_span_ms=min_span_ms, topic_offsets=_offsets(c.plan, topic),
+                                   given=given))
         advice[-1].notes.extend(econ_notes)
+    estate = None
+    if len(advice) > 1:
+        from kcodec.advise.estate import plan_estate
+
+        if c.choose is None:
+            _harmonise(advice, c, o)
+        estate = plan_estate(advice, c.rule, o.group_by, o.same_setting_within)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
                "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
@@ -249,8 +296,15 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     if c.current_bytes is not None:
         context["current size"] = o.current_size
     log("")
-    log(summary_text(advice, c.current_bytes, o.current_size))
-    paths = write_reports(Path(o.out_dir), advice, context)
+    if estate is None or o.all_topics:
+        log(summary_text(advice, c.current_bytes, o.current_size))
+    if estate is not None:
+        from kcodec.advise.estate_text import estate_text
+
+        if o.all_topics:
+            log("")
+        log(estate_text(estate, o.top, o.out_dir, c.current_bytes, o.current_size))
+    paths = write_reports(Path(o.out_dir), advice, context, estate, o.top, o.all_topics)
     log(f"reports: {paths['html']}, {paths['png']}, {paths['json']}, {paths['csv']}")
     written = None
     if o.write_dir:
@@ -260,6 +314,62 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     elapsed = time.perf_counter() - started
     log(f"done in {elapsed:.0f}s")
     return {"advice": advice, "paths": paths, "written": written, "seconds": elapsed, "chunks": n_chunks}
+
+
+def _offsets(plan: InputPlan, topic: str) -> Optional[int]:
+    """A cluster topic's offsets, where the span they cover is known too."""
+    return plan.topic_offsets.get(topic) if topic in plan.topic_span_ms else None
+
+
+def _volume(topic: str, econ: costs.TopicEconomics, c: Checked, o: Options):
+    """The topic's economics with the bytes per day the user gave, and which flag or file gave it."""
+    from dataclasses import replace
+
+    if topic in c.volumes:
+        return replace(econ, bytes_per_day=float(c.volumes[topic])), f"--volumes {o.volumes}"
+    if topic in c.topics and c.topics[topic].bytes_per_day is not None:
+        return econ, "--prices"
+    if c.bytes_per_day is not None:
+        return replace(econ, bytes_per_day=float(c.bytes_per_day)), "--bytes-per-day"
+    return econ, "--prices"
+
+
+def _harmonise(advice: List[TopicAdvice], c: Checked, o: Options) -> None:
+    """Topics whose best settings differ by less than their estimates' uncertainty get one setting."""
+    from kcodec.advise.estate import harmonise
+
+    given = harmonise(advice, c.rule, o.same_setting_within, o.group_by)
+    for a in advice:
+        m = given.get(a.topic)
+        if m is None or m is a.best:
+            continue
+        own = a.best
+        a.notes.append(f"set as topics like it: {m.label} costs {_money(m.cost.total - own.cost.total)}/month "
+                       f"more than this topic's own best, {own.label}, within the estimates' uncertainty "
+                       f"(--same-setting-within {o.same_setting_within:g})")
+        a.best = m
+        # The CPU of brokers rebuilding batches does not depend on the topic's economics: only on its bytes,
+        # the codec's speeds and the vCPU price.
+        raw_per_day = a.stored_per_day * a.today.payload_bytes / max(1, a.today.stored_bytes)
+        plain = costs.TopicEconomics()
+        a.recompress_cpu = (costs.monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps, m.read_mbps, c.prices,
+                                               plain, broker_recompresses=True).cpu
+                            - costs.monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps, m.read_mbps,
+                                                 c.prices, plain).cpu)
+        if _default_level(m.setting):  # settable by every client: no older clients' alternative to name
+            a.best_without_level = None
+
+
+def _default_level(s: Setting) -> bool:
+    from kcodec.advise.recommend import _default_level as default
+
+    return default(s)
+
+
+def _money(x: float) -> str:
+    from kcodec.advise.estate_text import money
+
+    return money(x)
 
 
 def _chunk_error(line: str, plan: InputPlan) -> KcodecError:

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence
 
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.cpu import CpuCost, cpu_cost
-from kcodec.advise.grid import Setting
+from kcodec.advise.grid import Setting, format_size
 from kcodec.advise.task import TODAY
 
 __all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config", "pick", "CODEC_ORDER"]
@@ -129,6 +129,11 @@ class Measured:
     def read_spread_share(self) -> float:
         return self.read_spread / max(self.read_seconds, 1e-12)
 
+    def measured_text(self) -> str:
+        """This run's measured CPU speeds, build/read, each with its spread over the sampled chunks."""
+        return (f"{self.measured_compress_mbps:.0f}+/-{self.compress_spread_share * 100:.0f}%/"
+                f"{self.measured_read_mbps:.0f}+/-{self.read_spread_share * 100:.0f}%")
+
     @property
     def records_per_batch(self) -> float:
         return self.records / max(1, self.batches)
@@ -159,6 +164,8 @@ class TopicAdvice:
     partitions: int
     notes: List[str] = field(default_factory=list)
     recompress_cpu: float = 0.0  # $/month of CPU if brokers rebuild every batch in another codec
+    priced: bool = True  # False: bytes per day unknown, the topic is left out of the estate's dollars
+    volume_source: str = ""  # where bytes per day came from, in a few words
 
     @property
     def codec_mix(self) -> Dict[str, float]:
@@ -232,13 +239,19 @@ def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
 
 def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,
                  rule: Rule, current: Optional[Setting] = None, choose: Optional[Setting] = None,
-                 sampled_partitions: Optional[int] = None) -> TopicAdvice:
+                 sampled_partitions: Optional[int] = None, *, min_span_ms: float = 0.0,
+                 topic_offsets: Optional[int] = None, given: str = "--prices") -> TopicAdvice:
     """Cost every measured setting of one topic and pick what to set.
 
-    Bytes per day: ``known_bytes`` (all segments of the topic) over the
-    timestamps' span; for a sample of a cluster (``sampled_partitions`` is the
-    topic's partition count) the mean rate of the sampled chunks per partition
-    times the partitions; else the measured records over their span.
+    Bytes per day: ``econ.bytes_per_day`` when given (``given`` names the flag
+    or file); else ``known_bytes`` (all segments of the topic) over the
+    timestamps' span; for a live cluster, the ``topic_offsets`` between each
+    partition's earliest and latest offset, at the sample's stored bytes per
+    record, over the partitions' timestamp span; else the measured records
+    over their span.  A span shorter than ``min_span_ms`` (a burst, a new
+    topic) cannot tell a daily volume: the costs are still worked out on the
+    span's rate, so the settings rank as they would at any volume (every cost
+    is proportional to it), but the topic is marked not priced.
     """
     rows = agg["settings"]
     prof = agg["profile"]
@@ -249,19 +262,39 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     partitions = max(int(r["partitions"]) for r in rows)
     notes: List[str] = []
     stored_total = known_bytes if known_bytes else today.stored_bytes
+    if topic_offsets is not None and today.records:
+        stored_total = topic_offsets * today.stored_bytes / today.records
     span_ms = (prof["max_ts"] - prof["min_ts"]) if prof.get("min_ts") is not None else 0
+    priced = True
     if econ.bytes_per_day is not None:
-        per_day, source = float(econ.bytes_per_day), "given (--prices)"
+        per_day, source, tag = float(econ.bytes_per_day), f"given ({given})", f"given, {given}"
+    elif topic_offsets is not None and span_ms > 0:
+        per_day = stored_total / (span_ms / MS_PER_DAY)
+        source = (f"{topic_offsets} offsets from each partition's earliest (ListOffsets) to its high watermark at the "
+                  f"sample's {today.stored_bytes / max(1, today.records):.0f} stored bytes per record, "
+                  f"over their timestamps' span of {_span_text(span_ms)}")
+        tag = f"offsets over {_span_text(span_ms)}"
     elif sampled_partitions and prof.get("partition_rate"):
         per_day = prof["partition_rate"] * MS_PER_DAY * sampled_partitions
         source = f"the sampled chunks' mean rate x {sampled_partitions} partitions"
+        tag = "sampled chunks' rate"
     elif span_ms > 0:
         per_day = stored_total / (span_ms / MS_PER_DAY)
-        source = f"{'all segments' if known_bytes else 'the measured records'} over their timestamps' span"
+        source = (f"{'all segments' if known_bytes else 'the measured records'} over their timestamps' span "
+                  f"of {_span_text(span_ms)}")
+        tag = f"{'segments' if known_bytes else 'records'} over {_span_text(span_ms)}"
     else:
         per_day, source = float(stored_total), "no timestamps: the data is taken as one day of traffic"
+        tag = "no timestamps"
         notes.append("no usable timestamps: linger.ms cannot be replayed and bytes per day are a guess; "
                      "give bytes_per_day in --prices")
+    if econ.bytes_per_day is None and min_span_ms > 0 and span_ms < min_span_ms:
+        priced = False
+        tag = f"not priced: span {_span_text(span_ms)}"
+        notes.append(f"not priced: the timestamps span {_span_text(span_ms)}, too short to know a daily volume "
+                     f"(--min-span-hours {min_span_ms / 3_600_000:g}); the dollars shown extrapolate "
+                     f"{format_size(stored_total)} to {format_size(per_day)}/day and are left out of the "
+                     f"estate's total: give --bytes-per-day or a --volumes file")
     raw_per_day = per_day * today.payload_bytes / max(1, today.stored_bytes)
     today.stored_per_day = per_day
     today.cost = monthly_cost(per_day, raw_per_day, today.compress_mbps if dominant != "none" else None,
@@ -300,4 +333,11 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         notes.append(f"today's batches were built from records with --current-codec/--current-batch-size/"
                      f"--current-linger-ms ({current.label})")
     return TopicAdvice(topic, prof, today, results, best, without, chosen_by, per_day, source, partitions, notes,
-                       recompress)
+                       recompress, priced, tag)
+
+
+def _span_text(ms: float) -> str:
+    for unit, div in (("days", MS_PER_DAY), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= div:
+            return f"{ms / div:.3g} {unit}"
+    return f"{ms:.0f} ms"

@@ -1,7 +1,6 @@
 """The advice as a terminal summary, HTML with a section per topic, PNG charts, JSON and CSV."""
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import os
@@ -12,7 +11,7 @@ from typing import Dict, Optional, Sequence
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
-from kcodec.escape import csv_cell, file_name, html_text, json_text, terminal_text
+from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
 
@@ -70,8 +69,9 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
     for a in advice:
         t = a.today
         best = a.best or t
-        total_today += t.cost.total
-        total_best += best.cost.total
+        if a.priced:  # a volume extrapolated from too short a span is in no total
+            total_today += t.cost.total
+            total_best += best.cost.total
         lines.append(f"{terminal_text(a.topic)}")
         lines.append(f"  today      {_mix(a)}; {a.profile['batch_records']['p50']:.0f} records/batch (median), "
                      f"{t.ratio:.2f}x; {format_size(a.stored_per_day)}/day; {_money(t.cost.total)}/month")
@@ -126,15 +126,9 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
         for m in [a.today] + rows:
             mark = " <- set" if a.best is not None and m is a.best else ""
             lines.append(f"  {m.label:<24} {m.ratio:>6.2f}+/-{m.ratio_std:<4.2f} {m.records_per_batch:>9.1f} "
-                         f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {_measured_speeds(m):>19} {_money(m.cost.total):>9} "
+                         f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {m.measured_text():>19} {_money(m.cost.total):>9} "
                          f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
     return "\n".join(lines)
-
-
-def _measured_speeds(m: Measured) -> str:
-    """This run's measured CPU speeds, build/read, with their spread over repetitions."""
-    return (f"{m.measured_compress_mbps:.0f}+/-{m.compress_spread_share * 100:.0f}%/"
-            f"{m.measured_read_mbps:.0f}+/-{m.read_spread_share * 100:.0f}%")
 
 
 def _record_sizes(profile: Dict) -> str:
@@ -169,39 +163,76 @@ def _doc(a: TopicAdvice) -> Dict:
                 "cost_month": {"storage": x.cost.storage, "network": x.cost.network, "cpu": x.cost.cpu,
                                "total": x.cost.total}}
     return {"topic": a.topic, "partitions": a.partitions, "timestamps": a.timestamp_type,
-            "stored_per_day": a.stored_per_day, "per_day_source": a.per_day_source, "codec_mix": a.codec_mix,
+            "stored_per_day": a.stored_per_day, "per_day_source": a.per_day_source, "priced": a.priced,
+            "volume_source": a.volume_source, "codec_mix": a.codec_mix,
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
             "config": _client_config(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
             "settings": [m(x) for x in a.results]}
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _atomic_write(path: Path, data: bytes, umask: Optional[int] = None) -> None:
+    """Write ``path`` whole or not at all, with the permissions a plain ``open`` would give (the umask)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~(_umask() if umask is None else umask))
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
-def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -> Dict[str, Path]:
+def _estate_doc(estate) -> Dict:
+    def shared(s) -> Dict:
+        return {"group": s.name, "topics": s.topics, "setting": s.setting.label if s.setting else None,
+                "saving_month": s.saving, "per_topic_saving_month": s.per_topic_saving,
+                "simplification_cost_month": s.cost, "stored_per_day": s.bytes_per_day}
+
+    return {"settings": [{"setting": g.setting.label if g.setting else None, "topics": [a.topic for a in g.topics],
+                          "stored_per_day": g.bytes_per_day, "saving_month": g.saving} for g in estate.groups],
+            "one_setting": shared(estate.whole), "group_by": estate.group_by,
+            "per_group": [shared(s) for s in estate.by_group], "same_setting_within": estate.tolerance,
+            "not_priced": [a.topic for a in estate.unpriced]}
+
+
+def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict, estate=None,
+                  top: int = 20, all_topics: bool = False) -> Dict[str, Path]:
+    """Every report file under ``out_dir``: charts (for the ``top`` topics by saving, or all with
+    ``all_topics``) and pages as files beside ``report.html``, never inlined."""
     from kcodec.advise.charts import overview_png, topic_png
+    from kcodec.advise.html import report_html, topic_html
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    mask = _umask()
     paths = {"png": out_dir / "report.png", "html": out_dir / "report.html", "json": out_dir / "results.json",
              "csv": out_dir / "results.csv"}
-    _atomic_write(paths["png"], overview_png(advice))
-    charts = {a.topic: topic_png(a) for a in advice}
+    ranked = sorted(advice, key=lambda a: (not a.priced, -round(a.saving, 6), a.topic))
+    head = [a.topic for a in (ranked if all_topics or len(advice) == 1 else ranked[:top])]
+    groups = None
+    if estate is not None:
+        groups = [(g.setting.label if g.setting else "keep today's", g.saving, len(g.topics)) for g in estate.groups]
+    _atomic_write(paths["png"], overview_png(advice, groups=groups), mask)
     (out_dir / "topics").mkdir(exist_ok=True)
+    charted = set(head)
     for a in advice:
-        _atomic_write(out_dir / "topics" / f"{file_name(a.topic)}.png", charts[a.topic])
+        name = file_name(a.topic)
+        if a.topic in charted:
+            _atomic_write(out_dir / "topics" / f"{name}.png", topic_png(a), mask)
+        _atomic_write(out_dir / "topics" / f"{name}.html", topic_html(a, a.topic in charted).encode(), mask)
     doc = {"context": context, "topics": [_doc(a) for a in advice],
-           "total_month": {"today": sum(a.today.cost.total for a in advice),
-                           "recommended": sum((a.best or a.today).cost.total for a in advice)}}
-    _atomic_write(paths["json"], json_text(doc, indent=1, default=str).encode())
+           "total_month": {"today": sum(a.today.cost.total for a in advice if a.priced),
+                           "recommended": sum((a.best or a.today).cost.total for a in advice if a.priced)}}
+    if estate is not None:
+        doc["estate"] = _estate_doc(estate)
+    _atomic_write(paths["json"], json_text(doc, indent=1, default=str).encode(), mask)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["topic", "setting", "codec", "level", "batch_size", "linger_ms", "ratio", "ratio_std", "chunks",
@@ -218,54 +249,6 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
                         f"{x.measured_read_mbps:.1f}", f"{x.read_spread_share:.3f}",
                         f"{x.stored_per_day:.0f}", f"{x.cost.storage:.2f}", f"{x.cost.network:.2f}",
                         f"{x.cost.cpu:.2f}", f"{x.cost.total:.2f}", "yes" if a.best is x else ""])
-    _atomic_write(paths["csv"], buf.getvalue().encode())
-    _atomic_write(paths["html"], _html(advice, context, paths["png"].read_bytes(), charts).encode())
+    _atomic_write(paths["csv"], buf.getvalue().encode(), mask)
+    _atomic_write(paths["html"], report_html(advice, context, estate, head, charted).encode(), mask)
     return paths
-
-
-def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts: Dict[str, bytes]) -> str:
-    e = html_text
-    total_today = sum(a.today.cost.total for a in advice)
-    total_best = sum((a.best or a.today).cost.total for a in advice)
-    rows = "".join(
-        f"<tr><td><a href='#t-{e(file_name(a.topic))}'>{e(a.topic)}</a></td><td>{e(_mix(a))}</td>"
-        f"<td>{a.today.ratio:.2f}x</td><td>{e(_config_text(a))}</td><td>{_money(a.today.cost.total)}</td>"
-        f"<td>{_money((a.best or a.today).cost.total)}</td><td>{_money(a.saving)}</td></tr>" for a in advice)
-    sections = []
-    for a in advice:
-        detail = "".join(
-            f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f} &plusmn; "
-            f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
-            f"<td>{m.read_mbps:.0f}</td><td>{e(_measured_speeds(m))}</td><td>{_money(m.cost.storage)}</td>"
-            f"<td>{_money(m.cost.network)}</td>"
-            f"<td>{_money(m.cost.cpu)}</td><td>{_money(m.cost.total)}</td></tr>"
-            for m in [a.today] + sorted(a.results, key=lambda m: m.cost.total))
-        br = a.profile["batch_records"]
-        bb = a.profile["batch_bytes"]
-        notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
-        cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in _client_config(a).items()) or "keep today's settings"
-        sections.append(f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
-<p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
-bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
-ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
-{e(a.timestamp_type)}.</p>
-<p>Set (producer): <code>{cfg}</code> Topic: <code>compression.type=producer</code>.
-Saves <b>{_money(a.saving)}</b>/month.</p><ul>{notes}</ul>
-<p><img src="data:image/png;base64,{base64.b64encode(charts[a.topic]).decode()}" alt="charts for {e(a.topic)}"></p>
-<table><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
-<th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th></tr>{detail}</table>
-</section>""")
-    ctx = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items())
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>kcodec advise</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin:1em 0}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child{{text-align:left}}
-tr.best{{background:#dfd;font-weight:bold}}section{{margin-top:2em}}</style></head><body>
-<h1>kcodec advise</h1>
-<p>Total: {_money(total_today)}/month today, {_money(total_best)}/month with the recommended settings,
-<b>{_money(total_today - total_best)}/month saved</b>.</p>
-<table><tr><th>topic</th><th>today's codecs</th><th>ratio today</th><th>set</th><th>$/month today</th>
-<th>$/month after</th><th>saved</th></tr>{rows}</table>
-<p><img src="data:image/png;base64,{base64.b64encode(overview).decode()}" alt="cost per topic"></p>
-<ul>{ctx}</ul>
-{''.join(sections)}
-</body></html>"""

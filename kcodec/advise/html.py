@@ -1,0 +1,179 @@
+"""The HTML report: a page that opens at any estate size, and one page per topic.
+
+``report.html`` holds the estate's totals, the settings to make, the estate table
+(every topic, sorted by saving, sortable by any column with a few lines of plain
+JavaScript) and the sections of the topics saving most.  Every topic also has its
+own page, ``topics/<name>.html``.  Charts are PNG files beside the pages, loaded
+lazily and scaled to their column, so the page fits a 1280 px window whatever the
+number of topics, and no asset comes from elsewhere.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, Optional, Sequence, Set
+
+from kcodec.advise.estate import Estate
+from kcodec.advise.estate_text import money, volume_tag
+from kcodec.advise.grid import format_size
+from kcodec.advise.recommend import TopicAdvice
+from kcodec.escape import file_name, html_text
+
+__all__ = ["report_html", "topic_html"]
+
+_STYLE = """*{box-sizing:border-box}
+body{font-family:sans-serif;margin:0 auto;padding:1em;max-width:1280px}
+img{max-width:100%;height:auto}
+table{border-collapse:collapse;margin:1em 0;max-width:100%}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;overflow-wrap:anywhere}
+td:first-child,th:first-child,td.l{text-align:left}
+th{cursor:pointer;background:#f4f4f4}
+tr.best{background:#dfd;font-weight:bold}
+code{overflow-wrap:anywhere;white-space:normal}
+section{margin-top:2em;border-top:1px solid #ccc}
+.np{color:#a40}"""
+
+# Click a column's header to sort by it; again to reverse.  Cells with data-v sort by that number.
+_SORT_JS = """<script>
+document.querySelectorAll("table.sortable th").forEach(function (th, i) {
+  th.addEventListener("click", function () {
+    var body = th.closest("table").tBodies[0], rows = Array.prototype.slice.call(body.rows);
+    var up = th.dataset.dir !== "up";
+    th.dataset.dir = up ? "up" : "down";
+    function key(row) { var c = row.cells[i]; return c.dataset.v !== undefined ? Number(c.dataset.v) : c.textContent; }
+    rows.sort(function (x, y) {
+      var a = key(x), b = key(y);
+      var r = typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b));
+      return up ? r : -r;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  });
+});
+</script>"""
+
+
+def _page(title: str, body: str, script: bool = False) -> str:
+    return (f'<!doctype html><html><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html_text(title)}</title>'
+            f"<style>{_STYLE}</style></head><body>\n{body}\n{_SORT_JS if script else ''}</body></html>\n")
+
+
+def _config_html(a: TopicAdvice) -> str:
+    from kcodec.advise.report import _client_config
+
+    cfg = _client_config(a)
+    return " ".join(f"{html_text(k)}={html_text(v)}" for k, v in cfg.items()) or "keep today's settings"
+
+
+def _mix(a: TopicAdvice) -> str:
+    from kcodec.advise.report import _mix as mix
+
+    return mix(a)
+
+
+def _section(a: TopicAdvice, chart: Optional[str]) -> str:
+    """One topic's section; ``chart`` is the PNG's URL relative to the page, None when not drawn."""
+    e = html_text
+    br = a.profile["batch_records"]
+    bb = a.profile["batch_bytes"]
+    detail = "".join(
+        f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f} &plusmn; "
+        f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
+        f"<td>{m.read_mbps:.0f}</td><td>{e(m.measured_text())}</td><td>{money(m.cost.storage)}</td>"
+        f"<td>{money(m.cost.network)}</td>"
+        f"<td>{money(m.cost.cpu)}</td><td>{money(m.cost.total)}</td></tr>"
+        for m in [a.today] + sorted(a.results, key=lambda m: (m.cost.total, m.setting)))
+    notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
+    saves = (f"Saves <b>{money(a.saving)}</b>/month." if a.priced else
+             "<b class=np>Not priced</b>: the volume is not known (see the notes).")
+    img = (f'<p><img loading="lazy" src="{e(chart)}" width="1240" height="420" alt="charts for {e(a.topic)}"></p>'
+           if chart else "<p>Chart drawn for the topics of the summary only (--top N, or --all-topics).</p>")
+    return f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
+<p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
+bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
+ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
+{e(a.timestamp_type)}.</p>
+<p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>. {saves}</p>
+<ul>{notes}</ul>
+{img}
+<table><thead><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
+<th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th></tr></thead>
+<tbody>{detail}</tbody></table>
+</section>"""
+
+
+def topic_html(a: TopicAdvice, charted: bool) -> str:
+    """A topic's own page, ``topics/<name>.html``, its chart beside it."""
+    chart = f"{file_name(a.topic)}.png" if charted else None
+    return _page(f"kcodec advise: {a.topic}", f'<p><a href="../report.html">the estate</a></p>{_section(a, chart)}')
+
+
+def _estate_rows(ranked: Sequence[TopicAdvice], inline: Set[str]) -> Iterable[str]:
+    e = html_text
+    for a in ranked:
+        name = file_name(a.topic)
+        href = f"#t-{name}" if a.topic in inline else f"topics/{name}.html"
+        setting = a.best.setting.label if a.best is not None else "keep today's"
+        if a.priced:
+            money_cells = (f"<td data-v='{a.today.cost.total:.6f}'>{money(a.today.cost.total)}</td>"
+                           f"<td data-v='{(a.best or a.today).cost.total:.6f}'>{money((a.best or a.today).cost.total)}"
+                           f"</td><td data-v='{a.saving:.6f}'>{money(a.saving)}</td>")
+        else:
+            money_cells = "<td data-v='-1' class=np>not priced</td><td data-v='-1'></td><td data-v='-1'></td>"
+        yield (f"<tr><td><a href='{e(href)}'>{e(a.topic)}</a></td><td class=l>{e(setting)}</td>"
+               f"<td class=l>{e(_mix(a))}</td><td data-v='{a.today.ratio:.4f}'>{a.today.ratio:.2f}x</td>"
+               f"<td data-v='{a.stored_per_day:.0f}'>{e(format_size(a.stored_per_day))}</td>"
+               f"<td class=l>{e(volume_tag(a))}</td>{money_cells}</tr>")
+
+
+def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[Estate], inline: Sequence[str],
+                charted: Set[str]) -> str:
+    """``report.html``; ``inline`` are the topics whose sections it holds, ``charted`` those with a chart."""
+    e = html_text
+    priced = [a for a in advice if a.priced]
+    today = sum(a.today.cost.total for a in priced)
+    after = sum((a.best or a.today).cost.total for a in priced)
+    parts = [f"<h1>kcodec advise</h1><p>{len(advice)} topic{'s' if len(advice) != 1 else ''}: "
+             f"{money(today)}/month today, {money(after)}/month with the recommended settings, "
+             f"<b>{money(today - after)}/month saved</b>.</p>"]
+    unpriced = [a for a in advice if not a.priced]
+    if unpriced:
+        parts.append(f"<p class=np>{len(unpriced)} topics not priced (their timestamps span too short a time to "
+                     f"know a daily volume) are left out of these dollars: give --bytes-per-day or a --volumes "
+                     f"file.</p>")
+    if estate is not None:
+        rows = "".join(
+            f"<tr><td data-v='{len(g.topics)}'>{len(g.topics)}</td><td data-v='{g.bytes_per_day:.0f}'>"
+            f"{e(format_size(g.bytes_per_day))}</td><td data-v='{g.saving:.6f}'>{money(g.saving)}</td>"
+            f"<td class=l><code>{_config_html(g.topics[0]) if g.setting else 'keep today&#39;s settings'}</code>"
+            f"</td></tr>" for g in estate.groups)
+        parts.append(f"<h2>What to set</h2><p>One row per setting: topics whose best settings differ by less than "
+                     f"their estimates' uncertainty (at least {estate.tolerance * 100:g}% of their $/month) share "
+                     f"one.</p><table class=sortable><thead><tr><th>topics</th><th>bytes/day</th>"
+                     f"<th>saved $/month</th><th>set (producer)</th></tr></thead><tbody>{rows}</tbody></table>")
+        shared = [estate.whole] + list(estate.by_group)
+        items = "".join(
+            f"<li>{e(s.name)} ({s.topics} topics): "
+            + (f"{e(s.setting.label)} saves {money(s.saving)}/month; each topic's own best saves "
+               f"{money(s.per_topic_saving)} ({money(s.cost)} more)" if s.setting else
+               f"no one setting saves for all of them; per-topic settings save {money(s.per_topic_saving)}/month")
+            + "</li>" for s in shared)
+        by = f" and per --group-by {e(estate.group_by)} group" if estate.group_by else ""
+        parts.append(f"<h2>One setting for many topics</h2><p>For the whole estate{by}, against each topic's "
+                     f"own setting:</p><ul>{items}</ul>")
+    parts.append('<p><img loading="lazy" src="report.png" alt="saving by setting and by topic"></p>')
+    ranked = sorted(advice, key=lambda a: (not a.priced, -round(a.saving, 6), a.topic))
+    inline_set = set(inline)
+    parts.append(f"<h2>Topics</h2><p>By saving; click a column's header to sort by it.</p>"
+                 f"<table class=sortable id=estate><thead><tr><th>topic</th><th>set</th><th>today's codecs</th>"
+                 f"<th>ratio today</th><th>bytes/day</th><th>bytes/day from</th><th>$/month today</th>"
+                 f"<th>$/month after</th><th>saved $/month</th></tr></thead><tbody>"
+                 f"{''.join(_estate_rows(ranked, inline_set))}</tbody></table>")
+    parts.append("<h2>Assumptions</h2><ul>" + "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items())
+                 + "</ul>")
+    by_name = {a.topic: a for a in advice}
+    for t in inline:
+        a = by_name[t]
+        parts.append(_section(a, f"topics/{file_name(t)}.png" if t in charted else None))
+    if len(inline) < len(advice):
+        parts.append(f"<p>{len(advice) - len(inline)} more topics: each has its own page under topics/, "
+                     f"linked from the table.</p>")
+    return _page("kcodec advise", "\n".join(parts), script=True)

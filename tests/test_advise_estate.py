@@ -1,0 +1,277 @@
+"""``kcodec advise`` on an estate of many topics: the bounded summary, one setting where one will do,
+grouped totals that add up, volumes that are not extrapolated, and a report that opens in a browser."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kcodec.advise.cost import MonthlyCost
+from kcodec.advise.estate import harmonise, plan_estate, shared_setting
+from kcodec.advise.estate_text import estate_text
+from kcodec.advise.grid import Setting
+from kcodec.advise.recommend import Measured, Rule, TopicAdvice
+from kcodec.advise.volumes import load_volumes
+from kcodec.errors import KcodecError
+
+ZSTD = Setting("zstd", None, 16384, 5)
+ZSTD1 = Setting("zstd", 1, 1048576, 100)
+LZ4 = Setting("lz4", None, 16384, 5)
+FREE = Rule(min_compress_mbps=0, min_read_mbps=0)
+
+
+def measured(setting, cost, ratio_std=0.0, chunks=1):
+    m = Measured(setting, 1000, 100_000, 100_000, 10, 40_000, 0.01, 0.01, 2.5, ratio_std, chunks)
+    m.cost = MonthlyCost(cost, 0.0, 0.0)
+    m.stored_per_day = 1e9
+    return m
+
+
+def topic(name, costs, today=100.0, priced=True, **kw):
+    """A topic whose settings cost ``costs`` (setting -> $/month); its best is the cheapest."""
+    results = [measured(s, c, **kw) for s, c in sorted(costs.items())]
+    best = min(results, key=lambda m: m.cost.total)
+    prof = {"codec_bytes": {"lz4": 1}, "batch_records": {"p50": 10}}
+    return TopicAdvice(name, prof, measured(None, today), results, best, None, "rule", 1e9, "given", 1,
+                       priced=priced, volume_source="given")
+
+
+def test_topics_within_uncertainty_share_one_setting():
+    # Two kinds of traffic: a's topics prefer zstd or zstd:1 by less than 2%, b's prefer lz4 by far.
+    advice = [topic("a-1", {ZSTD: 50.0, ZSTD1: 50.5, LZ4: 70.0}), topic("a-2", {ZSTD: 50.6, ZSTD1: 50.0, LZ4: 70.0}),
+              topic("a-3", {ZSTD: 50.0, ZSTD1: 50.9, LZ4: 70.0}), topic("b-1", {ZSTD: 80.0, ZSTD1: 81.0, LZ4: 60.0})]
+    given = harmonise(advice, FREE, tolerance=0.02)
+    assert {t: m.setting for t, m in given.items()} == {"a-1": ZSTD, "a-2": ZSTD, "a-3": ZSTD, "b-1": LZ4}
+    # Differences past the tolerance are kept apart.
+    apart = harmonise(advice, FREE, tolerance=0.005)
+    assert apart["a-2"].setting == ZSTD1 and apart["a-1"].setting == ZSTD
+
+
+def test_group_by_harmonises_within_each_group():
+    advice = [topic("a-1", {ZSTD: 50.0, LZ4: 50.5}), topic("a-2", {ZSTD: 50.0, LZ4: 50.5}),
+              topic("b-1", {ZSTD: 50.5, LZ4: 50.0})]
+    assert {m.setting for m in harmonise(advice, FREE, 0.02).values()} == {ZSTD}
+    apart = harmonise(advice, FREE, 0.02, group_by=r"^(\w)-")
+    assert {t: m.setting for t, m in apart.items()} == {"a-1": ZSTD, "a-2": ZSTD, "b-1": LZ4}
+
+
+def test_uncertainty_of_many_chunks_widens_the_tolerance():
+    # A ratio spread of 0.5 on a ratio of 2.5 over 4 chunks: 10% standard error, two of them allowed.
+    wide = [topic("a", {ZSTD: 50.0, ZSTD1: 58.0}, ratio_std=0.5, chunks=4),
+            topic("b", {ZSTD: 58.0, ZSTD1: 50.0}, ratio_std=0.5, chunks=4)]
+    assert {m.setting for m in harmonise(wide, FREE, 0.02).values()} == {ZSTD}
+    narrow = [topic("a", {ZSTD: 50.0, ZSTD1: 58.0}), topic("b", {ZSTD: 58.0, ZSTD1: 50.0})]
+    assert {t: m.setting for t, m in harmonise(narrow, FREE, 0.02).items()} == {"a": ZSTD, "b": ZSTD1}
+
+
+def test_one_setting_against_each_topics_best():
+    advice = [topic("a", {ZSTD: 50.0, LZ4: 70.0}), topic("b", {ZSTD: 80.0, LZ4: 65.0})]
+    one = shared_setting("all topics", advice, FREE)
+    assert one.setting == ZSTD  # $130 for both topics against lz4's $135
+    assert one.saving == pytest.approx(200 - 130) and one.per_topic_saving == pytest.approx(50 + 35)
+    assert one.cost == pytest.approx(85 - 70)
+    # A topic without a known volume is in no dollar figure.
+    left = shared_setting("all topics", advice + [topic("c", {ZSTD: 1.0, LZ4: 2.0}, priced=False)], FREE)
+    assert (left.saving, left.per_topic_saving) == (one.saving, one.per_topic_saving)
+
+
+def test_estate_summary_is_bounded_and_adds_up():
+    kinds = {"orders": {ZSTD: 50.0, ZSTD1: 55.0, LZ4: 70.0}, "clicks": {ZSTD: 65.0, ZSTD1: 60.0, LZ4: 70.0},
+             "logs": {ZSTD: 90.0, ZSTD1: 95.0, LZ4: 60.0}}
+    advice = [topic(f"{k}-{i:04d}", costs) for i in range(3000) for k, costs in kinds.items()]
+    advice.append(topic("burst-0", {ZSTD: 50.0, LZ4: 70.0}, priced=False))
+    estate = plan_estate(advice, FREE, group_by=r"^([a-z]+)-")
+    text = estate_text(estate, top=20, out_dir="rep")
+    lines = text.splitlines()
+    assert len(lines) <= 60, text
+    assert len(estate.groups) == 3
+    assert sum(g.saving for g in estate.groups) == pytest.approx(estate.today - estate.after)
+    assert sum(a.saving for a in estate.priced) == pytest.approx(estate.today - estate.after)
+    assert sum(len(g.topics) for g in estate.groups) == len(advice)
+    assert estate.today == pytest.approx(100.0 * 9000)
+    assert "not priced (1 topics" in text and "burst-0" in text
+    assert "9001 topics" in text and "left out: 8981 more topics, and every" in text
+    per_group = {s.name: s for s in estate.by_group}
+    assert set(per_group) == {"orders", "clicks", "logs", "burst"}
+    assert per_group["orders"].setting == ZSTD and per_group["orders"].cost == pytest.approx(0)
+    assert sum(s.per_topic_saving for s in estate.by_group) == pytest.approx(estate.whole.per_topic_saving)
+
+
+def test_volumes_file(tmp_path):
+    f = tmp_path / "v.csv"
+    f.write_text("# topic, bytes per day\norders,120GB\nclicks 2GiB\n\n")
+    assert load_volumes(str(f)) == {"orders": 120 * 10 ** 9, "clicks": 2 * 2 ** 30}
+    f.write_text("orders,120GB\norders,1GB\n")
+    with pytest.raises(KcodecError, match=r"line 2: topic orders given twice"):
+        load_volumes(str(f))
+    f.write_text("orders\n")
+    with pytest.raises(KcodecError, match=r"v.csv: line 1: expected 'topic,bytes per day'"):
+        load_volumes(str(f))
+    f.write_text("orders,lots\n")
+    with pytest.raises(KcodecError, match=r"line 1:.*not a size"):
+        load_volumes(str(f))
+
+
+# --- the whole job on many small topics of three distributions ----------------------------------------
+
+KINDS_RE = r"^([a-z]+)-"
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    from advise_many_topics import build_many_topics
+
+    root = tmp_path_factory.mktemp("many")
+    kinds = build_many_topics(root, 24, records=600)
+    burst = build_many_topics(root, 1, records=300, span_hours=0.0001, kinds=("logs",), seed=9,
+                              name_format="burst-{i}")
+    return root, kinds, burst
+
+
+def test_many_topics_summary(spark, many, tmp_path):
+    from kcodec.advise.job import Options, run_advise
+
+    root, kinds, burst = many
+    old = os.umask(0o027)
+    try:
+        lines = []
+        out = run_advise(Options(inputs=[str(root)], codecs="lz4,zstd:1,3", batch_sizes="16k,1m", lingers="5,100",
+                                 out_dir=str(tmp_path / "rep"), progress=False, min_compress_mbps=0,
+                                 min_read_mbps=0, group_by=KINDS_RE, top=5, same_setting_within=0.1,
+                                 volumes=_volumes(tmp_path, kinds), price_overrides={"vcpu_hour": 0.0}),
+                         log=lines.append)
+    finally:
+        os.umask(old)
+    text = "\n".join(lines)
+    summary = text[text.index("estate:"):text.index("reports:")].splitlines()
+    assert len(summary) <= 60, text
+    advice = {a.topic: a for a in out["advice"]}
+    for kind in set(kinds.values()):
+        got = {advice[t].best.setting for t, k in kinds.items() if k == kind and advice[t].best is not None}
+        assert len(got) == 1, (kind, got)
+    (b,) = burst
+    assert not advice[b].priced and advice[b].volume_source.startswith("not priced")
+    priced = [a for a in advice.values() if a.priced]
+    doc = json.loads(Path(out["paths"]["json"]).read_text())
+    est = doc["estate"]
+    assert sum(g["saving_month"] for g in est["settings"]) == pytest.approx(sum(a.saving for a in priced))
+    assert sum(len(g["topics"]) for g in est["settings"]) == len(advice)
+    assert est["not_priced"] == [b]
+    assert sum(g["per_topic_saving_month"] for g in est["per_group"]) == \
+        pytest.approx(est["one_setting"]["per_topic_saving_month"])
+    assert f"not priced ({1} topics" in text and "given, --volumes" in text
+    # the report: charts as files, none inlined, and the user's umask
+    rep = tmp_path / "rep"
+    page = (rep / "report.html").read_text()
+    assert "data:image" not in page and page.count('loading="lazy"') == 1 + 5
+    assert len(list((rep / "topics").glob("*.png"))) == 5 and len(list((rep / "topics").glob("*.html"))) == 25
+    for f in [rep / "report.html", rep / "results.json", next((rep / "topics").glob("*.png"))]:
+        assert f.stat().st_mode & 0o777 == 0o640, f
+    order = re.findall(r"<tr><td><a href='[^']*'>([^<]*)</a>", page)
+    assert order[:len(priced)] == [a.topic for a in sorted(priced, key=lambda a: (-round(a.saving, 6), a.topic))]
+
+
+def _volumes(tmp_path: Path, kinds) -> str:
+    f = tmp_path / "volumes.csv"
+    f.write_text("".join(f"{t},{10 + i}GB\n" for i, t in enumerate(sorted(kinds))))
+    return str(f)
+
+
+# --- the report of 500 topics in a real browser ---------------------------------------------------------
+
+def _profiled(a: TopicAdvice) -> TopicAdvice:
+    spread = {"p10": 8.0, "p50": 10.0, "p90": 12.0, "mean": 10.0}
+    a.profile.update({"batch_records": spread, "batch_bytes": {k: v * 1000 for k, v in spread.items()},
+                      "magic_batches": {0: 0, 1: 0, 2: 10}, "record_size_hist": [0] * 8 + [1000] + [0] * 23,
+                      "log_append_batches": 0, "replay": {}})
+    return a
+
+
+def test_report_of_500_topics_opens_at_1280px(tmp_path):
+    from browser import chromium, measure_page, screenshot
+
+    from kcodec.advise.report import write_reports
+
+    grid = [Setting(c, lvl, b, g) for c, lvl in (("lz4", None), ("zstd", 1), ("zstd", None), ("gzip", None))
+            for b in (16384, 1048576) for g in (5, 100)]
+    advice = [_profiled(topic(f"team-{i % 7}.a-rather-long-topic-name-for-wrapping-{i:05d}",
+                              {s: 40.0 + (i * 7 + j * 13) % 30 for j, s in enumerate(grid)}, today=100.0 + i % 50))
+              for i in range(500)]
+    estate = plan_estate(advice, FREE, group_by=r"^(team-\d)\.")
+    paths = write_reports(tmp_path / "rep", advice, {"input": "hand-built"}, estate, top=20)
+    page = paths["html"]
+    assert page.stat().st_size < 2_000_000
+    text = page.read_text()
+    assert "data:image" not in text and "<script>" in text and "src=\"http" not in text
+    assert text.count("<tr><td><a href=") == 500
+    if chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium): the page was not rendered")
+    got = measure_page(page)
+    assert got["scroll"] <= got["client"] == 1280, got
+    assert screenshot(page, tmp_path / "shot.png") == (1280, 900)
+    topic_page = next((tmp_path / "rep" / "topics").glob("*.html"))
+    got = measure_page(topic_page)
+    assert got["scroll"] <= got["client"], got
+
+
+# --- a live cluster's daily volume, from each partition's whole span ----------------------------------
+
+def _produce(bootstrap: str, topic: str, stamps) -> None:
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks=1)
+    try:
+        for i, ts in enumerate(stamps):
+            producer.send(topic, value=b'{"n":%d,"text":"the same words again and again"}' % i, partition=0,
+                          timestamp_ms=int(ts))
+            if i % 50 == 49:  # one batch per flush, each with its own timestamps
+                producer.flush()
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def test_cluster_volume_from_the_whole_span(spark, kafka_broker, tmp_path):
+    pytest.importorskip("kafka")
+    from kcodec.advise.job import Options, run_advise
+
+    day = 86_400_000
+    start = 1_700_000_000_000
+    _produce(kafka_broker.bootstrap, "vol-steady", [start + i * 2 * day / 999 for i in range(1000)])  # two days
+    _produce(kafka_broker.bootstrap, "vol-burst", [start + i for i in range(1000)])  # one second
+    lines = []
+    out = run_advise(Options(bootstrap_server=kafka_broker.bootstrap, topic="vol-.*", codecs="lz4,zstd",
+                             batch_sizes="16k", lingers="5", sample="64k", chunk="16k", progress=False,
+                             min_compress_mbps=0, min_read_mbps=0, out_dir=str(tmp_path / "rep")),
+                     log=lines.append)
+    advice = {a.topic: a for a in out["advice"]}
+    steady, burst = advice["vol-steady"], advice["vol-burst"]
+    text = "\n".join(lines)
+    # steady: every offset at the sample's bytes per record, over the first to the last timestamp
+    # (Tansu's ListOffsets(LATEST) falls short of the last batch; its Fetch's high watermark does not)
+    assert steady.priced and "1000 offsets" in steady.per_day_source and "ListOffsets" in steady.per_day_source
+    per_record = steady.today.stored_bytes / steady.today.records
+    assert steady.stored_per_day == pytest.approx(1000 * per_record / 2, rel=1e-9)
+    assert "offsets over 2 days" in steady.volume_source and "offsets over 2 days" in text
+    # burst: not priced, said so, and out of the estate's dollars
+    assert not burst.priced and any("not priced" in n and "--bytes-per-day" in n for n in burst.notes)
+    assert "not priced (1 topics" in text and "vol-burst" in text
+    doc = json.loads(Path(out["paths"]["json"]).read_text())
+    assert doc["estate"]["not_priced"] == ["vol-burst"]
+    assert doc["total_month"]["today"] == pytest.approx(steady.today.cost.total)
+    # the user's volume prices it
+    out = run_advise(Options(bootstrap_server=kafka_broker.bootstrap, topic="vol-burst", codecs="lz4,zstd",
+                             batch_sizes="16k", lingers="5", sample="64k", chunk="16k", progress=False,
+                             min_compress_mbps=0, min_read_mbps=0, out_dir=str(tmp_path / "rep2"),
+                             bytes_per_day="5GB"), log=lambda s: None)
+    (a,) = out["advice"]
+    assert a.priced and a.stored_per_day == 5e9 and a.per_day_source == "given (--bytes-per-day)"
