@@ -89,7 +89,8 @@ def topic_png(a: TopicAdvice) -> bytes:
     codec = a.best.setting if a.best is not None else max(a.results, key=lambda m: m.ratio).setting
     for b in sizes:
         pts = sorted((m.setting.linger_ms, m.ratio) for m in a.results
-                     if m.setting.codec == codec.codec and m.setting.level == codec.level and m.setting.batch_bytes == b)
+                     if m.setting.codec == codec.codec and m.setting.level == codec.level
+                     and m.setting.batch_bytes == b)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"batch.size {b}")
     ax.axhline(a.today.ratio, color="black", linestyle="--", linewidth=1, label="today")
     ax.set_xscale("symlog", linthresh=1)
