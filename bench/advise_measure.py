@@ -35,8 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import kcodec  # noqa: E402
-from kcodec.advise.cpu import FEATURES, features, fit  # noqa: E402
 from kcodec._native.columnar import encode_columnar  # noqa: E402
+from kcodec.advise.cpu import FEATURES, features, fit  # noqa: E402
 from kcodec.advise.grid import parse_codecs  # noqa: E402
 from kcodec.advise.measure import ONE_BATCH, BatchEncoder, measure_build, measure_read  # noqa: E402
 from kcodec.advise.profile import record_columns  # noqa: E402

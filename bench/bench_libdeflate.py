@@ -59,7 +59,8 @@ def main(argv=None) -> int:
         plugin, builtin = _plugin_class(tmp)(), GzipCodec()
         print(f"built-in: {builtin.backend}; plugin: {plugin.backend}")
         header = (f"{'region':<12} {'level':>5} | {'comp zlib':>9} {'comp ld':>8} {'ld/zlib':>7} | "
-                  f"{'dec zlib':>8} {'dec ld':>8} {'ld/zlib':>7} {'dec zlib s':>10} | {'ratio zlib':>10} {'ratio ld':>8}")
+                  f"{'dec zlib':>8} {'dec ld':>8} {'ld/zlib':>7} {'dec zlib s':>10} | "
+                  f"{'ratio zlib':>10} {'ratio ld':>8}")
         print(header)
         print("-" * len(header))
         regions = {k: v for k, v in workloads().items() if k.startswith("W2")}
@@ -75,7 +76,8 @@ def main(argv=None) -> int:
                     ("dz", builtin.decompress, z),
                     ("dl", plugin.decompress, ld),
                     ("dlz", plugin.decompress, z))}
-                print(f"{name:<12} {level:>5} | {rate['cz']:>9.1f} {rate['cl']:>8.1f} {rate['cl'] / rate['cz']:>7.2f} | "
+                print(f"{name:<12} {level:>5} | {rate['cz']:>9.1f} {rate['cl']:>8.1f} "
+                      f"{rate['cl'] / rate['cz']:>7.2f} | "
                       f"{rate['dz']:>8.1f} {rate['dl']:>8.1f} {rate['dl'] / rate['dz']:>7.2f} {rate['dlz']:>10.1f} | "
                       f"{n / len(z):>10.2f} {n / len(ld):>8.2f}")
     print("MB/s of uncompressed data; ld/zlib = plugin throughput / built-in throughput; "

@@ -44,6 +44,7 @@ it allocates (about 1 GB/s on these VMs), for every implementation alike.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -294,21 +295,24 @@ def _raw(codec, records):
     regions = [b[61:] for b in kc_build_batches("none", records)]
     if codec == "gzip":
         import zlib
-        comp = lambda d: zlib.compress(d, 6)
+        comp = functools.partial(zlib.compress, level=6)
         dec = zlib.decompress
     elif codec == "snappy":
         import cramjam
-        comp = lambda d: bytes(cramjam.snappy.compress_raw(d))
-        dec = lambda d: bytes(cramjam.snappy.decompress_raw(d))
+
+        def comp(d):
+            return bytes(cramjam.snappy.compress_raw(d))
+
+        def dec(d):
+            return bytes(cramjam.snappy.decompress_raw(d))
     elif codec == "lz4":
         import lz4.frame
-        comp = lambda d: lz4.frame.compress(d, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
+        comp = functools.partial(lz4.frame.compress, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
         dec = lz4.frame.decompress
     else:
         import zstandard
-        c, d_ = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
-        comp = c.compress
-        dec = lambda d: d_.decompress(d)
+        comp = zstandard.ZstdCompressor(level=3).compress
+        dec = zstandard.ZstdDecompressor().decompress
     compressed = [comp(x) for x in regions]
     return (lambda: [comp(x) for x in regions]), (lambda: [dec(x) for x in compressed])
 
@@ -332,14 +336,15 @@ def report(rows: List[Dict]) -> str:
             lines.append(f"  {name:<22} {n / sec / 1e6:>9.2f} {r['payload_mb'] / sec:>8.0f} {sec / base:>16.2f}x")
         for peer in ("aiokafka", "kafka-python"):
             if f"{peer} build" in s:
-                bulk = f" (bulk {s[peer + ' build'] / s['kcodec build, bulk']:.2f}x)" if "kcodec build, bulk" in s else ""
+                bulk = (f" (bulk {s[peer + ' build'] / s['kcodec build, bulk']:.2f}x)"
+                        if "kcodec build, bulk" in s else "")
                 lines.append(f"  kcodec/{peer}: build {s[peer + ' build'] / s['kcodec build']:.2f}x{bulk}, "
                              f"read {s[peer + ' read'] / s['kcodec read']:.2f}x, "
                              f"from_arrow {s[peer + ' build'] / s['kcodec from_arrow']:.2f}x, "
                              f"to_arrow {s[peer + ' read'] / s['kcodec to_arrow']:.2f}x faster")
                 if "kcodec to_arrow, thr" in wall:
-                    lines.append(f"  kcodec/{peer}: to_arrow on threads {wall[peer + ' read'] / wall['kcodec to_arrow, thr']:.2f}x "
-                                 f"faster (wall clock)")
+                    lines.append(f"  kcodec/{peer}: to_arrow on threads "
+                                 f"{wall[peer + ' read'] / wall['kcodec to_arrow, thr']:.2f}x faster (wall clock)")
         if "raw compress" in s:
             lines.append(f"  kcodec time / raw codec time: build {s['kcodec build'] / s['raw compress']:.2f}, "
                          f"from_arrow {s['kcodec from_arrow'] / s['raw compress']:.2f}, "

@@ -63,7 +63,6 @@ import compare  # noqa: E402
 from kcodec import get_codec, read_batches  # noqa: E402
 from kcodec._native.primitives import crc32c  # noqa: E402
 
-
 _CHUNK = 1 << 20  # fits in L2: a source or CRC input "in cache"
 
 
@@ -122,6 +121,7 @@ def _kafka_frames(codec: str, regions: List[bytes], payloads: List[bytes]):
         return comp, lambda: [zlib.decompress(p, 31) for p in payloads]
     if codec == "snappy":
         import cramjam
+
         from kcodec._native.codecs import snappy_scan
 
         views = [memoryview(r) for r in regions]
@@ -133,6 +133,7 @@ def _kafka_frames(codec: str, regions: List[bytes], payloads: List[bytes]):
                 lambda: [cramjam.snappy.decompress_raw(b) for b in blocks])
     if codec == "lz4":
         import lz4.block
+
         from kcodec._native.codecs import lz4_scan
 
         views = [memoryview(r) for r in regions]
@@ -145,6 +146,7 @@ def _kafka_frames(codec: str, regions: List[bytes], payloads: List[bytes]):
                 lambda: [bytes(b) if stored else lz4.block.decompress(b, uncompressed_size=65536)
                          for b, stored in blocks])
     import zstandard
+
     from kcodec._native.codecs import zstd_scan
 
     compressor, decompressor = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()

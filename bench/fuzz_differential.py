@@ -39,7 +39,6 @@ except ImportError:
     sys.path.insert(0, str(ROOT))
 
 from canonical import render  # noqa: E402
-
 from kcodec.errors import KcodecError  # noqa: E402
 from kcodec.records import batch_header  # noqa: E402
 from kcodec.records.framing import iter_entries  # noqa: E402
@@ -118,8 +117,8 @@ def java_documents(inputs: List[bytes], work: Path) -> List[Dict]:
                         check=True).stdout.strip().splitlines()[-1]
     classes = work / "classes"
     classes.mkdir()
-    subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(classes), str(ROOT / "bench" / "java" / "OracleMany.java")],
-                   check=True)
+    source = ROOT / "bench" / "java" / "OracleMany.java"
+    subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(classes), str(source)], check=True)
     paths = []
     for i, data in enumerate(inputs):
         p = work / f"{i:06d}.bin"

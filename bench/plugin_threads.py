@@ -56,7 +56,6 @@ from kcodec._native.native_codec import NativeCodec  # noqa: E402
 from kcodec.compression import get_codec, register_codec, unregister_codec  # noqa: E402
 from kcodec.compression.gzip import GzipCodec  # noqa: E402
 
-
 #: Two threads kept for every run: a codec's per-thread state (the plugin's libdeflate
 #: objects) is made once, as in a long-running consumer, not in every timed pass.
 _POOL = ThreadPoolExecutor(2)

@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import producers as P  # noqa: E402
 from broker import Broker, tansu_binary  # noqa: E402
-
 from kcodec.advise.grid import Setting  # noqa: E402
 from kcodec.advise.task import measure_chunk  # noqa: E402
 

@@ -9,9 +9,7 @@ grows its own corpus from them in another folder.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
-import struct
 import sys
 import tempfile
 from pathlib import Path

@@ -85,7 +85,27 @@ __all__ = [
     "get_include",
     "register_codec",
     "unregister_codec",
-    *_LAZY,
+    # loaded on first access, from _LAZY
+    "BufferPool",
+    "ControlRecordType",
+    "EndTransactionMarker",
+    "Header",
+    "LegacyRecordBatchBuilder",
+    "Record",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "RecordColumns",
+    "batch_builder",
+    "convert_magic",
+    "decode_columns",
+    "from_arrow",
+    "from_arrow_iter",
+    "kafka_schema",
+    "murmur2",
+    "partition_for_keys",
+    "read_arrow",
+    "read_batches",
+    "to_arrow",
 ]
 
 
@@ -103,7 +123,7 @@ def get_include() -> str:
 __getattr__ = lazy_attributes(__name__, _LAZY, cache=globals())
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(__all__)
 
 

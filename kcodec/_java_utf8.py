@@ -10,6 +10,8 @@ it, and the strict built-in decoder is tried first.
 """
 from __future__ import annotations
 
+from typing import List
+
 __all__ = ["decode"]
 
 _REPL = "\ufffd"
@@ -25,7 +27,7 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    out = []
+    out: List[str] = []
     put = out.append
     n = len(data)
     i = 0

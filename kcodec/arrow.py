@@ -24,10 +24,23 @@ if TYPE_CHECKING:  # pyarrow is imported on first use
     import pyarrow
 
 from kcodec._extras import require
-from kcodec._native.columnar import (BATCH_FIELD_FORMATS, BATCH_FIELDS, ColumnAccumulator, RecordChunk,
-                                     RecordColumns, array_address, batch_bytes, columns_uncompressed_v2,
-                                     columns_v2, compressed_batch, compression_ids, encode_columnar,
-                                     kafka_schema_capsule, record_columns, split_batches)
+from kcodec._native.columnar import (
+    BATCH_FIELD_FORMATS,
+    BATCH_FIELDS,
+    ColumnAccumulator,
+    RecordChunk,
+    RecordColumns,
+    array_address,
+    batch_bytes,
+    columns_uncompressed_v2,
+    columns_v2,
+    compressed_batch,
+    compression_ids,
+    encode_columnar,
+    kafka_schema_capsule,
+    record_columns,
+    split_batches,
+)
 from kcodec._native.columnar import column_cache as _column_cache
 from kcodec._native.native_codec import native_of
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, TimestampType, get_codec
@@ -55,7 +68,7 @@ def column_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -
     return _column_cache(limit, min_block)
 
 
-def _pa():
+def _pa() -> Any:
     pa = sys.modules.get("pyarrow")  # once imported, without the import machinery's cost on every call
     return pa if pa is not None else require("pyarrow", "pyarrow", "kcodec's Arrow conversion")
 
@@ -77,7 +90,7 @@ def kafka_schema(headers: bool = True, batch_fields: Sequence[str] = (), views: 
     return _SCHEMAS[key]
 
 
-def _batch_value(batch, name):
+def _batch_value(batch: Any, name: Any) -> Any:
     if name == "batch_position":
         return batch.position
     if name == "compression":
@@ -107,7 +120,7 @@ def _add_v2(acc: ColumnAccumulator, batch: RecordBatch, views: bool) -> None:
                                  batch_offset=batch.base_offset)
 
 
-def _add_legacy(acc: ColumnAccumulator, batch) -> None:
+def _add_legacy(acc: ColumnAccumulator, batch: Any) -> None:
     # Legacy v0/v1 batches are rare (pre-0.11 data): their records go through Record objects.
     ts_type = int(batch.timestamp_type)
     for r in batch:
@@ -130,7 +143,7 @@ def _executor(threads: int) -> ThreadPoolExecutor:
     global _pool, _pool_key
     key = (os.getpid(), threads)
     with _pool_lock:
-        if _pool_key != key:
+        if _pool is None or _pool_key != key:
             if _pool is not None and _pool_key[0] == key[0]:
                 _pool.shutdown(wait=False)
             _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kcodec-to-arrow")
@@ -146,14 +159,14 @@ def _thread_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _uncompressed_v2_parts(buffer, cuts: Optional[List[int]], validate: bool, include_control: bool,
+def _uncompressed_v2_parts(buffer: Any, cuts: Optional[List[int]], validate: bool, include_control: bool,
                            headers: bool, views: bool) -> Optional[List[RecordChunk]]:
     """The fast pass's chunk for each part of the buffer (see _in_parts), or None when it must take another path."""
     return _in_parts(lambda a, b: columns_uncompressed_v2(buffer, validate, include_control, headers, a, b, views),
                      cuts)
 
 
-def _native_codecs(buffer, max_decompressed_size: int) -> Optional[Tuple[Any, ...]]:
+def _native_codecs(buffer: Any, max_decompressed_size: int) -> Optional[Tuple[Any, ...]]:
     """The NativeCodec of each codec id (0-7) the buffer's batches use, or None when the native pass
     over compressed v2 batches cannot take the buffer (legacy batches, damage, a codec without native
     functions, a size limit outside what it takes); the general path then decodes it."""
@@ -174,14 +187,14 @@ def _native_codecs(buffer, max_decompressed_size: int) -> Optional[Tuple[Any, ..
     return tuple(codecs)
 
 
-def _add_compressed_v2(acc: ColumnAccumulator, buffer, validate: bool, include_control: bool,
+def _add_compressed_v2(acc: ColumnAccumulator, buffer: Any, validate: bool, include_control: bool,
                        max_decompressed_size: int) -> bool:
     """:func:`_compressed_v2` into an accumulator: False, with nothing added, for the general path."""
     codecs = _native_codecs(buffer, max_decompressed_size)
     return codecs is not None and acc.add_v2(buffer, codecs, validate, include_control, max_decompressed_size)
 
 
-def _compressed_v2(buffer, validate: bool, include_control: bool, headers: bool, max_decompressed_size: int,
+def _compressed_v2(buffer: Any, validate: bool, include_control: bool, headers: bool, max_decompressed_size: int,
                    views: bool = False, cuts: Optional[List[int]] = None) -> Optional[List[RecordChunk]]:
     """The native pass over v2 batches of native codecs (see columns_v2), a chunk for each part of the
     buffer (see _in_parts), or None for the general path.  It holds the GIL for no batch, so small
@@ -193,15 +206,16 @@ def _compressed_v2(buffer, validate: bool, include_control: bool, headers: bool,
                                              max_decompressed_size, a, b, views), cuts)
 
 
-def _in_parts(convert, cuts: Optional[List[int]]) -> Optional[List[RecordChunk]]:
-    """``convert(start, stop)`` of the whole buffer (``cuts`` None) or of each part on threads; None if any gave None."""
+def _in_parts(convert: Any, cuts: Optional[List[int]]) -> Optional[List[RecordChunk]]:
+    """``convert(start, stop)`` of the whole buffer (``cuts`` None) or of each part on threads; None if any gave
+    None."""
     if cuts is None:
         chunk = convert(0, -1)
         return None if chunk is None else [chunk]
     return _on_threads(convert, cuts)
 
 
-def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
+def _cuts(buffer: Any, min_mean_batch: int) -> Optional[List[int]]:
     """Where to cut the buffer into one part per thread, or None to convert it in one piece."""
     threads = _thread_count()
     if threads < 2:
@@ -210,7 +224,7 @@ def _cuts(buffer, min_mean_batch: int) -> Optional[List[int]]:
     return cuts if len(cuts) > 2 else None
 
 
-def _on_threads(convert, cuts: List[int]):
+def _on_threads(convert: Any, cuts: List[int]) -> Any:
     """``convert(start, stop)`` of every part, the first on the calling thread; None if any gave None."""
     others = [_executor(len(cuts) - 2).submit(convert, a, b) for a, b in zip(cuts[1:-1], cuts[2:])]
     try:
@@ -221,7 +235,7 @@ def _on_threads(convert, cuts: List[int]):
     return None if any(r is None for r in results) else results
 
 
-def decode_columns(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
+def decode_columns(buffer: Any, *, topic: Optional[str] = None, partition: Optional[int] = None,
                    batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
                    headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
                    use_threads: bool = True, views: bool = False) -> RecordColumns:
@@ -236,8 +250,9 @@ def decode_columns(buffer, *, topic: Optional[str] = None, partition: Optional[i
                     use_threads, views)
 
 
-def _columns(buffer, topic, partition, batch_fields, include_control, validate, headers, max_decompressed_size,
-             use_threads, views) -> RecordColumns:
+def _columns(buffer: Any, topic: Optional[str], partition: Optional[int], batch_fields: Sequence[str],
+             include_control: bool, validate: bool, headers: bool, max_decompressed_size: int,
+             use_threads: bool, views: bool) -> RecordColumns:
     fields = tuple(batch_fields)
     if fields:
         kafka_schema_capsule(headers, fields)  # unknown names raise before any decoding
@@ -245,7 +260,7 @@ def _columns(buffer, topic, partition, batch_fields, include_control, validate, 
     return record_columns(chunks, topic, partition, headers, fields, views)
 
 
-def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = None,
+def to_arrow(buffer: Any, *, topic: Optional[str] = None, partition: Optional[int] = None,
              batch_fields: Sequence[str] = (), include_control: bool = False, validate: bool = True,
              headers: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
              use_threads: bool = True, views: bool = False) -> "pyarrow.Table":
@@ -259,8 +274,8 @@ def to_arrow(buffer, *, topic: Optional[str] = None, partition: Optional[int] = 
     every record the batch time); ``headers`` is null for a record without
     headers.  Control records (transaction markers) are left out unless
     ``include_control``; with ``validate`` they are checked either way (key
-    and end-transaction marker, as Kafka reads them), like every batch's CRC.  ``batch_fields`` appends per-record copies of batch
-    header fields (see :data:`BATCH_FIELDS`).  Errors carry positions
+    and end-transaction marker, as Kafka reads them), like every batch's CRC.  ``batch_fields`` appends
+    per-record copies of batch header fields (see :data:`BATCH_FIELDS`).  Errors carry positions
     relative to the start of ``buffer``.
 
     ``use_threads`` (as in pyarrow's readers) converts a large buffer on up
@@ -300,7 +315,7 @@ def _table(columns: RecordColumns) -> "pyarrow.Table":
     return pa.RecordBatchReader._import_from_c_capsule(columns.__arrow_c_stream__()).read_all()
 
 
-def _is_buffer_list(buffer) -> bool:
+def _is_buffer_list(buffer: Any) -> bool:
     """Whether ``buffer`` is a list or tuple of buffers (rather than of batch objects)."""
     if type(buffer) not in (list, tuple) or not buffer:
         return False
@@ -311,7 +326,7 @@ def _is_buffer_list(buffer) -> bool:
     return True
 
 
-def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
+def _decode(buffer: Any, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
             max_decompressed_size: int, use_threads: bool, views: bool) -> List[RecordChunk]:
     """The records of ``buffer`` (see to_arrow) as one or more chunks."""
     if _is_buffer_list(buffer):
@@ -334,7 +349,7 @@ def _decode(buffer, batch_fields: Tuple[str, ...], include_control: bool, valida
     return [_general(batches, unsized, batch_fields, include_control, validate, headers, views)]
 
 
-def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
+def _decode_many(buffers: Any, batch_fields: Tuple[str, ...], include_control: bool, validate: bool, headers: bool,
                  max_decompressed_size: int, views: bool) -> RecordChunk:
     """Several buffers into one chunk, each gathered where it lies (none is joined to another)."""
     gathered = _Gathered(headers, batch_fields, views)
@@ -362,7 +377,8 @@ def _decode_many(buffers, batch_fields: Tuple[str, ...], include_control: bool, 
     return gathered.result()
 
 
-def _general_parts(buffer, include_control, validate, headers, max_decompressed_size, views):
+def _general_parts(buffer: Any, include_control: bool, validate: bool, headers: bool, max_decompressed_size: int,
+                   views: bool) -> Any:
     """The general path over parts of the buffer on threads, or None to convert it in one piece.
 
     Decompression and the record gather release the GIL, so compressed
@@ -379,7 +395,7 @@ def _general_parts(buffer, include_control, validate, headers, max_decompressed_
     except TypeError:  # not C-contiguous: converted in one piece
         return None
 
-    def part(a: int, b: int):
+    def part(a: int, b: int) -> Any:
         try:
             batches = read_batches(view[a:b], validate=validate, max_decompressed_size=max_decompressed_size,
                                    pool=BufferPool())
@@ -400,7 +416,7 @@ class _Gathered:
         self.counts: List[int] = []
         self.values: dict = {name: [] for name in batch_fields}
 
-    def add(self, batches, unsized: int, include_control: bool, validate: bool) -> None:
+    def add(self, batches: Any, unsized: int, include_control: bool, validate: bool) -> None:
         acc, batch_fields = self.acc, self.batch_fields
         for batch in batches:
             if batch.is_control:
@@ -427,12 +443,12 @@ class _Gathered:
         for name in self.batch_fields:
             index = BATCH_FIELDS.index(name)
             fmt = BATCH_FIELD_FORMATS[index]
-            column = np.repeat(np.asarray(self.values[name], _FORMAT_DTYPES[fmt]), self.counts)
+            column: np.ndarray = np.repeat(np.asarray(self.values[name], _FORMAT_DTYPES[fmt]), self.counts)
             chunk.add_field(index, np.packbits(column, bitorder="little") if fmt == "b" else column)
         return chunk
 
 
-def _general(batches, unsized: int, batch_fields: Tuple[str, ...], include_control: bool, validate: bool,
+def _general(batches: Any, unsized: int, batch_fields: Tuple[str, ...], include_control: bool, validate: bool,
              headers: bool, views: bool = False) -> RecordChunk:
     """Batches of any magic and codec, one at a time, into a chunk."""
     gathered = _Gathered(headers, batch_fields, views)
@@ -440,7 +456,7 @@ def _general(batches, unsized: int, batch_fields: Tuple[str, ...], include_contr
     return gathered.result()
 
 
-def filter_rows(table: Union["pyarrow.Table", "pyarrow.RecordBatch"], mask) -> Union["pyarrow.Table",
+def filter_rows(table: Union["pyarrow.Table", "pyarrow.RecordBatch"], mask: Any) -> Union["pyarrow.Table",
                                                                                       "pyarrow.RecordBatch"]:
     """``table.filter(mask)``, also for the ``binary_view`` columns of ``to_arrow(views=True)``.
 
@@ -467,7 +483,7 @@ def filter_rows(table: Union["pyarrow.Table", "pyarrow.RecordBatch"], mask) -> U
     return type(table).from_arrays(columns, schema=table.schema)
 
 
-def _filter_views(array, keep: np.ndarray):
+def _filter_views(array: Any, keep: np.ndarray) -> Any:
     """The rows of a ``binary_view`` array where ``keep`` is true, its data buffers shared."""
     pa = _pa()
     buffers = array.buffers()
@@ -485,7 +501,7 @@ def _filter_views(array, keep: np.ndarray):
 # ---------------------------------------------------------------------------
 # from_arrow
 
-def _as_table(data) -> "pyarrow.Table":
+def _as_table(data: Any) -> "pyarrow.Table":
     """``data`` as a pyarrow Table: a Table or RecordBatch itself, or any Arrow PyCapsule exporter.
 
     Polars DataFrames, DuckDB relations, :class:`RecordColumns` and other
@@ -505,14 +521,14 @@ def _as_table(data) -> "pyarrow.Table":
                     f"__arrow_c_array__ (a Polars DataFrame, a DuckDB relation, ...), not {type(data).__name__}")
 
 
-def _column(table, name):
+def _column(table: Any, name: Any) -> Any:
     if name not in table.column_names:
         return None
     col = table.column(name)
     return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
 
 
-def _as_binary(arr, what: str = "value"):
+def _as_binary(arr: Any, what: str = "value") -> Any:
     """The array itself when the encoder reads it as it is (binary or string, either offset width), else
     cast to large binary; RecordBuilderError naming the ``what`` column for a type that is not bytes."""
     t = arr.type
@@ -525,11 +541,11 @@ def _as_binary(arr, what: str = "value"):
         raise RecordBuilderError(f"the {what} column must be binary or string, not {t}") from None
 
 
-def _header_fields(hdrs) -> Tuple[int, int]:
+def _header_fields(hdrs: Any) -> Tuple[int, int]:
     """The key and value fields' indices in a headers column (by name, else the first two);
     RecordBuilderError unless it is a list of two-field structs."""
     pa = _pa()
-    value_type = getattr(hdrs.type, "value_type", None)
+    value_type: Any = getattr(hdrs.type, "value_type", None)
     if (not (pa.types.is_list(hdrs.type) or pa.types.is_large_list(hdrs.type))
             or not pa.types.is_struct(value_type) or value_type.num_fields != 2):
         raise RecordBuilderError(f"the headers column must be list<struct<key: string, value: binary>>, "
@@ -538,7 +554,7 @@ def _header_fields(hdrs) -> Tuple[int, int]:
     return (ki, vi) if ki >= 0 and vi >= 0 else (0, 1)
 
 
-def _offsets(arr, buf) -> np.ndarray:
+def _offsets(arr: Any, buf: Any) -> np.ndarray:
     """An array's int32 or int64 (large types) offsets, indexed from its own first row."""
     pa = _pa()
     t = arr.type
@@ -546,14 +562,14 @@ def _offsets(arr, buf) -> np.ndarray:
     return np.frombuffer(buf, np.int64 if wide else np.int32)[arr.offset:arr.offset + len(arr) + 1]
 
 
-def _spec(arr):
+def _spec(arr: Any) -> Any:
     """(validity, offset, offsets rebased to the data buffer, data) of a binary or string array."""
     bufs = arr.buffers()
     return (bufs[0] if arr.null_count else None, arr.offset, _offsets(arr, bufs[1]),
             bufs[2] if bufs[2] is not None else b"")
 
 
-def _timestamps_ms(arr, n: int) -> np.ndarray:
+def _timestamps_ms(arr: Any, n: int) -> np.ndarray:
     pa = _pa()
     if arr is None:
         return np.full(n, int(time.time() * 1000), np.int64)
@@ -672,8 +688,9 @@ def _from_arrow(table: Any, *, compression: Union[CompressionType, int, str] = "
                                attributes, producer_id, producer_epoch, partition_leader_epoch)
 
 
-def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, attributes, producer_id,
-                        producer_epoch, partition_leader_epoch) -> Iterator[bytes]:
+def _compressed_batches(encoded: Any, codec: Any, lvl: Optional[int], base_sequence: int, log_append_time: Any,
+                        attributes: int, producer_id: int, producer_epoch: int,
+                        partition_leader_epoch: int) -> Iterator[bytes]:
     out, rows, pos, first_ts, max_ts, first_off, last_off = encoded
     mv = memoryview(out)
     # Per batch: one slice, one compression call and one native call that
@@ -696,7 +713,7 @@ def _compressed_batches(encoded, codec, lvl, base_sequence, log_append_time, att
             yield batch_bytes(codec.compress(region, lvl, magic=2), *header)
 
 
-def from_arrow(table: Any, **options) -> List[bytes]:
+def from_arrow(table: Any, **options: Any) -> List[bytes]:
     """:func:`from_arrow_iter` as a list of batch bytes."""
     batches = _from_arrow(table, **options)
     # The native encoder's own list as it is: iterating it again would touch
@@ -704,8 +721,8 @@ def from_arrow(table: Any, **options) -> List[bytes]:
     return batches if type(batches) is list else list(batches)
 
 
-def _from_arrow_legacy(table, magic, compression, level, max_batch_bytes, base_offset, timestamp_type,
-                       log_append_time) -> Iterator[bytes]:
+def _from_arrow_legacy(table: Any, magic: int, compression: Any, level: Optional[int], max_batch_bytes: Optional[int],
+                       base_offset: int, timestamp_type: Any, log_append_time: Optional[int]) -> Iterator[bytes]:
     # Old message formats exist for conversions only; records go through the builder.
     from kcodec.records import batch_builder
 

@@ -13,7 +13,7 @@ from typing import Callable, Optional, Sequence
 from kcodec.errors import KcodecError
 from kcodec.escape import terminal_text
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser"]
 
 # Subcommands that live in other modules: name -> module with add_parser(sub) and run(args).
 _PLUGGED = {

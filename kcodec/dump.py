@@ -185,12 +185,12 @@ def dump_index(path, *, sanity_only: bool, as_json: bool, out: Optional[TextIO] 
             print(json.dumps({"offset": off, "position": pos}) if as_json else f"offset: {off} position: {pos}",
                   file=out)
     else:
-        idx = TimeIndex.open(storage.url(str(path)), base, data)
-        idx.sanity_check()
+        tidx = TimeIndex.open(storage.url(str(path)), base, data)
+        tidx.sanity_check()
         if sanity_only:
             print(f"{terminal_text(path)} passed sanity check.", file=out)
             return
-        for ts, rel in zip(idx.entries["timestamp"].tolist(), idx.entries["relative_offset"].tolist()):
+        for ts, rel in zip(tidx.entries["timestamp"].tolist(), tidx.entries["relative_offset"].tolist()):
             off = base + int(rel)
             print(json.dumps({"timestamp": ts, "offset": off}) if as_json else f"timestamp: {ts} offset: {off}",
                   file=out)

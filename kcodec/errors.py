@@ -7,7 +7,7 @@ file being read), ``batch_offset`` (base offset of the batch) and ``source``
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, Tuple
 
 __all__ = [
     "KcodecError",
@@ -76,13 +76,13 @@ class KcodecError(Exception):
             where.append(f"in the batch with base offset {self.batch_offset}")
         return f"{self.message} ({', '.join(where)})" if where else self.message
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         # Keeps the location fields when the error crosses a process boundary
         # (Spark workers pickle exceptions).
         return (_rebuild, (type(self), self.message, self.position, self.batch_offset, self.source))
 
 
-def _rebuild(cls, message, position, batch_offset, source):
+def _rebuild(cls: Any, message: Any, position: Any, batch_offset: Any, source: Any) -> Any:
     err = cls.__new__(cls)
     KcodecError.__init__(err, message, position=position, batch_offset=batch_offset, source=source)
     return err
@@ -145,11 +145,11 @@ class InvalidNameError(KcodecError, ValueError):
         super().__init__(message, source=source)
         self.value = value
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         return (_rebuild_name_error, (type(self), self.message, self.value, self.source))
 
 
-def _rebuild_name_error(cls, message, value, source):
+def _rebuild_name_error(cls: Any, message: Any, value: Any, source: Any) -> Any:
     return cls(message, value=value, source=source)
 
 

@@ -16,6 +16,7 @@ Error messages never carry the values of ``storage_options`` (secrets).
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 import mmap
 import os
@@ -24,7 +25,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import Any, BinaryIO, ContextManager, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from kcodec.errors import KcodecError
 
@@ -42,6 +43,10 @@ __all__ = [
     "parse_storage_option",
     "is_url",
     "SCHEME_PACKAGES",
+    "open_new",
+    "fsync_dir",
+    "atomic_write",
+    "atomic_write_bytes",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -146,12 +151,12 @@ def atomic_write(path: _PathLike) -> Iterator[BinaryIO]:
         raise
 
 
-def atomic_write_bytes(path: _PathLike, data) -> None:
+def atomic_write_bytes(path: _PathLike, data: Any) -> None:
     with atomic_write(path) as f:
         f.write(data)
 
 
-class Storage:
+class Storage(abc.ABC):
     """What the log code needs of a file system; paths are plain strings with ``/``."""
 
     remote = False
@@ -168,6 +173,56 @@ class Storage:
 
     def basename(self, path: str) -> str:
         return posixpath.basename(path.rstrip("/"))
+
+    @abc.abstractmethod
+    def list(self, path: str) -> List[FileInfo]:
+        """The entries directly under ``path``."""
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abc.abstractmethod
+    def isdir(self, path: str) -> bool: ...
+
+    @abc.abstractmethod
+    def isfile(self, path: str) -> bool: ...
+
+    @abc.abstractmethod
+    def size(self, path: str) -> int: ...
+
+    @abc.abstractmethod
+    def open_read(self, path: str) -> ContextManager[Any]:
+        """The whole file as a read-only buffer, for the block's duration."""
+
+    @abc.abstractmethod
+    def read_bytes(self, path: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def read_range(self, path: str, start: int, end: int) -> bytes: ...
+
+    @abc.abstractmethod
+    def open_write(self, path: str, fsync: bool = True) -> ContextManager[Any]:
+        """A new file written in place; it is complete when the block ends."""
+
+    @abc.abstractmethod
+    def put(self, path: str, data: Any) -> None: ...
+
+    @abc.abstractmethod
+    def delete_tree(self, path: str) -> None: ...
+
+    @abc.abstractmethod
+    def rename(self, src: str, dst: str, fsync: bool = True) -> None: ...
+
+    @abc.abstractmethod
+    def delete(self, path: str) -> bool:
+        """False when there was nothing to delete."""
+
+    @abc.abstractmethod
+    def set_mtime(self, path: str, mtime: float) -> bool:
+        """False where modification times cannot be set."""
+
+    @abc.abstractmethod
+    def makedirs(self, path: str) -> None: ...
 
 
 class LocalStorage(Storage):
@@ -249,7 +304,7 @@ class LocalStorage(Storage):
         finally:
             f.close()
 
-    def put(self, path: str, data) -> None:
+    def put(self, path: str, data: Any) -> None:
         """Replace ``path`` atomically (a temporary file, fsynced and renamed over it)."""
         atomic_write_bytes(path, data)
 
@@ -389,7 +444,7 @@ class ObjectStorage(Storage):
         # One put, or a multipart upload: start, each part, complete.
         self._count(requests=1 if parts <= 1 else parts + 2, written=w.size)
 
-    def put(self, path: str, data) -> None:
+    def put(self, path: str, data: Any) -> None:
         """One upload: the object appears whole or not at all."""
         with self.open_write(path) as f:
             f.write(data)
@@ -433,7 +488,7 @@ class _CountingWriter:
         self._f = f
         self.size = 0
 
-    def write(self, data) -> int:
+    def write(self, data: Any) -> int:
         n = len(memoryview(data).cast("B"))
         self._f.write(data)
         self.size += n

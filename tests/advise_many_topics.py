@@ -2,7 +2,8 @@
 
 Every topic is one partition of ``records`` records, produced in bursts of
 ``burst`` records (half a millisecond apart) evenly spread over ``span_hours``, and
-stored as lz4 batches of at most 16 KiB, as a producer with Kafka's defaults writes them.  Topics of one distribution hold different records
+stored as lz4 batches of at most 16 KiB, as a producer with Kafka's defaults writes them.
+Topics of one distribution hold different records
 drawn from the same generator, so their measured ratios differ by sampling noise
 only.  Topic names carry their distribution (``<kind>-<n>``) so ``--group-by``
 can tell them apart.

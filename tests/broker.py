@@ -7,6 +7,7 @@ from there directly.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import platform
@@ -16,7 +17,6 @@ import struct
 import subprocess
 import tempfile
 import threading
-import contextlib
 import time
 from typing import Iterator, List, Optional, Set, Tuple
 

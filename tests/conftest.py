@@ -58,7 +58,8 @@ def pytest_terminal_summary(terminalreporter):
         for rise, nodeid in sorted(_peak_steps, reverse=True)[:12]:
             terminalreporter.write_line(f"  {rise:6d}  {nodeid}")
     note = ", not checked under ASan" if _sanitized() else ""
-    terminalreporter.write_line(f"peak RSS of the test process: {_peak_rss_mb()} MB (bound {PEAK_RSS_BOUND_MB} MB{note})")
+    terminalreporter.write_line(
+        f"peak RSS of the test process: {_peak_rss_mb()} MB (bound {PEAK_RSS_BOUND_MB} MB{note})")
     if _over_bound():
         terminalreporter.write_line("the run fails: over the memory bound of tests/conftest.py and README", red=True)
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-
 __all__ = ["flights", "java_classpath", "produce_java", "produce_librdkafka", "create_topic", "stored_batches",
            "BatchShape", "shape_of", "CLIENTS"]
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcodec.advise.replay import assign_partitions, form_batches, record_sizes, update_estimate
 from kcodec.advise.cost import GB, Prices, TopicEconomics, load_prices, monthly_cost
 from kcodec.advise.grid import Setting, parse_lingers, parse_size
 from kcodec.advise.inputs import ChunkRange, plan_sample
 from kcodec.advise.job import Options, check_options
+from kcodec.advise.replay import assign_partitions, form_batches, record_sizes, update_estimate
 from kcodec.errors import KcodecError
 
 BIG = 10 ** 9  # a batch.size no test reaches

@@ -95,7 +95,6 @@ def test_a_fetch_failing_in_a_spark_task_is_one_line(spark, tmp_path, capsys):
     """The broker stops answering Fetch after the plan is made: the Spark task's ClusterError
     reaches the user as one line naming the partition and the address, and no report is written."""
     from broker import recorded_broker
-
     from cluster_estate import produce_estate
     from kcodec.cli import main
 

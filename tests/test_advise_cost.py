@@ -6,8 +6,16 @@ import json
 
 import pytest
 
-from kcodec.advise.cost import (DAYS_PER_MONTH, GB, PRICE_LIST, MonthlyCost, Prices, TopicEconomics,
-                                load_prices, monthly_cost)
+from kcodec.advise.cost import (
+    DAYS_PER_MONTH,
+    GB,
+    PRICE_LIST,
+    MonthlyCost,
+    Prices,
+    TopicEconomics,
+    load_prices,
+    monthly_cost,
+)
 from kcodec.errors import KcodecError
 
 PRICES = Prices(block_gb_month=0.1, object_gb_month=0.03, cross_zone_gb=0.05, vcpu_hour=0.07)

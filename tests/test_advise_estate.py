@@ -192,7 +192,6 @@ def _profiled(a: TopicAdvice) -> TopicAdvice:
 
 def test_report_of_500_topics_opens_at_1280px(tmp_path):
     from browser import chromium, measure_page, screenshot
-
     from kcodec.advise.report import write_reports
 
     grid = [Setting(c, lvl, b, g) for c, lvl in (("lz4", None), ("zstd", 1), ("zstd", None), ("gzip", None))

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import sys
 from pathlib import Path
 
 import numpy as np

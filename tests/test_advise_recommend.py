@@ -9,7 +9,7 @@ import pytest
 
 from kcodec.advise.cost import Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
-from kcodec.advise.recommend import Measured, Rule, TopicAdvice, advise_topic, kafka_config
+from kcodec.advise.recommend import Measured, Rule, advise_topic, kafka_config
 
 DAY = 86_400_000
 ZSTD19 = Setting("zstd", 19, 16384, 5)     # the cheapest, at a level only clients 3.8+ can set
@@ -60,8 +60,9 @@ def test_rule_text_states_its_numbers():
         "smaller batch.size, codec id and level decide; recommended when it saves at least 12.5% of today's "
         "$/month (--min-saving), else keep today's settings; CPU from kcodec's CPU model (--cpu-cost)")
     assert Rule(cpu="measured").text().endswith("CPU from this run's measurement (--cpu-cost)")
-    assert (Rule(cpu="measured").min_compress_mbps, Rule(cpu="measured").min_read_mbps, Rule(cpu="measured").max_linger_ms, Rule(cpu="measured").min_saving, Rule(cpu="measured").cpu) == \
-        (50.0, 100.0, 100.0, 0.05, "model")
+    default = Rule()
+    assert (default.min_compress_mbps, default.min_read_mbps, default.max_linger_ms, default.min_saving,
+            default.cpu) == (50.0, 100.0, 100.0, 0.05, "model")
 
 
 def test_measured_rates_and_ratios():
@@ -160,7 +161,8 @@ def test_bytes_per_day_sources():
     assert (given.stored_per_day, given.per_day_source) == (7e8, "given (--prices)")
     known = advise_topic("t", agg(), 9_000_000_000, econ, Prices(), Rule(cpu="measured"))
     assert (known.stored_per_day, known.per_day_source) == (4.5e9, "all segments over their timestamps' span of 2 days")
-    sampled = advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule(cpu="measured"), sampled_partitions=6)
+    sampled = advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule(cpu="measured"),
+                           sampled_partitions=6)
     assert sampled.stored_per_day == 2.0 * DAY * 6
     assert sampled.per_day_source == "the sampled chunks' mean rate x 6 partitions"
     # a rate without the partition count falls back to the span
@@ -188,4 +190,5 @@ def test_settings_sort_with_a_default_and_numbered_levels_of_one_codec():
             Setting("gzip", 1, 16384, 0), Setting("zstd", None, 16384, 5)]
     assert [s.label for s in sorted(grid)] == ["gzip:1@16KiB/0ms", "zstd@16KiB/5ms", "zstd@64KiB/0ms",
                                                 "zstd:3@16KiB/0ms", "zstd:19@16KiB/5ms"]
-    assert Setting("zstd", None, 1, 0) < Setting("zstd", 1, 1, 0) and Setting("zstd", 2, 1, 0) > Setting("zstd", 1, 9, 0)
+    assert Setting("zstd", None, 1, 0) < Setting("zstd", 1, 1, 0)
+    assert Setting("zstd", 2, 1, 0) > Setting("zstd", 1, 9, 0)

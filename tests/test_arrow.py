@@ -7,7 +7,8 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import kcodec
 from kcodec import read_batches
@@ -323,7 +324,7 @@ def test_sequences_and_batches_equal_builder_across_batches(codec):
     ours = kcodec.from_arrow(_table(rows), compression=codec, max_batch_bytes=3000, base_offset=500,
                              producer_id=77, producer_epoch=1, base_sequence=start)
     assert len(ours) > 3
-    expected, builder, seq = [], None, start
+    expected, builder = [], None
     for i, (key, value, ts, hdrs) in enumerate(rows):
         if builder is not None and not builder.has_room_for(key, value, hdrs or (), ts):
             expected.append(bytes(builder.build()))
@@ -472,7 +473,8 @@ def test_from_arrow_uncompressed_cuts_and_column_types(limit, kind):
     if kind == "large_binary":
         table = table.cast(pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary()),
                                       pa.field("timestamp", pa.int64()),
-                                      pa.field("headers", pa.large_list(table.schema.field("headers").type.value_type))]))
+                                      pa.field("headers",
+                                               pa.large_list(table.schema.field("headers").type.value_type))]))
     elif kind == "string":
         rows = [(k, v.decode("latin-1").encode(), ts, h) for k, v, ts, h in rows]
         table = table.set_column(1, "value", pa.array([v.decode() for _, v, _, _ in rows], pa.string()))
@@ -555,7 +557,8 @@ def test_to_arrow_after_fork(small_column_cache):
 
 def _object_outcome(data):
     try:
-        return [(r.offset, r.timestamp, r.key, r.value, [(k.encode("utf-8", "surrogateescape"), v) for k, v in r.headers])
+        return [(r.offset, r.timestamp, r.key, r.value,
+                 [(k.encode("utf-8", "surrogateescape"), v) for k, v in r.headers])
                 for b in read_batches(data, validate=False) for r in b]
     except kcodec.KcodecError as exc:
         return (type(exc), str(exc))

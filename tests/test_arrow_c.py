@@ -14,11 +14,12 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kcodec
-from kcodec.arrow import column_cache
 from kcodec import RecordBatchBuilder, batch_builder
+from kcodec.arrow import column_cache
 
 # the kcodec under test (installed, or the source tree with its built extensions), not the folder above tests/
 KCODEC_ROOT = Path(kcodec.__file__).resolve().parents[1]
@@ -251,8 +252,7 @@ def test_a_bad_buffer_is_named_with_its_byte():
 
 
 def test_a_pass_that_fails_half_way_is_taken_back_whole():
-    from kcodec._native.columnar import ColumnAccumulator
-    from kcodec.arrow import record_columns
+    from kcodec._native.columnar import ColumnAccumulator, record_columns
 
     def keyed(n, base_offset):
         b = RecordBatchBuilder(base_offset=base_offset)

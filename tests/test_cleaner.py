@@ -438,6 +438,7 @@ def test_file_ops_hook_sees_every_step(tmp_path):
 
 def test_spark_compaction_matches_local(tmp_path, spark):
     import shutil
+
     from kcodec.spark.ops import compact_spark
     local = base_log(tmp_path / "a")
     other = str(tmp_path / "b" / "topic-0")
@@ -454,6 +455,7 @@ def test_spark_compaction_matches_local(tmp_path, spark):
 
 def test_indexes_agree_with_segment_recovery(tmp_path):
     import shutil
+
     from kcodec.log.segment import rebuild_indexes
     d = make_log(tmp_path / "t-0", [[batch(i * 20, [kv("k%d" % j, "x" * 200) for j in range(20)],
                                            ts=T0 + (i * 7919) % 1000) for i in range(12)], [batch(240, [kv("z")])]])

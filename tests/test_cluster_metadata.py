@@ -9,7 +9,13 @@ import uuid
 
 import pytest
 
-from s3_server import s3  # noqa: F401  (the session fixture)
+from kcodec.errors import CorruptDataError, CorruptRecordError, KcodecError, LogNotFoundError
+from kcodec.log import Partition
+from kcodec.log._cli import add_metadata_log_argument, metadata_log, partition_policy, topic_policy
+from kcodec.log.cluster_metadata import UnknownTopicError, partition_topic_id, read_cluster_metadata
+from kcodec.log.metadata_records import decode_metadata_record
+from kcodec.log.segment import NoSegmentsError
+from kcodec.records import ControlRecordType
 from kraft_metadata import (
     BROKER,
     TOPIC,
@@ -35,14 +41,7 @@ from kraft_metadata import (
     write_segment,
     write_snapshot,
 )
-
-from kcodec.errors import CorruptDataError, CorruptRecordError, KcodecError, LogNotFoundError
-from kcodec.log import Partition
-from kcodec.log._cli import add_metadata_log_argument, metadata_log, partition_policy, topic_policy
-from kcodec.log.cluster_metadata import UnknownTopicError, partition_topic_id, read_cluster_metadata
-from kcodec.log.metadata_records import decode_metadata_record
-from kcodec.log.segment import NoSegmentsError
-from kcodec.records import ControlRecordType
+from s3_server import s3  # noqa: F401  (the session fixture)
 
 ID_A = uuid.UUID("11111111-1111-4111-8111-111111111111")
 ID_B = uuid.UUID("22222222-2222-4222-8222-222222222222")

@@ -325,6 +325,7 @@ def test_snappy_chunks_cut_every_32k():
 
 def test_snappy_framing_into_one_result_checks_the_library():
     import cramjam
+
     from kcodec._native.codecs import snappy_frame_compress
 
     data = bytes(random.Random(2).getrandbits(8) for _ in range(70_000)) + b"a" * 30_000
@@ -373,7 +374,8 @@ def test_lz4_header_checksums_from_xxh32():
     assert xxh32(b"abc") == 0x32D153FF
     assert xxh32(b"Nobody inspects the spammish repetition") == 0xE2293B2F
     assert LZ4_FRAME_HEADER[6] == 0x82 and LZ4_FRAME_HEADER_V0[6] == 0x1A
-    # Spec 8.5's table of other descriptors.
+    # Other FLG/BD descriptors: the header checksum over the descriptor alone, and the one
+    # KafkaLZ4BlockOutputStream wrote for magic 0, over the frame's magic number too.
     for flg, bd, hc, broken in [(0x70, 0x40, 0xAD, 0xEC), (0x60, 0x50, 0xFB, 0x77), (0x60, 0x70, 0x73, 0x10)]:
         assert (xxh32(bytes((flg, bd))) >> 8) & 0xFF == hc
         assert (xxh32(b"\x04\x22\x4d\x18" + bytes((flg, bd))) >> 8) & 0xFF == broken
@@ -699,6 +701,7 @@ def test_snappy_legacy_python_snappy_backend():
     import types
 
     import cramjam
+
     from kcodec.compression.snappy import SnappyCodec
     legacy = types.ModuleType("snappy")
     legacy.__version__ = "0.6.1"

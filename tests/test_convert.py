@@ -1,14 +1,12 @@
 """convert_magic: Kafka's down-conversion for old fetchers and up-conversion to v2."""
 from __future__ import annotations
 
-import struct
-
 import pytest
 
 import kcodec
 from kcodec import CompressionType, TimestampType
-from kcodec.records.convert import convert_magic
 from kcodec.errors import RecordBuilderError, UnsupportedCodecError
+from kcodec.records.convert import convert_magic
 from kcodec.records.legacy import LegacyRecordBatch, LegacyRecordBatchBuilder, iter_legacy_batches
 from oracle_util import cases, load_case, oracle_available, oracle_verify
 from test_legacy_oracle import render

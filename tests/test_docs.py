@@ -122,7 +122,8 @@ ADVISE_SAMPLES = [(p, c, e) for p in PAGES for c, e in samples(p) if _needs_spar
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("page,command,expected", ADVISE_SAMPLES, ids=[f"{_page_id(p)}: {c}" for p, c, _ in ADVISE_SAMPLES])
+@pytest.mark.parametrize("page,command,expected", ADVISE_SAMPLES,
+                         ids=[f"{_page_id(p)}: {c}" for p, c, _ in ADVISE_SAMPLES])
 def test_advise_sample(page, command, expected, tmp_path):
     pytest.importorskip("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -196,7 +197,8 @@ def test_a_flag_without_help_is_found():
 
 
 def test_the_cli_reference_names_every_flag():
-    pytest.importorskip("docutils", reason="the CLI reference's builder needs the docs extra: pip install 'kcodec[docs]'")
+    pytest.importorskip("docutils",
+                        reason="the CLI reference's builder needs the docs extra: pip install 'kcodec[docs]'")
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
         from kcodec_cli import cli_rst

@@ -35,7 +35,8 @@ def test_short_trailing_garbage_ignored(n):
 
 
 def test_twelve_zero_bytes_raise():
-    with pytest.raises(CorruptRecordError, match=r"Record size 0 is less than the minimum record overhead \(14\)") as info:
+    with pytest.raises(CorruptRecordError,
+                       match=r"Record size 0 is less than the minimum record overhead \(14\)") as info:
         list(iter_entries(_single() + b"\x00" * 12))
     assert info.value.position == len(_single())
 

@@ -5,7 +5,6 @@ import json
 import pathlib
 import random
 
-import pyarrow as pa
 import pytest
 
 import kcodec

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kcodec import CompressionType, TimestampType, get_codec
 import kcodec
+from kcodec import CompressionType, TimestampType, get_codec
 from kcodec.errors import (
     CorruptCompressedDataError,
     CorruptRecordError,
@@ -332,6 +332,7 @@ def test_batch_iterates_many_times_and_positions():
 
 def test_any_buffer_type():
     import mmap
+
     import numpy as np
     data = wrapper(1, inner_set([0, 1]), codec=3)
     expected = triples(one(data))

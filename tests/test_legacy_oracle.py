@@ -9,7 +9,7 @@ import pytest
 
 import canonical
 import kcodec
-from kcodec import CompressionType, TimestampType, get_codec
+from kcodec import TimestampType, get_codec
 from kcodec.records.legacy import LegacyRecordBatch, LegacyRecordBatchBuilder, iter_legacy_batches
 from oracle_util import cases, digest, load_case, manifest, oracle_available, oracle_verify
 
@@ -263,6 +263,7 @@ def _mutants(seed: int, count: int):
     deep iterator rather than stopping at the checksum.
     """
     import random
+
     from test_legacy import _fix, inner_set, message, wrapper
     rng = random.Random(seed)
     plain = message(9, b"key", b"value")

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 
 from kcodec.errors import CorruptDataError
-from kcodec.log.index import (CorruptIndexError, IndexBuilder, OffsetIndex, OffsetPosition, TimeIndex,
-                              TimestampOffset, relative_offset)
+from kcodec.log.index import (
+    CorruptIndexError,
+    IndexBuilder,
+    OffsetIndex,
+    OffsetPosition,
+    TimeIndex,
+    TimestampOffset,
+    relative_offset,
+)
 
 
 def offset_index(base, entries, path="00.index"):

@@ -1,7 +1,6 @@
 """Offline rewrites are safe on a broker's disks: its .lock, one rewrite per partition, no deletion without a policy."""
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import random
@@ -474,7 +473,7 @@ def test_compact_takes_each_topics_settings_from_the_metadata_log(tmp_path, caps
     out = capsys.readouterr().out
     assert f"delete.retention.ms = 0 (topic config in the metadata log {meta})" in out
     assert "segment.bytes = 1048576 (topic config in the metadata log)" in out
-    assert f"events-0: not compacted: cleanup.policy = delete (Kafka default)" in out
+    assert "events-0: not compacted: cleanup.policy = delete (Kafka default)" in out
     assert tree(logs / "events-0") == before_events
     kept = dir_records(str(logs / "users-0"))
     # the first round keeps c's tombstone and stamps its delete horizon (KIP-534); the active segment stays

@@ -8,8 +8,7 @@ import pytest
 
 from kcodec import KcodecError, RecordBatchBuilder, read_batches
 from kcodec._native.primitives import crc32c, encode_varint, encode_varlong
-from kcodec.errors import (CorruptCompressedDataError, CorruptRecordError, InvalidRecordError,
-                           UnsupportedCodecError)
+from kcodec.errors import CorruptCompressedDataError, CorruptRecordError, InvalidRecordError, UnsupportedCodecError
 
 T0 = 1_700_000_000_000
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -229,7 +228,7 @@ def test_a_later_batchs_absurd_count_does_not_size_the_columns():
 
 
 def test_compressed_payload_that_lies_about_its_size():
-    from kcodec import get_codec, LimitExceededError
+    from kcodec import LimitExceededError, get_codec
     bomb = get_codec("zstd").compress(b"\0" * (64 * 1024 * 1024))
     b = RecordBatchBuilder()
     b.append(b"k", b"v", T0)

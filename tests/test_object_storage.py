@@ -6,7 +6,6 @@ every record present exactly once, as on local disk.
 """
 import functools
 import json
-import subprocess
 import sys
 
 import pytest
@@ -271,8 +270,8 @@ def test_cli_on_an_s3_log_directory(tmp_path, s3, capsys):
 
 
 def test_spark_writes_and_reads_s3(spark, tmp_path, s3):
-    from test_tiered_storage import rows
     import kcodec.spark
+    from test_tiered_storage import rows
     local = source_log(tmp_path / "src" / "t-0")
     df = spark.read.format("kafka-log").load(local)
     bucket = s3.new_bucket()

@@ -107,8 +107,8 @@ def build_inputs(files: Dict[str, bytes]) -> Tuple[Set[str], Set[str]]:
 def test_every_tracked_source_file_is_shipped(sdist):
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip(f"{ROOT} is not a git checkout (an unpacked sdist has no file list to compare with)")
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "csrc", "kcodec", "plugins", "tests", "bench", "docs", "fuzz",
-                              "LICENSE", "README.md", "CHANGELOG.md"],
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "csrc", "kcodec", "plugins", "tests", "bench",
+                              "docs", "fuzz", "LICENSE", "README.md", "CHANGELOG.md"],
                              capture_output=True, text=True, check=True).stdout.split()
     assert tracked
     assert sorted(set(tracked) - set(sdist)) == []

@@ -295,14 +295,16 @@ def test_capsule_error_codes(plugin):
     framed = _native_compress(c, DATA)
     small = ctypes.create_string_buffer(20)
     err = ctypes.create_string_buffer(64)
-    assert c.compress(c.state, DATA, len(DATA), small, 20, 6, 2, err, 64) == _header_define("KCODEC_CODEC_DST_TOO_SMALL")
+    too_small = _header_define("KCODEC_CODEC_DST_TOO_SMALL")
+    assert c.compress(c.state, DATA, len(DATA), small, 20, 6, 2, err, 64) == too_small
     assert c.compress(c.state, DATA, len(DATA), small, 20, 10, 2, err, 64) == _header_define("KCODEC_CODEC_BAD_LEVEL")
     assert b"between 1 and 9" in err.value
     assert c.compress(c.state, DATA, len(DATA), small, 20, 6, 7, None, 0) == _header_define("KCODEC_CODEC_BAD_MAGIC")
     assert _native_decompress(c, framed, len(DATA) - 1)[0] == _header_define("KCODEC_CODEC_DST_TOO_SMALL")
     code, message = _native_decompress(c, framed[:-1] + bytes([framed[-1] ^ 1]), len(DATA))
     assert (code, message) == (_header_define("KCODEC_CODEC_CORRUPT"), "gzip: Corrupt GZIP trailer")
-    assert _native_decompress(c, b"not gzip", 100) == (_header_define("KCODEC_CODEC_CORRUPT"), "gzip: Not in GZIP format")
+    assert _native_decompress(c, b"not gzip", 100) == (_header_define("KCODEC_CODEC_CORRUPT"),
+                                                       "gzip: Not in GZIP format")
     assert c.decompressed_size(c.state, b"short", 5, 2) == -1
 
 

@@ -7,7 +7,8 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kcodec._native import primitives as p
 from kcodec.errors import CorruptRecordError, KcodecError

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kcodec
 from kcodec import CompressionType, RecordBatchBuilder, TimestampType, read_batches
@@ -300,7 +301,8 @@ def test_headers_from_sequences_that_make_their_items():
         b.append(b"k", b"v", TS, [Pair(i), Pair(i + 1000), ("plain", b"v"), (b"raw", None)])
         ["y" * 600 for _ in range(20)]  # reuse freed memory
     for i, r in enumerate(one(bytes(b.build())).records()):
-        assert list(r.headers) == [("key-%d-" % i + "x" * 600, b"value"), ("key-%d-" % (i + 1000) + "x" * 600, b"value"),
+        assert list(r.headers) == [("key-%d-" % i + "x" * 600, b"value"),
+                                   ("key-%d-" % (i + 1000) + "x" * 600, b"value"),
                                    ("plain", b"v"), ("raw", None)]
 
 
@@ -751,7 +753,8 @@ def test_column_accumulator_does_all_python_work_before_writing():
 
     acc.add_record(5, TS, 0, b"k", b"v", Headers())
     import pyarrow as pa
-    from kcodec.arrow import record_columns
+
+    from kcodec._native.columnar import record_columns
     table = pa.table(record_columns([acc.result()], None, None, True, ()))
     assert table.column("offset").to_pylist() == [5]
     assert table.column("headers").to_pylist() == [[{"key": "a", "value": b"1"}]]

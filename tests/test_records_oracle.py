@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-import kcodec
 from canonical import render
-from oracle_util import (cases, digest, identical_expected, load_case, manifest, oracle_available,
-                         oracle_verify, rebuild)
+from oracle_util import cases, digest, identical_expected, load_case, manifest, oracle_available, oracle_verify, rebuild
 
 ALL = cases()
 V2 = [c for c in ALL if c.startswith("v2_")]

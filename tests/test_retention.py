@@ -156,6 +156,7 @@ def test_rules_apply_in_order_and_a_compact_topic_keeps_all_but_the_start(tmp_pa
 
 def test_policy_text_and_cleanup_policy(tmp_path):
     import pytest
+
     from kcodec.log.retention import RetentionPolicy, RetentionPolicyError
     assert RetentionPolicy().deletes and not RetentionPolicy().given
     assert RetentionPolicy(cleanup_policy="compact, delete").deletes

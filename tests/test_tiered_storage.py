@@ -13,7 +13,6 @@ import uuid
 
 import pytest
 
-import kcodec
 from kcodec.cli import main
 from kcodec.log import open_log_dir
 from kcodec.log.cleaner import AbortedTxn, encode_txn_index, list_segments, segment_file_name

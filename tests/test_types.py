@@ -30,9 +30,12 @@ def test_bad_id_and_name_list_valid_ones():
 
 
 def test_levels_follow_kip_390():
-    assert (CompressionType.GZIP.min_level, CompressionType.GZIP.max_level, CompressionType.GZIP.default_level) == (1, 9, -1)
-    assert (CompressionType.LZ4.min_level, CompressionType.LZ4.max_level, CompressionType.LZ4.default_level) == (1, 17, 9)
-    assert (CompressionType.ZSTD.min_level, CompressionType.ZSTD.max_level, CompressionType.ZSTD.default_level) == (-131072, 22, 3)
+    def levels(t):
+        return t.min_level, t.max_level, t.default_level
+
+    assert levels(CompressionType.GZIP) == (1, 9, -1)
+    assert levels(CompressionType.LZ4) == (1, 17, 9)
+    assert levels(CompressionType.ZSTD) == (-131072, 22, 3)
     assert CompressionType.SNAPPY.default_level is None
     assert CompressionType.GZIP.validate_level(None) == -1
     assert CompressionType.GZIP.validate_level(-1) == -1

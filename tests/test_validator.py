@@ -113,7 +113,8 @@ def test_a1_in_place_v2_changes_only_offset_and_epoch():
     assert out[8:12] == src[8:12] and out[16:] == src[16:]  # maxTimestamp unchanged: no CRC change
     assert struct.unpack_from(">qii", out) == (100, len(src) - 12, 9)
     assert [o for o, *_ in recs(out)] == [100, 101, 102, 103]
-    assert (r.first_offset, r.last_offset, r.max_timestamp, r.shallow_offset_of_max_timestamp) == (100, 103, T0 + 3, 103)
+    assert (r.first_offset, r.last_offset, r.max_timestamp, r.shallow_offset_of_max_timestamp) == (
+        100, 103, T0 + 3, 103)
     assert not r.message_size_maybe_changed and r.records_converted == 0
     check_java(out)
 
@@ -363,7 +364,8 @@ def test_corrupt_inner_crc_of_compressed_legacy():
 
 
 def test_message_too_large():
-    expect("MESSAGE_TOO_LARGE", lambda: run(v2(3), max_message_bytes=100), "exceeds the maximum configured value of 100")
+    expect("MESSAGE_TOO_LARGE", lambda: run(v2(3), max_message_bytes=100),
+           "exceeds the maximum configured value of 100")
     # rebuilt output is checked again
     big = legacy(1, 50)
     expect("MESSAGE_TOO_LARGE", lambda: run(big, max_message_bytes=300), "Message batch size is")

@@ -25,7 +25,8 @@ def _block(kind: int, size: int, last: bool = False) -> bytes:
 #: zstd payloads of a few hundred bytes that cannot decode.
 FRAMES = {
     # declares 250 MiB (under the 256 MiB limit), then one compressed block of noise
-    "declared 250 MiB": MAGIC + b"\x80\x58" + struct.pack("<I", 250 << 20) + _block(2, 400, True) + bytes(range(256)) + bytes(144),
+    "declared 250 MiB": (MAGIC + b"\x80\x58" + struct.pack("<I", 250 << 20) + _block(2, 400, True)
+                         + bytes(range(256)) + bytes(144)),
     # 110 one-byte compressed blocks: a bound of 110 x 128 KiB
     "many short blocks": MAGIC + b"\x00\x70" + (_block(2, 1) + b"\xff") * 110 + _block(2, 1, True) + b"\xff",
     # a frame as Java writes it, its compressed block overwritten

@@ -7,15 +7,14 @@ the ``builder`` target.  Oracles: bad columns are refused with kcodec's
 error; the batches built hold every record once, values unchanged.
 """
 import pyarrow as pa
+from common import OracleMismatch, verdict
+from provider import Provider
 
 import kcodec
 from kcodec.advise.grid import Setting
 from kcodec.advise.measure import BatchEncoder
 from kcodec.advise.profile import record_columns
 from kcodec.advise.task import replay_starts
-
-from common import OracleMismatch, verdict
-from provider import Provider
 from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 
 

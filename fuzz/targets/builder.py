@@ -6,11 +6,10 @@ is refused with kcodec's error, never pyarrow's or Python's; what is
 written reads back whole, every record, with the same values.
 """
 import pyarrow as pa
-
-import kcodec
-
 from common import OracleMismatch, verdict
 from provider import Provider
+
+import kcodec
 
 BINARY_TYPES = (pa.binary(), pa.large_binary(), pa.string(), pa.large_string(), pa.binary_view(),
                 pa.binary(3), pa.int32(), pa.null())

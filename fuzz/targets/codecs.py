@@ -5,10 +5,10 @@ Oracles: the Python codec (``Codec.decompress``) and its native functions
 any size limit that holds the content; whatever a codec writes of the
 input, it reads back.
 """
+from common import OracleMismatch, same_verdict, verdict
+
 from kcodec import get_codec
 from kcodec._native.native_codec import native_of
-
-from common import OracleMismatch, same_verdict, verdict
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 LIMITS = (1 << 10, 1 << 16, 1 << 22)

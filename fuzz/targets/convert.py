@@ -5,10 +5,10 @@ is given; the rest is the record set.  Oracles: the output reads whole
 (every batch, every record, CRCs checked); it holds the input's data
 records (control batches dropped going down), keys and values unchanged.
 """
+from common import MAX_DECOMPRESSED, OracleMismatch, verdict
+
 import kcodec
 from kcodec.records.convert import convert_magic
-
-from common import MAX_DECOMPRESSED, OracleMismatch, verdict
 
 CODECS = (None, "none", "gzip", "snappy", "lz4", "zstd", None, None)
 

@@ -4,10 +4,10 @@ Oracle: the records it reads (offset, key, value, headers) are the rows
 ``to_arrow`` reads, and it refuses what ``to_arrow`` refuses (but for
 timestamps beyond Arrow's microseconds, which only the objects hold).
 """
+from common import MAX_DECOMPRESSED, rows, same_verdict, verdict
+
 import kcodec
 from kcodec.errors import LimitExceededError
-
-from common import MAX_DECOMPRESSED, rows, same_verdict, verdict
 
 
 def _touch(obj) -> None:

@@ -16,14 +16,14 @@ import shutil
 import tempfile
 import warnings
 
+from common import MAX_DECOMPRESSED, OracleMismatch, rows, verdict
+from provider import Provider
+
 import kcodec
 from kcodec.dump import dump_index, dump_log
 from kcodec.log import LogSegment, open_partition
 from kcodec.log.validator import validate_and_assign_offsets
 from kcodec.records.framing import valid_bytes
-
-from common import MAX_DECOMPRESSED, OracleMismatch, rows, verdict
-from provider import Provider
 
 BASE = 100
 NAME = "%020d" % BASE

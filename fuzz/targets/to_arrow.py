@@ -4,9 +4,9 @@ Oracles: views read the same rows as copying; the native pass (no batch
 fields) reads the same rows as the general path (``batch_fields`` forces
 it), with and without validation; threads change nothing.
 """
-import kcodec
-
 from common import MAX_DECOMPRESSED, rows, same_verdict, verdict
+
+import kcodec
 
 KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
 

@@ -18,8 +18,16 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
-from kcodec.advise.kafka_client import (EARLIEST, LATEST, BrokerSession, FetchedRecords, LeaderMoved,
-                                        OffsetOutOfRange, PartitionMeta, error_name)
+from kcodec.advise.kafka_client import (
+    EARLIEST,
+    LATEST,
+    BrokerSession,
+    FetchedRecords,
+    LeaderMoved,
+    OffsetOutOfRange,
+    PartitionMeta,
+    error_name,
+)
 from kcodec.errors import ClusterError
 from kcodec.records import batch_header
 from kcodec.records.framing import LOG_OVERHEAD, iter_entries

@@ -30,7 +30,8 @@ from typing import Dict, Optional
 
 from kcodec.errors import KcodecError
 
-__all__ = ["Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "load_prices", "GB", "PRICE_LIST"]
+__all__ = ["Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "load_prices", "GB", "PRICE_LIST",
+           "DAYS_PER_MONTH"]
 
 GB = 2 ** 30
 DAYS_PER_MONTH = 30

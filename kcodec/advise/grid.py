@@ -10,7 +10,7 @@ from kcodec.compression import CompressionType
 from kcodec.errors import UnsupportedCodecError
 
 __all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "parse_size", "format_size",
-           "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS"]
+           "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS", "DEFAULT_CHUNK", "DEFAULT_SAMPLE"]
 
 DEFAULT_CODECS = "none,gzip,snappy,lz4,zstd:1,3,9"
 DEFAULT_BATCH_SIZES = "16k,1m"
@@ -85,18 +85,17 @@ def parse_codecs(spec: str) -> List[tuple]:
     A bare number after a ``codec:level`` item continues that codec's level list.
     """
     out: List[tuple] = []
-    current = None
+    current: Optional[CompressionType] = None
     for item in [s.strip() for s in spec.split(",") if s.strip()]:
         if re.fullmatch(r"-?\d+", item):
             if current is None:
                 raise UnsupportedCodecError(f"level {item} without a codec in {spec!r}")
-            out.append((current, current_type.validate_level(int(item))))
+            out.append((current.kafka_name, current.validate_level(int(item))))
             continue
         name, _, level = item.partition(":")
-        current_type = CompressionType.of(name)
-        current = current_type.kafka_name
-        lvl = current_type.validate_level(int(level)) if level else None
-        out.append((current, lvl))
+        current = CompressionType.of(name)
+        lvl = current.validate_level(int(level)) if level else None
+        out.append((current.kafka_name, lvl))
     seen, unique = set(), []
     for c in out:
         if c not in seen:

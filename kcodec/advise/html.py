@@ -95,7 +95,8 @@ ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_d
 <ul>{notes}</ul>
 {img}
 <table><thead><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
-<th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th></tr></thead>
+<th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th><th>CPU $/month</th>
+<th>total $/month</th></tr></thead>
 <tbody>{detail}</tbody></table>
 </section>"""
 

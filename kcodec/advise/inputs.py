@@ -22,7 +22,8 @@ from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
 from kcodec.errors import KcodecError
 from kcodec.storage import Storage, resolve
 
-__all__ = ["CHUNK_DDL", "ChunkRange", "InputPlan", "check_inputs", "chunk_batch", "plan_sample", "read_chunks"]
+__all__ = ["CHUNK_DDL", "ChunkRange", "InputPlan", "check_inputs", "chunk_batch", "plan_sample", "read_chunks",
+           "cluster_input"]
 
 RANGE_DDL = "topic string, partition int, chunk int, path string, start long, end long"
 RECORD_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from kcodec.advise import cost as costs
-from kcodec.advise.replay import LIMITS
 from kcodec.advise.cpu import REFERENCE
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
@@ -28,8 +27,9 @@ from kcodec.advise.grid import (
     parse_size,
 )
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
-from kcodec.advise.task import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
+from kcodec.advise.replay import LIMITS
+from kcodec.advise.task import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.topic_config import topic_economics
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in

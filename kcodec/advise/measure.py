@@ -40,7 +40,8 @@ import numpy as np
 
 from kcodec._native.columnar import encode_columnar
 
-__all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS"]
+__all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
+           "ONE_BATCH"]
 
 REPS = 1
 MIN_REP_SECONDS = 0.005

@@ -11,8 +11,8 @@ from typing import Iterator
 
 import numpy as np
 
-from kcodec.advise.grid import Setting
 from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
+from kcodec.advise.grid import Setting
 from kcodec.advise.inputs import InputPlan
 from kcodec.errors import KcodecError
 
@@ -73,9 +73,9 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
     import pyarrow.compute as pc
     from pyspark import TaskContext
 
-    from kcodec.advise.replay import assign_partitions
     from kcodec.advise.measure import BatchEncoder
     from kcodec.advise.profile import record_columns
+    from kcodec.advise.replay import assign_partitions
     from kcodec.advise.task import replay_starts
     from kcodec.partitioner import partition_for_keys
 

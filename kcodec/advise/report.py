@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from kcodec.advise.replay import LIMITS
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
+from kcodec.advise.replay import LIMITS
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
@@ -57,7 +57,8 @@ def _replay_text(a: TopicAdvice) -> Optional[str]:
         return (f"{who} batching rules; {producers}; sender delay not calibrated (today's batches were cut by "
                 f"size, or too few): {r['sender_delay_ms']:.3g} ms assumed")
     part = "" if share == 1 else f", on {share * 100:.0f}% of chunks"
-    return (f"{who} batching rules; {producers}; sender delay {r['sender_delay_ms']:.3g} ms calibrated on today's batches "
+    return (f"{who} batching rules; {producers}; sender delay {r['sender_delay_ms']:.3g} ms "
+            f"calibrated on today's batches "
             f"(calibration error {r['calibration_error'] * 100:+.1f}% records/batch{part})")
 
 
@@ -102,7 +103,8 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
     if current_bytes is not None:
         today_stored = sum(a.today.stored_bytes for a in advice)
         after = sum((a.best or a.today).stored_bytes for a in advice)
-        lines.append(f"today's {current_size_text} would become {format_size(current_bytes * after / max(1, today_stored))}")
+        after_bytes = current_bytes * after / max(1, today_stored)
+        lines.append(f"today's {current_size_text} would become {format_size(after_bytes)}")
     lines.append("")
     lines.append(details_text(advice))
     return "\n".join(lines)
@@ -117,7 +119,8 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
                      f"timestamps {a.timestamp_type}; bytes/day from {a.per_day_source}")
         lines.append(f"  today: records/batch p10/p50/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f} "
                      f"(mean {br['mean']:.1f}); bytes/batch {format_size(bb['p10'])}/{format_size(bb['p50'])}/"
-                     f"{format_size(bb['p90'])}; magic {', '.join(f'v{k}: {v}' for k, v in p['magic_batches'].items() if v)} "
+                     f"{format_size(bb['p90'])}; "
+                     f"magic {', '.join(f'v{k}: {v}' for k, v in p['magic_batches'].items() if v)} "
                      f"batches; ratio {a.today.ratio:.2f}x +/- {a.today.ratio_std:.2f}; {_record_sizes(p)}")
         head = (f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'measured c/r':>19} "
                 f"{'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}")
@@ -126,7 +129,8 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
         for m in [a.today] + rows:
             mark = " <- set" if a.best is not None and m is a.best else ""
             lines.append(f"  {m.label:<24} {m.ratio:>6.2f}+/-{m.ratio_std:<4.2f} {m.records_per_batch:>9.1f} "
-                         f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {m.measured_text():>19} {_money(m.cost.total):>9} "
+                         f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {m.measured_text():>19} "
+                         f"{_money(m.cost.total):>9} "
                          f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
     return "\n".join(lines)
 
@@ -237,8 +241,8 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict, e
     w = csv.writer(buf)
     w.writerow(["topic", "setting", "codec", "level", "batch_size", "linger_ms", "ratio", "ratio_std", "chunks",
                 "records_per_batch", "compress_mbps", "read_mbps", "cpu_source", "measured_compress_mbps",
-                "measured_compress_spread", "measured_read_mbps", "measured_read_spread", "stored_per_day", "storage_month",
-                "network_month", "cpu_month", "total_month", "recommended"])
+                "measured_compress_spread", "measured_read_mbps", "measured_read_spread", "stored_per_day",
+                "storage_month", "network_month", "cpu_month", "total_month", "recommended"])
     for a in advice:
         for x in [a.today] + a.results:
             s = x.setting

@@ -17,8 +17,18 @@ import numpy as np
 from kcodec.advise.grid import Setting
 from kcodec.advise.measure import BatchEncoder, CpuTime, measure_build, measure_read
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS, TodayProfile, profile_chunk, record_columns
-from kcodec.advise.replay import (BATCH_OVERHEAD, JAVA, ClientRules, SenderModel, calibrate, client_rules,
-                                  detect_client, form_batches, producer_groups, warm_estimate)
+from kcodec.advise.replay import (
+    BATCH_OVERHEAD,
+    JAVA,
+    ClientRules,
+    SenderModel,
+    calibrate,
+    client_rules,
+    detect_client,
+    form_batches,
+    producer_groups,
+    warm_estimate,
+)
 from kcodec.errors import KcodecError
 from kcodec.escape import json_text
 

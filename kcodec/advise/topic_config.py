@@ -17,7 +17,7 @@ from typing import AbstractSet, List, Mapping, Optional, Tuple
 
 from kcodec.advise.cost import TopicEconomics
 
-__all__ = ["topic_economics"]
+__all__ = ["topic_economics", "read_metadata"]
 
 DAY_MS = 86_400_000
 

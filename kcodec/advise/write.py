@@ -14,7 +14,7 @@ from kcodec import storage
 from kcodec.errors import InvalidNameError, KcodecError
 from kcodec.escape import terminal_text
 
-__all__ = ["check_write", "write_topics"]
+__all__ = ["check_write", "write_topics", "check_topics"]
 
 
 def check_write(plan, out: str) -> None:

@@ -107,7 +107,7 @@ class Codec(abc.ABC):
     def resolve_level(self, level: Optional[int]) -> Optional[int]:
         if level is None:
             return self.default_level
-        if self.min_level is None:
+        if self.min_level is None or self.max_level is None:
             raise UnsupportedCodecError(f"codec {self.name} has no levels (got {level!r})")
         if isinstance(level, bool) or not isinstance(level, int):
             raise UnsupportedCodecError(f"{self.name} level must be an int, got {level!r}")
@@ -148,7 +148,7 @@ def _copy_into(data: Buffer, out: Buffer, offset: int, too_small: str) -> int:
     return n
 
 
-def _native_of(codec: Codec):
+def _native_of(codec: Codec) -> Any:
     from kcodec._native.native_codec import native_of
 
     return native_of(codec)

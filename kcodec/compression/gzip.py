@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import struct
 from types import ModuleType
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple, cast
 
-from kcodec.compression._lib import byte_view, import_library, library_version
 from kcodec._native.codecs import gzip_native_codec
+from kcodec.compression._lib import byte_view, import_library, library_version
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
@@ -74,7 +74,7 @@ class GzipCodec(Codec):
         self._engine: Optional[ModuleType] = None
         self._capsule: Any = None
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         # Library handles are not picklable; a fresh instance reloads them.
         return (type(self), ())
 
@@ -114,7 +114,7 @@ class GzipCodec(Codec):
     # -- writing --------------------------------------------------------------
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
-        level = self.resolve_level(level)
+        level = cast(int, self.resolve_level(level))  # never None: the codec has levels
         self.load()
         return self._deflate(data, level)
 

@@ -30,7 +30,7 @@ import ctypes
 import os
 import struct
 from types import ModuleType
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union, cast
 
 from kcodec._native.codecs import lz4_frame_compress, lz4_frame_decompress, lz4_native_codec, lz4_scan, xxh32
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
@@ -73,7 +73,7 @@ class Lz4Codec(Codec):
         self._native: Optional[Tuple[int, int, int]] = None
         self._capsule: Any = None
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         # Library handles are not picklable; a fresh instance reloads them.
         return (type(self), ())
 
@@ -111,7 +111,7 @@ class Lz4Codec(Codec):
 
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
-        level = self.resolve_level(level)
+        level = cast(int, self.resolve_level(level))  # never None: the codec has levels
         self.load()
         return self._frame(data, level, magic)
 
@@ -126,12 +126,14 @@ class Lz4Codec(Codec):
         return _native_of(self).compress(data, level, magic)
 
     def _native_unframe(self, data: Buffer, magic: int, max_size: int) -> bytes:
-        return lz4_frame_decompress(data, magic != 0, max_size, self._native[2])
+        native = cast(Tuple[int, int, int], self._native)  # load() chose this engine because it is set
+        return lz4_frame_decompress(data, magic != 0, max_size, native[2])
 
     def _block_frame(self, data: Buffer, level: int, magic: int) -> bytes:
         # python-lz4 per 64 KiB block (its default mode writes other, equally valid, bytes).
         header = LZ4_FRAME_HEADER_V0 if magic == 0 else LZ4_FRAME_HEADER
         compress_block = self._block.compress
+        options: Dict[str, Union[str, int]]
         if level == FAST_LEVEL:
             options = {"mode": "default"}
         else:
@@ -213,7 +215,7 @@ def _native_entry_points(block_module: ModuleType) -> Optional[Tuple[int, int, i
         return None
     extension = getattr(block_module, "_block", block_module)  # python-lz4's compiled module
     try:
-        lib = native_library(extension.__file__)
+        lib = native_library(str(extension.__file__))
         fast, hc, dec = (ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
                          for name in ("LZ4_compress_default", "LZ4_compress_HC", "LZ4_decompress_safe"))
     except (OSError, AttributeError, TypeError):

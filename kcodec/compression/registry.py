@@ -23,7 +23,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Type, Union
 
 from kcodec.compression.base import Codec
 from kcodec.errors import UnsupportedCodecError
@@ -61,7 +61,7 @@ class _Entry:
     target: str
     origin: str
     codec: Optional[Codec] = None
-    loader: Optional[object] = None  # an importlib.metadata.EntryPoint
+    loader: Any = None  # an importlib.metadata.EntryPoint
 
 
 _lock = threading.RLock()
@@ -71,7 +71,7 @@ _plugin_ids: Dict[int, _Entry] = {}  # ids of loaded non-builtin plugins
 _builtin_cache: Dict[int, Codec] = {}
 
 
-def _instantiate(obj) -> Codec:
+def _instantiate(obj: Any) -> Codec:
     codec = obj() if isinstance(obj, type) else obj
     if callable(codec) and not isinstance(codec, Codec):
         codec = codec()
@@ -82,7 +82,7 @@ def _instantiate(obj) -> Codec:
     return codec
 
 
-def _import(target: str):
+def _import(target: str) -> Any:
     module, _, attr = target.partition(":")
     obj = importlib.import_module(module)
     for part in attr.split("."):
@@ -116,19 +116,21 @@ def _discover() -> Dict[str, List[_Entry]]:
 
 
 def _load_plugin(entry: _Entry) -> Codec:
-    if entry.codec is None:
-        codec = _instantiate(entry.loader.load())
-        builtin_id = _BUILTIN_IDS.get(entry.name)
-        if builtin_id is not None and codec.id != builtin_id:
-            raise UnsupportedCodecError(
-                f"plugin {entry.origin} registers {entry.name!r} with id {codec.id}, "
-                f"but {entry.name} is id {builtin_id}")
-        if builtin_id is None and codec.id <= 4:
-            raise UnsupportedCodecError(
-                f"plugin {entry.origin} adds codec {entry.name!r} with id {codec.id}; "
-                "new codecs need an id in 5..7 (ids 0-4 are replaced by using Kafka's name)")
-        entry.codec = codec
-    return entry.codec
+    """The entry's codec; a plugin's is loaded (and checked) on first use."""
+    if entry.codec is not None:
+        return entry.codec
+    codec = _instantiate(entry.loader.load())
+    builtin_id = _BUILTIN_IDS.get(entry.name)
+    if builtin_id is not None and codec.id != builtin_id:
+        raise UnsupportedCodecError(
+            f"plugin {entry.origin} registers {entry.name!r} with id {codec.id}, "
+            f"but {entry.name} is id {builtin_id}")
+    if builtin_id is None and codec.id <= 4:
+        raise UnsupportedCodecError(
+            f"plugin {entry.origin} adds codec {entry.name!r} with id {codec.id}; "
+            "new codecs need an id in 5..7 (ids 0-4 are replaced by using Kafka's name)")
+    entry.codec = codec
+    return codec
 
 
 def _plugin_for_id(codec_id: int) -> Optional[_Entry]:
@@ -151,7 +153,7 @@ def get_codec(key: Union[int, str, "object"]) -> Codec:
         codec_id = _resolve_id(key)
         entry = _registered.get(codec_id)
         if entry is not None:
-            return entry.codec
+            return _load_plugin(entry)  # a registered entry holds its codec
         plugin = _plugin_for_id(codec_id)
         if plugin is not None:
             return _load_plugin(plugin)
@@ -165,7 +167,7 @@ def get_codec(key: Union[int, str, "object"]) -> Codec:
         + ", ".join(f"{i.id} ({i.name})" for i in codecs() if i.active))
 
 
-def _resolve_id(key) -> int:
+def _resolve_id(key: Any) -> int:
     if isinstance(key, str):
         name = key.strip().lower()
         if name == "uncompressed":
@@ -174,7 +176,7 @@ def _resolve_id(key) -> int:
             return _BUILTIN_IDS[name]
         for entry in _registered.values():
             if entry.name == name:
-                return entry.codec.id
+                return _load_plugin(entry).id
         entries = _discover().get(name)
         if entries:
             return _load_plugin(entries[0]).id
@@ -188,7 +190,7 @@ def _resolve_id(key) -> int:
     return int(key)
 
 
-def register_codec(codec, *, replace: bool = False) -> Codec:
+def register_codec(codec: Union[Codec, Type[Codec]], *, replace: bool = False) -> Codec:
     """Make ``codec`` (a Codec instance or class) handle its id in this process.
 
     Registering over an id that already has a registered codec, or over a
@@ -206,7 +208,7 @@ def register_codec(codec, *, replace: bool = False) -> Codec:
     return codec
 
 
-def unregister_codec(key) -> None:
+def unregister_codec(key: Union[int, str, "object"]) -> None:
     """Undo :func:`register_codec` for an id or name (plugins and built-ins stay)."""
     with _lock:
         codec_id = _resolve_id(key)

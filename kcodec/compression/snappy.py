@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from types import ModuleType
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from kcodec._native.codecs import alloc_bytes, snappy_native_codec, snappy_scan
 from kcodec.compression._lib import byte_view, import_library, library_version
@@ -46,12 +46,13 @@ class SnappyCodec(Codec):
 
     def __init__(self) -> None:
         self._module: Optional[ModuleType] = None
-        self._compress_block: Optional[Callable[[Any], Any]] = None
-        self._decompress_into: Optional[Callable[[memoryview, memoryview], int]] = None
+        # set by load(), which every call runs first
+        self._compress_block: Callable[[Any], Any]
+        self._decompress_into: Callable[[memoryview, memoryview], int]
         self._capsule: Any = None
         self._errors: tuple = ()
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         # Library handles are not picklable; a fresh instance reloads them.
         return (type(self), ())
 

@@ -35,10 +35,16 @@ import os
 import threading
 from collections import OrderedDict
 from types import ModuleType
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, cast
 
-from kcodec._native.codecs import (ZSTD_ENTRY_POINTS, ZSTD_KEPT_CONTEXT_MAX_LEVEL, ZstdContext, zstd_native_codec,
-                                   zstd_scan, zstd_without_empty_blocks)
+from kcodec._native.codecs import (
+    ZSTD_ENTRY_POINTS,
+    ZSTD_KEPT_CONTEXT_MAX_LEVEL,
+    ZstdContext,
+    zstd_native_codec,
+    zstd_scan,
+    zstd_without_empty_blocks,
+)
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
 from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
@@ -67,11 +73,14 @@ class ZstdCodec(Codec):
         self._zstd: Optional[ModuleType] = None
         self._native: Optional[Tuple[int, ...]] = None
         self._capsule: Any = None
+        # the engine, chosen by load(), which every call runs first
+        self._frame: Callable[[memoryview, int], bytes]
+        self._decode_frame: Callable[..., Any]
         # Compression and decompression contexts are costly to create and
         # not safe to share between threads: one set per thread.
         self._local = threading.local()
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         # Library handles and per-thread contexts are not picklable; a fresh instance reloads them.
         return (type(self), ())
 
@@ -155,7 +164,7 @@ class ZstdCodec(Codec):
 
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)
-        level = self.resolve_level(level)
+        level = cast(int, self.resolve_level(level))  # never None: the codec has levels
         self.load()
         return self._frame(byte_view(data), level)
 
@@ -163,7 +172,7 @@ class ZstdCodec(Codec):
         return _native_of(self).compress(view, level, 2)
 
     def _stream_compress(self, data: Buffer, level: int) -> bytes:
-        return self._stream(self._zstd, data, level)
+        return self._stream(cast(ModuleType, self._zstd), data, level)  # loaded: load() chose this engine
 
     def _stream(self, z: ModuleType, data: Buffer, level: int) -> bytes:
         # python-zstandard's streaming API, as zstd-jni drives libzstd: any size, any level
@@ -201,7 +210,7 @@ class ZstdCodec(Codec):
             # more than the blocks hold, zstd_scan checks), else from a
             # plausible size growing up to that bound.
             if content_size >= 0:
-                return self._decode_frame(view, max(content_size, 1), None)  # type: ignore[return-value]
+                return self._decode_frame(view, max(content_size, 1), None)
             got = self._decode_frame(view, max(min(bound, plausible), 1), max(bound, 1))
             if got is not None:
                 return got

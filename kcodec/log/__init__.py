@@ -25,7 +25,6 @@ The modules follow Kafka's storage layer:
 The operations are loaded on first use.
 """
 from kcodec._lazy import lazy_attributes
-
 from kcodec.log.index import CorruptIndexError, IndexBuilder, OffsetIndex, TimeIndex
 from kcodec.log.segment import (
     LogDir,

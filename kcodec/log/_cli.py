@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from kcodec.errors import KcodecError
 from kcodec.log.segment import NoSegmentsError, Partition, require_partitions
 from kcodec.storage import parse_storage_option
 
 if TYPE_CHECKING:  # pragma: no cover
+    import uuid
+
     from kcodec.log.cluster_metadata import ClusterMetadata, TopicPolicy
 
 __all__ = ["add_target_arguments", "target_partitions", "storage_options", "METADATA_TOPIC",
-           "add_metadata_log_argument", "metadata_log", "topic_policy", "partition_policy"]
+           "add_metadata_log_argument", "metadata_log", "topic_policy", "partition_policy",
+           "add_storage_option_argument", "read_metadata_log"]
 
 #: ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft metadata log's topic, never rewritten.
 METADATA_TOPIC = "__cluster_metadata"
@@ -105,7 +108,7 @@ def read_metadata_log(path: str, storage_options: Optional[Dict[str, Any]] = Non
         raise
 
 
-def topic_policy(args: Any, topic: str, *, topic_id: Optional[object] = None,
+def topic_policy(args: Any, topic: str, *, topic_id: Union[uuid.UUID, str, None] = None,
                  broker_id: Optional[int] = None) -> Optional["TopicPolicy"]:
     """Topic ``topic``'s policy from ``--metadata-log``, each setting with its source; None without the flag.
 

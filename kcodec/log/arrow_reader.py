@@ -89,7 +89,7 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
     return pa.RecordBatchReader.from_batches(kafka_schema(views=views), batches)
 
 
-def _names(values, kind) -> Optional[set]:
+def _names(values: Any, kind: Any) -> Optional[set]:
     if values is None:
         return None
     if isinstance(values, kind):
@@ -167,7 +167,7 @@ def _batches(plan: _Plan, wanted: RecordRange, include_control: bool, validate: 
             seg.close()
 
 
-def _check_whole_batches(seg: LogSegment, view, positions: np.ndarray, start: int, end: int) -> None:
+def _check_whole_batches(seg: LogSegment, view: Any, positions: np.ndarray, start: int, end: int) -> None:
     """CorruptRecordError naming the file unless ``view``, bytes ``[start, end)``, ends where a batch ends.
 
     Only the batches after the last batch start the offset index
@@ -183,7 +183,7 @@ def _check_whole_batches(seg: LogSegment, view, positions: np.ndarray, start: in
         raise exc.with_context(position=start, source=seg.url) from None
 
 
-def _forget_pages(data, start: int, end: int) -> None:
+def _forget_pages(data: Any, start: int, end: int) -> None:
     """Drop a converted run's pages from the process (they stay in the page cache).
 
     A memory-mapped file's pages count in the process's resident size as

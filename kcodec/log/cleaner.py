@@ -32,14 +32,12 @@ this process by default, Spark tasks in :mod:`kcodec.spark.ops`.
 from __future__ import annotations
 
 import contextlib
-
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from kcodec.errors import KcodecError
 from kcodec.log.cleaner_plan import (
-    INT64_MAX,
     CleanerConfig,
     CleanPlan,
     checkpoint_key,
@@ -50,7 +48,6 @@ from kcodec.log.cleaner_plan import (
     write_cleaner_checkpoint,
 )
 from kcodec.log.files import FileOps, ops_for
-from kcodec.log.lock import rewrite_lock
 from kcodec.log.filter import (
     BatchRetention,
     BatchRetentionResult,
@@ -59,6 +56,7 @@ from kcodec.log.filter import (
     filter_batch,
 )
 from kcodec.log.index import build_indexes
+from kcodec.log.lock import rewrite_lock
 from kcodec.log.log_state import LogState
 from kcodec.log.names import CLEANED, SEGMENT_SUFFIXES, segment_file_name
 from kcodec.log.offset_map import OffsetMap, build_offset_map
@@ -71,6 +69,8 @@ __all__ = [
     "FileOps",
     "CleanerConfig",
     "CleanResult",
+    "GroupOutput",
+    "clean_group",
     "CleanerRunner",
     "SegmentInfo",
     "compact",
@@ -105,7 +105,7 @@ class CleanerFilter(RecordFilter):
         self.discard_batch_records = False
         self.invalid_records = 0
 
-    def _last_of_producer(self, batch) -> bool:
+    def _last_of_producer(self, batch: Any) -> bool:
         last = self.active.get(batch.producer_id)
         if last is None:
             return False
@@ -114,7 +114,7 @@ class CleanerFilter(RecordFilter):
             return batch.last_offset == data_offset
         return batch.is_control and batch.producer_epoch == epoch
 
-    def check_batch_retention(self, batch) -> BatchRetentionResult:
+    def check_batch_retention(self, batch: Any) -> BatchRetentionResult:
         can_discard = self.meta.on_control_batch(batch) if batch.is_control else self.meta.on_batch(batch)
         if batch.is_control:
             horizon = batch.delete_horizon_ms
@@ -131,7 +131,7 @@ class CleanerFilter(RecordFilter):
             retention = BatchRetention.DELETE_EMPTY
         return BatchRetentionResult(retention, can_discard and batch.is_control)
 
-    def should_retain_record(self, batch, record) -> bool:
+    def should_retain_record(self, batch: Any, record: Any) -> bool:
         if self.discard_batch_records:
             return False
         if batch.is_control:
@@ -215,8 +215,8 @@ def clean_group(log_dir: str, group: Sequence[SegmentInfo], state: LogState, off
 
 
 def _clean_group_files(log_dir: str, group: Sequence[SegmentInfo], state: LogState, config: CleanerConfig,
-                       legacy_horizon: int, ops: FileOps, base: int, meta: CleanedTransactionMetadata, flt: CleanerFilter,
-                       result: FilterResult) -> GroupOutput:
+                       legacy_horizon: int, ops: FileOps, base: int, meta: CleanedTransactionMetadata,
+                       flt: CleanerFilter, result: FilterResult) -> GroupOutput:
     from kcodec.records import read_batches
     log_path = ops.storage.join(log_dir, segment_file_name(base, ".log") + CLEANED)
     produced: List[bool] = []
@@ -372,7 +372,7 @@ _SETTINGS = (
 )
 
 
-def cli_add_parser(subparsers) -> Any:
+def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec compact``."""
     from kcodec.log._cli import add_metadata_log_argument, add_target_arguments
     p = subparsers.add_parser(
@@ -424,7 +424,7 @@ def cleaner_config(args: Any, topic: Any = None) -> Tuple[CleanerConfig, List[st
     return CleanerConfig(**values), sources
 
 
-def cli_run(args) -> int:
+def cli_run(args: Any) -> int:
     from kcodec.log._cli import partition_policy, storage_options, target_partitions
     from kcodec.log.cluster_metadata import KAFKA_DEFAULT
     from kcodec.log.lock import rewrite_locks
@@ -452,7 +452,7 @@ def cli_run(args) -> int:
     return 0
 
 
-def _compact_one(args, url: str, cfg: CleanerConfig, opts: Dict[str, Any], sources: List[str]) -> None:
+def _compact_one(args: Any, url: str, cfg: CleanerConfig, opts: Dict[str, Any], sources: List[str]) -> None:
     r = compact(url, config=cfg, now_ms=args.now_ms,
                 first_dirty_offset=args.first_dirty_offset, use_checkpoint=args.checkpoint, force=args.force,
                 dry_run=args.dry_run, storage_options=opts)

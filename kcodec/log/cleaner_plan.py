@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from kcodec.log.files import FileOps
+from kcodec.log.log_state import LogState, scan_log
 from kcodec.log.names import parse_partition_dir_name
 from kcodec.log.segment_list import SegmentInfo, list_segments
-from kcodec.log.log_state import LogState, scan_log
 from kcodec.storage import LOCAL, Storage
 
 __all__ = [

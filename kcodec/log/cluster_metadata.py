@@ -64,10 +64,10 @@ import base64
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from kcodec.errors import CorruptDataError, KcodecError, LogNotFoundError
-from kcodec.log.metadata_records import RECORD_NAMES, MetadataRecord, decode_metadata_record
+from kcodec.log.metadata_records import MetadataRecord, decode_metadata_record
 from kcodec.log.names import segment_log_offset
 from kcodec.log.segment import LogSegment, NoSegmentsError, Partition
 from kcodec.records.control import ControlRecordType, parse_control_key
@@ -86,6 +86,7 @@ __all__ = [
     "read_cluster_metadata",
     "partition_topic_id",
     "KAFKA_DEFAULTS",
+    "KAFKA_DEFAULT",
     "BROKER_SYNONYMS",
 ]
 
@@ -258,7 +259,7 @@ class ClusterMetadata:
     problems: List[str] = field(default_factory=list)
     _config_sources: Dict[Tuple[int, str], Dict[str, Source]] = field(default_factory=dict, repr=False)
 
-    def topic(self, name: str, topic_id: Optional[uuid.UUID] = None) -> TopicMetadata:
+    def topic(self, name: str, topic_id: Union[uuid.UUID, str, None] = None) -> TopicMetadata:
         """The live topic ``name``; with ``topic_id`` (from a partition's ``partition.metadata``)
         it must also be that incarnation of the name.  :class:`UnknownTopicError` otherwise."""
         found = self.topics.get(name)
@@ -271,7 +272,7 @@ class ClusterMetadata:
                 "the partition belongs to a deleted topic of the same name", source=self.path)
         return found
 
-    def policy(self, name: str, *, topic_id: Optional[uuid.UUID] = None,
+    def policy(self, name: str, *, topic_id: Union[uuid.UUID, str, None] = None,
                broker_id: Optional[int] = None) -> TopicPolicy:
         """Topic ``name``'s settings with their sources (see :class:`TopicPolicy`)."""
         topic = self.topic(name, topic_id)
@@ -543,7 +544,7 @@ def _metadata_dir(storage: Storage, inner: str, shown: str) -> Tuple[str, List[A
         raise LogNotFoundError(f"no such metadata log directory: {shown}", source=shown)
     listing = storage.list(inner)
 
-    def holds_log(files) -> bool:
+    def holds_log(files: Any) -> bool:
         return any(not f.is_dir and (segment_log_offset(f.name) or _SNAPSHOT_NAME.fullmatch(f.name))
                    for f in files)
 
@@ -557,7 +558,7 @@ def _metadata_dir(storage: Storage, inner: str, shown: str) -> Tuple[str, List[A
     return inner, listing
 
 
-def _records_of_batch(batch, file: str, start: int) -> Iterator[_Located]:
+def _records_of_batch(batch: Any, file: str, start: int) -> Iterator[_Located]:
     """The metadata records of one data batch with offsets >= ``start``."""
     idx, data = batch.scan()
     compressed = batch.compression_id != 0
@@ -576,7 +577,7 @@ def _records_of_batch(batch, file: str, start: int) -> Iterator[_Located]:
         yield _Located(decode_metadata_record(value, position=position, source=file, offset=offset), file, offset)
 
 
-def _count_control(result: ClusterMetadata, batch, file: str) -> List[ControlRecordType]:
+def _count_control(result: ClusterMetadata, batch: Any, file: str) -> List[ControlRecordType]:
     types = []
     for rec in batch.records():
         ctype, type_id = parse_control_key(rec.key)
@@ -586,7 +587,7 @@ def _count_control(result: ClusterMetadata, batch, file: str) -> List[ControlRec
     return types
 
 
-def _v2(batch, file: str):
+def _v2(batch: Any, file: str) -> Any:
     if getattr(batch, "magic", 2) != 2:
         raise CorruptDataError(f"a batch of magic {batch.magic}: a metadata log holds only magic v2 batches",
                                position=batch.position, batch_offset=batch.base_offset, source=file)

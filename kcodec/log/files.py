@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
-from typing import Any, BinaryIO, Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
-from kcodec.storage import LOCAL, Storage, atomic_write, atomic_write_bytes, fsync_dir, open_new, resolve
+from kcodec.storage import LOCAL, ObjectStorage, Storage, atomic_write, atomic_write_bytes, fsync_dir, open_new, resolve
 
 __all__ = ["atomic_write", "fsync_dir", "atomic_write_bytes", "open_new", "FileOps", "ops_for"]
 
@@ -57,7 +56,7 @@ class FileOps:
             yield _Writer(self, f, path)
         self._done("write", path)
 
-    def write(self, path: str, data) -> None:
+    def write(self, path: str, data: Any) -> None:
         data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         with self.writer(path) as w:
             half = len(data) // 2
@@ -66,7 +65,7 @@ class FileOps:
                 w.checkpoint()
             w.write(data[half:])
 
-    def replace(self, path: str, data, temp_suffix: str = ".tmp") -> None:
+    def replace(self, path: str, data: Any, temp_suffix: str = ".tmp") -> None:
         """Give ``path`` new contents that a reader sees whole or not at all: an object is put in one
         piece; a local file is written as ``path + temp_suffix`` and renamed over ``path``."""
         if self.storage.remote:
@@ -77,7 +76,7 @@ class FileOps:
         self.rename(tmp, path)
 
     def rename(self, src: str, dst: str) -> None:
-        if self.storage.remote:
+        if isinstance(self.storage, ObjectStorage):
             self.storage.copy(src, dst)
             self._done("copy", dst)
             self.storage.delete(src)
@@ -96,12 +95,12 @@ class FileOps:
 
 
 class _Writer:
-    def __init__(self, ops: FileOps, f, path: str) -> None:
+    def __init__(self, ops: FileOps, f: Any, path: str) -> None:
         self._ops, self._f, self.path = ops, f, path
         self.size = 0
         self._partial_done = False
 
-    def write(self, data) -> None:
+    def write(self, data: Any) -> None:
         self._f.write(data)
         self.size += len(data)
 

@@ -25,8 +25,8 @@ from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import InvalidRecordError, KcodecError
 from kcodec.records import batch_header
 from kcodec.records.batch_header import NO_TIMESTAMP
-from kcodec.records.rebuild import rebuild_batch
 from kcodec.records.framing import RECORD_BATCH_OVERHEAD
+from kcodec.records.rebuild import rebuild_batch
 
 __all__ = [
     "BatchRetention",
@@ -34,6 +34,7 @@ __all__ = [
     "RecordFilter",
     "FilterResult",
     "filter_to",
+    "filter_batch",
 ]
 
 
@@ -94,7 +95,7 @@ class FilterResult:
         self.bytes_retained += size
 
 
-def _rebuild_retained(batch, retained: List[Any], delete_horizon_ms: int) -> bytes:
+def _rebuild_retained(batch: Any, retained: List[Any], delete_horizon_ms: int) -> bytes:
     """``buildRetainedRecordsInto``."""
     magic = batch.magic
     ctype = CompressionType.of(batch.compression)
@@ -113,7 +114,7 @@ def _rebuild_retained(batch, retained: List[Any], delete_horizon_ms: int) -> byt
         offsets=[r.offset for r in retained], last_offset=batch.last_offset if magic >= 2 else None)
 
 
-def filter_batch(batch, record_filter: RecordFilter, result: FilterResult) -> Optional[bytes]:
+def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) -> Optional[bytes]:
     """Filter one batch; returns the bytes to keep (the original view, a rebuilt or an empty
     batch) or None.  Counters in ``result`` are updated."""
     retention = record_filter.check_batch_retention(batch)
@@ -168,7 +169,7 @@ def filter_batch(batch, record_filter: RecordFilter, result: FilterResult) -> Op
     return None
 
 
-def _built_info(batch, retained, out: bytes):
+def _built_info(batch: Any, retained: Any, out: bytes) -> Any:
     """maxTimestamp and its shallow offset of a rebuilt batch (``MemoryRecordsBuilder.info``)."""
     last = retained[-1].offset
     if batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
@@ -188,7 +189,7 @@ def _built_info(batch, retained, out: bytes):
     return max_ts, off
 
 
-def filter_to(records, record_filter: RecordFilter, *, output: Optional[bytearray] = None) -> FilterResult:
+def filter_to(records: Any, record_filter: RecordFilter, *, output: Optional[bytearray] = None) -> FilterResult:
     """Filter every batch of ``records`` (bytes-like, or an iterable of batch objects) into
     ``output`` (a new bytearray by default), as ``MemoryRecords.filterTo``."""
     result = FilterResult(output=output if output is not None else bytearray())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, ClassVar, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from kcodec.records import batch_header, message_header
 from kcodec.records.framing import Entry, iter_entries
 
 __all__ = ["OffsetIndex", "TimeIndex", "IndexBuilder", "CorruptIndexError", "OffsetPosition", "TimestampOffset",
-           "relative_offset", "batch_index_info", "build_indexes"]
+           "relative_offset", "batch_index_info", "build_indexes", "NO_TIMESTAMP"]
 
 _OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 _TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
@@ -220,7 +220,7 @@ class IndexBuilder:
         return np.array([(ts, off - base) for ts, off in self.time_entries], dtype=_TIME_DTYPE).tobytes()
 
 
-def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
+def batch_index_info(buf: Any, entry: Entry) -> Tuple[int, int]:
     """(last offset, max timestamp) of one entry, read from its header without decoding.
 
     v2: ``baseOffset + lastOffsetDelta`` and ``maxTimestamp``; v1: the
@@ -230,7 +230,7 @@ def batch_index_info(buf, entry: Entry) -> Tuple[int, int]:
     return header.last_offset_and_max_timestamp(buf, entry.position, entry.magic)
 
 
-def _appends(log_buf) -> Iterator[Tuple[int, int, int, int, int]]:
+def _appends(log_buf: Any) -> Iterator[Tuple[int, int, int, int, int]]:
     """Each entry of a ``.log`` as an :meth:`IndexBuilder.append` of its own."""
     for e in iter_entries(log_buf):
         header = batch_header if e.magic >= 2 else message_header
@@ -238,7 +238,7 @@ def _appends(log_buf) -> Iterator[Tuple[int, int, int, int, int]]:
         yield e.position, e.size, last, ts, last
 
 
-def build_indexes(log_buf, base_offset: int, index_interval_bytes: int = 4096) -> Tuple[bytes, bytes]:
+def build_indexes(log_buf: Any, base_offset: int, index_interval_bytes: int = 4096) -> Tuple[bytes, bytes]:
     """Offset and time index bytes for a finished ``.log``, as ``LogSegment.recover`` rebuilds them.
 
     Only batch headers are read; the entries are those :class:`IndexBuilder`

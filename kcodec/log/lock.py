@@ -150,7 +150,8 @@ def _lock(fd: int, path: Path, subject: str) -> None:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EAGAIN):
-            raise LogDirInUseError(f"{subject}: cannot lock {path} ({exc.strerror or exc}); nothing was changed") from None
+            raise LogDirInUseError(
+                f"{subject}: cannot lock {path} ({exc.strerror or exc}); nothing was changed") from None
         raise LogDirInUseError(_in_use_message(fd, path, subject)) from None
 
 

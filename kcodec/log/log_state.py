@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from kcodec.errors import KcodecError
 from kcodec.log.segment_list import SegmentInfo, list_segments, open_log
@@ -58,7 +58,7 @@ class LogState:
         return [t for t in self.aborted if t.last_offset >= start and t.first_offset < end]
 
 
-def _control_type(batch) -> Optional[int]:
+def _control_type(batch: Any) -> Optional[int]:
     for rec in batch:
         ct = getattr(rec, "control_type", None)
         return None if ct is None else int(ct)

@@ -19,6 +19,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
+from uuid import UUID
 
 from kcodec.errors import CorruptDataError
 
@@ -176,7 +177,7 @@ class _Reader:
     def int32(self, f: _Field) -> int:
         return _INT32.unpack_from(self.data, self.fixed(4, f.name))[0]
 
-    def uuid(self, f: _Field) -> uuid.UUID:
+    def uuid(self, f: _Field) -> UUID:
         p = self.fixed(16, f.name)
         return uuid.UUID(bytes=bytes(self.data[p:p + 16]))
 
@@ -214,7 +215,7 @@ class _Reader:
             return None
         return struct.unpack_from(f">{n}i", self.data, self.fixed(4 * n, f.name))
 
-    def uuids(self, f: _Field) -> Optional[Tuple[uuid.UUID, ...]]:
+    def uuids(self, f: _Field) -> Optional[Tuple[UUID, ...]]:
         n = self._count(f, 16)
         if n < 0:
             return None
@@ -241,17 +242,18 @@ def _decode_fields(r: _Reader, schema: _Schema, version: int) -> Dict[str, Any]:
         start = r.pos
         tag = r.uvarint("tag")
         size = r.uvarint(f"size of tagged field {tag}")
-        f = schema.tagged.get(tag)
-        if f is None or version < f.since:
+        tagged = schema.tagged.get(tag)
+        if tagged is None or version < tagged.since:
             r.fixed(size, f"unknown tagged field {tag}")  # kept as unknown by Kafka, ignored here
             continue
         value_end = r.pos + size
         if value_end > r.end:
-            raise r.fail(f"tagged field {tag} ({f.name}) of {size} bytes runs past the end of the record", start)
+            raise r.fail(f"tagged field {tag} ({tagged.name}) of {size} bytes runs past the end of the record",
+                         start)
         saved_end, r.end = r.end, value_end
-        out[f.name] = r.field(f)
+        out[tagged.name] = r.field(tagged)
         if r.pos != value_end:
-            raise r.fail(f"tagged field {tag} ({f.name}) holds {value_end - r.pos} bytes after its value")
+            raise r.fail(f"tagged field {tag} ({tagged.name}) holds {value_end - r.pos} bytes after its value")
         r.end = saved_end
     return out
 

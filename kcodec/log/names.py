@@ -27,7 +27,7 @@ import operator
 import os
 import re
 from pathlib import PurePath
-from typing import Optional, Tuple, TypeVar
+from typing import Any, Optional, Tuple, TypeVar
 
 from kcodec.errors import InvalidNameError
 from kcodec.storage import is_url
@@ -125,7 +125,7 @@ def check_topic(topic: object, *, source: Optional[str] = None) -> str:
     return topic  # type: ignore[return-value]
 
 
-def _check_integer(value: object, what: str, high: int, source: Optional[str]) -> int:
+def _check_integer(value: Any, what: str, high: int, source: Optional[str]) -> int:
     try:
         if isinstance(value, bool):
             raise TypeError
@@ -239,7 +239,7 @@ def safe_join(root: P, *names: str, source: Optional[str] = None) -> P:
         return "file://" + local  # type: ignore[return-value]
     if is_url(text):
         joined = "/".join([text.rstrip("/"), *names])
-        return type(root)(joined) if isinstance(root, PurePath) else joined  # type: ignore[return-value]
+        return type(root)(joined) if isinstance(root, PurePath) else joined
     joined_path = os.path.join(text, *names)
     real_root = os.path.realpath(text)
     real = os.path.realpath(joined_path)
@@ -247,4 +247,4 @@ def safe_join(root: P, *names: str, source: Optional[str] = None) -> P:
         raise InvalidNameError(
             f"{joined_path!r} leads outside {text!r} (to {real!r}); kcodec does not write through a symlink "
             "that points out of its target", value=joined_path, source=source)
-    return type(root)(joined_path) if isinstance(root, PurePath) else joined_path  # type: ignore[return-value]
+    return type(root)(joined_path) if isinstance(root, PurePath) else joined_path

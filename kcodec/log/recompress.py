@@ -133,14 +133,14 @@ class _Digest:
         self.h = hashlib.blake2b(digest_size=32)
         self.count = 0
 
-    def _bytes(self, b) -> None:
+    def _bytes(self, b: Any) -> None:
         if b is None:
             self.h.update(b"\xff\xff\xff\xff\xff\xff\xff\xff")
         else:
             self.h.update(_LEN.pack(len(b)))
             self.h.update(b)
 
-    def add(self, rec) -> None:
+    def add(self, rec: Any) -> None:
         self.count += 1
         self.h.update(_LEN.pack(rec.offset))
         self.h.update(_LEN.pack(rec.timestamp))
@@ -156,7 +156,7 @@ class _Digest:
         return f"{self.count}:{self.h.hexdigest()}"
 
 
-def records_digest(buf) -> str:
+def records_digest(buf: Any) -> str:
     """``"<count>:<blake2b>"`` over every record of a record set, in log order."""
     from kcodec.records import read_batches
     d = _Digest()
@@ -166,11 +166,11 @@ def records_digest(buf) -> str:
     return d.hexdigest()
 
 
-def _legacy_run_type(batch) -> TimestampType:
+def _legacy_run_type(batch: Any) -> TimestampType:
     return TimestampType.CREATE_TIME if batch.magic == 0 else TimestampType(int(batch.timestamp_type))
 
 
-def rewrite_records(buf, options: RecompressOptions, digest: Optional[_Digest] = None,
+def rewrite_records(buf: Any, options: RecompressOptions, digest: Optional[_Digest] = None,
                     stats: Optional[SegmentResult] = None) -> Iterator[bytes]:
     """Yield the rewritten batches of a record set (a segment's bytes), in order."""
     from kcodec.records import read_batches
@@ -184,7 +184,7 @@ def rewrite_records(buf, options: RecompressOptions, digest: Optional[_Digest] =
 
     def flush() -> Iterator[bytes]:
         nonlocal run, run_info, run_bytes
-        if run:
+        if run and run_info is not None:  # set together with the first record of a run
             magic, ts_type = run_info
             out_magic = options.to_magic if options.to_magic is not None else magic
             yield rebuild_batch(run, magic=out_magic, compression=codec, level=level,
@@ -352,14 +352,15 @@ def swap_in(ops: FileOps, log_dir: str, seg: SegmentInfo, res: SegmentResult, dr
 # --------------------------------------------------------------------------------------------
 # command line
 
-def cli_add_parser(subparsers) -> Any:
+def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec recompress``."""
     from kcodec.log._cli import add_target_arguments
     p = subparsers.add_parser(
         "recompress", help="rewrite the segments of partitions with another codec",
         description="Rewrite every batch of the given partitions with another codec (and level, or magic), "
                     "keeping offsets, timestamps and producer state; each segment is read back and compared (unless "
-                    "--no-verify) before it is swapped in, and its indexes are rebuilt. Takes the log directory's lock.")
+                    "--no-verify) before it is swapped in, and its indexes are rebuilt. Takes the log directory's "
+                    "lock.")
     add_target_arguments(p)
     p.add_argument("--codec", required=True, help="none, gzip, snappy, lz4 or zstd")
     p.add_argument("--level", type=int, default=None, help="codec level (Kafka's ranges; default: Kafka's)")
@@ -373,7 +374,7 @@ def cli_add_parser(subparsers) -> Any:
     return p
 
 
-def cli_run(args) -> int:
+def cli_run(args: Any) -> int:
     from kcodec.log._cli import storage_options, target_partitions
     from kcodec.log.lock import rewrite_locks
     parts = target_partitions(args)
@@ -383,7 +384,7 @@ def cli_run(args) -> int:
         return _run(args, urls, opts)
 
 
-def _run(args, urls: List[str], opts: Dict[str, Any]) -> int:
+def _run(args: Any, urls: List[str], opts: Dict[str, Any]) -> int:
     total_before = total_after = 0
     for url in urls:
         r = recompress(url, args.codec, args.level, to_magic=args.to_magic,

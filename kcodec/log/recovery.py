@@ -5,8 +5,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from kcodec.errors import KcodecError
 from kcodec.log.files import FileOps, ops_for
-from kcodec.log.lock import rewrite_lock
 from kcodec.log.index import batch_index_info, build_indexes
+from kcodec.log.lock import rewrite_lock
 from kcodec.log.names import CLEANED, DELETED, INDEX_SUFFIXES, SWAP, parse_segment_file_name, segment_file_name
 from kcodec.log.segment_list import list_segments, open_log
 from kcodec.records.framing import iter_entries
@@ -15,7 +15,7 @@ from kcodec.storage import is_url
 __all__ = ["recover_log_dir"]
 
 
-def _next_offset_of(log_buf, base_offset: int) -> int:
+def _next_offset_of(log_buf: Any, base_offset: int) -> int:
     """``LogSegment.readNextOffset``: one past the last batch's lastOffset (the base when empty)."""
     nxt = base_offset
     for e in iter_entries(log_buf):

@@ -45,10 +45,10 @@ from typing import Any, Dict, List, Optional, Tuple
 from kcodec.errors import KcodecError
 from kcodec.log.files import FileOps, ops_for
 from kcodec.log.lock import rewrite_lock
+from kcodec.log.log_state import scan_log
 from kcodec.log.recovery import recover_log_dir
 from kcodec.log.segment_list import SegmentInfo, list_segments
 from kcodec.log.swap import delete_segments
-from kcodec.log.log_state import scan_log
 
 __all__ = ["RetentionPolicy", "RetentionPolicyError", "RetentionResult", "DeletedSegment", "retain",
            "deletable_segments", "cli_add_parser", "cli_run"]
@@ -148,7 +148,7 @@ def deletable_segments(segments: List[SegmentInfo], largest_timestamp: Dict[int,
     remaining = list(segments)
     out: List[Tuple[SegmentInfo, str, str]] = []
 
-    def take(predicate, rule) -> None:
+    def take(predicate: Any, rule: Any) -> None:
         # LocalLog.deletableSegments: the scan stops at the first segment the predicate keeps;
         # kcodec also keeps the newest (active) segment.
         while len(remaining) > 1:
@@ -249,7 +249,7 @@ def _retain(ops: FileOps, log_dir: str, policy: RetentionPolicy, now: int, *, dr
     return res
 
 
-def cli_add_parser(subparsers) -> Any:
+def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec retain``."""
     from kcodec.log._cli import add_metadata_log_argument, add_target_arguments
     p = subparsers.add_parser(
@@ -257,7 +257,8 @@ def cli_add_parser(subparsers) -> Any:
         description="Delete the oldest segments of each partition, as a broker's retention would, by the limits "
                     "given and no other: --retention-ms, --retention-bytes, --log-start-offset, or each topic's own "
                     "retention.ms, retention.bytes and cleanup.policy from --metadata-log. At least one is "
-                    "required; a size limit alone applies no time limit; a flag wins over the metadata log. The newest segment is never deleted. "
+                    "required; a size limit alone applies no time limit; a flag wins over the metadata log. "
+                    "The newest segment is never deleted. "
                     "A log directory that a running broker holds locked is refused.")
     add_target_arguments(p)
     add_metadata_log_argument(p)
@@ -317,7 +318,7 @@ def policy_for_topic(flags: RetentionPolicy, topic: Any) -> Tuple[RetentionPolic
                            sources), left_out
 
 
-def cli_run(args) -> int:
+def cli_run(args: Any) -> int:
     import contextlib
 
     from kcodec.log._cli import partition_policy, storage_options, target_partitions

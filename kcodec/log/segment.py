@@ -16,13 +16,21 @@ import re
 import struct
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from pathlib import Path, PurePath, PurePosixPath
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from kcodec.errors import CorruptDataError, CorruptIndexWarning, InvalidNameError, InvalidNameWarning, KcodecError
 from kcodec.log.files import atomic_write_bytes
+from kcodec.log.index import (
+    CorruptIndexError,
+    IndexBuilder,
+    OffsetIndex,
+    TimeIndex,
+    batch_index_info,
+    build_indexes,
+    relative_offset,
+)
 from kcodec.log.lock import check_no_broker
-from kcodec.log.index import CorruptIndexError, IndexBuilder, OffsetIndex, TimeIndex, batch_index_info, build_indexes, relative_offset
 from kcodec.log.names import (
     KAFKA_DIR_SUFFIXES,
     STAGING_PREFIX,
@@ -86,8 +94,8 @@ class LogSegment:
         self.path = PurePosixPath(str(log_path)) if self.storage.remote else Path(log_path)
         self.base_offset = offset_from_file_name(self.path.name) if base_offset is None else base_offset
         self._size = size
-        self._buf = None
-        self._file = None
+        self._buf: Any = None  # bytes from an object store, else a memory map
+        self._file: Optional[BinaryIO] = None
         self._offset_index: Optional[OffsetIndex] = None
         self._time_index: Optional[TimeIndex] = None
 
@@ -100,25 +108,25 @@ class LogSegment:
         return self.storage.url(str(self.path))
 
     @property
-    def index_path(self):
+    def index_path(self) -> PurePath:
         return self.path.with_suffix(".index")
 
     @property
-    def time_index_path(self):
+    def time_index_path(self) -> PurePath:
         return self.path.with_suffix(".timeindex")
 
     @property
-    def txn_index_path(self):
+    def txn_index_path(self) -> PurePath:
         return self.path.with_suffix(".txnindex")
 
     @property
     def size(self) -> int:
         if self._size is None or not self.storage.remote:
-            self._size = self.path.stat().st_size if not self.storage.remote else self.storage.size(str(self.path))
+            self._size = os.stat(self.path).st_size if not self.storage.remote else self.storage.size(str(self.path))
         return self._size
 
     @property
-    def data(self):
+    def data(self) -> Any:
         """The ``.log`` bytes as a read-only buffer (a memory map; ``b""`` when empty).
 
         From an object store this downloads the whole object; readers of a
@@ -134,7 +142,7 @@ class LogSegment:
             self._buf = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         return self._buf
 
-    def read_range(self, start: int, end: int):
+    def read_range(self, start: int, end: int) -> Any:
         """Bytes ``[start, end)`` of the ``.log``: a view of the map, or one ranged read."""
         if self.storage.remote and self._buf is None:
             return self.storage.read_range(str(self.path), start, end)
@@ -155,10 +163,10 @@ class LogSegment:
     def __enter__(self) -> "LogSegment":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _load_index(self, cls, path):
+    def _load_index(self, cls: Any, path: Any) -> Any:
         if self.storage.remote:
             try:
                 data = self.storage.read_bytes(str(path))
@@ -170,7 +178,7 @@ class LogSegment:
             return cls.open(path, self.base_offset)
         return cls.empty(self.base_offset)
 
-    def _usable_index(self, cls, path, check):
+    def _usable_index(self, cls: Any, path: Any, check: Any) -> Any:
         """The index file if it passes ``check``; else, with a :class:`CorruptIndexWarning`, none.
 
         A broker meeting a ``CorruptIndexException`` rebuilds the index from
@@ -255,7 +263,7 @@ class LogSegment:
             raise exc.with_context(source=self.url)
 
     def batches(self, start_offset: Optional[int] = None, *, validate: bool = True,
-                start_position: Optional[int] = None, end_position: Optional[int] = None):
+                start_position: Optional[int] = None, end_position: Optional[int] = None) -> Iterator[Any]:
         """Batches whose last offset is >= ``start_offset``, found through the offset index."""
         from kcodec.records import read_batches
 
@@ -332,7 +340,7 @@ class Partition:
                 found = seg
         return found
 
-    def batches(self, start_offset: Optional[int] = None, *, validate: bool = True):
+    def batches(self, start_offset: Optional[int] = None, *, validate: bool = True) -> Iterator[Any]:
         for i, seg in enumerate(self.segments):
             nxt = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
             if start_offset is not None and nxt is not None and nxt <= start_offset:
@@ -521,11 +529,11 @@ class LogWriter:
         self._buf = bytearray()
         self._index: Optional[IndexBuilder] = None
         self._last_offset: Optional[int] = None
-        self.segments_written: List[Path] = []
+        self.segments_written: List[PurePath] = []
 
     @classmethod
     def in_log_dir(cls, log_dir: PathLike, topic: str, partition: int, *, source: Optional[str] = None,
-                   **options) -> "LogWriter":
+                   **options: Any) -> "LogWriter":
         """A writer for the ``<topic>-<partition>`` folder of ``log_dir`` (a path or URL).
 
         The names are checked by Kafka's rules and a local folder must resolve
@@ -536,7 +544,7 @@ class LogWriter:
         storage, inner = resolve(log_dir, options.get("storage_options"))
         return cls(storage.url(partition_path(inner, topic, partition, storage, source=source)), **options)
 
-    def append(self, data) -> None:
+    def append(self, data: Any) -> None:
         view = memoryview(data).cast("B")
         entries = list(iter_entries(view, strict=True))
         if not entries:
@@ -577,7 +585,7 @@ class LogWriter:
         self._buf = bytearray()
         self._index = None
 
-    def close(self) -> List[Path]:
+    def close(self) -> List[PurePath]:
         """Write the last segment; returns the ``.log`` paths written."""
         self._roll()
         return self.segments_written
@@ -585,12 +593,12 @@ class LogWriter:
     def __enter__(self) -> "LogWriter":
         return self
 
-    def __exit__(self, exc_type, *exc) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         if exc_type is None:
             self.close()
 
 
-def write_partition(path: PathLike, message_sets: Iterable, **options) -> List[Path]:
+def write_partition(path: PathLike, message_sets: Iterable, **options: Any) -> List[PurePath]:
     """Write message sets (each bytes of one or more batches) into a partition folder (a path or URL;
     ``storage_options`` among the options)."""
     with LogWriter(path, **options) as w:
@@ -609,7 +617,8 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
     from kcodec.records import read_batches
 
     seg = LogSegment(log_path)
-    data = seg.path.read_bytes()
+    with open(seg.path, "rb") as f:
+        data = f.read()
     valid = 0
     try:
         for batch in read_batches(data, validate=True):

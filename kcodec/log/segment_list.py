@@ -8,7 +8,7 @@ ends in a partial batch before anything rewrites it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log.names import parse_segment_file_name, segment_file_name
@@ -60,12 +60,12 @@ def list_segments(log_dir: str, storage: Optional[Storage] = None) -> List[Segme
     return out
 
 
-def open_log(path: str, storage: Optional[Storage] = None):
+def open_log(path: str, storage: Optional[Storage] = None) -> Any:
     """A read-only buffer over a whole ``.log`` file (memory-mapped; empty files give b"")."""
     return (storage or LOCAL).open_read(path)
 
 
-def check_complete(buf, source: str) -> None:
+def check_complete(buf: Any, source: str) -> None:
     """CorruptDataError unless ``buf`` ends with a complete batch.
 
     A partial last batch (a crash while the broker appended) is what broker

@@ -12,7 +12,7 @@ finishes or rolls back whatever a crash left.  Every step goes through
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Set
+from typing import Any, Optional, Sequence, Set
 
 from kcodec.log.files import FileOps
 from kcodec.log.index import build_indexes
@@ -22,8 +22,8 @@ from kcodec.log.segment_list import SegmentInfo, open_log
 __all__ = ["write_segment_files", "replace_segments", "delete_segments"]
 
 
-def write_segment_files(ops: FileOps, log_dir: str, base: int, chunks_or_path, txn: bytes,
-                         index_interval_bytes: int, suffix: str = CLEANED, log_buf=None) -> None:
+def write_segment_files(ops: FileOps, log_dir: str, base: int, chunks_or_path: Any, txn: bytes,
+                         index_interval_bytes: int, suffix: str = CLEANED, log_buf: Any = None) -> None:
     """Write ``base.{log,index,timeindex,txnindex}<suffix>``; the log may be given as a path
     already written (``str``, its bytes in ``log_buf`` when the caller holds them) or as bytes."""
     join = ops.storage.join

@@ -68,7 +68,7 @@ class CleanedTransactionMetadata:
             t = self._pending.pop(0)
             self.ongoing_aborted.setdefault(t.producer_id, [t, None])
 
-    def on_control_batch(self, batch) -> bool:
+    def on_control_batch(self, batch: Any) -> bool:
         self._consume_up_to(batch.last_offset)
         recs = iter(batch)
         rec = next(recs, None)
@@ -90,7 +90,7 @@ class CleanedTransactionMetadata:
             return True
         return False
 
-    def on_batch(self, batch) -> bool:
+    def on_batch(self, batch: Any) -> bool:
         self._consume_up_to(batch.last_offset)
         if batch.is_transactional:
             meta = self.ongoing_aborted.get(batch.producer_id)

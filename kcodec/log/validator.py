@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import (
@@ -117,21 +117,21 @@ class RecordValidationError(KcodecError):
     def __str__(self) -> str:
         return f"{self.error_name} ({self.code}): {super().__str__()}"
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         return (_rebuild_error, (self.code, self.message, self.record_errors, self.position,
                                  self.batch_offset, self.source))
 
 
-def _rebuild_error(code, message, record_errors, position, batch_offset, source):
+def _rebuild_error(code: Any, message: Any, record_errors: Any, position: Any, batch_offset: Any, source: Any) -> Any:
     return RecordValidationError(code, message, record_errors, position=position,
                                  batch_offset=batch_offset, source=source)
 
 
-def _invalid(message: str, **ctx) -> RecordValidationError:
+def _invalid(message: str, **ctx: Any) -> RecordValidationError:
     return RecordValidationError("INVALID_RECORD", message, **ctx)
 
 
-def _from_reader_error(exc: Exception, tp: str, **ctx) -> RecordValidationError:
+def _from_reader_error(exc: Exception, tp: str, **ctx: Any) -> RecordValidationError:
     """Map an error raised while reading a batch to the code Kafka's broker answers with."""
     if isinstance(exc, RecordValidationError):
         return exc
@@ -317,7 +317,7 @@ def _split_entries(buf: bytes) -> List[bytes]:
 # --------------------------------------------------------------------------------------------
 # record-level checks (LogValidator.validateRecord and friends)
 
-def _record_repr(batch, rec) -> str:
+def _record_repr(batch: Any, rec: Any) -> str:
     key = 0 if rec.key is None else len(rec.key)
     value = 0 if rec.value is None else len(rec.value)
     if batch.magic >= 2:
@@ -329,7 +329,7 @@ def _record_repr(batch, rec) -> str:
             f"{ts_name}={rec.timestamp}, key={key} bytes, value={value} bytes))")
 
 
-def _validate_record(cfg: ValidatorConfig, batch, rec, index: int, now: int,
+def _validate_record(cfg: ValidatorConfig, batch: Any, rec: Any, index: int, now: int,
                      source_compression: CompressionType) -> Optional[Tuple[int, RecordError]]:
     tp = cfg.topic_partition
     if source_compression != CompressionType.NONE and getattr(rec, "is_compressed", False):
@@ -360,7 +360,7 @@ def _validate_record(cfg: ValidatorConfig, batch, rec, index: int, now: int,
     return None
 
 
-def _raise_record_errors(errors: List[Tuple[int, RecordError]], batch) -> None:
+def _raise_record_errors(errors: List[Tuple[int, RecordError]], batch: Any) -> None:
     if not errors:
         return
     recs = [e for _, e in errors]
@@ -375,7 +375,7 @@ def _raise_record_errors(errors: List[Tuple[int, RecordError]], batch) -> None:
         f"showing the first three errors at most: [{shown}]", recs, batch_offset=batch.base_offset)
 
 
-def _validate_batch(cfg: ValidatorConfig, first, batch, origin: str, to_magic: int) -> None:
+def _validate_batch(cfg: ValidatorConfig, first: Any, batch: Any, origin: str, to_magic: int) -> None:
     tp = cfg.topic_partition
     if first.magic != batch.magic:
         raise _invalid(f"Batch magic {batch.magic} is not the same as the first batch's magic byte "
@@ -420,7 +420,7 @@ def _varint_size(v: int) -> int:
     return n
 
 
-def _record_size(batch, rec, offset_delta: int, base_ts: int) -> int:
+def _record_size(batch: Any, rec: Any, offset_delta: int, base_ts: int) -> int:
     """Bytes the record occupies uncompressed (``Record.sizeInBytes``), for the memory statistic."""
     klen = -1 if rec.key is None else len(rec.key)
     vlen = -1 if rec.value is None else len(rec.value)
@@ -464,7 +464,7 @@ def _records_info(magic: int, compression: CompressionType, timestamp_type: Time
 # --------------------------------------------------------------------------------------------
 # the entry point
 
-def _read(buf, tp: str):
+def _read(buf: Any, tp: str) -> Any:
     from kcodec.records import read_batches
     try:
         return list(read_batches(buf, validate=False))
@@ -581,7 +581,7 @@ def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryvie
     return result
 
 
-def _check_inner_crcs(cfg: ValidatorConfig, batch) -> None:
+def _check_inner_crcs(cfg: ValidatorConfig, batch: Any) -> None:
     """Compressed v0/v1: every inner message's CRC-32 (``record.ensureValid()``) and size."""
     if batch.magic <= 1 and batch.compression != CompressionType.NONE:
         try:
@@ -592,7 +592,7 @@ def _check_inner_crcs(cfg: ValidatorConfig, batch) -> None:
                                         position=batch.position) from exc
 
 
-def _iter_records(batch):
+def _iter_records(batch: Any) -> Iterator[Any]:
     try:
         yield from batch
     except RecordValidationError:
@@ -601,7 +601,8 @@ def _iter_records(batch):
         raise exc.with_context(batch_offset=batch.base_offset)
 
 
-def _assign_in_place_uncompressed(cfg, buf, batches, next_offset, now, origin, to_magic) -> ValidationResult:
+def _assign_in_place_uncompressed(cfg: ValidatorConfig, buf: Any, batches: List[Any], next_offset: int, now: int,
+                                  origin: str, to_magic: int) -> ValidationResult:
     """A1 (``assignOffsetsNonCompressed``)."""
     counter = next_offset
     max_ts = NO_TIMESTAMP
@@ -647,7 +648,8 @@ def _assign_in_place_uncompressed(cfg, buf, batches, next_offset, now, origin, t
         record_count=count, valid_bytes=len(buf))
 
 
-def _rebuild_result(cfg, first, records, next_offset, now, to_magic, target, level, path, source,
+def _rebuild_result(cfg: ValidatorConfig, first: Any, records: List[Any], next_offset: int, now: int, to_magic: int,
+                    target: CompressionType, level: Optional[int], path: str, source: CompressionType,
                     temp_bytes: Optional[int], start_ns: int) -> ValidationResult:
     """Write the validated records as one new batch from ``next_offset`` (A2 and B-re)."""
     n = len(records)
@@ -678,7 +680,8 @@ def _rebuild_result(cfg, first, records, next_offset, now, to_magic, target, lev
         target_compression=target, target_level=level, record_count=n, valid_bytes=0)
 
 
-def _convert_uncompressed(cfg, batches, next_offset, now, origin, to_magic) -> ValidationResult:
+def _convert_uncompressed(cfg: ValidatorConfig, batches: List[Any], next_offset: int, now: int, origin: str,
+                          to_magic: int) -> ValidationResult:
     """A2 (``convertAndAssignOffsetsNonCompressed``)."""
     start = time.perf_counter_ns()
     first = batches[0]
@@ -697,7 +700,9 @@ def _convert_uncompressed(cfg, batches, next_offset, now, origin, to_magic) -> V
                            "A2", CompressionType.NONE, None, start)
 
 
-def _compressed(cfg, buf, batches, next_offset, now, origin, to_magic, source, target, level) -> ValidationResult:
+def _compressed(cfg: ValidatorConfig, buf: Any, batches: List[Any], next_offset: int, now: int, origin: str,
+                to_magic: int, source: CompressionType, target: CompressionType,
+                level: Optional[int]) -> ValidationResult:
     """B (``validateMessagesAndAssignOffsetsCompressed``): in place when allowed, else rebuilt."""
     start = time.perf_counter_ns()
     in_place = source == target

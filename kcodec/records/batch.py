@@ -1,7 +1,7 @@
 """``RecordBatch``: a zero-copy view of one magic v2 record batch (DefaultRecordBatch)."""
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List
 
 from kcodec._native.records import RecordBatchBase, decode_records, scan_v2_records
 from kcodec.errors import KcodecError
@@ -83,7 +83,7 @@ class RecordBatch(RecordBatchBase):
         if self.is_control:
             self.records()
 
-    def scan(self):
+    def scan(self) -> Any:
         """``(RecordIndex, data)``: offsets and lengths of every record field, without Record objects."""
         count = self._count()
         data = self.records_data() if count else b""

@@ -10,7 +10,7 @@ layout through ``csrc/kc_batch.h``.
 from __future__ import annotations
 
 import struct
-from typing import Tuple
+from typing import Any, Tuple
 
 from kcodec._native.primitives import crc32c
 from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, java_int
@@ -71,7 +71,7 @@ def attributes(compression: int, log_append_time: bool, transactional: bool, con
     return attrs
 
 
-def last_offset_and_max_timestamp(buf, pos: int, magic: int = 2) -> Tuple[int, int]:
+def last_offset_and_max_timestamp(buf: Any, pos: int, magic: int = 2) -> Tuple[int, int]:
     """(baseOffset + lastOffsetDelta, maxTimestamp) of the batch at ``pos``, read from its header
     (``magic`` is there for the same call as :mod:`~kcodec.records.message_header`'s)."""
     return (_I64.unpack_from(buf, pos + BASE_OFFSET)[0] + _I32.unpack_from(buf, pos + LAST_OFFSET_DELTA)[0],
@@ -100,7 +100,7 @@ def set_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
     _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH, epoch)
 
 
-def set_max_timestamp(buf: bytearray, pos: int, size: int, batch, log_append_time: bool, max_ts: int) -> None:
+def set_max_timestamp(buf: bytearray, pos: int, size: int, batch: Any, log_append_time: bool, max_ts: int) -> None:
     """``DefaultRecordBatch.setMaxTimestamp``: a no-op when nothing changes, else attributes
     are recomputed from the decoded flags (clearing unknown bits) and the CRC is redone."""
     if bool(batch.attributes & TIMESTAMP_TYPE_MASK) == bool(log_append_time) and batch.max_timestamp == max_ts:
@@ -112,7 +112,7 @@ def set_max_timestamp(buf: bytearray, pos: int, size: int, batch, log_append_tim
     seal(buf, pos, size)
 
 
-def empty_header(batch) -> bytes:
+def empty_header(batch: Any) -> bytes:
     """``DefaultRecordBatch.writeEmptyHeader``: the 61-byte batch the cleaner keeps for producer state.
 
     Original baseOffset, lastOffsetDelta, producer fields, leader epoch,

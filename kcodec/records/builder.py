@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from kcodec._native.records import BatchBuilderCore
 from kcodec.compression import CompressionType, get_codec
@@ -114,7 +114,7 @@ class RecordBatchBuilder(BatchBuilderCore):
         self._set_last_offset(offset)
 
 
-def batch_builder(magic: int = 2, **kwargs) -> Union[RecordBatchBuilder, "LegacyRecordBatchBuilder"]:
+def batch_builder(magic: int = 2, **kwargs: Any) -> Union[RecordBatchBuilder, "LegacyRecordBatchBuilder"]:
     """A builder for one batch of message format ``magic`` (Kafka's ``MemoryRecords.builder``).
 
     Magic 2 gives a :class:`RecordBatchBuilder`, 0 and 1 a
@@ -130,7 +130,7 @@ def batch_builder(magic: int = 2, **kwargs) -> Union[RecordBatchBuilder, "Legacy
     return _legacy_builder(int(magic), **kwargs)
 
 
-def _legacy_builder(magic: int, **kwargs) -> "LegacyRecordBatchBuilder":
+def _legacy_builder(magic: int, **kwargs: Any) -> "LegacyRecordBatchBuilder":
     from kcodec.records.legacy import LegacyRecordBatchBuilder
 
     v2_only = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "is_transactional": False,

@@ -39,8 +39,8 @@ def control_key(control_type: ControlRecordType, version: int = 0) -> bytes:
 
 def parse_control_key(key: Optional[bytes]) -> tuple:
     """(ControlRecordType, type id) from a control record key, with Kafka's checks."""
-    n = 0 if key is None else len(key)
-    if n < 4:
+    if key is None or len(key) < 4:
+        n = 0 if key is None else len(key)
         raise InvalidRecordError(
             "Invalid value size found for end control record key. Must have at least 4 bytes, "
             f"but found only {n}")
@@ -66,8 +66,8 @@ class EndTransactionMarker:
 
     @classmethod
     def decode(cls, control_type: ControlRecordType, value: Optional[bytes]) -> "EndTransactionMarker":
-        n = 0 if value is None else len(value)
-        if n < 6:
+        if value is None or len(value) < 6:
+            n = 0 if value is None else len(value)
             raise InvalidRecordError(
                 "Invalid value size found for end transaction marker. Must have at least 6 bytes, "
                 f"but found only {n}")

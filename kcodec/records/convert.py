@@ -43,7 +43,7 @@ __all__ = ["convert_magic", "UP_CONVERSION_BATCH_BYTES"]
 UP_CONVERSION_BATCH_BYTES = 1048588
 
 
-def _batches(batches_or_buffer) -> Iterable:
+def _batches(batches_or_buffer: Any) -> Iterable:
     try:
         memoryview(batches_or_buffer)
     except TypeError:
@@ -109,7 +109,7 @@ def convert_magic(batches_or_buffer: Union[BufferLike, Iterable[Any]], to_magic:
     return b"".join(out)
 
 
-def _timestamps(batch, log_append_time: Optional[int]):
+def _timestamps(batch: Any, log_append_time: Optional[int]) -> Any:
     """(timestamp type, LogAppendTime) of a rebuilt batch."""
     if log_append_time is not None:
         return TimestampType.LOG_APPEND_TIME, log_append_time
@@ -118,7 +118,7 @@ def _timestamps(batch, log_append_time: Optional[int]):
     return TimestampType.CREATE_TIME, None
 
 
-def _down_convert(batch, to_magic: int, target, level, fetch_offset, log_append_time) -> bytes:
+def _down_convert(batch: Any, to_magic: int, target: Any, level: Any, fetch_offset: Any, log_append_time: Any) -> bytes:
     compressed = batch.compression != CompressionType.NONE
     records = [r for r in batch
                if compressed or fetch_offset is None or r.offset >= fetch_offset]
@@ -137,7 +137,8 @@ def _down_convert(batch, to_magic: int, target, level, fetch_offset, log_append_
     return builder.build()
 
 
-def _v2_builder(batch, base_offset: int, target, level, log_append_time, write_limit=None):
+def _v2_builder(batch: Any, base_offset: int, target: Any, level: Any, log_append_time: Any,
+                write_limit: Optional[int] = None) -> Any:
     from kcodec.records import RecordBatchBuilder
     ts_type, lat = _timestamps(batch, log_append_time)
     return RecordBatchBuilder(
@@ -146,7 +147,7 @@ def _v2_builder(batch, base_offset: int, target, level, log_append_time, write_l
         timestamp_type=ts_type, log_append_time=lat, write_limit=write_limit)
 
 
-def _up_convert_wrapper(batch: LegacyRecordBatch, target, level, log_append_time) -> bytes:
+def _up_convert_wrapper(batch: LegacyRecordBatch, target: Any, level: Any, log_append_time: Any) -> bytes:
     records = batch.records()
     builder = _v2_builder(batch, records[0].offset, target, level, log_append_time)
     for r in records:
@@ -164,20 +165,19 @@ def _joinable(prev: LegacyRecordBatch, batch: LegacyRecordBatch) -> bool:
             and batch.last_offset - prev.last_offset < 2 ** 31 - 1)
 
 
-def _up_convert_uncompressed(entries: List[LegacyRecordBatch], target, level,
-                             log_append_time) -> List[bytes]:
+def _up_convert_uncompressed(entries: List[LegacyRecordBatch], target: Any, level: Any,
+                             log_append_time: Any) -> List[bytes]:
     out: List[bytes] = []
     builder = None
     for entry in entries:
         record = next(iter(entry))
         if builder is not None and not (
                 builder.has_room_for(record.key, record.value, (), record.timestamp)
-                and record.offset - base < 2 ** 31 - 1):
+                and record.offset - builder.base_offset < 2 ** 31 - 1):
             out.append(bytes(builder.build()))
             builder = None
         if builder is None:
-            base = record.offset
-            builder = _v2_builder(entry, base, target, level, log_append_time,
+            builder = _v2_builder(entry, record.offset, target, level, log_append_time,
                                   write_limit=UP_CONVERSION_BATCH_BYTES)
         builder.append(record.key, record.value, record.timestamp, offset=record.offset)
     if builder is not None:

@@ -6,7 +6,7 @@ response, a produce payload, a ``.log`` segment) exactly as Kafka's
 """
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 from kcodec._native.records import EntryWalker
 
@@ -20,6 +20,7 @@ __all__ = [
     "java_long",
     "iter_entries",
     "valid_bytes",
+    "MAGIC_OFFSET",
 ]
 
 LOG_OVERHEAD = 12  # offset + size
@@ -49,7 +50,7 @@ class Entry(NamedTuple):
     magic: int
 
 
-def iter_entries(buf, start: int = 0, end: Optional[int] = None, *,
+def iter_entries(buf: Any, start: int = 0, end: Optional[int] = None, *,
                  strict: bool = False) -> Iterator[Entry]:
     """Yield the complete entries of ``buf[start:end]`` in order.
 
@@ -65,6 +66,6 @@ def iter_entries(buf, start: int = 0, end: Optional[int] = None, *,
         yield Entry(position, size, offset, magic)
 
 
-def valid_bytes(buf, start: int = 0, end: Optional[int] = None) -> int:
+def valid_bytes(buf: Any, start: int = 0, end: Optional[int] = None) -> int:
     """Bytes covered by complete entries (Kafka's ``MemoryRecords.validBytes``)."""
     return sum(e.size for e in iter_entries(buf, start, end))

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Union, cast
 
 from kcodec._native.legacy import append_message, check_crc, parse_message, scan_inner, value_span
 from kcodec._native.native_codec import native_of
@@ -63,6 +63,8 @@ __all__ = [
     "HEADER_SIZE_V0",
     "HEADER_SIZE_V1",
     "NO_TIMESTAMP",
+    "BufferLike",
+    "iter_legacy_batches",
 ]
 
 NO_TIMESTAMP = message_header.NO_TIMESTAMP
@@ -84,7 +86,7 @@ _COMPRESSION_TYPES = tuple(CompressionType)
 _Record = None
 
 
-def _record_class():
+def _record_class() -> Any:
     # The Record type lives with the v2 reader; importing it lazily keeps
     # ``kcodec.records.legacy`` importable on its own (the v2 modules import it).
     global _Record
@@ -94,7 +96,7 @@ def _record_class():
     return _Record
 
 
-def _as_bytes_view(buf) -> memoryview:
+def _as_bytes_view(buf: Any) -> memoryview:
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
         mv = mv.cast("B")
@@ -113,7 +115,7 @@ def legacy_record_size(magic: int, key: Optional[bytes], value: Optional[bytes])
             + (0 if key is None else len(key)) + (0 if value is None else len(value)))
 
 
-def _ensure_crc(data, start: int, end: int, position: int) -> None:
+def _ensure_crc(data: Any, start: int, end: int, position: int) -> None:
     """Kafka's ``LegacyRecord.ensureValid`` for the message in ``data[start:end]``."""
     bad = check_crc(data, start, end)
     if bad is not None:
@@ -390,7 +392,7 @@ class LegacyRecordBatch:
     def _inner_entries(self) -> List[tuple]:
         if self._inner is None:
             try:
-                self._read_inner()
+                self._inner = self._read_inner()
             except KcodecError as e:
                 # _read_inner reports absolute positions where it knows one;
                 # errors about the set as a whole point at the wrapper.
@@ -399,7 +401,7 @@ class LegacyRecordBatch:
                 raise e.with_context(batch_offset=self._offset) from None
         return self._inner
 
-    def _read_inner(self) -> None:
+    def _read_inner(self) -> List[tuple]:
         magic = self._magic
         if magic not in (0, 1):
             raise InvalidRecordError(f"Invalid wrapper magic found in legacy deep record iterator {magic}")
@@ -445,7 +447,7 @@ class LegacyRecordBatch:
                 base = java_long(wrapper_offset - last_inner)
         self._data = data
         self._base = base
-        self._inner = entries
+        return entries
 
 
 def _now_ms() -> int:
@@ -618,7 +620,7 @@ class LegacyRecordBatchBuilder:
                 f"Illegal offset {offset} following previous offset {self._last_offset} "
                 "(Offsets must increase monotonically).")
         if self._lat:
-            timestamp = self.log_append_time
+            timestamp = cast(int, self.log_append_time)  # __init__ sets it for LogAppendTime
         inner_offset = offset - self.base_offset if (self.magic > 0 and self._codec_id != 0) else offset
         try:
             append_message(self._buf, inner_offset, self.magic, self._attributes, timestamp, key, value)

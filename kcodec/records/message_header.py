@@ -9,7 +9,7 @@ entry (the log overhead included); the C code reads the same layout through
 from __future__ import annotations
 
 import struct
-from typing import Tuple
+from typing import Any, Tuple
 
 from kcodec._native.primitives import crc32
 from kcodec.records.framing import LOG_OVERHEAD
@@ -38,7 +38,7 @@ _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 
 
-def last_offset_and_max_timestamp(buf, pos: int, magic: int) -> Tuple[int, int]:
+def last_offset_and_max_timestamp(buf: Any, pos: int, magic: int) -> Tuple[int, int]:
     """(offset, timestamp) of the message (or wrapper) at ``pos``; v0 has no timestamp (-1)."""
     offset = _I64.unpack_from(buf, pos + OFFSET)[0]
     return offset, (_I64.unpack_from(buf, pos + TIMESTAMP)[0] if magic == 1 else NO_TIMESTAMP)
@@ -54,7 +54,7 @@ def set_last_offset(buf: bytearray, pos: int, last_offset: int) -> None:
     _I64.pack_into(buf, pos + OFFSET, last_offset)
 
 
-def set_max_timestamp(buf: bytearray, pos: int, size: int, batch, log_append_time: bool, ts: int) -> None:
+def set_max_timestamp(buf: bytearray, pos: int, size: int, batch: Any, log_append_time: bool, ts: int) -> None:
     """``ByteBufferLegacyRecordBatch.setMaxTimestamp`` for v1: timestamp, attributes, CRC-32; v0 has none."""
     if batch.magic == 0:
         return

@@ -1,7 +1,7 @@
 """``read_batches``: iterate the batches of any buffer, whatever their magic."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
 
 from kcodec._native.records import BatchReader
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -14,15 +14,16 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["read_batches"]
 
 
-def _byte_view(buf) -> memoryview:
+def _byte_view(buf: Any) -> memoryview:
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
     return mv
 
 
-def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Optional["BufferPool"] = None,
-                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Union[RecordBatch, "LegacyRecordBatch"]]:
+def read_batches(buf: Any, *, validate: bool = True, strict: bool = False, pool: Optional["BufferPool"] = None,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+                 ) -> Iterator[Union[RecordBatch, "LegacyRecordBatch"]]:
     """Yield the batches in ``buf`` lazily, without copying: RecordBatch (v2) or LegacyRecordBatch (v0/v1).
 
     ``buf`` is anything with the buffer protocol: bytes, bytearray,
@@ -51,7 +52,7 @@ def read_batches(buf, *, validate: bool = True, strict: bool = False, pool: Opti
     return BatchReader(src, RecordBatch, _legacy_batch, validate, strict, max_decompressed_size, pool)
 
 
-def _legacy_batch(src, position: int, size: int, max_decompressed_size: int, pool, validate: bool):
+def _legacy_batch(src: Any, position: int, size: int, max_decompressed_size: int, pool: Any, validate: bool) -> Any:
     # v0/v1 message sets (pre-0.11 data, rare) are decoded in Python.
     from kcodec.records.legacy import LegacyRecordBatch
 

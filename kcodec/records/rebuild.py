@@ -6,7 +6,7 @@ through it, so that each writes what Kafka's ``MemoryRecordsBuilder`` writes.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Optional, Union
+from typing import Any, Dict, Iterable, Optional, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.records import batch_header
@@ -31,7 +31,7 @@ def rebuild_batch(records: Iterable, *, magic: int, compression: Union[Compressi
     Control records are re-appended as control records of a control batch.
     """
     ctype = CompressionType.of(compression)
-    kwargs = dict(magic=magic, compression=ctype, level=level, base_offset=base_offset,
+    kwargs: Dict[str, Any] = dict(magic=magic, compression=ctype, level=level, base_offset=base_offset,
                   timestamp_type=timestamp_type, producer_id=producer_id, producer_epoch=producer_epoch,
                   base_sequence=base_sequence, is_transactional=is_transactional, is_control=is_control,
                   partition_leader_epoch=partition_leader_epoch)
@@ -39,6 +39,7 @@ def rebuild_batch(records: Iterable, *, magic: int, compression: Union[Compressi
         kwargs["log_append_time"] = log_append_time
     if delete_horizon_ms is not None and delete_horizon_ms != batch_header.NO_TIMESTAMP:
         kwargs["delete_horizon_ms"] = delete_horizon_ms
+    builder: Any  # RecordBatchBuilder; the legacy builder below magic 2, where no batch is a control batch
     if magic < 2:
         from kcodec.records.legacy import LegacyRecordBatchBuilder
         for k in ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",

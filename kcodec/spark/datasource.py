@@ -56,7 +56,7 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -71,14 +71,14 @@ from kcodec.spark.pushdown import PushedFilters, columns_ddl, selected_columns
 from kcodec.spark.transforms import KAFKA_DDL, rows_by_partition
 from kcodec.storage import storage_options_from
 
-__all__ = ["KafkaLogDataSource", "register"]
+__all__ = ["KafkaLogDataSource", "KafkaLogReader", "register"]
 
 
 #: Spark refuses a Python reader that takes filters while this is false, so registering sets it.
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
-def register(spark) -> None:
+def register(spark: Any) -> None:
     """Make ``format("kafka-log")`` available in ``spark``, with filter pushdown enabled."""
     spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
     spark.dataSource.register(KafkaLogDataSource)
@@ -96,22 +96,22 @@ class SegmentRange(InputPartition):
         self.cuts = cuts
 
 
-def _options(options) -> dict:
+def _options(options: Any) -> dict:
     # Spark hands options over case-insensitively (keys may arrive lower-cased).
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
-def _int_option(options, name: str) -> Optional[int]:
+def _int_option(options: Any, name: str) -> Optional[int]:
     value = options.get(name.lower())
     return None if value in (None, "") else int(value)
 
 
-def _bool_option(options, name: str, default: bool) -> bool:
+def _bool_option(options: Any, name: str, default: bool) -> bool:
     value = options.get(name.lower())
     return default if value is None else str(value).lower() in ("1", "true", "yes")
 
 
-def _read_committed(options) -> bool:
+def _read_committed(options: Any) -> bool:
     level = str(options.get("isolationlevel") or "read_uncommitted").lower()
     if level not in ("read_committed", "read_uncommitted"):
         raise ValueError(f"kafka-log: isolationLevel is read_committed or read_uncommitted, not {level!r}")
@@ -127,31 +127,32 @@ class KafkaLogDataSource(DataSource):
         columns = selected_columns(_options(self.options))
         return KAFKA_DDL if columns is None else columns_ddl(columns)
 
-    def reader(self, schema) -> "KafkaLogReader":
+    def reader(self, schema: Any) -> "KafkaLogReader":
         return KafkaLogReader(self.options)
 
-    def writer(self, schema, overwrite: bool) -> "KafkaLogWriter":
+    def writer(self, schema: Any, overwrite: bool) -> "KafkaLogWriter":
         return KafkaLogWriter(self.options, overwrite)
 
 
 class KafkaLogReader(DataSourceReader):
-    def __init__(self, options) -> None:
+    def __init__(self, options: Any) -> None:
         self.options = _options(options)
-        self.path = self.options.get("path")
-        if not self.path:
+        path = self.options.get("path")
+        if not path:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
+        self.path: str = path
         self.storage_options = storage_options_from(self.options)
         self.read_committed = _read_committed(self.options)
         self.columns = selected_columns(self.options)
         self.pushed = PushedFilters()
 
-    def pushFilters(self, filters):
+    def pushFilters(self, filters: Any) -> Iterator[Any]:
         """Keep the filters :class:`PushedFilters` applies exactly; give the others back to Spark."""
         for f in filters:
             if not self.pushed.add(f):
                 yield f
 
-    def _range(self):
+    def _range(self) -> Any:
         from kcodec.log.selection import RecordRange
 
         return self.pushed.narrow(RecordRange(
@@ -197,7 +198,7 @@ class KafkaLogReader(DataSourceReader):
                 seg.close()
         return out or [SegmentRange("", "", 0, 0, 0)]
 
-    def read(self, partition: SegmentRange) -> Iterator:
+    def read(self, partition: SegmentRange) -> Iterator:  # type: ignore[override]  # Spark hands back partitions()
         import pyarrow as pa
 
         from kcodec.arrow import kafka_schema, to_arrow
@@ -244,7 +245,7 @@ SPLIT_BYTES = 64 * 1024 * 1024
 REMOTE_SPLIT_BYTES = 4 * FETCH_BYTES
 
 
-def _task_cuts(seg, lo: int, hi: int, split: int, fetch: int) -> List[Tuple[int, ...]]:
+def _task_cuts(seg: Any, lo: int, hi: int, split: int, fetch: int) -> List[Tuple[int, ...]]:
     """Each task's byte positions in ``[lo, hi)`` of a segment: its start, then its ranged reads' ends.
 
     Tasks start and end at batch starts found through the offset index (or
@@ -271,7 +272,7 @@ def _task_cuts(seg, lo: int, hi: int, split: int, fetch: int) -> List[Tuple[int,
     return out
 
 
-def _pieces(seg, start: int, end: int, cuts: Tuple[int, ...] = ()) -> Iterator[Tuple[int, object]]:
+def _pieces(seg: Any, start: int, end: int, cuts: Tuple[int, ...] = ()) -> Iterator[Tuple[int, object]]:
     """``(position, buffer)`` pieces of ``[start, end)``, each ending at a batch boundary.
 
     Local files give one memory-mapped view.  From an object store the range
@@ -307,7 +308,7 @@ def _pieces(seg, start: int, end: int, cuts: Tuple[int, ...] = ()) -> Iterator[T
             carry, position = buf[valid:], position + valid
 
 
-def _aborted_mask(table, aborted) -> "object":
+def _aborted_mask(table: Any, aborted: Any) -> "object":
     """True for rows outside every aborted transaction (Kafka's read_committed)."""
     import numpy as np
     import pyarrow as pa
@@ -327,13 +328,14 @@ class _Written(WriterCommitMessage):
 
 
 class KafkaLogWriter(DataSourceArrowWriter):
-    def __init__(self, options, overwrite: bool) -> None:
+    def __init__(self, options: Any, overwrite: bool) -> None:
         from kcodec.log.names import check_topic
 
         self.options = _options(options)
-        self.path = self.options.get("path")
-        if not self.path:
+        path = self.options.get("path")
+        if not path:
             raise ValueError("kafka-log: give a path: df.write.format('kafka-log').save(PATH)")
+        self.path: str = path
         if self.options.get("topic") is not None:
             check_topic(self.options["topic"], source="the kafka-log writer's 'topic' option")
         self.storage_options = storage_options_from(self.options)
@@ -343,11 +345,11 @@ class KafkaLogWriter(DataSourceArrowWriter):
         # abort() removes a local target folder again when this job was the one to create it
         self.created_path = not storage.remote and not os.path.lexists(root)
 
-    def _root(self):
+    def _root(self) -> Any:
         from kcodec.storage import resolve
         return resolve(self.path, self.storage_options)
 
-    def write(self, iterator) -> _Written:
+    def write(self, iterator: Any) -> _Written:
         import numpy as np
         import pyarrow as pa
 
@@ -392,7 +394,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
             staged.append((staging, final))
         return _Written(staged)
 
-    def commit(self, messages) -> None:
+    def commit(self, messages: Any) -> None:
         finals = [final for m in messages if m for _, final in m.staged]
         dupes = {f for f in finals if finals.count(f) > 1}
         if dupes:
@@ -428,7 +430,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
                     os.replace(staging, final)
         storage.delete_tree(storage.join(root, f"{STAGING_PREFIX}{self.job_id}"))
 
-    def abort(self, messages) -> None:
+    def abort(self, messages: Any) -> None:
         storage, root = self._root()
         storage.delete_tree(storage.join(root, f"{STAGING_PREFIX}{self.job_id}"))
         if self.created_path and not storage.remote:
@@ -436,7 +438,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
                 os.rmdir(root)  # only if empty: nothing but this job's staging was ever in it
 
 
-def _recheck(storage, root: str, final: str) -> None:
+def _recheck(storage: Any, root: str, final: str) -> None:
     """InvalidNameError unless ``final`` still resolves inside ``root`` (a local target may have changed)."""
     from kcodec.log.names import safe_join
 
@@ -444,7 +446,7 @@ def _recheck(storage, root: str, final: str) -> None:
         safe_join(root, storage.basename(final), source="kafka-log writer commit; nothing was replaced")
 
 
-def _publish_objects(storage, staging: str, final: str, replace: bool) -> None:
+def _publish_objects(storage: Any, staging: str, final: str, replace: bool) -> None:
     """Copy a staged partition into place in an object store, each segment's ``.log`` before its indexes.
 
     Objects cannot be renamed together, so a reader listing the folder

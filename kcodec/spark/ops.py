@@ -42,7 +42,7 @@ from kcodec.log.transaction_index import CleanedTransactionMetadata
 __all__ = ["recompress_spark", "compact_spark", "offset_map_spark"]
 
 
-def recompress_spark(spark, log_dirs: Union[str, Sequence[str]], compression: Union[CompressionType, int, str],
+def recompress_spark(spark: Any, log_dirs: Union[str, Sequence[str]], compression: Union[CompressionType, int, str],
                      level: Optional[int] = None, *, to_magic: Optional[int] = None, skip_same_codec: bool = False,
                      include_active: bool = True, dry_run: bool = False, verify: bool = True,
                      index_interval_bytes: int = 4096,
@@ -58,7 +58,7 @@ def recompress_spark(spark, log_dirs: Union[str, Sequence[str]], compression: Un
                                  verify=verify, index_interval_bytes=index_interval_bytes, t0=t0)
 
 
-def _recompress_tasks(spark, where: List[Tuple[FileOps, str]], options: RecompressOptions, *, include_active: bool,
+def _recompress_tasks(spark: Any, where: List[Tuple[FileOps, str]], options: RecompressOptions, *, include_active: bool,
                       dry_run: bool, verify: bool, index_interval_bytes: int, t0: float) -> List[RecompressResult]:
     results = [RecompressResult(ops.storage.url(inner), dry_run) for ops, inner in where]
     tasks = [(i, inner, seg) for i, (ops, inner) in enumerate(where)
@@ -67,7 +67,7 @@ def _recompress_tasks(spark, where: List[Tuple[FileOps, str]], options: Recompre
     if not tasks:
         return results
 
-    def work(task):
+    def work(task: Any) -> Any:
         i, inner, seg = task
         return i, seg, recompress_segment(inner, seg, options, dry_run=dry_run, verify=verify,
                                           index_interval_bytes=index_interval_bytes)
@@ -89,7 +89,7 @@ def _recompress_tasks(spark, where: List[Tuple[FileOps, str]], options: Recompre
     return results
 
 
-def _segment_keys(args):
+def _segment_keys(args: Any) -> Any:
     """(key, latest offset) of the records of one dirty segment that the offset map takes."""
     seg, aborted, start = args
     meta = CleanedTransactionMetadata()
@@ -99,7 +99,7 @@ def _segment_keys(args):
     return list(omap.map.items())
 
 
-def offset_map_spark(spark, plan: CleanPlan) -> OffsetMap:
+def offset_map_spark(spark: Any, plan: CleanPlan) -> OffsetMap:
     """The cleaner's key -> latest offset map over the plan's dirty segments, built by Spark."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
@@ -121,7 +121,7 @@ def offset_map_spark(spark, plan: CleanPlan) -> OffsetMap:
 class SparkCleanerRunner(CleanerRunner):
     """Builds the offset map and rewrites the segment groups as Spark tasks."""
 
-    def __init__(self, spark) -> None:
+    def __init__(self, spark: Any) -> None:
         self.spark = spark
 
     def offset_map(self, plan: CleanPlan) -> OffsetMap:
@@ -134,7 +134,7 @@ class SparkCleanerRunner(CleanerRunner):
         map_b = sc.broadcast(offset_map)
         end = plan.first_uncleanable
 
-        def work(group):
+        def work(group: Any) -> Any:
             return clean_group(log_dir, group, state_b.value, map_b.value, config, now, legacy_horizon, end)
 
         try:
@@ -148,7 +148,7 @@ class SparkCleanerRunner(CleanerRunner):
         return iter(outputs)
 
 
-def compact_spark(spark, log_dir: str, *, config: Optional[CleanerConfig] = None, now_ms: Optional[int] = None,
+def compact_spark(spark: Any, log_dir: str, *, config: Optional[CleanerConfig] = None, now_ms: Optional[int] = None,
                   first_dirty_offset: Optional[int] = None, force: bool = False, dry_run: bool = False,
                   storage_options: Optional[Dict[str, Any]] = None) -> CleanResult:
     """:func:`kcodec.log.cleaner.compact` with the offset map and the group rewrites on Spark."""

@@ -92,10 +92,10 @@ class PushedFilters:
     def __init__(self) -> None:
         self.tests: List[Tuple[str, str, Any]] = []
 
-    def add(self, f) -> bool:
+    def add(self, f: Any) -> bool:
         """Take ``f`` when it can be applied exactly; False leaves it to Spark."""
         op = type(f).__name__
-        attribute = getattr(f, "attribute", ())
+        attribute: Tuple[str, ...] = getattr(f, "attribute", ())
         if op not in _OPS or len(attribute) != 1:
             return False
         column = attribute[0]
@@ -153,11 +153,11 @@ _ARROW = {"EqualTo": "equal", "GreaterThan": "greater", "GreaterThanOrEqual": "g
           "LessThan": "less", "LessThanOrEqual": "less_equal"}
 
 
-def _tighter(current: Optional[int], new: Optional[int], pick) -> Optional[int]:
+def _tighter(current: Optional[int], new: Optional[int], pick: Any) -> Optional[int]:
     return new if current is None else current if new is None else pick(current, new)
 
 
-def _offset_bounds(op: str, lit) -> Tuple[Optional[int], Optional[int]]:
+def _offset_bounds(op: str, lit: Any) -> Tuple[Optional[int], Optional[int]]:
     """``[lo, hi)`` of offsets that can satisfy the test (None: open)."""
     if op == "In":
         return min(lit), max(lit) + 1
@@ -165,7 +165,7 @@ def _offset_bounds(op: str, lit) -> Tuple[Optional[int], Optional[int]]:
             "LessThan": (None, lit), "LessThanOrEqual": (None, lit + 1)}[op]
 
 
-def _millisecond_bounds(op: str, micros) -> Tuple[Optional[int], Optional[int]]:
+def _millisecond_bounds(op: str, micros: Any) -> Tuple[Optional[int], Optional[int]]:
     """``[lo, hi)`` of millisecond timestamps ``ms`` for which ``ms * 1000 op micros`` can hold."""
     if op == "In":
         return -(-min(micros) // 1000), max(micros) // 1000 + 1

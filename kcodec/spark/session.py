@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from kcodec._extras import require
 from kcodec.errors import KcodecError
@@ -47,7 +47,7 @@ def worker_environment() -> Dict[str, str]:
 
 
 def get_session(master: Optional[str] = None, app_name: str = "kcodec", *, quiet: bool = True,
-                config: Optional[Mapping[str, str]] = None):
+                config: Optional[Mapping[str, str]] = None) -> Any:
     """Return (or create) a SparkSession whose Python workers import this interpreter's kcodec.
 
     Workers run ``python3`` from PATH unless PYSPARK_PYTHON is set, and would

@@ -6,9 +6,13 @@ arrays through :func:`kcodec.to_arrow` and go back through
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
-__all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table", "check_topic_column"]
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ["KAFKA_DDL", "BATCH_DDL", "decode", "encode", "write_log", "batch_table", "check_topic_column",
+           "rows_by_partition"]
 
 #: Spark's Kafka source schema (with headers), which kcodec.to_arrow produces.
 KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -19,17 +23,15 @@ BATCH_DDL = ("topic string, partition int, base_offset long, last_offset long, r
 _PARTITION_COL = "__kcodec_partition"
 
 
-def decode(df, column: str = "value", *, topic: Optional[str] = None, partition: Optional[int] = None,
+def decode(df: DataFrame, column: str = "value", *, topic: Optional[str] = None, partition: Optional[int] = None,
            topic_column: Optional[str] = None, partition_column: Optional[str] = None,
-           include_control: bool = False):
+           include_control: bool = False) -> DataFrame:
     """Rows holding raw batch bytes in ``column`` -> one row per record (Spark's Kafka schema).
 
     ``topic``/``partition`` (or per-row ``topic_column``/``partition_column``)
     fill those columns; a cell may hold several concatenated batches.
     """
     def fn(batches: Iterator) -> Iterator:
-        import pyarrow as pa
-
         from kcodec.arrow import to_arrow
         for rb in batches:
             data = rb.column(column)
@@ -49,7 +51,7 @@ def decode(df, column: str = "value", *, topic: Optional[str] = None, partition:
     return df.mapInArrow(fn, KAFKA_DDL)
 
 
-def batch_table(batches, topic: Optional[str], partition: int):
+def batch_table(batches: Any, topic: Optional[str], partition: int) -> Any:
     """Arrow table of :data:`BATCH_DDL` rows describing ``batches`` (bytes of single v2 batches)."""
     import pyarrow as pa
 
@@ -77,7 +79,7 @@ def batch_table(batches, topic: Optional[str], partition: int):
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 
 
-def _check_columns(df, partition_column: Optional[str], topic_column: Optional[str]) -> None:
+def _check_columns(df: Any, partition_column: Optional[str], topic_column: Optional[str]) -> None:
     """What the driver can check before any task runs: the names' columns have the right types."""
     from kcodec.errors import InvalidNameError
 
@@ -93,7 +95,7 @@ def _check_columns(df, partition_column: Optional[str], topic_column: Optional[s
             value=topic_column)
 
 
-def check_topic_column(df, column: str = "topic") -> None:
+def check_topic_column(df: Any, column: str = "topic") -> None:
     """Raise kcodec's error for a row whose topic Kafka would refuse, with one Spark pass over the column.
 
     For a driver that would rather fail before a long job than in its last stage
@@ -111,7 +113,7 @@ def check_topic_column(df, column: str = "topic") -> None:
         check_topic(bad[0][0], source=f"column {column!r}; nothing was written")
 
 
-def _with_partition(df, partitions: Optional[int], partition_column: Optional[str]):
+def _with_partition(df: Any, partitions: Optional[int], partition_column: Optional[str]) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -130,7 +132,7 @@ def _with_partition(df, partitions: Optional[int], partition_column: Optional[st
     schema = StructType(list(df.schema.fields) + [StructField(_PARTITION_COL, IntegerType(), False)])
     n = int(partitions)
 
-    def fn(batches):
+    def fn(batches: Any) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
 
@@ -151,9 +153,9 @@ def _with_partition(df, partitions: Optional[int], partition_column: Optional[st
     return df.mapInArrow(fn, schema)
 
 
-def encode(df, *, topic: Optional[str] = None, compression="none", level: Optional[int] = None,
+def encode(df: DataFrame, *, topic: Optional[str] = None, compression: Any = "none", level: Optional[int] = None,
            batch_bytes: int = 16384, partitions: Optional[int] = None,
-           partition_column: Optional[str] = None, num_tasks: Optional[int] = None):
+           partition_column: Optional[str] = None, num_tasks: Optional[int] = None) -> DataFrame:
     """Kafka-source rows -> one row per Kafka batch (:data:`BATCH_DDL`).
 
     Records are placed by Kafka's default partitioner (murmur2 of the key,
@@ -177,7 +179,7 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
     n_tasks = num_tasks or partitions or staged.sparkSession.sparkContext.defaultParallelism
     staged = staged.repartition(int(n_tasks), F.col(_PARTITION_COL)).sortWithinPartitions(_PARTITION_COL)
 
-    def fn(batches):
+    def fn(batches: Any) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
 
@@ -199,7 +201,7 @@ def encode(df, *, topic: Optional[str] = None, compression="none", level: Option
     return staged.mapInArrow(fn, BATCH_DDL)
 
 
-def write_log(df, path: str, *, mode: str = "append", **options) -> None:
+def write_log(df: DataFrame, path: str, *, mode: str = "append", **options: Any) -> None:
     """Write Kafka-source rows as segment folders with the ``kafka-log`` data source.
 
     Rows are first grouped so that each Kafka partition is written by one

@@ -28,12 +28,20 @@ from kcodec.advise.replay.accumulator import (
     varint_sizes,
     warm_estimate,
 )
-from kcodec.advise.replay.client import CLIENTS, JAVA, LIBRDKAFKA, ClientRules, client_config, client_rules, detect_client
+from kcodec.advise.replay.client import (
+    CLIENTS,
+    JAVA,
+    LIBRDKAFKA,
+    ClientRules,
+    client_config,
+    client_rules,
+    detect_client,
+)
 from kcodec.advise.replay.partitioner import assign_partitions
 from kcodec.advise.replay.producers import producer_groups
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
 
 __all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
-           "update_estimate", "varint_sizes", "warm_estimate", "CLIENTS", "JAVA", "LIBRDKAFKA", "ClientRules", "client_config", "client_rules",
-           "detect_client", "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate",
-           "time_cuts"]
+           "update_estimate", "varint_sizes", "warm_estimate", "CLIENTS", "JAVA", "LIBRDKAFKA", "ClientRules",
+           "client_config", "client_rules", "detect_client", "assign_partitions", "producer_groups", "Calibration",
+           "SenderModel", "arrival_ms", "calibrate", "time_cuts"]

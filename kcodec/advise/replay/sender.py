@@ -17,7 +17,8 @@ The delay is calibrated per chunk on today's batches: at today's ``linger.ms`` i
 which the time-only replay (no size limit) cuts as many batches as the producer did.  Today's
 batches calibrate the delay of today's kind (``linger.ms=0`` or above) directly; the other is the
 client's idle default plus the same excess over idle, since a sender busy enough to take its
-timed batches late is as late with the ones an append hands it.  Calibration only holds where time, not size, cut today's batches: where even a
+timed batches late is as late with the ones an append hands it.  Calibration only holds where
+time, not size, cut today's batches: where even a
 zero delay gives fewer batches than today's (batches cut by ``batch.size`` or
 ``batch.num.messages``), or there is only one batch, the calibration does not apply, the client's
 default delays are used, and the result says so.
@@ -174,7 +175,8 @@ def _fit(arrival: np.ndarray, ts: np.ndarray, today_batches: int, linger: float,
     lo2, _ = _bisect(cuts, lambda c: c >= today_batches, shortest, MAX_DELAY_MS)
     middle = (shortest + lo2) / 2
     delay = middle if cuts(middle) == cuts(shortest) else shortest
-    return Calibration(delay, True, today_batches, cuts(delay), linger, f"sender delay {delay:.3g} ms at linger.ms={linger:g}")
+    return Calibration(delay, True, today_batches, cuts(delay), linger,
+                       f"sender delay {delay:.3g} ms at linger.ms={linger:g}")
 
 
 def _bisect(cuts, above, lo: float, hi: float):
