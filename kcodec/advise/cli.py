@@ -9,14 +9,21 @@ __all__ = ["add_parser", "run"]
 
 # flag -> field of kcodec.advise.cost.Prices or TopicEconomics
 _PRICE_FLAGS = {
-    "--block-gb-month": ("block_gb_month", "block storage $ per GB-month (default 0.08, EBS gp3)"),
+    "--block-gb-month": ("block_gb_month", "storage $ per GB-month (default: the platform's; ec2 0.08, EBS gp3; "
+                                           "msk 0.10; confluent-cloud 0.08)"),
     "--object-gb-month": ("object_gb_month", "object storage $ per GB-month for tiered storage (default 0.023, S3)"),
-    "--cross-zone-gb": ("cross_zone_gb", "$ per GB crossing availability zones (default 0.02: 0.01 out + 0.01 in)"),
+    "--cross-zone-gb": ("cross_zone_gb", "$ per GB crossing availability zones (default 0.02: 0.01 out + 0.01 in; "
+                                         "confluent-cloud 0)"),
     "--vcpu-hour": ("vcpu_hour", "$ per vCPU-hour (default 0.048, m5.large)"),
     "--retention-days": ("retention_days", "topic retention in days (default 7)"),
     "--replication-factor": ("replication_factor", "replication factor (default 3)"),
     "--consumer-groups": ("consumer_groups", "consumer groups reading each topic (default 1)"),
+    "--ingress-gb": ("ingress_gb", "$ per GB producers write, on platforms billing it (confluent-cloud: 0.05)"),
+    "--egress-gb": ("egress_gb", "$ per GB consumers read, on platforms billing it (confluent-cloud: 0.05)"),
     "--producer-cross-zone": ("producer_cross_zone", "share of producer traffic crossing zones (default 0.67)"),
+    "--replication-cross-zone": ("replication_cross_zone",
+                                 "share of replication traffic crossing zones, 0 to 1 (default 1: every follower "
+                                 "in another zone); not billed on msk and confluent-cloud"),
     "--consumer-cross-zone": ("consumer_cross_zone", "share of consumer traffic crossing zones (default 0.67)"),
     "--local-retention-days": ("local_retention_days", "tiered storage: days kept on broker disks"),
 }
@@ -50,7 +57,15 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--current-linger-ms", default="5", help="for record inputs: linger.ms today (default 5)")
     p.add_argument("--current-size", help="today's stored size of all the data, e.g. 40TB or 40TiB, to project")
     p.add_argument("--partitions", type=int, default=1, help="for record inputs: partitions per topic (default 1)")
+    from kcodec.advise.platforms import DEFAULT_PLATFORM, PLATFORMS
+
+    p.add_argument("--platform", default=DEFAULT_PLATFORM,
+                   help="whose bill to price: " + "; ".join(f"{k}, {v.title}" for k, v in PLATFORMS.items())
+                        + f" (default {DEFAULT_PLATFORM}); every price is still a flag")
     p.add_argument("--prices", help="JSON file of prices and per-topic retention, replication, consumers")
+    p.add_argument("--count-consumer-groups", action="store_true",
+                   help="with --bootstrap-server: count the consumer groups with committed offsets on each topic "
+                        "(ListGroups and OffsetFetch, read only) and price that many reads")
     from kcodec.log._cli import add_metadata_log_argument
 
     add_metadata_log_argument(p)

@@ -29,7 +29,9 @@ from kcodec.advise.grid import (
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
 from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
-from kcodec.advise.topic_config import topic_economics
+from kcodec.advise.assumptions import bill_assumptions, flag_name, topic_assumptions
+from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
+from kcodec.advise.topic_config import price_topic
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
 from kcodec.storage import parse_storage_option
@@ -61,6 +63,8 @@ class Options:
     sample: str = DEFAULT_SAMPLE
     chunk: str = DEFAULT_CHUNK
     prices: Optional[str] = None
+    platform: str = "ec2"
+    count_consumer_groups: bool = False
     metadata_log: Optional[str] = None
     price_overrides: Dict[str, Optional[float]] = field(default_factory=dict)
     out_dir: str = "advise-report"
@@ -93,6 +97,10 @@ class Checked:
     plan: InputPlan
     flagged: Set[str] = field(default_factory=set)  #: TopicEconomics fields given as flags
     metadata: Optional[object] = None  #: the --metadata-log read, a ClusterMetadata
+    bill: List = field(default_factory=list)  #: the platform and prices, as Assumptions
+    file_defaults: Set[str] = field(default_factory=set)  #: TopicEconomics fields the --prices defaults set
+    topic_fields: Dict[str, Set[str]] = field(default_factory=dict)  #: fields each --prices topic sets
+    cluster: Dict[str, object] = field(default_factory=dict)  #: topic -> TopicSettings from --bootstrap-server
 
 
 def _flag(name: str, fn, value):
@@ -138,7 +146,19 @@ def check_options(o: Options) -> Checked:
             raise KcodecError(f"--choose {o.choose}: {choose.label} is not among the measured settings "
                               f"(--codecs {o.codecs}, --batch-sizes {o.batch_sizes}, --linger-ms {o.lingers})")
     overrides = {k: v for k, v in o.price_overrides.items() if v is not None}
-    prices, defaults, topics = costs.load_prices(o.prices, overrides)
+    for name, value in overrides.items():
+        problem = costs.value_problem(name, value)
+        if problem:
+            raise KcodecError(f"{flag_name(name)} {value:g}: {problem}")
+    if o.count_consumer_groups and not o.bootstrap_server:
+        raise KcodecError("--count-consumer-groups asks a live cluster: give --bootstrap-server")
+    plat = platform(o.platform)
+    prices, defaults, topics = costs.load_prices(o.prices, overrides, base=plat.prices)
+    doc = costs.read_prices_file(o.prices)
+    bill = bill_assumptions(plat, o.platform != DEFAULT_PLATFORM, prices, set(overrides),
+                            set((doc.get("prices") or {})), o.prices)
+    file_defaults = set(doc.get("defaults") or {})
+    topic_fields = {t: set(spec or {}) for t, spec in (doc.get("topics") or {}).items()}
     rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, o.min_saving)
     if o.bootstrap_server:
         if o.inputs:
@@ -157,8 +177,14 @@ def check_options(o: Options) -> Checked:
 
     metadata = read_metadata(o.metadata_log, dict(_flag("--storage-option", parse_storage_option, t)
                                                   for t in o.storage_option) or None)
+    cluster = {}
+    if o.bootstrap_server:
+        from kcodec.advise.cluster_settings import read_cluster_settings
+
+        cluster = read_cluster_settings(o.bootstrap_server, sorted(plan.topic_partitions), o.timeout_s,
+                                        o.count_consumer_groups)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
-                   rule, plan, set(overrides), metadata)
+                   rule, plan, set(overrides), metadata, bill, file_defaults, topic_fields, cluster)
 
 
 def _chunks(spark, o: Options, c: Checked, tasks: int):
@@ -225,26 +251,33 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     rows.unpersist()
     advice: List[TopicAdvice] = []
     for topic in sorted(aggregates):
-        econ, econ_notes = topic_economics(topic, c.defaults, c.topics, c.flagged, c.metadata)
+        priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
+                             c.file_defaults, c.topic_fields, o.prices)
+        econ = priced.economics
         if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
             aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
                 c.plan.topic_span_ms[topic]
         advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
                                    c.current if c.plan.kind in ("records", "sample") else None, c.choose,
                                    c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
-        advice[-1].notes.extend(econ_notes)
+        advice[-1].notes.extend(priced.notes)
+        advice[-1].assumptions = topic_assumptions(econ, priced.sources, advice[-1].stored_per_day,
+                                                   advice[-1].per_day_source)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
-               "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
-               "prices used": vars(c.prices),
+               "rule": c.rule.text(), "assumptions": [a.doc() for a in c.bill],
                "throughput": "MB/s of key, value and header bytes per core (sum of task times)",
                "replay": LIMITS}
     if c.metadata is not None:
         context["metadata log"] = f"{o.metadata_log}: each topic's retention.ms and replication factor"
+    if c.cluster:
+        context["cluster settings"] = (f"{o.bootstrap_server}: each topic's settings (DescribeConfigs) and replicas "
+                                       f"(Metadata)" + ("; consumer groups counted (ListGroups, OffsetFetch)"
+                                                        if o.count_consumer_groups else ""))
     if c.current_bytes is not None:
         context["current size"] = o.current_size
     log("")
-    log(summary_text(advice, c.current_bytes, o.current_size))
+    log(summary_text(advice, c.current_bytes, o.current_size, c.bill))
     paths = write_reports(Path(o.out_dir), advice, context)
     log(f"reports: {paths['html']}, {paths['png']}, {paths['json']}, {paths['csv']}")
     written = None

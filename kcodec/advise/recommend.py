@@ -87,6 +87,7 @@ class TopicAdvice:
     partitions: int
     notes: List[str] = field(default_factory=list)
     recompress_cpu: float = 0.0  # $/month of CPU if brokers rebuild every batch in another codec
+    assumptions: List = field(default_factory=list)  # kcodec.advise.assumptions.Assumption: what the bill rests on
 
     @property
     def codec_mix(self) -> Dict[str, float]:

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
+from kcodec.advise.assumptions import Assumption, assumption_lines, assumption_rows
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
@@ -63,7 +64,7 @@ def _replay_text(a: TopicAdvice) -> Optional[str]:
 
 
 def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = None,
-                 current_size_text: Optional[str] = None) -> str:
+                 current_size_text: Optional[str] = None, bill: Sequence[Assumption] = ()) -> str:
     """Per topic: today, what to set, $/month saved; then the total and the details."""
     lines = ["per topic: today -> what to set (producer configuration) and $/month saved", ""]
     total_today = total_best = 0.0
@@ -94,10 +95,16 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
                          f"{_money(a.recompress_cpu)}/month of CPU here)")
         for n in a.notes:
             lines.append(f"  note       {terminal_text(n)}")
+        if a.assumptions:
+            lines.append("  assumes")
+            lines.extend(terminal_text(x) for x in assumption_lines(a.assumptions, "    "))
         lines.append("")
     saved = total_today - total_best
     lines.append(f"total: {_money(total_today)}/month today, {_money(total_best)}/month with the settings above: "
                  f"{_money(saved)}/month saved ({saved / max(total_today, 1e-9) * 100:.0f}%)")
+    if bill:
+        lines.append("the bill assumes")
+        lines.extend(assumption_lines(bill))
     lines.append(f"replay: {LIMITS}")
     if current_bytes is not None:
         today_stored = sum(a.today.stored_bytes for a in advice)
@@ -162,6 +169,7 @@ def _doc(a: TopicAdvice) -> Dict:
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
             "config": _client_config(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
+            "assumptions": [x.doc() for x in a.assumptions],
             "settings": [m(x) for x in a.results]}
 
 
@@ -209,6 +217,13 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
     return paths
 
 
+def _assumption_table(items: Sequence[Assumption]) -> str:
+    if not items:
+        return ""
+    return ("<table><tr><th>the bill assumes</th><th>value</th><th>source</th><th>detail</th></tr>"
+            + assumption_rows(items, html_text) + "</table>")
+
+
 def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts: Dict[str, bytes]) -> str:
     e = html_text
     total_today = sum(a.today.cost.total for a in advice)
@@ -235,12 +250,13 @@ bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(forma
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>
 <p>Set (producer): <code>{cfg}</code> Topic: <code>compression.type=producer</code>.
-Saves <b>{_money(a.saving)}</b>/month.</p><ul>{notes}</ul>
+Saves <b>{_money(a.saving)}</b>/month.</p><ul>{notes}</ul>{_assumption_table(a.assumptions)}
 <p><img src="data:image/png;base64,{base64.b64encode(charts[a.topic]).decode()}" alt="charts for {e(a.topic)}"></p>
 <table><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
 <th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th></tr>{detail}</table>
 </section>""")
-    ctx = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items())
+    ctx = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items() if k != "assumptions")
+    bill = _assumption_table([Assumption(**d) for d in context.get("assumptions", ())])
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>kcodec advise</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin:1em 0}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child{{text-align:left}}
@@ -251,6 +267,6 @@ tr.best{{background:#dfd;font-weight:bold}}section{{margin-top:2em}}</style></he
 <table><tr><th>topic</th><th>today's codecs</th><th>ratio today</th><th>set</th><th>$/month today</th>
 <th>$/month after</th><th>saved</th></tr>{rows}</table>
 <p><img src="data:image/png;base64,{base64.b64encode(overview).decode()}" alt="cost per topic"></p>
-<ul>{ctx}</ul>
+<ul>{ctx}</ul>{bill}
 {''.join(sections)}
 </body></html>"""
