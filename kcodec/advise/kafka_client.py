@@ -30,8 +30,10 @@ _FETCH_WAIT_MS = 200
 _CLIENT_ID = "kcodec-advise"
 TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic (Kafka's ConfigResource.Type.TOPIC)
 _GROUP_KEY = 0  # FindCoordinator key type of a consumer group
-# OffsetFetch v8 asks for several groups at once in another layout; v7 (Kafka 2.5+) is enough for one.
-_OFFSET_FETCH_MAX_VERSION = 7
+# OffsetFetch v8 (Kafka 3.0+) asks by groups; older brokers get v2-7's one group.  Tansu answers
+# "all topics" (null topics) only in the v8 layout.  v10 names topics by id.
+_OFFSET_FETCH_GROUPS_VERSION = 8
+_OFFSET_FETCH_MAX_VERSION = 9
 _FIND_COORDINATOR_MAX_VERSION = 3
 _OFFSET_OUT_OF_RANGE = 1
 # LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
@@ -196,7 +198,7 @@ class BrokerSession:
         from kafka.protocol.admin import ListGroupsRequest
 
         groups = set()
-        for node in sorted(b.nodeId for b in self._client.cluster.brokers()):
+        for node in sorted(b.node_id for b in self._client.cluster.brokers()):
             request = ListGroupsRequest(states_filter=[], types_filter=[])
             self._version(request, 0)
             response = self._send(node, request, f"groups listed by broker {node}")
@@ -216,12 +218,23 @@ class BrokerSession:
         answer = self._send(None, find, f"coordinator of group {group!r}")
         if answer.error_code:
             raise ClusterError(f"coordinator of group {group!r} at {self.bootstrap}: {error_name(answer.error_code)}")
-        request = OffsetFetchRequest(group_id=group, topics=None, require_stable=False)
+        O = OffsetFetchRequest
+        request = O(groups=[O.OffsetFetchRequestGroup(group_id=group, topics=None)], require_stable=False)
         self._version(request, 2, _OFFSET_FETCH_MAX_VERSION)
+        if request.API_VERSION < _OFFSET_FETCH_GROUPS_VERSION:
+            request = O(group_id=group, topics=None, require_stable=False)
+            self._version(request, 2, _OFFSET_FETCH_GROUPS_VERSION - 1)
         response = self._send(answer.node_id, request, f"offsets of group {group!r}")
-        if getattr(response, "error_code", 0):
-            raise ClusterError(f"offsets of group {group!r} at {self.bootstrap}: {error_name(response.error_code)}")
-        return sorted({t.name for t in response.topics if any(p.committed_offset >= 0 for p in t.partitions)})
+        if request.API_VERSION >= _OFFSET_FETCH_GROUPS_VERSION:
+            answers = [(g.error_code, g.topics) for g in response.groups]
+        else:
+            answers = [(response.error_code, response.topics)]
+        topics = set()
+        for code, found in answers:
+            if code:
+                raise ClusterError(f"offsets of group {group!r} at {self.bootstrap}: {error_name(code)}")
+            topics.update(t.name for t in found if any(p.committed_offset >= 0 for p in t.partitions))
+        return sorted(topics)
 
     def list_offsets(self, leader: int, topic: str, partitions: Iterable[int], spec: int) -> Dict[int, int]:
         """``spec`` (EARLIEST or LATEST) offset of each partition led by ``leader``."""
