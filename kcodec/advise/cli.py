@@ -75,9 +75,21 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="the rule: slowest compression kept, MB/s per core (default 50)")
     p.add_argument("--min-read-mbps", type=float, default=100.0,
                    help="the rule: slowest decompression kept, MB/s per core (default 100)")
-    p.add_argument("--max-linger-ms", type=float, default=100.0, help="latency budget for linger.ms (default 100)")
-    p.add_argument("--min-saving", type=float, default=0.05,
-                   help="share of today's $/month a change must save (default 0.05)")
+    p.add_argument("--max-linger-ms", type=float, default=100.0,
+                   help="the latency budget: the most linger.ms a recommendation may add to each send, in ms "
+                        "(default 100)")
+    p.add_argument("--knee", default="0.9",
+                   help="the knee: recommend the smallest linger.ms, then batch.size, whose saving is at least "
+                        "this share of the best saving within the budget, e.g. 0.9 or 90%% (default 0.9; 1 picks "
+                        "the cheapest)")
+    p.add_argument("--min-saving", default="0.05",
+                   help="share of today's $/month a change must save, e.g. 0.05 or 5%% (default 0.05)")
+    p.add_argument("--producer-partitions", type=int,
+                   help="partitions one producer writes to, for the memory its batches hold (default: the "
+                        "topic's partitions)")
+    p.add_argument("--buffer-memory", default="32m",
+                   help="the producers' buffer.memory, which holds a batch.size per partition (default 32m, "
+                        "Kafka's default)")
     p.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
     p.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
     p.add_argument("--choose", help="setting to use instead of the recommended one, e.g. zstd:3@256k/5ms")

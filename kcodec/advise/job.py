@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from kcodec.advise import cost as costs
 from kcodec.advise.replay import LIMITS
@@ -24,11 +24,13 @@ from kcodec.advise.grid import (
     parse_batch_sizes,
     parse_codecs,
     parse_lingers,
+    parse_share,
     parse_size,
 )
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
 from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
+from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_memory
 from kcodec.advise.assumptions import bill_assumptions, flag_name, topic_assumptions
 from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
 from kcodec.advise.topic_config import price_topic
@@ -73,7 +75,10 @@ class Options:
     min_compress_mbps: float = 50.0
     min_read_mbps: float = 100.0
     max_linger_ms: float = 100.0
-    min_saving: float = 0.05
+    min_saving: Union[float, str] = 0.05
+    knee: Union[float, str] = DEFAULT_KNEE
+    producer_partitions: Optional[int] = None
+    buffer_memory: str = "32m"
     tasks: Optional[int] = None
     timeout_s: float = 10.0
     progress: bool = True
@@ -101,6 +106,7 @@ class Checked:
     file_defaults: Set[str] = field(default_factory=set)  #: TopicEconomics fields the --prices defaults set
     topic_fields: Dict[str, Set[str]] = field(default_factory=dict)  #: fields each --prices topic sets
     cluster: Dict[str, object] = field(default_factory=dict)  #: topic -> TopicSettings from --bootstrap-server
+    buffer_memory: int = DEFAULT_BUFFER_MEMORY
 
 
 def _flag(name: str, fn, value):
@@ -159,7 +165,22 @@ def check_options(o: Options) -> Checked:
                             set((doc.get("prices") or {})), o.prices)
     file_defaults = set(doc.get("defaults") or {})
     topic_fields = {t: set(spec or {}) for t, spec in (doc.get("topics") or {}).items()}
-    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, o.min_saving)
+    for flag, value in (("--min-compress-mbps", o.min_compress_mbps), ("--min-read-mbps", o.min_read_mbps),
+                        ("--max-linger-ms", o.max_linger_ms)):
+        if not 0 <= value < float("inf"):
+            raise KcodecError(f"{flag} {value:g}: a number, 0 or more")
+    min_saving = _flag("--min-saving", parse_share, o.min_saving)
+    if min_saving >= 1:
+        raise KcodecError(f"--min-saving {o.min_saving}: a share below 1 (100%)")
+    knee_share = _flag("--knee", parse_share, o.knee)
+    if knee_share == 0:
+        raise KcodecError(f"--knee {o.knee}: a share above 0, at most 1 (100%)")
+    if o.producer_partitions is not None and o.producer_partitions < 1:
+        raise KcodecError(f"--producer-partitions {o.producer_partitions}: at least 1")
+    buffer_memory = _flag("--buffer-memory", parse_size, o.buffer_memory)
+    if buffer_memory < 1:
+        raise KcodecError(f"--buffer-memory {o.buffer_memory}: at least 1 byte")
+    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, min_saving, knee_share)
     if o.bootstrap_server:
         if o.inputs:
             raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
@@ -184,7 +205,7 @@ def check_options(o: Options) -> Checked:
         cluster = read_cluster_settings(o.bootstrap_server, sorted(plan.topic_partitions), o.timeout_s,
                                         o.count_consumer_groups)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
-                   rule, plan, set(overrides), metadata, bill, file_defaults, topic_fields, cluster)
+                   rule, plan, set(overrides), metadata, bill, file_defaults, topic_fields, cluster, buffer_memory)
 
 
 def _chunks(spark, o: Options, c: Checked, tasks: int):
@@ -261,6 +282,11 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
                                    c.current if c.plan.kind in ("records", "sample") else None, c.choose,
                                    c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
         advice[-1].notes.extend(priced.notes)
+        a = advice[-1]
+        if a.best is not None:
+            writes_to = o.producer_partitions or c.plan.topic_partitions.get(topic) or (
+                o.partitions if c.plan.kind in ("records", "sample") else a.partitions)
+            a.memory = producer_memory(a.best.setting.batch_bytes, writes_to, c.buffer_memory)
         advice[-1].assumptions = topic_assumptions(econ, priced.sources, advice[-1].stored_per_day,
                                                    advice[-1].per_day_source)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional
 
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
+from kcodec.advise.latency import knee, linger_curve
 from kcodec.advise.measure import TODAY
 
 __all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config"]
@@ -19,18 +20,24 @@ class Rule:
     min_read_mbps: float = 100.0
     max_linger_ms: float = 100.0
     min_saving: float = 0.05  # fraction of today's $/month a change must save to be worth making
+    knee: float = 1.0  # share of the best saving within budget the smallest linger.ms/batch.size must keep
 
     def text(self) -> str:
-        return (f"the lowest $/month (storage + network + CPU) among settings that compress at "
+        pick = ("the lowest $/month (storage + network + CPU)" if self.knee >= 1 else
+                f"the smallest linger.ms, then batch.size, saving at least {self.knee * 100:g}% of what the "
+                f"lowest $/month (storage + network + CPU) saves (--knee)")
+        return (f"{pick} among settings that compress at "
                 f"{self.min_compress_mbps:g} MB/s per core or more (--min-compress-mbps), read at "
                 f"{self.min_read_mbps:g} MB/s per core or more (--min-read-mbps) and linger at most "
                 f"{self.max_linger_ms:g} ms (--max-linger-ms); recommended when it saves at least "
                 f"{self.min_saving * 100:g}% of today's $/month (--min-saving), else keep today's settings")
 
+    def fast_enough(self, m: "Measured") -> bool:
+        return (m.setting is not None and m.compress_mbps >= self.min_compress_mbps
+                and m.read_mbps >= self.min_read_mbps)
+
     def allows(self, m: "Measured") -> bool:
-        s = m.setting
-        return (s is not None and m.compress_mbps >= self.min_compress_mbps and m.read_mbps >= self.min_read_mbps
-                and s.linger_ms <= self.max_linger_ms)
+        return self.fast_enough(m) and m.setting.linger_ms <= self.max_linger_ms
 
 
 @dataclass
@@ -88,6 +95,9 @@ class TopicAdvice:
     notes: List[str] = field(default_factory=list)
     recompress_cpu: float = 0.0  # $/month of CPU if brokers rebuild every batch in another codec
     assumptions: List = field(default_factory=list)  # kcodec.advise.assumptions.Assumption: what the bill rests on
+    cheapest: Optional[Measured] = None  # the lowest $/month within the rule, when the knee chose another
+    curve: List = field(default_factory=list)  # kcodec.advise.latency.LingerPoint per linger.ms of the grid
+    memory: Optional[object] = None  # kcodec.advise.latency.ProducerMemory of the recommended batch.size
 
     @property
     def codec_mix(self) -> Dict[str, float]:
@@ -182,7 +192,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         best = next(m for m in results if m.setting == choose)
         chosen_by = f"--choose {choose.label}"
     else:
-        best = min(ok, key=key) if ok else None
+        best = knee(ok, today.cost.total, rule.knee, key)
         chosen_by = "rule"
         if best is None:
             notes.append("no setting meets the rule; lower --min-compress-mbps / --min-read-mbps")
@@ -201,5 +211,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     if current is not None:
         notes.append(f"today's batches were built from records with --current-codec/--current-batch-size/"
                      f"--current-linger-ms ({current.label})")
+    cheapest = min(ok, key=key) if ok else None
     return TopicAdvice(topic, prof, today, results, best, without, chosen_by, per_day, source, partitions, notes,
-                       recompress)
+                       recompress, cheapest=cheapest if best is not None and cheapest is not best else None,
+                       curve=linger_curve(results, today.cost.total, rule.fast_enough, rule.max_linger_ms, key))

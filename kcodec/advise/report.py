@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from kcodec.advise.assumptions import Assumption, assumption_lines, assumption_rows
+from kcodec.advise.latency import cost_lines, curve_doc, percent
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
@@ -19,12 +20,14 @@ __all__ = ["summary_text", "details_text", "write_reports"]
 
 
 def _money(x: float) -> str:
-    sign = "-" if x < 0 else ""
-    return f"{sign}${abs(x):,.0f}" if abs(x) >= 10 else f"{sign}${abs(x):,.2f}"
+    """Dollars, always to the cent, so figures side by side read alike; one that rounds to zero has no sign."""
+    shown = round(abs(x), 2)
+    sign = "-" if x < 0 and shown else ""
+    return f"{sign}${shown:,.2f}"
 
 
 def _mix(a: TopicAdvice) -> str:
-    return " ".join(f"{k} {v * 100:.0f}%" for k, v in sorted(a.codec_mix.items(), key=lambda kv: -kv[1]))
+    return " ".join(f"{k} {percent(v)}" for k, v in sorted(a.codec_mix.items(), key=lambda kv: -kv[1]))
 
 
 def _client_config(a: TopicAdvice) -> Dict[str, str]:
@@ -85,6 +88,9 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
                          f"storage {_money(t.cost.storage - best.cost.storage)}, network "
                          f"{_money(t.cost.network - best.cost.network)}, CPU {_money(t.cost.cpu - best.cost.cpu)}); "
                          f"{best.ratio:.2f}x +/- {best.ratio_std:.2f} over {best.chunks} chunks")
+        for label, text in cost_lines(a, _money):
+            lines.append(f"  {label:<10} {text}")
+        if a.best is not None:
             if a.best_without_level is not None and (a.profile.get("replay") or {}).get("client", "java") == "java":
                 w = a.best_without_level
                 lines.append(f"  pre-3.8    compression.type={w.setting.codec} batch.size={w.setting.batch_bytes} "
@@ -170,6 +176,10 @@ def _doc(a: TopicAdvice) -> Dict:
             "config": _client_config(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
             "assumptions": [x.doc() for x in a.assumptions],
+            "latency_ms": a.best.setting.linger_ms if a.best else None,
+            "memory": ({"bytes": a.memory.needed, "batch_size": a.memory.batch_bytes, "partitions": a.memory.partitions,
+                        "buffer_memory": a.memory.buffer_memory} if a.memory else None),
+            "cheapest": m(a.cheapest) if a.cheapest else None, "by_linger": curve_doc(a),
             "settings": [m(x) for x in a.results]}
 
 
@@ -243,6 +253,7 @@ def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts:
         br = a.profile["batch_records"]
         bb = a.profile["batch_bytes"]
         notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
+        costs = "".join(f"<li>{e(label)}: {e(text)}</li>" for label, text in cost_lines(a, _money))
         cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in _client_config(a).items()) or "keep today's settings"
         sections.append(f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
 <p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
@@ -250,7 +261,7 @@ bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(forma
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>
 <p>Set (producer): <code>{cfg}</code> Topic: <code>compression.type=producer</code>.
-Saves <b>{_money(a.saving)}</b>/month.</p><ul>{notes}</ul>{_assumption_table(a.assumptions)}
+Saves <b>{_money(a.saving)}</b>/month.</p><ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 <p><img src="data:image/png;base64,{base64.b64encode(charts[a.topic]).decode()}" alt="charts for {e(a.topic)}"></p>
 <table><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
 <th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th></tr>{detail}</table>
