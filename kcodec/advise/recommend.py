@@ -7,6 +7,7 @@ from typing import Dict, List, Optional
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.latency import knee, linger_curve
+from kcodec.advise.notes import best_excluded, excluded_note, keep_note
 from kcodec.advise.measure import TODAY
 
 __all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config"]
@@ -98,6 +99,7 @@ class TopicAdvice:
     cheapest: Optional[Measured] = None  # the lowest $/month within the rule, when the knee chose another
     curve: List = field(default_factory=list)  # kcodec.advise.latency.LingerPoint per linger.ms of the grid
     memory: Optional[object] = None  # kcodec.advise.latency.ProducerMemory of the recommended batch.size
+    rule: Optional[Rule] = None  # the rule the choice followed, to mark the rows it left out
 
     @property
     def codec_mix(self) -> Dict[str, float]:
@@ -197,9 +199,11 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         if best is None:
             notes.append("no setting meets the rule; lower --min-compress-mbps / --min-read-mbps")
         elif today.cost.total - best.cost.total < rule.min_saving * today.cost.total:
-            notes.append(f"the best setting, {best.label}, saves less than {rule.min_saving * 100:g}%: "
-                         f"keep today's settings")
+            notes.append(keep_note(best, today.cost.total, rule))
             best = None
+        excluded = best_excluded(results, rule, (best or today).cost.total)
+        if excluded is not None:
+            notes.append(excluded_note(excluded, today.cost.total, rule))
     without = None
     if best is not None and not _default_level(best.setting):
         plain = [m for m in ok if _default_level(m.setting) and m.cost.total < today.cost.total]
@@ -214,4 +218,5 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     cheapest = min(ok, key=key) if ok else None
     return TopicAdvice(topic, prof, today, results, best, without, chosen_by, per_day, source, partitions, notes,
                        recompress, cheapest=cheapest if best is not None and cheapest is not best else None,
-                       curve=linger_curve(results, today.cost.total, rule.fast_enough, rule.max_linger_ms, key))
+                       curve=linger_curve(results, today.cost.total, rule.fast_enough, rule.max_linger_ms, key),
+                       rule=rule)

@@ -11,6 +11,7 @@ from typing import Dict, Optional, Sequence
 
 from kcodec.advise.assumptions import Assumption, assumption_lines, assumption_rows
 from kcodec.advise.latency import cost_lines, curve_doc, percent
+from kcodec.advise.notes import exclusions, money
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import Measured, TopicAdvice
@@ -19,11 +20,7 @@ from kcodec.escape import csv_cell, file_name, html_text, json_text, terminal_te
 __all__ = ["summary_text", "details_text", "write_reports"]
 
 
-def _money(x: float) -> str:
-    """Dollars, always to the cent, so figures side by side read alike; one that rounds to zero has no sign."""
-    shown = round(abs(x), 2)
-    sign = "-" if x < 0 and shown else ""
-    return f"{sign}${shown:,.2f}"
+_money = money
 
 
 def _mix(a: TopicAdvice) -> str:
@@ -84,7 +81,10 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
         if replay:
             lines.append(f"  replay     {replay}")
         if a.best is not None:
-            lines.append(f"  saves      {_money(a.saving)}/month ({_money(t.cost.total)} -> {_money(best.cost.total)}: "
+            forced = "" if a.chosen_by == "rule" else f"chosen by {a.chosen_by}, not by the rule: "
+            if a.saving < 0:
+                forced += f"costs {_money(-a.saving)}/month more; "
+            lines.append(f"  saves      {forced}{_money(a.saving)}/month ({_money(t.cost.total)} -> {_money(best.cost.total)}: "
                          f"storage {_money(t.cost.storage - best.cost.storage)}, network "
                          f"{_money(t.cost.network - best.cost.network)}, CPU {_money(t.cost.cpu - best.cost.cpu)}); "
                          f"{best.ratio:.2f}x +/- {best.ratio_std:.2f} over {best.chunks} chunks")
@@ -134,13 +134,25 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
                      f"batches; ratio {a.today.ratio:.2f}x +/- {a.today.ratio_std:.2f}; {_record_sizes(p)}")
         head = f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}"
         lines.append(head)
-        rows = sorted(a.results, key=lambda m: m.cost.total)[:top]
+        ranked = sorted(a.results, key=lambda m: m.cost.total)
+        named = [m for m in (a.best, a.cheapest, a.best_without_level) if m is not None]
+        rows = [m for m in ranked if m in ranked[:top] or any(m is n for n in named)]
         for m in [a.today] + rows:
-            mark = " <- set" if a.best is not None and m is a.best else ""
+            mark = _row_mark(a, m)
             lines.append(f"  {m.label:<24} {m.ratio:>6.2f}+/-{m.ratio_std:<4.2f} {m.records_per_batch:>9.1f} "
                          f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {_money(m.cost.total):>9} "
                          f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
     return "\n".join(lines)
+
+
+def _row_mark(a: TopicAdvice, m: Measured) -> str:
+    """What the rule did with a row: set, or left out and why (today's row has no mark)."""
+    if m is a.today:
+        return ""
+    if a.best is not None and m is a.best:
+        return " <- set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
+    why = exclusions(a.rule, m) if a.rule is not None else []
+    return f" excluded: {'; '.join(why)}" if why else ""
 
 
 def _record_sizes(profile: Dict) -> str:
@@ -248,11 +260,12 @@ def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts:
             f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f} &plusmn; "
             f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
             f"<td>{m.read_mbps:.0f}</td><td>{_money(m.cost.storage)}</td><td>{_money(m.cost.network)}</td>"
-            f"<td>{_money(m.cost.cpu)}</td><td>{_money(m.cost.total)}</td></tr>"
+            f"<td>{_money(m.cost.cpu)}</td><td>{_money(m.cost.total)}</td><td>{e(_row_mark(a, m).strip())}</td></tr>"
             for m in [a.today] + sorted(a.results, key=lambda m: m.cost.total))
         br = a.profile["batch_records"]
         bb = a.profile["batch_bytes"]
         notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
+        forced = "" if a.chosen_by == "rule" else f" (chosen by {e(a.chosen_by)}, not by the rule)"
         costs = "".join(f"<li>{e(label)}: {e(text)}</li>" for label, text in cost_lines(a, _money))
         cfg = "".join(f"{e(k)}={e(v)}<br>" for k, v in _client_config(a).items()) or "keep today's settings"
         sections.append(f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
@@ -261,10 +274,10 @@ bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(forma
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>
 <p>Set (producer): <code>{cfg}</code> Topic: <code>compression.type=producer</code>.
-Saves <b>{_money(a.saving)}</b>/month.</p><ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
+Saves <b>{_money(a.saving)}</b>/month{forced}.</p><ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 <p><img src="data:image/png;base64,{base64.b64encode(charts[a.topic]).decode()}" alt="charts for {e(a.topic)}"></p>
 <table><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
-<th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th></tr>{detail}</table>
+<th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th><th>rule</th></tr>{detail}</table>
 </section>""")
     ctx = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items() if k != "assumptions")
     bill = _assumption_table([Assumption(**d) for d in context.get("assumptions", ())])
