@@ -38,7 +38,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
     add_storage_option_argument(p)
     p.add_argument("--bootstrap-server", help="read a bounded sample from a live cluster, HOST:PORT")
-    p.add_argument("--topic", help="with --bootstrap-server: topics matching this regular expression")
+    p.add_argument("--topic", help="only the topics this regular expression matches whole (every input kind)")
+    p.add_argument("--timestamp-unit", choices=("s", "ms", "us", "ns"),
+                   help="for Parquet/JSON records whose timestamp is a number: seconds, milliseconds, "
+                        "microseconds or nanoseconds since the epoch (default: detected when every sampled value "
+                        "is a date between 1990 and 2100 in one unit, else this flag is required)")
     p.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")
     p.add_argument("--codecs", default=DEFAULT_CODECS, help=f"codecs and levels (default {DEFAULT_CODECS})")
     p.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES,

@@ -56,6 +56,8 @@ class InputPlan:
     record_format: Optional[str] = None
     seen: set = field(default_factory=set)
     storage_options: Optional[Dict[str, Any]] = field(default=None, repr=False)  # for URL inputs and --write
+    timestamps: Optional[Any] = None  # record inputs: a kcodec.advise.timestamps.TimestampPlan
+    topic_regex: Optional[str] = None  # --topic: only the topics it matches whole
 
 
 def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,

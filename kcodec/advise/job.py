@@ -85,6 +85,7 @@ class Options:
     producer_client: str = "auto"
     producers: int = 1
     fetch_retry_s: float = 30.0
+    timestamp_unit: Optional[str] = None
 
 
 @dataclass
@@ -128,11 +129,20 @@ def check_options(o: Options) -> Checked:
     cur_codec, cur_level = _flag("--current-codec", parse_codecs, o.current_codec)[0]
     current = Setting(cur_codec, cur_level, _flag("--current-batch-size", parse_size, o.current_batch_size),
                       _flag("--current-linger-ms", parse_lingers, o.current_linger_ms)[0])
+    if not 1 <= current.batch_bytes <= 2 ** 31 - 1:
+        raise KcodecError(f"--current-batch-size {o.current_batch_size}: batch.size must be between 1 byte and 2 GiB")
     sample_bytes = _flag("--sample", parse_size, o.sample)
+    if sample_bytes < 1024:
+        raise KcodecError(f"--sample {o.sample}: at least 1KiB")
     chunk_bytes = _flag("--chunk", parse_size, o.chunk)
     if chunk_bytes < 1024:
         raise KcodecError(f"--chunk {o.chunk}: at least 1KiB")
-    current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size else None
+    current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size is not None else None
+    if current_bytes is not None and current_bytes < 1:
+        raise KcodecError(f"--current-size {o.current_size}: more than 0 bytes")
+    for flag, value, least in (("--records", o.records, 1), ("--tasks", o.tasks, 1), ("--seed", o.seed, 0)):
+        if value is not None and value < least:
+            raise KcodecError(f"{flag} {value}: {'at least 1' if least else '0 or more'}")
     if o.partitions < 1:
         raise KcodecError(f"--partitions {o.partitions}: at least 1")
     if not o.fetch_retry_s >= 0:
@@ -186,10 +196,19 @@ def check_options(o: Options) -> Checked:
             raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
         plan = cluster_input(o.bootstrap_server, o.topic, o.timeout_s)
     else:
-        if o.topic:
-            raise KcodecError("--topic selects topics of --bootstrap-server")
         storage_options = dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option)
         plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options or None)
+        if o.topic is not None:
+            _select_topics(plan, o.topic)
+    if o.timestamp_unit is not None and plan.kind != "records":
+        raise KcodecError(f"--timestamp-unit {o.timestamp_unit}: only for Parquet or JSON record inputs, whose "
+                          f"timestamps may be plain numbers")
+    if plan.kind == "records":
+        from kcodec.advise.timestamps import detect_timestamps
+
+        plan.timestamps = detect_timestamps(plan.record_paths, plan.record_format, o.timestamp_unit,
+                                            plan.storage_options)
+        plan.description += f"; timestamps: {plan.timestamps.text()}"
     if o.write_dir:
         from kcodec.advise.write import check_write
 
@@ -206,6 +225,33 @@ def check_options(o: Options) -> Checked:
                                         o.count_consumer_groups)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
                    rule, plan, set(overrides), metadata, bill, file_defaults, topic_fields, cluster, buffer_memory)
+
+
+def _select_topics(plan: InputPlan, regex: str) -> None:
+    """Keep only the topics ``regex`` matches whole (``--topic``), for every input kind."""
+    import re
+
+    try:
+        pattern = re.compile(regex)
+    except re.error as exc:
+        raise KcodecError(f"--topic {regex}: not a regular expression ({exc})") from None
+    if plan.kind == "logs":
+        known = sorted(plan.topic_partitions)
+        plan.ranges = [r for r in plan.ranges if pattern.fullmatch(r.topic)]
+        for table in (plan.topic_bytes, plan.topic_partitions, plan.topic_span_ms):
+            for t in [t for t in table if not pattern.fullmatch(t)]:
+                del table[t]
+    elif plan.kind == "sample":
+        from kcodec.advise.sample import TOPICS
+
+        known = sorted(TOPICS)
+    else:  # records: topics come from a topic column, else from the file's name; picked in Spark
+        known = []
+    if known and not any(pattern.fullmatch(t) for t in known):
+        raise KcodecError(f"--topic {regex}: matches none of the topics of {plan.description} "
+                          f"({', '.join(known)})")
+    plan.topic_regex = regex
+    plan.description += f" topics /{regex}/"
 
 
 def _chunks(spark, o: Options, c: Checked, tasks: int):
