@@ -6,6 +6,7 @@ only per-topic aggregates come back to the driver.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -161,6 +162,7 @@ def check_options(o: Options) -> Checked:
         if choose not in settings:
             raise KcodecError(f"--choose {o.choose}: {choose.label} is not among the measured settings "
                               f"(--codecs {o.codecs}, --batch-sizes {o.batch_sizes}, --linger-ms {o.lingers})")
+    _check_master(o.master, o.timeout_s)
     overrides = {k: v for k, v in o.price_overrides.items() if v is not None}
     for name, value in overrides.items():
         problem = costs.value_problem(name, value)
@@ -227,6 +229,28 @@ def check_options(o: Options) -> Checked:
                    rule, plan, set(overrides), metadata, bill, file_defaults, topic_fields, cluster, buffer_memory)
 
 
+def _check_master(master: Optional[str], timeout_s: float) -> None:
+    """A ``spark://`` master that accepts no connection is said at once: Spark itself would retry
+    for a minute and then print its stack traces."""
+    import re
+    import socket
+
+    if not master or not master.startswith("spark://"):
+        return
+    problems = []
+    for part in master[len("spark://"):].split(","):
+        host, sep, port = part.rpartition(":")
+        if (not sep or not port.isdigit() or not 0 < int(port) < 65536
+                or not re.fullmatch(r"[\w.\-\[\]:]+", host)):
+            raise KcodecError(f"--master {master}: {part!r} is not HOST:PORT")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return
+        except OSError as exc:
+            problems.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise KcodecError(f"--master {master}: no Spark master answers ({'; '.join(problems)})")
+
+
 def _select_topics(plan: InputPlan, regex: str) -> None:
     """Keep only the topics ``regex`` matches whole (``--topic``), for every input kind."""
     import re
@@ -277,6 +301,97 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
 
 def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] = print, **kwargs) -> Dict:
     """Run the advisor; returns the per-topic advice and the report paths."""
+    interrupts = _Interrupts()
+    try:
+        return _run_advise(options, log, interrupts, **kwargs)
+    finally:
+        interrupts.restore()
+
+
+class _Interrupts:
+    """Ctrl-C while Spark runs ends in one KeyboardInterrupt, said in one line by the CLI.
+
+    PySpark's own SIGINT handler asks the JVM to cancel every job through the very
+    connection the interrupted call is waiting on, and py4j logs each broken call with
+    its traceback; the JVM, in the same process group, got the signal too and is ending.
+    """
+
+    def __init__(self) -> None:
+        self._handler = None
+        self._quiet = None
+        self.pending = False
+
+    def starting(self) -> None:
+        """While the JVM starts, a Ctrl-C is noted, not raised: the launch it would break (the JVM got the
+        signal too) fails with Spark's own error, which :meth:`started` turns back into the interrupt."""
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def noted(signum, frame):
+            self.pending = True
+
+        previous = signal.signal(signal.SIGINT, noted)
+        if self._handler is None:
+            self._handler = previous
+
+    @contextlib.contextmanager
+    def keeping(self):
+        """Keep the handler of :meth:`starting` while the session is made: SparkContext's constructor
+        installs PySpark's own, which only :meth:`started` may replace."""
+        import signal
+
+        real = signal.signal
+
+        def keep(signum, handler):
+            return signal.getsignal(signum) if signum == signal.SIGINT else real(signum, handler)
+
+        signal.signal = keep
+        try:
+            yield
+        finally:
+            signal.signal = real
+
+    def started(self, failure: Optional[BaseException] = None) -> None:
+        """After the session is made (or failed with ``failure``): raise the Ctrl-C noted meanwhile, else
+        let the next one raise."""
+        import logging
+        import signal
+        import threading
+
+        if self.pending:
+            raise KeyboardInterrupt
+        if failure is not None:
+            raise failure
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def interrupted(signum, frame):
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGINT, interrupted)
+        if self._handler is None:
+            self._handler = previous
+        root = logging.getLogger()
+        if not root.handlers:  # py4j logs broken calls on the root logger, which would print them
+            self._quiet = logging.NullHandler()
+            root.addHandler(self._quiet)
+
+    def restore(self) -> None:
+        import logging
+        import signal
+
+        if self._handler is not None:
+            signal.signal(signal.SIGINT, self._handler)
+            self._handler = None
+        if self._quiet is not None:
+            logging.getLogger().removeHandler(self._quiet)
+            self._quiet = None
+
+
+def _run_advise(options: Optional[Options], log: Callable[[str], None], interrupts: _Interrupts, **kwargs) -> Dict:
     from kcodec.advise.progress import SparkProgress
     from kcodec.advise.report import summary_text, write_reports
     from kcodec.spark.session import get_session
@@ -285,7 +400,13 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     started = time.perf_counter()
     c = check_options(o)
     log(f"kcodec advise: {c.plan.description}; {len(c.settings)} settings per chunk; starting Spark ...")
-    spark = get_session(o.master, "kcodec-advise")
+    interrupts.starting()
+    try:
+        with interrupts.keeping():
+            spark = get_session(o.master, "kcodec-advise")
+    except Exception as exc:
+        interrupts.started(exc)
+    interrupts.started()
     # A task's error reaches the driver and is reported in one line; Spark's own log of it would
     # print the same error again as pages of stack traces.
     spark.sparkContext.setLogLevel("OFF")
