@@ -145,3 +145,28 @@ def test_today_is_batched_in_the_records_own_time(spark, tmp_path, shape):
     # 200 records 100 ms apart in "orders": the span is 19.9 s
     assert a.profile["max_ts"] - a.profile["min_ts"] == (n - 2) * STEP_MS
     assert "timestamps: " in text and "orders" in text
+
+
+def test_topic_and_partial_tail_on_log_directories(tmp_path):
+    """--topic on a log directory keeps the topics it matches whole; a last segment cut mid-batch is
+    noted as dump and recompress report it."""
+    import os
+
+    from test_cleaner import batch, kv, make_log
+
+    logs = tmp_path / "logs"
+    for name in ("orders-0", "orders-1", "audit-0"):
+        make_log(logs / name, [[batch(0, [kv(b"a"), kv(b"b")]), batch(2, [kv(b"c")])]])
+    log = os.path.join(logs, "orders-1", "00000000000000000000.log")
+    whole = os.path.getsize(log)
+    with open(log, "ab") as f:
+        f.write(batch(3, [kv(b"d")])[:30])
+    c = check_options(Options(inputs=[str(logs)], topic="ord.*"))
+    assert sorted(c.plan.topic_partitions) == ["orders"] and {r.topic for r in c.plan.ranges} == {"orders"}
+    assert c.plan.description.endswith("topics /ord.*/")
+    assert c.plan.partial_tails == {"orders": [
+        f"{log}: the segment ends in 30 bytes that are not a complete batch (a partial write a broker truncates "
+        f"when it recovers the log) at byte {whole}; they are not measured"]}
+    with pytest.raises(KcodecError, match=r"--topic ord: matches none of the topics of log directory .* "
+                                          r"\(audit, orders\)"):
+        check_options(Options(inputs=[str(logs)], topic="ord"))

@@ -58,6 +58,7 @@ class InputPlan:
     storage_options: Optional[Dict[str, Any]] = field(default=None, repr=False)  # for URL inputs and --write
     timestamps: Optional[Any] = None  # record inputs: a kcodec.advise.timestamps.TimestampPlan
     topic_regex: Optional[str] = None  # --topic: only the topics it matches whole
+    partial_tails: Dict[str, List[str]] = field(default_factory=dict)  # topic -> notes on segments cut mid-batch
 
 
 def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
@@ -122,6 +123,7 @@ def _add_log_dir(plan: InputPlan, path: str, chunk_bytes: int) -> None:
         n = 0
         try:
             _add_span(plan, topic, [seg for seg in part.segments if seg.size])
+            _check_tail(plan, topic, [seg for seg in part.segments if seg.size])
             for seg in part.segments:
                 if seg.size == 0:  # a freshly rolled active segment holds nothing yet
                     continue
@@ -135,6 +137,23 @@ def _add_log_dir(plan: InputPlan, path: str, chunk_bytes: int) -> None:
             part.close()
     if not plan.ranges:
         raise KcodecError(f"{path}: the log directory holds no records (every segment is empty)")
+
+
+def _check_tail(plan: InputPlan, topic: str, segments) -> None:
+    """Note a partition whose last segment ends in a partial batch (a crash while the broker appended),
+    as ``dump`` and ``recompress`` report it: those bytes are not measured."""
+    if not segments:
+        return
+    from kcodec.records.framing import valid_bytes
+
+    seg = segments[-1]
+    positions = seg.offset_index.positions
+    start = int(positions[-1]) if len(positions) and positions[-1] < seg.size else 0
+    valid = start + valid_bytes(bytes(seg.read_range(start, seg.size)))
+    if valid < seg.size:
+        plan.partial_tails.setdefault(topic, []).append(
+            f"{seg.url}: the segment ends in {seg.size - valid} bytes that are not a complete batch (a partial "
+            f"write a broker truncates when it recovers the log) at byte {valid}; they are not measured")
 
 
 def _add_span(plan: InputPlan, topic: str, segments) -> None:

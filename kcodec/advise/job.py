@@ -449,6 +449,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
                                    c.current if c.plan.kind in ("records", "sample") else None, c.choose,
                                    c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
         advice[-1].notes.extend(priced.notes)
+        advice[-1].notes.extend(c.plan.partial_tails.get(topic, []))
         a = advice[-1]
         if a.best is not None:
             writes_to = o.producer_partitions or c.plan.topic_partitions.get(topic) or (
