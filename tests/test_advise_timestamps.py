@@ -147,7 +147,7 @@ def test_today_is_batched_in_the_records_own_time(spark, tmp_path, shape):
     assert "timestamps: " in text and "orders" in text
 
 
-def test_topic_and_partial_tail_on_log_directories(tmp_path):
+def test_topic_and_partial_tail_on_log_directories(spark, tmp_path):
     """--topic on a log directory keeps the topics it matches whole; a last segment cut mid-batch is
     noted as dump and recompress report it."""
     import os
@@ -164,7 +164,10 @@ def test_topic_and_partial_tail_on_log_directories(tmp_path):
     c = check_options(Options(inputs=[str(logs)], topic="ord.*"))
     assert sorted(c.plan.topic_partitions) == ["orders"] and {r.topic for r in c.plan.ranges} == {"orders"}
     assert c.plan.description.endswith("topics /ord.*/")
-    assert c.plan.partial_tails == {"orders": [
+    from kcodec.advise.tails import partial_tails
+
+    assert [t[:2] for t in c.plan.tails] == [("orders", 0), ("orders", 1)]
+    assert partial_tails(spark, c.plan.tails) == {"orders": [
         f"{log}: the segment ends in 30 bytes that are not a complete batch (a partial write a broker truncates "
         f"when it recovers the log) at byte {whole}; they are not measured"]}
     with pytest.raises(KcodecError, match=r"--topic ord: matches none of the topics of log directory .* "

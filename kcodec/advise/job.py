@@ -262,6 +262,7 @@ def _select_topics(plan: InputPlan, regex: str) -> None:
     if plan.kind == "logs":
         known = sorted(plan.topic_partitions)
         plan.ranges = [r for r in plan.ranges if pattern.fullmatch(r.topic)]
+        plan.tails = [t for t in plan.tails if pattern.fullmatch(t[0])]
         for table in (plan.topic_bytes, plan.topic_partitions, plan.topic_span_ms):
             for t in [t for t in table if not pattern.fullmatch(t)]:
                 del table[t]
@@ -437,6 +438,11 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         raise KcodecError(f"{c.plan.description}: no records to measure")
     aggregates = _aggregate(rows)
     rows.unpersist()
+    tails = {}
+    if c.plan.kind == "logs":
+        from kcodec.advise.tails import partial_tails
+
+        tails = partial_tails(spark, [t for t in c.plan.tails if t[0] in aggregates], c.plan.storage_options)
     advice: List[TopicAdvice] = []
     for topic in sorted(aggregates):
         priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
@@ -449,7 +455,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
                                    c.current if c.plan.kind in ("records", "sample") else None, c.choose,
                                    c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None))
         advice[-1].notes.extend(priced.notes)
-        advice[-1].notes.extend(c.plan.partial_tails.get(topic, []))
+        advice[-1].notes.extend(tails.get(topic, []))
         a = advice[-1]
         if a.best is not None:
             writes_to = o.producer_partitions or c.plan.topic_partitions.get(topic) or (
