@@ -127,3 +127,13 @@ def test_progress_never_goes_back(monkeypatch):
     shown = [int(p) for p in re.findall(r"measuring:\s+(\d+)%", screen.getvalue())]
     assert shown and shown == sorted(shown) and shown[-1] == 100, shown
     assert 70 in shown and 64 not in shown
+
+
+def test_current_size_is_priced_too():
+    from kcodec.advise.cost import GB
+
+    rows = [row(None, 1_000_000_000, 1.0, 2.0), row(LZ4, 250_000_000, 1.0, 1.0)]
+    a = _topic(rows)
+    text = summary_text([a], 40 * GB, "40GiB", storage_price=(0.08, 3))
+    assert ("today's 40GiB would become 10GiB: stored, $9.60/month -> $2.40/month (3 replica(s) at $0.08/GB-month; "
+            "apart from the totals above, which price bytes a day x retention)") in text

@@ -477,7 +477,8 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     if c.current_bytes is not None:
         context["current size"] = o.current_size
     log("")
-    log(summary_text(advice, c.current_bytes, o.current_size, c.bill))
+    log(summary_text(advice, c.current_bytes, o.current_size, c.bill,
+                     (c.prices.block_gb_month, c.defaults.replication_factor if c.prices.storage_per_replica else 1)))
     paths = write_reports(Path(o.out_dir), advice, context)
     log(f"reports: {paths['html']}, {paths['png']}, {paths['json']}, {paths['csv']}")
     written = None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from kcodec.advise.assumptions import Assumption, assumption_lines, assumption_rows
+from kcodec.advise.cost import GB
 from kcodec.advise.latency import cost_lines, curve_doc, percent
 from kcodec.advise.notes import exclusions, money
 from kcodec.advise.replay import LIMITS
@@ -64,7 +65,8 @@ def _replay_text(a: TopicAdvice) -> Optional[str]:
 
 
 def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = None,
-                 current_size_text: Optional[str] = None, bill: Sequence[Assumption] = ()) -> str:
+                 current_size_text: Optional[str] = None, bill: Sequence[Assumption] = (),
+                 storage_price: Optional[tuple] = None) -> str:
     """Per topic: today, what to set, $/month saved; then the total and the details."""
     lines = ["per topic: today -> what to set (producer configuration) and $/month saved", ""]
     total_today = total_best = 0.0
@@ -115,7 +117,14 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
     if current_bytes is not None:
         today_stored = sum(a.today.stored_bytes for a in advice)
         after = sum((a.best or a.today).stored_bytes for a in advice)
-        lines.append(f"today's {current_size_text} would become {format_size(current_bytes * after / max(1, today_stored))}")
+        became = current_bytes * after / max(1, today_stored)
+        line = f"today's {current_size_text} would become {format_size(became)}"
+        if storage_price is not None:  # ($/GB-month, replicas billed)
+            price, replicas = storage_price
+            line += (f": stored, {_money(current_bytes / GB * replicas * price)}/month -> "
+                     f"{_money(became / GB * replicas * price)}/month ({replicas} replica(s) at ${price:g}/GB-month; "
+                     f"apart from the totals above, which price bytes a day x retention)")
+        lines.append(line)
     lines.append("")
     lines.append(details_text(advice))
     return "\n".join(lines)
