@@ -165,7 +165,7 @@ def _advice():
     advice = advise_topic("orders", a, None, priced.economics, platform("msk").prices, Rule())
     advice.notes.extend(priced.notes)
     advice.assumptions = topic_assumptions(priced.economics, priced.sources, advice.stored_per_day,
-                                           advice.per_day_source)
+                                           advice.per_day_source, platform("msk").prices)
     return advice
 
 
@@ -188,7 +188,8 @@ def test_every_assumption_in_the_terminal_the_html_and_the_json(tmp_path):
     topic = {a["name"]: a for a in doc["topics"][0]["assumptions"]}
     assert topic["retention, days"]["source"] == CLUSTER and topic["bytes a day"]["source"] == MEASURED
     assert topic["replication crossing zones"] == {"name": "replication crossing zones", "value": "100%",
-                                                   "source": DEFAULT, "detail": ""}
+                                                   "source": DEFAULT, "detail": "not billed on this platform"}
+    assert "replication crossing zones 100% (not billed on this platform)" in text
     html = paths["html"].read_text()
     assert "<td>retention, days</td><td>2</td><td>from the cluster</td>" in html
     assert "<td>platform</td><td>msk (Amazon MSK provisioned (standard brokers))</td><td>from flags</td>" in html

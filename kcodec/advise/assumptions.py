@@ -96,7 +96,7 @@ def bill_assumptions(platform, platform_given: bool, prices: Prices, flagged: Ab
 
 
 def topic_assumptions(econ: TopicEconomics, sources: Mapping[str, Source], per_day: float,
-                      per_day_source: str) -> List[Assumption]:
+                      per_day_source: str, prices: Optional[Prices] = None) -> List[Assumption]:
     """One topic's retention, replication, consumers and zone shares, and its bytes a day."""
     out = [Assumption("bytes a day", format_size(per_day),
                       PRICES_FILE if per_day_source.startswith("given") else MEASURED, per_day_source)]
@@ -105,6 +105,8 @@ def topic_assumptions(econ: TopicEconomics, sources: Mapping[str, Source], per_d
         if value is None and name in ("max_retained_bytes", "local_retention_days"):
             continue  # not set: no limit by size, no tiered storage
         source, detail = sources.get(name, (DEFAULT, ""))
+        if name == "replication_cross_zone" and prices is not None and not prices.replication_billed:
+            detail = "; ".join(filter(None, [detail, "not billed on this platform"]))
         out.append(Assumption(label, _number(name, value), source, detail))
     return out
 
@@ -120,7 +122,9 @@ def assumption_lines(items: Sequence[Assumption], indent: str = "  ") -> List[st
         group = by_source.get(source)
         if group:
             lines.append(f"{indent}{source + ':':<18} " + "; ".join(
-                f"{a.name} {a.value}" + (f" ({a.detail})" if a.detail and source in (CLUSTER, FLAGS) else "")
+                f"{a.name} {a.value}" + (f" ({a.detail})" if a.detail and (source in (CLUSTER, FLAGS)
+                                                                         or a.detail.startswith("not billed"))
+                                         else "")
                 for a in group))
     return lines
 

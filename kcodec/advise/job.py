@@ -462,7 +462,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
                 o.partitions if c.plan.kind in ("records", "sample") else a.partitions)
             a.memory = producer_memory(a.best.setting.batch_bytes, writes_to, c.buffer_memory)
         advice[-1].assumptions = topic_assumptions(econ, priced.sources, advice[-1].stored_per_day,
-                                                   advice[-1].per_day_source)
+                                                   advice[-1].per_day_source, c.prices)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
                "rule": c.rule.text(), "assumptions": [a.doc() for a in c.bill],
