@@ -48,7 +48,8 @@ def test_json_units_are_detected(tmp_path, values, plan):
     got = detect_timestamps([_json(tmp_path / "r.json", values)], "json")
     assert (got.kind, got.unit) == (plan.kind, plan.unit)
     if plan.kind == "epoch":
-        assert got.text().startswith(f"epoch {dict(s='seconds', ms='milliseconds', us='microseconds', ns='nanoseconds')[plan.unit]} (detected from")
+        name = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}[plan.unit]
+        assert got.text().startswith(f"epoch {name} (detected from")
 
 
 def test_ambiguous_numbers_need_the_unit(tmp_path):

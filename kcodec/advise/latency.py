@@ -104,14 +104,16 @@ def cost_lines(a, money: Callable[[float], str]) -> List[tuple]:
             out.append(("memory", a.memory.text()))
         if a.cheapest is not None:
             c = a.cheapest
-            out.append(("knee", f"the cheapest within the budget, {c.label}, saves "
-                                f"{money(a.today.cost.total - c.cost.total)}/month at up to {c.setting.linger_ms} ms; "
-                                f"this setting keeps {a.saving / max(a.today.cost.total - c.cost.total, 1e-12) * 100:.0f}%"
-                                f" of that saving"))
+            most = a.today.cost.total - c.cost.total
+            kept = a.saving / max(most, 1e-12)
+            out.append(("knee", f"the cheapest within the budget, {c.label}, saves {money(most)}/month at up to "
+                                f"{c.setting.linger_ms} ms; this setting keeps {kept * 100:.0f}% of that saving"))
     if len(a.curve) > 1:
-        out.append(("by linger", "; ".join(
-            f"{p.linger_ms} ms " + (f"{money(p.saving)} ({p.best.label})" if p.best is not None else "none fast enough")
-            + ("" if p.in_budget else " over budget") for p in a.curve)))
+        points = []
+        for p in a.curve:
+            best = f"{money(p.saving)} ({p.best.label})" if p.best is not None else "none meets the speed rule"
+            points.append(f"{p.linger_ms} ms {best}" + ("" if p.in_budget else " over budget"))
+        out.append(("by linger", "; ".join(points)))
     return out
 
 
