@@ -32,7 +32,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT / "tests"))
+try:  # an installed kcodec (CI checks the sdist's), else this checkout's
+    import kcodec  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(ROOT))
 
 from canonical import render  # noqa: E402
 

@@ -23,7 +23,7 @@ import producers as P  # noqa: E402
 from broker import Broker, tansu_binary  # noqa: E402
 
 from kcodec.advise.grid import Setting  # noqa: E402
-from kcodec.advise.measure import measure_chunk  # noqa: E402
+from kcodec.advise.task import measure_chunk  # noqa: E402
 
 LINGERS = (0, 5, 20, 100)
 SIZES = (16384, 65536, 1 << 20)

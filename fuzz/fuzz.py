@@ -23,7 +23,7 @@ from targets import TARGETS  # noqa: E402
 MODULES = ("kcodec", "kcodec.arrow", "kcodec.records", "kcodec.records.convert", "kcodec.records.legacy",
            "kcodec.compression", "kcodec.compression.zstd", "kcodec.compression.lz4", "kcodec.compression.snappy",
            "kcodec.compression.gzip", "kcodec.log", "kcodec.log.selection", "kcodec.log.arrow_reader",
-           "kcodec.log.validator", "kcodec.dump", "kcodec.spark.datasource", "kcodec.advise.measure")
+           "kcodec.log.validator", "kcodec.dump", "kcodec.spark.datasource", "kcodec.advise.measure", "kcodec.advise.task")
 
 
 def _target(name: str):

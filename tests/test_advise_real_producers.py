@@ -27,7 +27,7 @@ import pytest
 
 import producers as P
 from kcodec.advise.grid import Setting
-from kcodec.advise.measure import measure_chunk
+from kcodec.advise.task import measure_chunk
 
 RECORDS = 4000
 RATE = 4000.0

@@ -1,5 +1,8 @@
 """``kcodec.advise.recommend``: the stated rule, the costs per setting and the choice, on measurements
-given by hand (no Spark, no replay), with every number checked against a value worked out here."""
+given by hand (no Spark, no replay), with every number checked against a value worked out here.
+
+The rules here bill the CPU seconds given by hand (``cpu="measured"``), so that each figure can be
+worked out; the CPU model that the default rule bills is tested in test_advise_measure.py."""
 from __future__ import annotations
 
 import pytest
@@ -36,7 +39,7 @@ def agg(rows=None, **profile):
 
 
 def test_rule_allows_at_its_bounds():
-    rule = Rule(min_compress_mbps=40, min_read_mbps=80, max_linger_ms=20)
+    rule = Rule(cpu="measured", min_compress_mbps=40, min_read_mbps=80, max_linger_ms=20)
 
     def m(compress_s, read_s, linger, setting=True):
         s = Setting("zstd", None, 16384, linger) if setting else None
@@ -51,12 +54,14 @@ def test_rule_allows_at_its_bounds():
 
 def test_rule_text_states_its_numbers():
     assert Rule(min_compress_mbps=40, min_read_mbps=80.5, max_linger_ms=20, min_saving=0.125).text() == (
-        "the lowest $/month (storage + network + CPU) among settings that compress at 40 MB/s per core or "
-        "more (--min-compress-mbps), read at 80.5 MB/s per core or more (--min-read-mbps) and linger at "
-        "most 20 ms (--max-linger-ms); recommended when it saves at least 12.5% of today's $/month "
-        "(--min-saving), else keep today's settings")
-    assert (Rule().min_compress_mbps, Rule().min_read_mbps, Rule().max_linger_ms, Rule().min_saving) == \
-        (50.0, 100.0, 100.0, 0.05)
+        "the lowest $/month (storage + network + CPU) among settings that build at 40 MB/s of CPU per core or "
+        "more (--min-compress-mbps), read at 80.5 MB/s or more (--min-read-mbps) and linger at most 20 ms "
+        "(--max-linger-ms); costs within their uncertainty count as equal and then less CPU, smaller linger.ms, "
+        "smaller batch.size, codec id and level decide; recommended when it saves at least 12.5% of today's "
+        "$/month (--min-saving), else keep today's settings; CPU from kcodec's CPU model (--cpu-cost)")
+    assert Rule(cpu="measured").text().endswith("CPU from this run's measurement (--cpu-cost)")
+    assert (Rule().min_compress_mbps, Rule().min_read_mbps, Rule().max_linger_ms, Rule().min_saving, Rule().cpu) == \
+        (50.0, 100.0, 100.0, 0.05, "model")
 
 
 def test_measured_rates_and_ratios():
@@ -79,7 +84,7 @@ def test_kafka_config_names_a_level_only_when_it_is_not_the_default():
 
 def test_the_cheapest_allowed_setting_is_chosen():
     prices, econ = Prices(), TopicEconomics()
-    a = advise_topic("orders", agg(), None, econ, prices, Rule())
+    a = advise_topic("orders", agg(), None, econ, prices, Rule(cpu="measured"))
     # 1 GB stored over a 2-day span: 0.5 GB a day; today's batches are uncompressed (no compress CPU)
     assert (a.stored_per_day, a.per_day_source) == (5e8, "the measured records over their timestamps' span")
     assert (a.partitions, a.chosen_by) == (5, "rule")
@@ -104,36 +109,36 @@ def test_the_cheapest_allowed_setting_is_chosen():
 
 
 def test_costs_of_every_setting():
-    a = advise_topic("orders", agg(), None, TopicEconomics(), Prices(), Rule())
+    a = advise_topic("orders", agg(), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
     by = {m.setting: m for m in a.results}
     assert by[GZIP].stored_per_day == 1e8
     assert by[GZIP].cost.cpu == pytest.approx(monthly_cost(1e8, 5e8, 20.0, 1000.0, Prices(), TopicEconomics()).cpu)
     none = Setting("none", None, 16384, 0)
     b = advise_topic("t", agg([row(None, 1_000_000_000, 1.0, 2.0), row(none, 900_000_000, 1.0, 1.0)]),
-                     None, TopicEconomics(), Prices(), Rule(min_saving=0))
+                     None, TopicEconomics(), Prices(), Rule(cpu="measured", min_saving=0))
     # the codec "none" compresses nothing: no compress CPU
     assert b.best.cost.cpu == pytest.approx(monthly_cost(4.5e8, 5e8, None, 1000.0, Prices(), TopicEconomics()).cpu)
 
 
 def test_a_small_saving_keeps_todays_settings():
     econ = TopicEconomics()
-    a = advise_topic("t", agg(), None, econ, Prices(), Rule(min_saving=0.9))
+    a = advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured", min_saving=0.9))
     assert a.best is None and a.best_without_level is None and a.saving == 0.0 and a.config() == {}
     assert a.recompress_cpu == 0.0
-    saving = a.today.cost.total - advise_topic("t", agg(), None, econ, Prices(), Rule()).best.cost.total
+    saving = a.today.cost.total - advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured")).best.cost.total
     assert a.notes[0] == (f"the best setting within the rule, {ZSTD19.label}, saves ${saving:.2f}/month "
                           f"({saving / a.today.cost.total * 100:.1f}%), less than --min-saving 90%: keep today's "
                           f"settings")
     assert a.notes[1].startswith(f"cheaper but excluded: {GZIP.label}")
     # a saving of exactly the fraction is made
-    today, best = (advise_topic("t", agg(), None, econ, Prices(), Rule()).today.cost.total,
-                   advise_topic("t", agg(), None, econ, Prices(), Rule()).best.cost.total)
+    today, best = (advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured")).today.cost.total,
+                   advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured")).best.cost.total)
     exact = (today - best) / today
-    assert advise_topic("t", agg(), None, econ, Prices(), Rule(min_saving=exact)).best.setting == ZSTD19
+    assert advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured", min_saving=exact)).best.setting == ZSTD19
 
 
 def test_no_setting_meets_the_rule():
-    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(min_compress_mbps=10_000))
+    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(cpu="measured", min_compress_mbps=10_000))
     assert a.best is None and a.chosen_by == "rule"
     assert a.notes[0] == "no setting meets the rule; lower --min-compress-mbps / --min-read-mbps"
     assert a.notes[1].startswith(f"cheaper but excluded: {GZIP.label}") and len(a.notes) == 2
@@ -141,7 +146,7 @@ def test_no_setting_meets_the_rule():
 
 def test_choose_overrides_the_rule_and_current_is_noted():
     current = Setting("lz4", None, 16384, 0)
-    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(), current=current, choose=LZ4)
+    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(cpu="measured"), current=current, choose=LZ4)
     assert a.best.setting == LZ4 and a.chosen_by == f"--choose {LZ4.label}"
     assert a.best_without_level is None    # lz4's default level needs no newer client
     assert a.notes == ["today's batches were built from records with --current-codec/--current-batch-size/"
@@ -153,24 +158,24 @@ def test_ties_go_to_the_shorter_linger_then_the_faster_compressor():
     rows = [row(None, 1_000_000_000, 1.0, 2.0), row(lazy, 300_000_000, 4.0, 1.0),
             row(slow, 300_000_000, 4.0, 1.0), row(fast, 300_000_000, 2.0, 1.0)]
     free = Prices(vcpu_hour=0.0)
-    assert advise_topic("t", agg(rows), None, TopicEconomics(), free, Rule()).best.setting == fast
+    assert advise_topic("t", agg(rows), None, TopicEconomics(), free, Rule(cpu="measured")).best.setting == fast
     rows = [row(None, 1_000_000_000, 1.0, 2.0), row(lazy, 300_000_000, 2.0, 1.0), row(slow, 300_000_000, 4.0, 1.0)]
-    assert advise_topic("t", agg(rows), None, TopicEconomics(), free, Rule()).best.setting == slow
+    assert advise_topic("t", agg(rows), None, TopicEconomics(), free, Rule(cpu="measured")).best.setting == slow
 
 
 def test_bytes_per_day_sources():
     econ = TopicEconomics()
-    given = advise_topic("t", agg(), 9e9, TopicEconomics(bytes_per_day=7e8), Prices(), Rule())
+    given = advise_topic("t", agg(), 9e9, TopicEconomics(bytes_per_day=7e8), Prices(), Rule(cpu="measured"))
     assert (given.stored_per_day, given.per_day_source) == (7e8, "given (--prices)")
-    known = advise_topic("t", agg(), 9_000_000_000, econ, Prices(), Rule())
+    known = advise_topic("t", agg(), 9_000_000_000, econ, Prices(), Rule(cpu="measured"))
     assert (known.stored_per_day, known.per_day_source) == (4.5e9, "all segments over their timestamps' span")
-    sampled = advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule(), sampled_partitions=6)
+    sampled = advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule(cpu="measured"), sampled_partitions=6)
     assert sampled.stored_per_day == 2.0 * DAY * 6
     assert sampled.per_day_source == "the sampled chunks' mean rate x 6 partitions"
     # a rate without the partition count falls back to the span
-    assert advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule()).stored_per_day == 5e8
+    assert advise_topic("t", agg(partition_rate=2.0), None, econ, Prices(), Rule(cpu="measured")).stored_per_day == 5e8
     for profile in ({"min_ts": None}, {"max_ts": 0}):
-        flat = advise_topic("t", agg(**profile), None, econ, Prices(), Rule())
+        flat = advise_topic("t", agg(**profile), None, econ, Prices(), Rule(cpu="measured"))
         assert (flat.stored_per_day, flat.per_day_source) == \
             (1e9, "no timestamps: the data is taken as one day of traffic")
         assert flat.notes[0].startswith("no usable timestamps: linger.ms cannot be replayed")
@@ -178,11 +183,11 @@ def test_bytes_per_day_sources():
 
 def test_today_compressed_counts_its_compress_cpu():
     a = advise_topic("t", agg(codec_bytes={"none": 1, "lz4": 3}, log_append_batches=400), None,
-                     TopicEconomics(), Prices(), Rule())
+                     TopicEconomics(), Prices(), Rule(cpu="measured"))
     assert a.today.cost.cpu == pytest.approx(monthly_cost(5e8, 5e8, 1000.0, 500.0, Prices(), TopicEconomics()).cpu)
     assert a.codec_mix == {"none": 0.25, "lz4": 0.75}
     assert a.timestamp_type == "CreateTime and LogAppendTime"
-    b = advise_topic("t", agg(log_append_batches=1000), None, TopicEconomics(), Prices(), Rule())
+    b = advise_topic("t", agg(log_append_batches=1000), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
     assert b.timestamp_type == "LogAppendTime"
 
 

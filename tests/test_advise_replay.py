@@ -169,7 +169,7 @@ def test_producer_groups():
 
 def test_each_producer_is_replayed_on_its_own():
     from kcodec.advise.grid import Setting
-    from kcodec.advise.measure import measure_chunk
+    from kcodec.advise.task import measure_chunk
 
     # two idempotent producers write one record each per millisecond to one partition, each in
     # batches of 5 ms (interleaved in the log)
@@ -233,7 +233,7 @@ def _chunks(data: bytes, chunk_bytes: int):
 
 
 def _predict(chunks, setting):
-    from kcodec.advise.measure import measure_chunk
+    from kcodec.advise.task import measure_chunk
 
     stored = batches = records = 0
     for c in chunks:
@@ -272,7 +272,7 @@ def test_default_chunks_predict_what_the_whole_partition_predicts(monkeypatch):
           f"{bytes_} bytes, {rpb:.1f} records/batch")
     assert abs(bytes_ / whole_bytes - 1) <= 0.01
     assert abs(rpb / whole_rpb - 1) <= 0.10
-    import kcodec.advise.measure as measure
+    import kcodec.advise.task as measure
 
     monkeypatch.setattr(measure, "warm_estimate", lambda *a, **k: 1.0)
     _, cold_rpb = _predict(chunks, setting)

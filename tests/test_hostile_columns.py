@@ -7,7 +7,8 @@ import pyarrow as pa
 import pytest
 
 import kcodec
-from kcodec.advise.measure import BatchEncoder, record_columns
+from kcodec.advise.measure import BatchEncoder
+from kcodec.advise.profile import record_columns
 from kcodec.errors import RecordBuilderError
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))

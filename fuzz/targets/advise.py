@@ -1,7 +1,7 @@
 """advise's record-file path from the Arrow batches Spark hands it: the part kcodec parses itself.
 
 Spark reads the JSON or Parquet files; kcodec then takes the columns
-(``record_columns``), replays the producer's batching (``simulate``) and
+(``record_columns``), replays the producer's batching (``replay_starts``) and
 builds real batches (``BatchEncoder``).  The table here is hostile as in
 the ``builder`` target.  Oracles: bad columns are refused with kcodec's
 error; the batches built hold every record once, values unchanged.
@@ -10,7 +10,9 @@ import pyarrow as pa
 
 import kcodec
 from kcodec.advise.grid import Setting
-from kcodec.advise.measure import BatchEncoder, record_columns, simulate
+from kcodec.advise.measure import BatchEncoder
+from kcodec.advise.profile import record_columns
+from kcodec.advise.task import replay_starts
 
 from common import OracleMismatch, verdict
 from provider import Provider
@@ -19,8 +21,8 @@ from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 
 def _replay(table, setting):
     cols = record_columns(table)
-    built, _ = simulate(BatchEncoder(table), cols, setting)
-    return built
+    encoder = BatchEncoder(table)
+    return encoder.build(replay_starts(encoder, cols, setting), setting.codec, setting.level)
 
 
 def test_one_input(data: bytes) -> None:
@@ -35,6 +37,6 @@ def test_one_input(data: bytes) -> None:
         return
     values = [r.value for b in kcodec.read_batches(b"".join(built)) for r in b]
     if len(values) != n:
-        raise OracleMismatch(f"simulate({setting}) built {len(values)} records of {n}")
+        raise OracleMismatch(f"replay({setting}) built {len(values)} records of {n}")
     if pa.types.is_binary(cols["value"].type) and values != cols["value"].to_pylist():
-        raise OracleMismatch(f"simulate({setting}) changed the values")
+        raise OracleMismatch(f"replay({setting}) changed the values")

@@ -38,7 +38,7 @@ cdef int _col_from(tuple spec, _Col *c, list keep) except -1:
 
 def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, offsets,
                     int64_t base_offset, int64_t write_limit, float estimated_ratio, bint compressed,
-                    tuple direct=None):
+                    tuple direct=None, cuts=None):
     """Encode ``n`` records into v2 records regions, cut into batches by Kafka's batch.size rule.
 
     Columns are ``(validity, validity_offset, int64 offsets, data)`` tuples
@@ -53,6 +53,10 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     partition_leader_epoch, log_append_time or -1)`` (uncompressed batches)
     each batch's records go straight into its final ``bytes`` after the
     header, and the list of complete batches is returned instead.
+
+    ``cuts`` (int64 row starts of each batch, then ``n``) cuts the batches
+    there instead of by the write limit: the batches a replay of a producer
+    decided, built in one call.
     """
     cdef list keep = []
     cdef _Col ck, cv, chl, chk, chv
@@ -73,9 +77,21 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     cdef bint has_offsets = offsets is not None
     if has_offsets:
         offs_in = offsets
+    cdef const int64_t[::1] cut_rows
+    cdef const int64_t *cut = NULL
+    cdef Py_ssize_t ncuts = 0, next_cut = 1, c
+    if cuts is not None:
+        cut_rows = cuts
+        ncuts = cut_rows.shape[0]
+        if ncuts < 2 or cut_rows[0] != 0 or cut_rows[ncuts - 1] != n:
+            raise ValueError("cuts must start at row 0 and end at n")
+        for c in range(1, ncuts):
+            if cut_rows[c] <= cut_rows[c - 1]:
+                raise ValueError("cuts must increase strictly")
+        cut = &cut_rows[0]
     if direct is not None:
         return _encode_direct(n, &ck, has_key, &cv, &chl, has_h, &chk, &chv, &ts[0] if n else NULL,
-                              &offs_in[0] if has_offsets else NULL, base_offset, write_limit, direct)
+                              &offs_in[0] if has_offsets else NULL, base_offset, write_limit, direct, cut, ncuts)
     # Compressed batches: sizes first, so the records regions are written once, into one buffer.
     cdef cnp.ndarray[int64_t] rec_bytes = np.empty(n, np.int64)
     cdef int64_t *rb = <int64_t *>rec_bytes.data
@@ -137,7 +153,17 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
             # Kafka's hasRoomFor: the first record always fits, then
             # limit >= 61 + (int)(written * ratio * 1.05f) (compressed) + record size;
             # the new record's own size is not scaled (Kafka stays conservative).
-            if batch_records > 0:
+            if cut != NULL:
+                if batch_records > 0 and i == cut[next_cut]:
+                    next_cut += 1
+                    nbatch += 1
+                    batch_records = 0
+                    in_batch = 0
+                    first_ts = ts[i]
+                    first_off = off
+                    body = kc_record_body_size(0, 0, kl, vl, hc, hs)
+                    rb[i] = kc_varint_size(<int32_t>body) + body
+            elif batch_records > 0:
                 if compressed:
                     f_written = <float>in_batch
                     f_written = f_written * estimated_ratio
@@ -211,7 +237,8 @@ cdef inline void _fill_direct(uint8_t *dst, int64_t r0, Py_ssize_t n, int64_t wr
 
 cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col *cv, const _Col *chl, bint has_h,
                          const _Col *chk, const _Col *chv, const int64_t *ts, const int64_t *offs,
-                         int64_t base_offset, int64_t write_limit, tuple direct):
+                         int64_t base_offset, int64_t write_limit, tuple direct, const int64_t *cut,
+                         Py_ssize_t ncuts):
     """Uncompressed batches in one pass over the columns, each written straight into its final bytes.
 
     Each batch object is allocated at the most its records can take (the
@@ -226,8 +253,14 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
     cdef kc_batch_fill_t res
     cdef PyObject *blob
     cdef uint8_t *dst
+    cdef Py_ssize_t b = 0, end = n
+    if cut != NULL:
+        write_limit = INT64_MAX
     while r0 < n:
-        cap = kc_rows_bound(r0, n, ck, has_key, cv, chl, has_h, chk, chv)
+        if cut != NULL:
+            b += 1
+            end = cut[b]
+        cap = kc_rows_bound(r0, end, ck, has_key, cv, chl, has_h, chk, chv)
         if cap > write_limit - 61:
             cap = max(write_limit - 61, kc_rows_bound(r0, r0 + 1, ck, has_key, cv, chl, has_h, chk, chv))
         blob = _raw_bytes(NULL, 61 + cap)
@@ -237,11 +270,11 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
         if held >= _GIL_DROP_BYTES:
             held = 0
             with nogil:
-                _fill_direct(dst, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
+                _fill_direct(dst, r0, end, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
                              first_off, attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat,
                              &res)
         else:
-            _fill_direct(dst, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
+            _fill_direct(dst, r0, end, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset,
                          first_off, attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat, &res)
         if res.err:
             Py_DECREF(<object>blob)

@@ -14,7 +14,7 @@ from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.mem cimport PyMem_RawMalloc, PyMem_RawRealloc, PyMem_RawFree
-from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t, INT64_MAX
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
 

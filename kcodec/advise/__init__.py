@@ -1,4 +1,18 @@
-"""``kcodec advise``: per Kafka topic, which compression and batching to set and what it saves, with Spark."""
+"""``kcodec advise``: per Kafka topic, which compression and batching to set and what it saves, with Spark.
+
+The pipeline, a module a stage (Kafka's counterpart where there is one):
+
+- ``inputs``, ``cluster``, ``records``, ``sample``: chunks of whole batches, from logs, a cluster, record files
+  or the generated sample;
+- ``profile``: today's batches, from their headers (``kcodec.records.batch_header``'s layout);
+- ``replay``: where each producer cuts batches (``RecordAccumulator``, ``CompressionRatioEstimator``,
+  ``Sender``; librdkafka's rules), a package of one module per part of a producer;
+- ``measure``: those batches built (``MemoryRecordsBuilder``'s work, as ``kcodec.from_arrow`` does it) and read,
+  in thread CPU time;
+- ``task``: one Spark task's pass of a chunk through profile, replay and measure;
+- ``cpu``: the CPU cost model the bill uses; ``cost``: the bill; ``recommend``: the rule;
+- ``report``, ``charts``: the renderings; ``job``, ``cli``: the Spark application and the command.
+"""
 from kcodec.advise.grid import Setting, parse_batch_sizes, parse_codecs, parse_lingers
 
 __all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "run_advise"]

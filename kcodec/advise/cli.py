@@ -76,9 +76,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     for flag, (_, text) in _PRICE_FLAGS.items():
         p.add_argument(flag, type=float, help=text)
     p.add_argument("--min-compress-mbps", type=float, default=50.0,
-                   help="the rule: slowest compression kept, MB/s per core (default 50)")
+                   help="leave out settings that build batches slower than this, in MB of key, value and header "
+                        "bytes per CPU second of one core (kcodec's CPU model; default 50)")
     p.add_argument("--min-read-mbps", type=float, default=100.0,
-                   help="the rule: slowest decompression kept, MB/s per core (default 100)")
+                   help="leave out settings whose batches a consumer reads slower than this, in MB per CPU second "
+                        "of one core (kcodec's CPU model; default 100)")
     p.add_argument("--max-linger-ms", type=float, default=100.0,
                    help="the latency budget: the most linger.ms a recommendation may add to each send, in ms "
                         "(default 100)")
@@ -88,6 +90,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                         "the cheapest)")
     p.add_argument("--min-saving", default="0.05",
                    help="share of today's $/month a change must save, e.g. 0.05 or 5%% (default 0.05)")
+    p.add_argument("--cpu-cost", choices=("model", "measured"), default="model",
+                   help="CPU in the bill and the speed limits: kcodec's CPU model of its builder and reader, the "
+                        "same on every run (default), or this run's measured thread CPU time, which moves with "
+                        "the machine's load")
     p.add_argument("--producer-partitions", type=int,
                    help="partitions one producer writes to, for the memory its batches hold (default: the "
                         "topic's partitions)")

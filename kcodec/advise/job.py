@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from kcodec.advise import cost as costs
 from kcodec.advise.replay import LIMITS
+from kcodec.advise.cpu import REFERENCE
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
     DEFAULT_CHUNK,
@@ -29,7 +30,7 @@ from kcodec.advise.grid import (
     parse_size,
 )
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
-from kcodec.advise.measure import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
+from kcodec.advise.task import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_memory
 from kcodec.advise.assumptions import bill_assumptions, flag_name, topic_assumptions
@@ -77,6 +78,7 @@ class Options:
     min_read_mbps: float = 100.0
     max_linger_ms: float = 100.0
     min_saving: Union[float, str] = 0.05
+    cpu_cost: str = "model"
     knee: Union[float, str] = DEFAULT_KNEE
     producer_partitions: Optional[int] = None
     buffer_memory: str = "32m"
@@ -192,7 +194,9 @@ def check_options(o: Options) -> Checked:
     buffer_memory = _flag("--buffer-memory", parse_size, o.buffer_memory)
     if buffer_memory < 1:
         raise KcodecError(f"--buffer-memory {o.buffer_memory}: at least 1 byte")
-    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, min_saving, knee_share)
+    if o.cpu_cost not in ("model", "measured"):
+        raise KcodecError(f"--cpu-cost {o.cpu_cost}: expected model or measured")
+    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, min_saving, o.cpu_cost, knee_share)
     if o.bootstrap_server:
         if o.inputs:
             raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
@@ -466,7 +470,8 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
                "rule": c.rule.text(), "assumptions": [a.doc() for a in c.bill],
-               "throughput": "MB/s of key, value and header bytes per core (sum of task times)",
+               "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
+                              f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
                "replay": LIMITS}
     if c.metadata is not None:
         context["metadata log"] = f"{o.metadata_log}: each topic's retention.ms and replication factor"
@@ -508,9 +513,16 @@ def _aggregate(rows) -> Dict[str, Dict]:
     from pyspark.sql import functions as F
 
     ratio = F.col("plain_bytes") / F.col("stored_bytes")
+
+    def spread(col: str):
+        # a measured speed's spread: its relative spread over the sampled chunks, as seconds
+        per_byte = F.col(col) / F.col("payload_bytes")
+        return F.coalesce(F.stddev_samp(per_byte) / F.mean(per_byte) * F.sum(col), F.lit(0.0))
+
     per_setting = rows.groupBy("topic", "setting", "codec", "level", "batch_size", "linger_ms").agg(
         *[F.sum(c).alias(c) for c in ("records", "payload_bytes", "plain_bytes", "batches", "stored_bytes",
                                       "compress_seconds", "read_seconds")],
+        spread("compress_seconds").alias("compress_spread"), spread("read_seconds").alias("read_spread"),
         F.mean(ratio).alias("ratio_mean"), F.stddev_samp(ratio).alias("ratio_std"), F.count("*").alias("chunks"),
         F.countDistinct("partition").alias("partitions")).collect()
     today = rows.filter(F.col("setting") == TODAY)

@@ -24,17 +24,19 @@ DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024  # ProducerConfig's buffer.memory defau
 DEFAULT_KNEE = 0.9
 
 
-def knee(allowed: Sequence, today_total: float, share: float, key: Callable) -> Optional[object]:
+def knee(allowed: Sequence, today_total: float, share: float, pick: Callable) -> Optional[object]:
     """Of ``allowed`` settings (``Measured``), the smallest ``linger.ms``, then ``batch.size``, saving at least
-    ``share`` of what the cheapest saves; the cheapest when nothing saves; None when none is allowed."""
-    if not allowed:
+    ``share`` of what the rule's pick among all of them saves (``pick`` again decides among settings of that
+    linger.ms and batch.size); the pick itself when nothing saves; None when none is allowed."""
+    best = pick(allowed)
+    if best is None:
         return None
-    cheapest = min(allowed, key=key)
-    best_saving = today_total - cheapest.cost.total
-    if best_saving <= 0:
-        return cheapest
+    best_saving = today_total - best.cost.total
+    if share >= 1 or best_saving <= 0:
+        return best
     near = [m for m in allowed if today_total - m.cost.total >= share * best_saving]
-    return min(near, key=lambda m: (m.setting.linger_ms, m.setting.batch_bytes, key(m)))
+    smallest = min((m.setting.linger_ms, m.setting.batch_bytes) for m in near)
+    return pick([m for m in near if (m.setting.linger_ms, m.setting.batch_bytes) == smallest])
 
 
 @dataclass
@@ -46,12 +48,11 @@ class LingerPoint:
 
 
 def linger_curve(results: Sequence, today_total: float, fast_enough: Callable, max_linger_ms: float,
-                 key: Callable) -> List[LingerPoint]:
-    """The saving at each ``linger.ms`` of the grid: its cheapest setting fast enough for the rule."""
+                 pick: Callable) -> List[LingerPoint]:
+    """The saving at each ``linger.ms`` of the grid: the rule's pick among its settings fast enough for it."""
     out = []
     for linger in sorted({m.setting.linger_ms for m in results}):
-        ok = [m for m in results if m.setting.linger_ms == linger and fast_enough(m)]
-        best = min(ok, key=key) if ok else None
+        best = pick([m for m in results if m.setting.linger_ms == linger and fast_enough(m)])
         out.append(LingerPoint(linger, best, today_total - best.cost.total if best else 0.0,
                                linger <= max_linger_ms))
     return out

@@ -1,18 +1,49 @@
-"""From a topic's measurements to what to set: costs per setting, the stated rule, Kafka configuration."""
+"""From a topic's measurements to what to set: costs per setting, the stated rule, Kafka configuration.
+
+The rule, applied to the settings measured for a topic:
+
+1. A setting is allowed when it builds at ``--min-compress-mbps`` or more and
+   reads at ``--min-read-mbps`` or more (MB of key, value and header bytes per
+   CPU second of one core, from :mod:`kcodec.advise.cpu`'s model of kcodec's
+   builder and reader) and its ``linger.ms`` is within ``--max-linger-ms``.
+2. Each allowed setting costs $/month (storage + network + CPU) with an
+   uncertainty: the CPU cost's (the model's error) plus the sampling's (the
+   spread of the compression ratio over the sampled chunks, for storage and
+   network).
+3. The cheapest allowed setting and every allowed setting whose cost is
+   within the two settings' combined uncertainty of it are equal; among them
+   the first in this order is chosen: less CPU ($/month), then smaller
+   ``linger.ms``, then smaller ``batch.size``, then the codec in Kafka's
+   ``CompressionType`` order (none, gzip, snappy, lz4, zstd), then the lower
+   level (the codec's default first).
+4. With ``--knee`` below 1, the smallest ``linger.ms``, then ``batch.size``,
+   whose saving is at least that share of what step 3's pick saves is chosen
+   instead (:func:`kcodec.advise.latency.knee`; step 3 decides among settings
+   of that ``linger.ms`` and ``batch.size``).
+5. It is recommended when it saves at least ``--min-saving`` of today's
+   $/month; otherwise today's settings stay.
+
+Every input of the rule depends only on the data and the flags, so the same
+data and flags give the same answer on an idle or a loaded machine.
+"""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
+from kcodec.advise.cpu import CpuCost, cpu_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.latency import knee, linger_curve
 from kcodec.advise.notes import best_excluded, excluded_note, keep_note
-from kcodec.advise.measure import TODAY
+from kcodec.advise.task import TODAY
 
-__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config"]
+__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config", "pick", "CODEC_ORDER"]
 
 MS_PER_DAY = 86_400_000
+#: Kafka's CompressionType ids: the last tie-break of the rule.
+CODEC_ORDER = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 @dataclass(frozen=True)
@@ -21,17 +52,21 @@ class Rule:
     min_read_mbps: float = 100.0
     max_linger_ms: float = 100.0
     min_saving: float = 0.05  # fraction of today's $/month a change must save to be worth making
+    cpu: str = "model"  # where the CPU of the bill and of the speed limits comes from: "model" or "measured"
     knee: float = 1.0  # share of the best saving within budget the smallest linger.ms/batch.size must keep
 
     def text(self) -> str:
+        source = "kcodec's CPU model" if self.cpu == "model" else "this run's measurement"
         pick = ("the lowest $/month (storage + network + CPU)" if self.knee >= 1 else
                 f"the smallest linger.ms, then batch.size, saving at least {self.knee * 100:g}% of what the "
                 f"lowest $/month (storage + network + CPU) saves (--knee)")
-        return (f"{pick} among settings that compress at "
-                f"{self.min_compress_mbps:g} MB/s per core or more (--min-compress-mbps), read at "
-                f"{self.min_read_mbps:g} MB/s per core or more (--min-read-mbps) and linger at most "
-                f"{self.max_linger_ms:g} ms (--max-linger-ms); recommended when it saves at least "
-                f"{self.min_saving * 100:g}% of today's $/month (--min-saving), else keep today's settings")
+        return (f"{pick} among settings that build at "
+                f"{self.min_compress_mbps:g} MB/s of CPU per core or more (--min-compress-mbps), read at "
+                f"{self.min_read_mbps:g} MB/s or more (--min-read-mbps) and linger at most "
+                f"{self.max_linger_ms:g} ms (--max-linger-ms); costs within their uncertainty count as equal and "
+                f"then less CPU, smaller linger.ms, smaller batch.size, codec id and level decide; recommended "
+                f"when it saves at least {self.min_saving * 100:g}% of today's $/month (--min-saving), else keep "
+                f"today's settings; CPU from {source} (--cpu-cost)")
 
     def fast_enough(self, m: "Measured") -> bool:
         return (m.setting is not None and m.compress_mbps >= self.min_compress_mbps
@@ -43,7 +78,12 @@ class Rule:
 
 @dataclass
 class Measured:
-    """One setting (or today's batches, ``setting=None``) summed over a topic's sampled chunks."""
+    """One setting (or today's batches, ``setting=None``) summed over a topic's sampled chunks.
+
+    ``compress_seconds``/``read_seconds`` are this run's measured CPU times
+    (medians of repetitions) and ``*_spread`` half their ranges; :attr:`cpu`
+    is what the bill uses.
+    """
 
     setting: Optional[Setting]
     records: int
@@ -56,6 +96,9 @@ class Measured:
     ratio_mean: float
     ratio_std: float
     chunks: int
+    compress_spread: float = 0.0
+    read_spread: float = 0.0
+    cpu: Optional[CpuCost] = None
     cost: Optional[MonthlyCost] = None
     stored_per_day: float = 0.0
 
@@ -68,17 +111,50 @@ class Measured:
         """Uncompressed bytes (today's batches without compression) / stored bytes."""
         return self.plain_bytes / max(1, self.stored_bytes)
 
+    def _mbps(self, seconds: float) -> float:
+        return self.payload_bytes / 1e6 / max(seconds, 1e-9)
+
     @property
     def compress_mbps(self) -> float:
-        return self.payload_bytes / 1e6 / max(self.compress_seconds, 1e-9)
+        """MB/s of CPU building the batches, as the bill counts it."""
+        return self._mbps(self.cpu.compress_seconds if self.cpu else self.compress_seconds)
 
     @property
     def read_mbps(self) -> float:
-        return self.payload_bytes / 1e6 / max(self.read_seconds, 1e-9)
+        """MB/s of CPU reading the batches, as the bill counts it."""
+        return self._mbps(self.cpu.read_seconds if self.cpu else self.read_seconds)
+
+    @property
+    def measured_compress_mbps(self) -> float:
+        return self._mbps(self.compress_seconds)
+
+    @property
+    def measured_read_mbps(self) -> float:
+        return self._mbps(self.read_seconds)
+
+    @property
+    def compress_spread_share(self) -> float:
+        """The measured build's spread over repetitions, relative to it."""
+        return self.compress_spread / max(self.compress_seconds, 1e-12)
+
+    @property
+    def read_spread_share(self) -> float:
+        return self.read_spread / max(self.read_seconds, 1e-12)
 
     @property
     def records_per_batch(self) -> float:
         return self.records / max(1, self.batches)
+
+    @property
+    def cost_uncertainty(self) -> float:
+        """$/month within which this setting's cost is not known better: CPU model error plus sampling."""
+        if self.cost is None:
+            return 0.0
+        cpu_share = self.cpu.uncertainty if self.cpu is not None and self.cpu.uncertainty is not None else 0.0
+        sampled = 0.0
+        if self.chunks > 1 and self.ratio_mean > 0 and math.isfinite(self.ratio_std):
+            sampled = self.ratio_std / self.ratio_mean / math.sqrt(self.chunks)
+        return self.cost.cpu * cpu_share + (self.cost.storage + self.cost.network) * sampled
 
 
 @dataclass
@@ -139,14 +215,36 @@ def _default_level(s: Setting) -> bool:
     return s.level is None or s.level == get_codec(s.codec).default_level
 
 
-def _measured(row: Dict) -> Measured:
+def _tie_order(m: Measured):
+    s = m.setting
+    codec = CODEC_ORDER.index(s.codec) if s.codec in CODEC_ORDER else len(CODEC_ORDER)
+    return (m.cost.cpu, s.linger_ms, s.batch_bytes, codec, s.codec, -1 if s.level is None else 0,
+            s.level or 0)
+
+
+def pick(candidates: Sequence[Measured]) -> Optional[Measured]:
+    """The rule's pick among costed settings: the cheapest, unless others are equal within uncertainty,
+    then the first of those by less CPU, smaller linger.ms, smaller batch.size, codec id, level."""
+    if not candidates:
+        return None
+    cheapest = min(candidates, key=lambda m: (m.cost.total, _tie_order(m)))
+    equal = [m for m in candidates
+             if m.cost.total - cheapest.cost.total <= m.cost_uncertainty + cheapest.cost_uncertainty]
+    return min(equal, key=_tie_order)
+
+
+def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
     setting = None
     if row["setting"] != TODAY:
         setting = Setting(row["codec"], row["level"], int(row["batch_size"]), int(row["linger_ms"]))
-    return Measured(setting, int(row["records"]), int(row["payload_bytes"]), int(row["plain_bytes"]),
-                    int(row["batches"]), int(row["stored_bytes"]), float(row["compress_seconds"]),
-                    float(row["read_seconds"]), float(row["ratio_mean"] or 0.0), float(row["ratio_std"] or 0.0),
-                    int(row["chunks"]))
+    m = Measured(setting, int(row["records"]), int(row["payload_bytes"]), int(row["plain_bytes"]),
+                 int(row["batches"]), int(row["stored_bytes"]), float(row["compress_seconds"]),
+                 float(row["read_seconds"]), float(row["ratio_mean"] or 0.0), float(row["ratio_std"] or 0.0),
+                 int(row["chunks"]), float(row.get("compress_spread") or 0.0), float(row.get("read_spread") or 0.0))
+    codec, level = (setting.codec, setting.level) if setting is not None else (dominant, None)
+    m.cpu = cpu_cost(codec, level, m.payload_bytes, m.stored_bytes, m.batches, m.records, m.compress_seconds,
+                     m.read_seconds, measured=cpu == "measured")
+    return m
 
 
 def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,
@@ -160,10 +258,12 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     times the partitions; else the measured records over their span.
     """
     rows = agg["settings"]
-    today = _measured(next(r for r in rows if r["setting"] == TODAY))
-    results = sorted((_measured(r) for r in rows if r["setting"] != TODAY), key=lambda m: m.setting)
-    partitions = max(int(r["partitions"]) for r in rows)
     prof = agg["profile"]
+    dominant = max(prof["codec_bytes"], key=lambda k: prof["codec_bytes"][k])
+    today = _measured(next(r for r in rows if r["setting"] == TODAY), dominant, rule.cpu)
+    results = sorted((_measured(r, dominant, rule.cpu) for r in rows if r["setting"] != TODAY),
+                     key=lambda m: m.setting)
+    partitions = max(int(r["partitions"]) for r in rows)
     notes: List[str] = []
     stored_total = known_bytes if known_bytes else today.stored_bytes
     span_ms = (prof["max_ts"] - prof["min_ts"]) if prof.get("min_ts") is not None else 0
@@ -180,7 +280,6 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         notes.append("no usable timestamps: linger.ms cannot be replayed and bytes per day are a guess; "
                      "give bytes_per_day in --prices")
     raw_per_day = per_day * today.payload_bytes / max(1, today.stored_bytes)
-    dominant = max(prof["codec_bytes"], key=lambda k: prof["codec_bytes"][k])
     today.stored_per_day = per_day
     today.cost = monthly_cost(per_day, raw_per_day, today.compress_mbps if dominant != "none" else None,
                               today.read_mbps, prices, econ)
@@ -189,12 +288,11 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         m.cost = monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps if m.setting.codec != "none" else None,
                               m.read_mbps, prices, econ)
     ok = [m for m in results if rule.allows(m)]
-    key = (lambda m: (round(m.cost.total, 6), m.setting.linger_ms, -m.compress_mbps))
     if choose is not None:
         best = next(m for m in results if m.setting == choose)
         chosen_by = f"--choose {choose.label}"
     else:
-        best = knee(ok, today.cost.total, rule.knee, key)
+        best = knee(ok, today.cost.total, rule.knee, pick)
         chosen_by = "rule"
         if best is None:
             notes.append("no setting meets the rule; lower --min-compress-mbps / --min-read-mbps")
@@ -207,16 +305,21 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     without = None
     if best is not None and not _default_level(best.setting):
         plain = [m for m in ok if _default_level(m.setting) and m.cost.total < today.cost.total]
-        without = min(plain, key=key) if plain else None
+        without = pick(plain)
     recompress = 0.0
     if best is not None:
         recompress = monthly_cost(best.stored_per_day, raw_per_day, best.compress_mbps, best.read_mbps, prices, econ,
                                   broker_recompresses=True).cpu - best.cost.cpu
+    unmodelled = sorted({m.setting.codec_label for m in results if m.cpu.source != "model"}) \
+        if rule.cpu == "model" else []
+    if unmodelled:
+        notes.append(f"{', '.join(unmodelled)}: not in kcodec's CPU model; their CPU cost is this run's "
+                     f"measurement, which moves with the machine's load")
     if current is not None:
         notes.append(f"today's batches were built from records with --current-codec/--current-batch-size/"
                      f"--current-linger-ms ({current.label})")
-    cheapest = min(ok, key=key) if ok else None
+    cheapest = pick(ok)
     return TopicAdvice(topic, prof, today, results, best, without, chosen_by, per_day, source, partitions, notes,
                        recompress, cheapest=cheapest if best is not None and cheapest is not best else None,
-                       curve=linger_curve(results, today.cost.total, rule.fast_enough, rule.max_linger_ms, key),
+                       curve=linger_curve(results, today.cost.total, rule.fast_enough, rule.max_linger_ms, pick),
                        rule=rule)

@@ -89,7 +89,9 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
     from pyspark import TaskContext
 
     from kcodec.advise.replay import assign_partitions
-    from kcodec.advise.measure import BatchEncoder, record_columns, simulate
+    from kcodec.advise.measure import BatchEncoder
+    from kcodec.advise.profile import record_columns
+    from kcodec.advise.task import replay_starts
     from kcodec.partitioner import partition_for_keys
 
     batches = [b for b in batches if b.num_rows]
@@ -108,7 +110,9 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
             parts = assign_partitions(record_columns(part_table)["sizes"], keyed, current.batch_bytes, partitions)
         for p in np.unique(parts).tolist():
             sub = part_table.filter(pa.array(parts == p))
-            built, _ = simulate(BatchEncoder(sub), record_columns(sub), current)
+            encoder = BatchEncoder(sub)
+            built = encoder.build(replay_starts(encoder, record_columns(sub), current), current.codec,
+                                  current.level)
             chunk, size, run = 0, 0, []
             for b in built + [None]:
                 if b is not None:

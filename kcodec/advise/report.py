@@ -141,7 +141,8 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
                      f"(mean {br['mean']:.1f}); bytes/batch {format_size(bb['p10'])}/{format_size(bb['p50'])}/"
                      f"{format_size(bb['p90'])}; magic {', '.join(f'v{k}: {v}' for k, v in p['magic_batches'].items() if v)} "
                      f"batches; ratio {a.today.ratio:.2f}x +/- {a.today.ratio_std:.2f}; {_record_sizes(p)}")
-        head = f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}"
+        head = (f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'measured c/r':>19} "
+                f"{'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}")
         lines.append(head)
         ranked = sorted(a.results, key=lambda m: m.cost.total)
         named = [m for m in (a.best, a.cheapest, a.best_without_level) if m is not None]
@@ -149,7 +150,7 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
         for m in [a.today] + rows:
             mark = _row_mark(a, m)
             lines.append(f"  {m.label:<24} {m.ratio:>6.2f}+/-{m.ratio_std:<4.2f} {m.records_per_batch:>9.1f} "
-                         f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {_money(m.cost.total):>9} "
+                         f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {_measured_speeds(m):>19} {_money(m.cost.total):>9} "
                          f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
     return "\n".join(lines)
 
@@ -162,6 +163,12 @@ def _row_mark(a: TopicAdvice, m: Measured) -> str:
         return " <- set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
     why = exclusions(a.rule, m) if a.rule is not None else []
     return f" excluded: {'; '.join(why)}" if why else ""
+
+
+def _measured_speeds(m: Measured) -> str:
+    """This run's measured CPU speeds, build/read, with their spread over repetitions."""
+    return (f"{m.measured_compress_mbps:.0f}+/-{m.compress_spread_share * 100:.0f}%/"
+            f"{m.measured_read_mbps:.0f}+/-{m.read_spread_share * 100:.0f}%")
 
 
 def _record_sizes(profile: Dict) -> str:
@@ -188,7 +195,11 @@ def _doc(a: TopicAdvice) -> Dict:
                 "batches": x.batches, "records_per_batch": x.records_per_batch, "stored_bytes": x.stored_bytes,
                 "plain_bytes": x.plain_bytes, "payload_bytes": x.payload_bytes, "ratio": x.ratio,
                 "ratio_mean": x.ratio_mean, "ratio_std": x.ratio_std, "chunks": x.chunks,
-                "compress_mbps": x.compress_mbps, "read_mbps": x.read_mbps, "stored_per_day": x.stored_per_day,
+                "compress_mbps": x.compress_mbps, "read_mbps": x.read_mbps, "cpu_source": x.cpu.source,
+                "cpu_uncertainty": x.cpu.uncertainty, "cost_uncertainty": x.cost_uncertainty,
+                "measured_compress_mbps": x.measured_compress_mbps, "measured_compress_spread": x.compress_spread_share,
+                "measured_read_mbps": x.measured_read_mbps, "measured_read_spread": x.read_spread_share,
+                "stored_per_day": x.stored_per_day,
                 "cost_month": {"storage": x.cost.storage, "network": x.cost.network, "cpu": x.cost.cpu,
                                "total": x.cost.total}}
     return {"topic": a.topic, "partitions": a.partitions, "timestamps": a.timestamp_type,
@@ -233,7 +244,8 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["topic", "setting", "codec", "level", "batch_size", "linger_ms", "ratio", "ratio_std", "chunks",
-                "records_per_batch", "compress_mbps", "read_mbps", "stored_per_day", "storage_month",
+                "records_per_batch", "compress_mbps", "read_mbps", "cpu_source", "measured_compress_mbps",
+                "measured_compress_spread", "measured_read_mbps", "measured_read_spread", "stored_per_day", "storage_month",
                 "network_month", "cpu_month", "total_month", "recommended"])
     for a in advice:
         for x in [a.today] + a.results:
@@ -241,6 +253,8 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict) -
             w.writerow([csv_cell(a.topic), x.label, s.codec if s else "", "" if not s or s.level is None else s.level,
                         s.batch_bytes if s else "", s.linger_ms if s else "", f"{x.ratio:.4f}", f"{x.ratio_std:.4f}",
                         x.chunks, f"{x.records_per_batch:.2f}", f"{x.compress_mbps:.1f}", f"{x.read_mbps:.1f}",
+                        x.cpu.source, f"{x.measured_compress_mbps:.1f}", f"{x.compress_spread_share:.3f}",
+                        f"{x.measured_read_mbps:.1f}", f"{x.read_spread_share:.3f}",
                         f"{x.stored_per_day:.0f}", f"{x.cost.storage:.2f}", f"{x.cost.network:.2f}",
                         f"{x.cost.cpu:.2f}", f"{x.cost.total:.2f}", "yes" if a.best is x else ""])
     _atomic_write(paths["csv"], buf.getvalue().encode())
@@ -268,7 +282,8 @@ def _html(advice: Sequence[TopicAdvice], context: Dict, overview: bytes, charts:
         detail = "".join(
             f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f} &plusmn; "
             f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
-            f"<td>{m.read_mbps:.0f}</td><td>{_money(m.cost.storage)}</td><td>{_money(m.cost.network)}</td>"
+            f"<td>{m.read_mbps:.0f}</td><td>{e(_measured_speeds(m))}</td><td>{_money(m.cost.storage)}</td>"
+            f"<td>{_money(m.cost.network)}</td>"
             f"<td>{_money(m.cost.cpu)}</td><td>{_money(m.cost.total)}</td><td>{e(_row_mark(a, m).strip())}</td></tr>"
             for m in [a.today] + sorted(a.results, key=lambda m: m.cost.total))
         br = a.profile["batch_records"]
@@ -286,7 +301,8 @@ ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_d
 Saves <b>{_money(a.saving)}</b>/month{forced}.</p><ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 <p><img src="data:image/png;base64,{base64.b64encode(charts[a.topic]).decode()}" alt="charts for {e(a.topic)}"></p>
 <table><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
-<th>storage $/month</th><th>network $/month</th><th>CPU $/month</th><th>total $/month</th><th>rule</th></tr>{detail}</table>
+<th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th><th>CPU $/month</th>
+<th>total $/month</th><th>rule</th></tr>{detail}</table>
 </section>""")
     ctx = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items() if k != "assumptions")
     bill = _assumption_table([Assumption(**d) for d in context.get("assumptions", ())])

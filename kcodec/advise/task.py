@@ -1,0 +1,197 @@
+"""What one Spark task does with one chunk: profile, replay, measure; one metrics row per setting.
+
+A chunk is a run of whole batches of one partition as stored.  Its records
+are decoded once into Arrow columns; today's batches are profiled
+(:mod:`kcodec.advise.profile`), each producer's batching is replayed under
+every setting (:mod:`kcodec.advise.replay`), and the replayed batches are
+built and read back with kcodec's own builder and reader
+(:mod:`kcodec.advise.measure`).  This module only passes values between
+those stages.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from kcodec.advise.grid import Setting
+from kcodec.advise.measure import BatchEncoder, CpuTime, measure_build, measure_read
+from kcodec.advise.profile import CODEC_NAMES, HIST_BINS, TodayProfile, profile_chunk, record_columns
+from kcodec.advise.replay import (BATCH_OVERHEAD, JAVA, ClientRules, SenderModel, calibrate, client_rules,
+                                  detect_client, form_batches, producer_groups, warm_estimate)
+from kcodec.errors import KcodecError
+from kcodec.escape import json_text
+
+__all__ = ["METRICS_DDL", "TODAY", "CHUNK_ERROR", "CODEC_NAMES", "HIST_BINS", "measure_chunk", "measure_batches",
+           "replay_starts", "metrics_schema"]
+
+TODAY = "today"
+CHUNK_ERROR = "kcodec advise chunk error: "
+
+METRICS_DDL = (
+    "topic string, partition int, chunk int, setting string, codec string, level int, batch_size int, "
+    "linger_ms int, records long, payload_bytes long, plain_bytes long, batches long, stored_bytes long, "
+    "compress_seconds double, compress_spread double, read_seconds double, read_spread double, "
+    "codec_bytes array<long>, magic_batches array<long>, "
+    "log_append_batches long, min_ts long, max_ts long, batch_records array<int>, batch_bytes array<int>, "
+    "record_size_hist array<long>, client string, sender_delay_ms double, sender_calibrated boolean, "
+    "replay_batches long, producer_ids int, producers_replayed int")
+
+
+def metrics_schema():
+    """:data:`METRICS_DDL` as Arrow (mapInArrow matches columns by position and width)."""
+    import pyarrow as pa
+
+    i32, i64, f64, s = pa.int32(), pa.int64(), pa.float64(), pa.string()
+    return pa.schema([
+        ("topic", s), ("partition", i32), ("chunk", i32), ("setting", s), ("codec", s), ("level", i32),
+        ("batch_size", i32), ("linger_ms", i32), ("records", i64), ("payload_bytes", i64), ("plain_bytes", i64),
+        ("batches", i64), ("stored_bytes", i64), ("compress_seconds", f64), ("compress_spread", f64),
+        ("read_seconds", f64), ("read_spread", f64),
+        ("codec_bytes", pa.list_(i64)), ("magic_batches", pa.list_(i64)), ("log_append_batches", i64),
+        ("min_ts", i64), ("max_ts", i64), ("batch_records", pa.list_(i32)), ("batch_bytes", pa.list_(i32)),
+        ("record_size_hist", pa.list_(i64)), ("client", s), ("sender_delay_ms", f64),
+        ("sender_calibrated", pa.bool_()), ("replay_batches", i64), ("producer_ids", i32),
+        ("producers_replayed", i32)])
+
+
+_PROFILE_FIELDS = ("codec_bytes", "magic_batches", "log_append_batches", "min_ts", "max_ts", "batch_records",
+                   "batch_bytes", "record_size_hist", "client", "sender_delay_ms", "sender_calibrated",
+                   "replay_batches", "producer_ids", "producers_replayed")
+
+
+def replay_starts(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: Setting,
+                  client: ClientRules = JAVA, sender: Optional[SenderModel] = None) -> np.ndarray:
+    """Where one producer would cut its records of one partition under ``setting``.
+
+    Java cuts a compressed batch on its estimate of the compressed size, which
+    follows the ratio of the batches it closed before: each such batch is built
+    as it closes to learn its ratio.  A chunk is a slice of a running
+    producer's stream, so the estimate is warmed up first, not started at 1.0.
+    """
+    compressed = setting.codec != "none"
+    sizes = cols["sizes"]
+    learns = compressed and client.fill == "estimated"
+
+    def ratio(a: int, b: int) -> float:
+        built = encoder.batch(a, b, setting.codec, setting.level)
+        return (len(built) - BATCH_OVERHEAD) / max(1, int(sizes[a:b].sum()))
+
+    estimate = warm_estimate(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, ratio,
+                             client, sender) if learns else 1.0
+    return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
+                        compressed=compressed, close=ratio if learns else None, client=client, sender=sender,
+                        estimate=estimate)
+
+
+def _row(topic, partition, chunk, name, setting, records, payload, plain, batches, stored, cs: CpuTime,
+         rs: CpuTime, **profile) -> Dict:
+    row = {"topic": topic, "partition": partition, "chunk": chunk, "setting": name,
+           "codec": setting.codec if setting else None, "level": setting.level if setting else None,
+           "batch_size": setting.batch_bytes if setting else None,
+           "linger_ms": setting.linger_ms if setting else None, "records": records, "payload_bytes": payload,
+           "plain_bytes": plain, "batches": batches, "stored_bytes": stored, "compress_seconds": cs.seconds,
+           "compress_spread": cs.spread, "read_seconds": rs.seconds, "read_spread": rs.spread}
+    for k in _PROFILE_FIELDS:
+        row[k] = profile.get(k)
+    return row
+
+
+def _sum(times: Sequence[CpuTime]) -> CpuTime:
+    """CPU time of several producers' builds: medians and spreads add up."""
+    return CpuTime(sum(t.seconds for t in times), sum(t.spread for t in times), min(t.reps for t in times),
+                   sum(t.best for t in times))
+
+
+def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings: Sequence[Setting],
+                  client: str = "auto", today_linger_ms: Optional[int] = None, producers: int = 1) -> List[Dict]:
+    """One row for today's batches and one per setting, for one chunk.
+
+    ``client`` is ``java``, ``librdkafka`` or ``auto`` (the stored framing tells, else Java).
+    ``today_linger_ms`` is today's linger.ms where known (record inputs), for the sender calibration.
+    Each producer id's records are replayed on their own; records without one are split among
+    ``producers`` producers.
+    """
+    from kcodec.arrow import to_arrow
+
+    table = to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
+    if table.num_rows == 0:
+        return []
+    cols = record_columns(table)
+    prof = profile_chunk(data, table, cols)
+    rules = client_rules(detect_client(data) or JAVA.name) if client == "auto" else client_rules(client)
+    replays, calibration = _producer_replays(table, cols, prof, rules, today_linger_ms, producers)
+    encoder = BatchEncoder(table)
+    plain = sum(len(b) for b in encoder.build(prof.starts, "none", None))
+    _, compress_today = measure_build(encoder, prof.starts, prof.dominant, None)
+    read_today = measure_read([data])
+    payload = int(cols["payload"].sum())
+    n = table.num_rows
+    rows = [_row(topic, partition, chunk, TODAY, None, n, payload, plain, len(prof.starts) - 1, prof.stored_bytes,
+                 compress_today, read_today, **calibration, **prof.fields())]
+    for s in settings:
+        batches: List[bytes] = []
+        times: List[CpuTime] = []
+        for enc, sub_cols, sender in replays:
+            built, cs = measure_build(enc, replay_starts(enc, sub_cols, s, rules, sender), s.codec, s.level)
+            batches += built
+            times.append(cs)
+        rows.append(_row(topic, partition, chunk, s.label, s, n, payload, plain, len(batches),
+                         sum(len(b) for b in batches), _sum(times), measure_read(batches)))
+    return rows
+
+
+def _producer_replays(table, cols, prof: TodayProfile, rules: ClientRules, today_linger_ms: Optional[int],
+                      producers: int) -> Tuple[List[Tuple[BatchEncoder, Dict[str, np.ndarray], SenderModel]], Dict]:
+    """Per producer: its encoder, columns and calibrated sender; and the calibration's row fields."""
+    import pyarrow as pa
+
+    pids = table["producer_id"].to_numpy(zero_copy_only=False).astype(np.int64)
+    groups = producer_groups(pids, producers)
+    n = table.num_rows
+    today_batches = len(prof.starts) - 1
+    out, delays, fits = [], [], []
+    for g in groups:
+        whole = len(groups) == 1
+        sub = table if whole else table.take(pa.array(g))
+        sub_cols = cols if whole else record_columns(sub)
+        if whole:
+            mine = today_batches
+        elif pids[g[0]] >= 0:
+            mine = len(np.unique(prof.owner[g]))
+        else:  # records without a producer id were split in turn: a share of today's batches each
+            mine = max(1, round(today_batches * len(g) / n))
+        cal = calibrate(sub_cols["ts"], mine, today_linger_ms, rules)
+        out.append((BatchEncoder(sub), sub_cols, cal.model(rules)))
+        delays.append(cal.delay_ms)
+        fits.append(cal)
+    fields = {"client": rules.name, "sender_delay_ms": float(np.median(delays)),
+              "sender_calibrated": all(c.applies for c in fits),
+              "replay_batches": sum(c.replay_batches for c in fits),
+              "producer_ids": int(len(np.unique(pids[pids >= 0]))), "producers_replayed": len(groups)}
+    return out, fields
+
+
+def measure_batches(batches: Iterator, settings: Sequence[Setting], client: str = "auto",
+                    today_linger_ms: Optional[int] = None, producers: int = 1):
+    """mapInArrow body: chunk rows in, metric rows out."""
+    import pyarrow as pa
+
+    schema = metrics_schema()
+    for b in batches:
+        for i in range(b.num_rows):  # one chunk (megabytes) per step
+            topic = b.column(0)[i].as_py()
+            partition = b.column(1)[i].as_py()
+            chunk = b.column(2)[i].as_py()
+            data = b.column(3)[i].as_buffer()
+            try:
+                rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", settings,
+                                     client, today_linger_ms, producers)
+            except KcodecError as exc:
+                # Spark wraps a task's exception in its own; the marked line lets the driver say it in one
+                # line, with the file and byte it knows for the range.
+                # JSON keeps it one ASCII line whatever the topic name holds.
+                fields = [topic, partition, chunk, exc.position, exc.batch_offset, exc.message]
+                raise KcodecError(CHUNK_ERROR + json_text(fields)) from None
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=schema)

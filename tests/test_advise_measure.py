@@ -1,0 +1,289 @@
+"""advise's measurement and choice: CPU time on the builder's own path, the tie rule, the same answer under load."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kcodec
+from kcodec._native.columnar import encode_columnar
+from kcodec.advise import measure
+from kcodec.advise.cost import MonthlyCost
+from kcodec.advise.cpu import MODEL, MODEL_ERROR, CpuCost, cpu_cost, features, fit
+from kcodec.advise.grid import Setting
+from kcodec.advise.measure import BatchEncoder, cpu_time, measure_build, measure_read
+from kcodec.advise.profile import profile_chunk, record_columns
+from kcodec.advise.recommend import Measured, pick
+from kcodec.advise.task import measure_chunk
+
+
+def _table(n: int = 500, seed: int = 3):
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    values = [b'{"user":%d,"page":"/p/%d","words":"again and again"}' % (rng.integers(100), i % 9) for i in range(n)]
+    keys = [None if i % 4 == 0 else b"k%d" % (i % 13) for i in range(n)]
+    headers = [None if i % 3 else [{"key": "h", "value": b"v%d" % i}] for i in range(n)]
+    ts = (1_700_000_000_000 + np.cumsum(rng.integers(0, 3, n))) * 1000
+    htype = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+    return pa.table({"key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
+                     "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC")), "headers": pa.array(headers, htype)})
+
+
+# --- the builder's path with the replay's cuts --------------------------------------------------------
+
+@pytest.mark.parametrize("codec,level", [("none", None), ("gzip", 1), ("snappy", None), ("lz4", None), ("zstd", 3)])
+def test_cut_batches_are_the_batches_built_one_by_one(codec, level):
+    table = _table()
+    enc = BatchEncoder(table)
+    starts = np.array([0, 1, 2, 9, 10, 200, 201, 499, 500], np.int64)
+    one_by_one = [enc.batch(a, b, codec, level) for a, b in zip(starts[:-1], starts[1:])]
+    assert enc.build(starts, codec, level) == one_by_one
+    read = kcodec.to_arrow(b"".join(one_by_one))
+    assert read["value"].to_pylist() == table["value"].to_pylist()
+    assert read["offset"].to_pylist() == list(range(500))
+
+
+def test_cuts_must_cover_the_rows_in_order():
+    enc = BatchEncoder(_table(10))
+    cols = (10, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, 2 ** 31 - 1, 1.0, True)
+    for bad in ([0, 5], [1, 10], [0, 5, 5, 10], [0, 6, 4, 10], [10]):
+        with pytest.raises(ValueError, match="cuts"):
+            encode_columnar(*cols, cuts=np.array(bad, np.int64))
+
+
+# --- CPU time, not wall time --------------------------------------------------------------------------
+
+class _Clock:
+    """A thread CPU clock that advances ``step`` nanoseconds at every reading."""
+
+    def __init__(self, step: int) -> None:
+        self.now, self.step, self.reads = 0, step, 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        self.now += self.step
+        return self.now
+
+
+def test_cpu_time_is_the_median_of_repetitions_long_enough_to_time():
+    readings = iter([0, 1_000, 0, 6_000_000, 10, 9_000_010, 20, 7_000_020])
+    calls = []
+    _, t = cpu_time(lambda: calls.append(1), reps=3, min_seconds=0.005, clock=lambda: next(readings))
+    # 1 us for one call is too short: the next repetition runs enough calls for 5 ms (x1.2 margin)
+    n = int(1 * 0.005e9 / 1_000 * 1.2)
+    assert len(calls) == 1 + 3 * n
+    assert t.seconds == pytest.approx(7_000_000 / n / 1e9)
+    assert t.best == pytest.approx(6_000_000 / n / 1e9)
+    assert t.spread == pytest.approx((9_000_000 - 6_000_000) / 2 / n / 1e9)
+
+
+def test_work_long_enough_to_time_is_run_once_and_its_result_kept():
+    readings = iter([0, 8_000_000])
+    calls = []
+    result, t = cpu_time(lambda: calls.append(1) or len(calls), clock=lambda: next(readings))
+    assert (result, len(calls), t.seconds, t.spread, t.reps) == (1, 1, 0.008, 0.0, 1)
+
+
+def test_advise_records_thread_cpu_time(monkeypatch):
+    """Every time a chunk's metrics hold is read from the thread CPU clock (here one that moves 10 ms a reading)."""
+    clock = _Clock(10_000_000)
+    monkeypatch.setattr(measure.time, "thread_time_ns", clock)
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: pytest.fail("wall time read"))
+    monkeypatch.setattr(measure.time, "perf_counter_ns", lambda: pytest.fail("wall time read"))
+    data = b"".join(kcodec.from_arrow(_table(), compression="lz4", max_batch_bytes=2048))
+    rows = measure_chunk("t", 0, 0, data, [Setting("zstd", 1, 16384, 5), Setting("none", None, 16384, 0)])
+    assert clock.reads > 0
+    for r in rows:
+        assert (r["compress_seconds"], r["compress_spread"]) == (0.01, 0.0)
+        assert (r["read_seconds"], r["read_spread"]) == (0.01, 0.0)
+
+
+def test_measured_build_and_read_are_the_batches_measured():
+    enc = BatchEncoder(_table())
+    starts = np.array([0, 100, 250, 500], np.int64)
+    clock = _Clock(6_000_000)
+    built, t = measure_build(enc, starts, "gzip", None, clock=clock)
+    assert built == enc.build(starts, "gzip", None) and t.seconds == 0.006
+    assert measure_read(built, clock=clock).seconds == 0.006
+
+
+# --- profile: header fields from the batch layout's one home ------------------------------------------
+
+def test_profile_reads_codec_and_timestamp_type_of_every_magic():
+    from kcodec.records import RecordBatchBuilder
+    from kcodec.records.legacy import LegacyRecordBatchBuilder
+
+    v2 = kcodec.from_arrow(_table(40), compression="zstd", max_batch_bytes=1024)
+    lat = RecordBatchBuilder(compression="gzip", timestamp_type=1, log_append_time=1_700_000_000_000,
+                             base_offset=40)
+    lat.append(b"k", b"v", 1_700_000_000_000)
+    v1 = LegacyRecordBatchBuilder(magic=1, compression="snappy", base_offset=41)
+    v1.append(b"k", b"legacy", 1_700_000_000_001)
+    data = b"".join(v2) + lat.build() + v1.build()
+    table = kcodec.to_arrow(data, batch_fields=("batch_position",))
+    prof = profile_chunk(data, table, record_columns(table))
+    sizes = [len(b) for b in v2] + [len(data) - sum(len(b) for b in v2) - len(v1.build()), len(v1.build())]
+    assert prof.codec_bytes == [0, sizes[-2], sizes[-1], 0, sum(sizes[:-2]), 0]
+    assert prof.magic_batches == [0, 1, len(v2) + 1]
+    assert prof.log_append_batches == 1
+    assert prof.dominant == "zstd" and prof.stored_bytes == len(data)
+    assert prof.starts[-1] == 42 and len(prof.starts) == len(v2) + 3
+
+
+def test_advise_has_no_batch_offsets_of_its_own():
+    import re
+
+    src = Path(measure.__file__).parent
+    literal = re.compile(r"\[\s*\d+\s*:\s*\d+\s*\]|unpack_from\([^)]*,\s*\d+\)|position \+ \d+|pos \+ \d+")
+    found = [f"{p.name}: {m.group(0)}" for p in sorted(src.glob("*.py")) for m in literal.finditer(p.read_text())]
+    assert found == []
+
+
+# --- the rule: equal within uncertainty, then the stated order -----------------------------------------
+
+def _costed(codec, level, batch, linger, total, cpu, storage_share=1.0, chunks=1, ratio_std=0.0):
+    m = Measured(Setting(codec, level, batch, linger), records=1000, payload_bytes=10 ** 6, plain_bytes=10 ** 6,
+                 batches=10, stored_bytes=2 * 10 ** 5, compress_seconds=0.01, read_seconds=0.01, ratio_mean=5.0,
+                 ratio_std=ratio_std, chunks=chunks)
+    m.cpu = CpuCost(0.01, 0.01, "model")
+    m.cost = MonthlyCost(storage=(total - cpu) * storage_share, network=(total - cpu) * (1 - storage_share), cpu=cpu)
+    return m
+
+
+def test_costs_within_uncertainty_are_equal_and_less_cpu_decides():
+    # CPU $1 +- MODEL_ERROR: a difference below the combined uncertainty is no difference.
+    cheap_busy = _costed("zstd", 9, 16384, 5, total=10.00, cpu=1.0)
+    dear_idle = _costed("zstd", 1, 16384, 5, total=10.00 + MODEL_ERROR * 1.4, cpu=0.5)
+    assert pick([cheap_busy, dear_idle]) is dear_idle
+    assert pick([dear_idle, cheap_busy]) is dear_idle
+
+
+def test_costs_apart_by_more_than_uncertainty_cost_decides():
+    cheap_busy = _costed("zstd", 9, 16384, 5, total=10.00, cpu=1.0)
+    dear_idle = _costed("zstd", 1, 16384, 5, total=10.00 + MODEL_ERROR * 1.5 + 0.01, cpu=0.5)
+    assert pick([cheap_busy, dear_idle]) is cheap_busy
+
+
+def test_equal_cost_and_cpu_then_linger_then_batch_size_then_codec_then_level():
+    def label(*ms):
+        return pick(list(ms)).setting.label
+
+    same = dict(total=5.0, cpu=0.0)
+    assert label(_costed("zstd", 3, 16384, 100, **same), _costed("zstd", 3, 1 << 20, 5, **same)) == "zstd:3@1MiB/5ms"
+    assert label(_costed("lz4", None, 1 << 20, 5, **same), _costed("zstd", 3, 16384, 5, **same)) == "zstd:3@16KiB/5ms"
+    assert label(_costed("zstd", None, 16384, 5, **same), _costed("gzip", None, 16384, 5, **same)) == "gzip@16KiB/5ms"
+    assert label(_costed("zstd", 9, 16384, 5, **same), _costed("zstd", 1, 16384, 5, **same),
+                _costed("zstd", None, 16384, 5, **same)) == "zstd@16KiB/5ms"
+    assert label(_costed("zstd", 9, 16384, 5, **same), _costed("zstd", 1, 16384, 5, **same)) == "zstd:1@16KiB/5ms"
+
+
+def test_sampling_spread_widens_the_tie():
+    # Storage and network known to 2% from the spread of the ratio over 4 chunks (0.2 / 5 / sqrt(4)).
+    a = _costed("zstd", 3, 1 << 20, 100, total=100.0, cpu=0.0, chunks=4, ratio_std=0.2)
+    b = _costed("lz4", None, 16384, 5, total=103.0, cpu=0.0, chunks=4, ratio_std=0.2)
+    assert a.cost_uncertainty == pytest.approx(2.0)
+    assert pick([a, b]) is b  # 3.00 apart, 2.00 + 2.06 of uncertainty: equal, and 5 ms lingers less
+    c = _costed("lz4", None, 16384, 5, total=105.0, cpu=0.0, chunks=4, ratio_std=0.2)
+    assert pick([a, c]) is a
+
+
+def test_model_prices_from_bytes_and_batches_alone():
+    x = features(10 ** 6, 3 * 10 ** 5, 100, 2000)
+    for (codec, level), (build, read) in MODEL.items():
+        assert min(build) >= 0 and min(read) >= 0  # nothing the data holds makes a time negative
+        cost = cpu_cost(codec, level, 10 ** 6, 3 * 10 ** 5, 100, 2000, measured_compress=123.0, measured_read=456.0)
+        assert cost.source == "model"
+        floor_c, floor_r = (float(np.dot(np.array(c) * 1e-9, x)) for c in MODEL[("none", None)])
+        assert cost.compress_seconds == pytest.approx(max(float(np.dot(np.array(build) * 1e-9, x)), floor_c))
+        assert cost.read_seconds == pytest.approx(max(float(np.dot(np.array(read) * 1e-9, x)), floor_r))
+        assert cost.compress_seconds > 0 and cost.read_seconds > 0
+    assert ("zstd", None) in MODEL and ("none", None) in MODEL and 0 < MODEL_ERROR < 1
+    other = cpu_cost("zstd", -5, 10 ** 6, 3 * 10 ** 5, 100, 2000, measured_compress=1.5, measured_read=0.5)
+    assert (other.compress_seconds, other.read_seconds, other.source, other.uncertainty) == (1.5, 0.5, "measured", None)
+    asked = cpu_cost("zstd", None, 10 ** 6, 3 * 10 ** 5, 100, 2000, 1.5, 0.5, measured=True)
+    assert (asked.compress_seconds, asked.source) == (1.5, "measured")
+
+
+def test_model_is_monotone_in_batches_and_records():
+    # More, smaller batches of the same bytes never cost less CPU: the per-batch and per-record terms.
+    for key in MODEL:
+        few = cpu_cost(*key, 10 ** 6, 3 * 10 ** 5, 10, 2000, 0, 0)
+        many = cpu_cost(*key, 10 ** 6, 3 * 10 ** 5, 2000, 2000, 0, 0)
+        assert many.compress_seconds >= few.compress_seconds and many.read_seconds >= few.read_seconds
+
+
+def test_fit_recovers_known_coefficients_and_never_goes_negative():
+    rng = np.random.default_rng(3)
+    rows = [features(p, p / r, b, b * k) for p, r, b, k in zip(rng.integers(10 ** 5, 10 ** 7, 40),
+                                                                rng.uniform(1, 8, 40), rng.integers(1, 5000, 40),
+                                                                rng.integers(1, 50, 40))]
+    x = np.array(rows)
+    truth = np.array([2e-9, 0.0, 5e-6, 1e-7, 0.0])
+    assert fit(x, x @ truth) == pytest.approx(truth, rel=1e-6, abs=1e-15)
+    # data that would need a negative coefficient gets the best non-negative one instead
+    y = x @ np.array([3e-9, -1e-9, 0, 0, 0]) + 1e-6
+    assert min(fit(x, y)) >= 0
+
+
+# --- the same answer on every run, on a busy machine ---------------------------------------------------
+
+def _burn(stop) -> None:
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    """Two small topics as a producer stored them: JSON events uncompressed, log lines in gzip."""
+    import pyarrow as pa
+
+    from kcodec.log import write_partition
+
+    root = tmp_path_factory.mktemp("logs")
+    rng = np.random.default_rng(5)
+    n = 1500
+    ts = pa.array((1_700_000_000_000 + np.cumsum(rng.integers(0, 4, n))) * 1000, pa.timestamp("us", tz="UTC"))
+    events = [b'{"user":%d,"event":"%b","page":"/product/%d"}' % (rng.integers(5000), (b"view", b"click")[i % 2],
+                                                                   rng.integers(300)) for i in range(n)]
+    lines = [b"2026-11-26T05:%02d:%02d INFO [checkout] request done status=200 ms=%d" % (i // 60 % 60, i % 60,
+                                                                                      rng.integers(900))
+             for i in range(n)]
+    for topic, values, codec in (("events", events, "none"), ("logs", lines, "gzip")):
+        table = pa.table({"value": pa.array(values, pa.binary()), "timestamp": ts})
+        write_partition(root / f"{topic}-0", [b"".join(kcodec.from_arrow(table, compression=codec,
+                                                                           max_batch_bytes=4096))])
+    return root
+
+
+def test_same_settings_and_dollars_on_every_run_while_cores_are_busy(spark, logs, tmp_path):
+    from kcodec.advise.job import Options, run_advise
+
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    burners = [ctx.Process(target=_burn, args=(stop,), daemon=True) for _ in range(2)]
+    for p in burners:
+        p.start()
+    answers = []
+    try:
+        for run in range(3):
+            lines = []
+            out = run_advise(Options(inputs=[str(logs)], codecs="lz4,zstd:1", batch_sizes="16k", lingers="0,100",
+                                     out_dir=str(tmp_path / f"run{run}"), progress=False), log=lines.append)
+            text = "\n".join(lines)
+            doc = json.loads(Path(out["paths"]["json"]).read_text())
+            cents = {(t["topic"], s["setting"]): {k: round(v, 2) for k, v in s["cost_month"].items()}
+                     for t in doc["topics"] for s in [t["today"]] + t["settings"]}
+            answers.append((text[text.index("per topic"):text.index("\ndetails")],
+                            {a.topic: a.config() for a in out["advice"]}, cents))
+    finally:
+        stop.set()
+        for p in burners:
+            p.join(10)
+    assert answers[0][1]["events"]  # the uncompressed topic is told to change
+    assert len(answers[0][2]) == 2 * 7
+    assert answers[1] == answers[0] and answers[2] == answers[0]
