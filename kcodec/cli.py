@@ -98,6 +98,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        # Ctrl-C: one line; the Spark session and the JVM it started end with the interpreter
+        print(f"kcodec {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

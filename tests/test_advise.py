@@ -163,7 +163,15 @@ def test_sizes_in_both_unit_families():
     ({"lingers": "5ms"}, "--linger-ms 5ms"),
     ({"sample": "lots"}, "--sample lots"),
     ({"choose": "zstd:9@1m"}, "--choose zstd:9@1m: zstd:9@1MiB/0ms is not among the measured settings"),
-    ({"topic": "x"}, "--topic selects topics of --bootstrap-server"),
+    ({"topic": "x"}, "--topic x: matches none of the topics of generated sample (app-logs, clicks, telemetry)"),
+    ({"topic": "("}, "--topic (: not a regular expression"),
+    ({"sample": "0"}, "--sample 0: at least 1KiB"),
+    ({"records": 0}, "--records 0: at least 1"),
+    ({"tasks": 0}, "--tasks 0: at least 1"),
+    ({"seed": -1}, "--seed -1: 0 or more"),
+    ({"current_size": "0"}, "--current-size 0: more than 0 bytes"),
+    ({"current_batch_size": "0"}, "--current-batch-size 0: batch.size must be between 1 byte and 2 GiB"),
+    ({"timestamp_unit": "ms"}, "--timestamp-unit ms: only for Parquet or JSON record inputs"),
 ])
 def test_bad_flags_are_named(kwargs, message):
     o = Options(**{"codecs": "zstd:3,lz4", "batch_sizes": "16k", "lingers": "0", "current_linger_ms": "0",

@@ -115,7 +115,8 @@ def test_null_topics_and_null_fields(tmp_path):
     (b'{"topics": {"t": 5}}', "topic t: expected an object"),
     (b'{"topics": [1]}', "topics: expected an object"),
     (b'{"prices": {"block_gb": 1, "cpu": 2}}',
-     "prices: unknown field\\(s\\) block_gb, cpu; known: block_gb_month, cross_zone_gb, object_gb_month, vcpu_hour"),
+     "prices: unknown field\\(s\\) block_gb, cpu; known: block_gb_month, cross_zone_gb, egress_gb, ingress_gb, "
+     "object_gb_month, vcpu_hour"),
     (b'{"prices": {"vcpu_hour": -0.5}}', "prices: vcpu_hour must be a non-negative number, not -0.5"),
     (b'{"defaults": {"replication_factor": true}}',
      "defaults: replication_factor must be a non-negative number, not True"),

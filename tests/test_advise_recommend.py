@@ -88,7 +88,11 @@ def test_the_cheapest_allowed_setting_is_chosen():
     a = advise_topic("orders", agg(), None, econ, prices, Rule(cpu="measured"))
     # 1 GB stored over a 2-day span: 0.5 GB a day; today's batches are uncompressed (no compress CPU)
     assert (a.stored_per_day, a.per_day_source) == (5e8, "the measured records over their timestamps' span of 2 days")
-    assert (a.partitions, a.chosen_by, a.notes) == (5, "rule", [])
+    assert (a.partitions, a.chosen_by) == (5, "rule")
+    # gzip stores least but compresses at 20 MB/s: the note names it and why it was left out
+    gzip_saving = a.today.cost.total - next(m for m in a.results if m.setting == GZIP).cost.total
+    assert a.notes == [f"cheaper but excluded: {GZIP.label} would save ${gzip_saving:.2f}/month, but it compresses "
+                       f"at 20 MB/s per core (< --min-compress-mbps 50)"]
     assert [m.label for m in a.results] == [GZIP.label, LZ4.label, ZSTD.label, ZSTD19.label]
     today = monthly_cost(5e8, 5e8, None, 500.0, prices, econ)
     assert (a.today.cost.storage, a.today.cost.network, a.today.cost.cpu) == \
@@ -122,7 +126,11 @@ def test_a_small_saving_keeps_todays_settings():
     a = advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured", min_saving=0.9))
     assert a.best is None and a.best_without_level is None and a.saving == 0.0 and a.config() == {}
     assert a.recompress_cpu == 0.0
-    assert a.notes == [f"the best setting, {ZSTD19.label}, saves less than 90%: keep today's settings"]
+    saving = a.today.cost.total - advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured")).best.cost.total
+    assert a.notes[0] == (f"the best setting within the rule, {ZSTD19.label}, saves ${saving:.2f}/month "
+                          f"({saving / a.today.cost.total * 100:.1f}%), less than --min-saving 90%: keep today's "
+                          f"settings")
+    assert a.notes[1].startswith(f"cheaper but excluded: {GZIP.label}")
     # a saving of exactly the fraction is made
     today, best = (advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured")).today.cost.total,
                    advise_topic("t", agg(), None, econ, Prices(), Rule(cpu="measured")).best.cost.total)
@@ -133,7 +141,8 @@ def test_a_small_saving_keeps_todays_settings():
 def test_no_setting_meets_the_rule():
     a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(cpu="measured", min_compress_mbps=10_000))
     assert a.best is None and a.chosen_by == "rule"
-    assert a.notes == ["no setting meets the rule; lower --min-compress-mbps / --min-read-mbps"]
+    assert a.notes[0] == "no setting meets the rule; lower --min-compress-mbps / --min-read-mbps"
+    assert a.notes[1].startswith(f"cheaper but excluded: {GZIP.label}") and len(a.notes) == 2
 
 
 def test_choose_overrides_the_rule_and_current_is_noted():

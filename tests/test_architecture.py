@@ -29,6 +29,7 @@ LAYERS = [
     ("kcodec.spark", 10),
     ("kcodec.advise", 11),
     ("kcodec.cli", 12),
+    ("kcodec.advise.__main__", 12),  # spark-submit's entry: the command line, as kcodec.cli
 ]
 
 

@@ -1,13 +1,7 @@
-import argparse
+"""``python -m kcodec.advise`` for spark-submit: the same command line, and the same one-line errors, as
+``kcodec advise``."""
 import sys
 
-from kcodec.advise.cli import _arguments, run
-from kcodec.errors import KcodecError
+from kcodec.cli import main
 
-parser = argparse.ArgumentParser(prog="python -m kcodec.advise")
-_arguments(parser)
-try:
-    sys.exit(run(parser.parse_args()))
-except KcodecError as exc:
-    print(f"kcodec advise: {exc}", file=sys.stderr)
-    sys.exit(1)
+sys.exit(main(["advise", *sys.argv[1:]]))

@@ -9,14 +9,21 @@ __all__ = ["add_parser", "run"]
 
 # flag -> field of kcodec.advise.cost.Prices or TopicEconomics
 _PRICE_FLAGS = {
-    "--block-gb-month": ("block_gb_month", "block storage $ per GB-month (default 0.08, EBS gp3)"),
+    "--block-gb-month": ("block_gb_month", "storage $ per GB-month (default: the platform's; ec2 0.08, EBS gp3; "
+                                           "msk 0.10; confluent-cloud 0.08)"),
     "--object-gb-month": ("object_gb_month", "object storage $ per GB-month for tiered storage (default 0.023, S3)"),
-    "--cross-zone-gb": ("cross_zone_gb", "$ per GB crossing availability zones (default 0.02: 0.01 out + 0.01 in)"),
+    "--cross-zone-gb": ("cross_zone_gb", "$ per GB crossing availability zones (default 0.02: 0.01 out + 0.01 in; "
+                                         "confluent-cloud 0)"),
     "--vcpu-hour": ("vcpu_hour", "$ per vCPU-hour (default 0.048, m5.large)"),
     "--retention-days": ("retention_days", "topic retention in days (default 7)"),
     "--replication-factor": ("replication_factor", "replication factor (default 3)"),
     "--consumer-groups": ("consumer_groups", "consumer groups reading each topic (default 1)"),
+    "--ingress-gb": ("ingress_gb", "$ per GB producers write, on platforms billing it (confluent-cloud: 0.05)"),
+    "--egress-gb": ("egress_gb", "$ per GB consumers read, on platforms billing it (confluent-cloud: 0.05)"),
     "--producer-cross-zone": ("producer_cross_zone", "share of producer traffic crossing zones (default 0.67)"),
+    "--replication-cross-zone": ("replication_cross_zone",
+                                 "share of replication traffic crossing zones, 0 to 1 (default 1: every follower "
+                                 "in another zone); not billed on msk and confluent-cloud"),
     "--consumer-cross-zone": ("consumer_cross_zone", "share of consumer traffic crossing zones (default 0.67)"),
     "--local-retention-days": ("local_retention_days", "tiered storage: days kept on broker disks"),
 }
@@ -31,7 +38,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
     add_storage_option_argument(p)
     p.add_argument("--bootstrap-server", help="read a bounded sample from a live cluster, HOST:PORT")
-    p.add_argument("--topic", help="with --bootstrap-server: topics matching this regular expression")
+    p.add_argument("--topic", help="only the topics this regular expression matches whole (every input kind)")
+    p.add_argument("--timestamp-unit", choices=("s", "ms", "us", "ns"),
+                   help="for Parquet/JSON records whose timestamp is a number: seconds, milliseconds, "
+                        "microseconds or nanoseconds since the epoch (default: detected when every sampled value "
+                        "is a date between 1990 and 2100 in one unit, else this flag is required)")
     p.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")
     p.add_argument("--codecs", default=DEFAULT_CODECS, help=f"codecs and levels (default {DEFAULT_CODECS})")
     p.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES,
@@ -50,7 +61,15 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--current-linger-ms", default="5", help="for record inputs: linger.ms today (default 5)")
     p.add_argument("--current-size", help="today's stored size of all the data, e.g. 40TB or 40TiB, to project")
     p.add_argument("--partitions", type=int, default=1, help="for record inputs: partitions per topic (default 1)")
+    from kcodec.advise.platforms import DEFAULT_PLATFORM, PLATFORMS
+
+    p.add_argument("--platform", default=DEFAULT_PLATFORM,
+                   help="whose bill to price: " + "; ".join(f"{k}, {v.title}" for k, v in PLATFORMS.items())
+                        + f" (default {DEFAULT_PLATFORM}); every price is still a flag")
     p.add_argument("--prices", help="JSON file of prices and per-topic retention, replication, consumers")
+    p.add_argument("--count-consumer-groups", action="store_true",
+                   help="with --bootstrap-server: count the consumer groups with committed offsets on each topic "
+                        "(ListGroups and OffsetFetch, read only) and price that many reads")
     from kcodec.log._cli import add_metadata_log_argument
 
     add_metadata_log_argument(p)
@@ -62,13 +81,25 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-read-mbps", type=float, default=100.0,
                    help="leave out settings whose batches a consumer reads slower than this, in MB per CPU second "
                         "of one core (kcodec's CPU model; default 100)")
-    p.add_argument("--max-linger-ms", type=float, default=100.0, help="latency budget for linger.ms (default 100)")
-    p.add_argument("--min-saving", type=float, default=0.05,
-                   help="share of today's $/month a change must save (default 0.05)")
+    p.add_argument("--max-linger-ms", type=float, default=100.0,
+                   help="the latency budget: the most linger.ms a recommendation may add to each send, in ms "
+                        "(default 100)")
+    p.add_argument("--knee", default="0.9",
+                   help="the knee: recommend the smallest linger.ms, then batch.size, whose saving is at least "
+                        "this share of the best saving within the budget, e.g. 0.9 or 90%% (default 0.9; 1 picks "
+                        "the cheapest)")
+    p.add_argument("--min-saving", default="0.05",
+                   help="share of today's $/month a change must save, e.g. 0.05 or 5%% (default 0.05)")
     p.add_argument("--cpu-cost", choices=("model", "measured"), default="model",
                    help="CPU in the bill and the speed limits: kcodec's CPU model of its builder and reader, the "
                         "same on every run (default), or this run's measured thread CPU time, which moves with "
                         "the machine's load")
+    p.add_argument("--producer-partitions", type=int,
+                   help="partitions one producer writes to, for the memory its batches hold (default: the "
+                        "topic's partitions)")
+    p.add_argument("--buffer-memory", default="32m",
+                   help="the producers' buffer.memory, which holds a batch.size per partition (default 32m, "
+                        "Kafka's default)")
     p.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
     p.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
     p.add_argument("--choose", help="setting to use instead of the recommended one, e.g. zstd:3@256k/5ms")

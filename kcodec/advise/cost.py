@@ -10,16 +10,23 @@ bills a GB as 2**30 bytes.
 The model, per topic and month (30 days), with ``B`` the bytes a producer sends per
 day in the chosen setting (what the broker stores):
 
-* storage: ``B x retention days`` on block storage ``x replication factor``; with
+* storage: ``B x retention days`` (at most ``max_retained_bytes``, a topic's
+  ``retention.bytes`` times its partitions) on block storage ``x replication
+  factor`` (``x 1`` where the platform bills the data once, before replication); with
   tiered storage only ``local retention days`` stay on block storage and the rest
   is kept once on object storage;
 * network: producer -> leader (``B x producer cross-zone share``), leader ->
-  followers (``B x (RF - 1) x replication cross-zone share``) and consumers
-  (``B x consumer groups x consumer cross-zone share``), all at the cross-zone price;
+  followers (``B x (RF - 1) x replication cross-zone share``, where the platform
+  bills replication) and consumers (``B x consumer groups x consumer cross-zone
+  share``), all at the cross-zone price; plus, on platforms that bill data in
+  and out per GB, ``B x ingress $/GB`` and ``B x consumer groups x egress $/GB``;
 * CPU, the counterweight: compressing ``uncompressed bytes / compress MB/s`` once
   per produced byte and decompressing ``/ read MB/s`` once per consumer group (and
   once more on the broker when the topic's codec differs from the producer's),
   at the vCPU-hour price.
+
+How each platform bills (self-managed on EC2, Amazon MSK, per-GB managed
+services) is :mod:`kcodec.advise.platforms`.
 """
 from __future__ import annotations
 
@@ -30,8 +37,8 @@ from typing import Dict, Optional
 
 from kcodec.errors import KcodecError
 
-__all__ = ["Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "load_prices", "GB", "PRICE_LIST",
-           "DAYS_PER_MONTH"]
+__all__ = ["Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "load_prices", "read_prices_file", "GB",
+           "PRICE_LIST", "PRICE_FIELDS", "ECONOMICS_FIELDS", "value_problem", "DAYS_PER_MONTH"]
 
 GB = 2 ** 30
 DAYS_PER_MONTH = 30
@@ -44,6 +51,11 @@ class Prices:
     object_gb_month: float = 0.023
     cross_zone_gb: float = 0.02
     vcpu_hour: float = 0.048
+    ingress_gb: float = 0.0  # $ per GB producers write, where the platform bills it (managed services)
+    egress_gb: float = 0.0  # $ per GB consumers read, where the platform bills it
+    # How the platform bills, set by its profile (kcodec.advise.platforms), not by a price:
+    replication_billed: bool = True  # False on Amazon MSK: traffic between brokers is free
+    storage_per_replica: bool = True  # False where storage is billed once, before replication
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,7 @@ class TopicEconomics:
     replication_cross_zone: float = 1.0  # replicas in other zones
     consumer_cross_zone: float = 2 / 3  # no follower fetching
     local_retention_days: Optional[float] = None  # tiered storage: days kept on brokers' disks
+    max_retained_bytes: Optional[float] = None  # retention.bytes x partitions: the most a replica keeps
     bytes_per_day: Optional[float] = None  # stored bytes produced per day, when known better than measured
 
 
@@ -76,17 +89,23 @@ def monthly_cost(stored_per_day: float, uncompressed_per_day: float, compress_mb
                  broker_recompresses: bool = False) -> MonthlyCost:
     """$ per month of one topic whose producers send ``stored_per_day`` bytes a day."""
     t = topic
-    retained_gb = stored_per_day * t.retention_days / GB
+    retained = stored_per_day * t.retention_days
+    if t.max_retained_bytes is not None:  # Kafka's retention.bytes deletes segments past the size
+        retained = min(retained, t.max_retained_bytes)
+    retained_gb = retained / GB
+    replicas = t.replication_factor if prices.storage_per_replica else 1
     if t.local_retention_days is not None and t.local_retention_days < t.retention_days:
-        local_gb = stored_per_day * t.local_retention_days / GB
-        storage = (local_gb * t.replication_factor * prices.block_gb_month
+        local_gb = min(stored_per_day * t.local_retention_days, retained) / GB
+        storage = (local_gb * replicas * prices.block_gb_month
                    + (retained_gb - local_gb) * prices.object_gb_month)
     else:
-        storage = retained_gb * t.replication_factor * prices.block_gb_month
+        storage = retained_gb * replicas * prices.block_gb_month
     month_gb = stored_per_day * DAYS_PER_MONTH / GB
-    crossing = (t.producer_cross_zone + (t.replication_factor - 1) * t.replication_cross_zone
-                + t.consumer_groups * t.consumer_cross_zone)
-    network = month_gb * crossing * prices.cross_zone_gb
+    crossing = t.producer_cross_zone + t.consumer_groups * t.consumer_cross_zone
+    if prices.replication_billed:
+        crossing += (t.replication_factor - 1) * t.replication_cross_zone
+    network = (month_gb * crossing * prices.cross_zone_gb + month_gb * prices.ingress_gb
+               + month_gb * t.consumer_groups * prices.egress_gb)
     raw_mb = uncompressed_per_day * DAYS_PER_MONTH / 1e6
     core_seconds = 0.0
     if compress_mbps:
@@ -96,12 +115,18 @@ def monthly_cost(stored_per_day: float, uncompressed_per_day: float, compress_mb
     return MonthlyCost(storage, network, core_seconds / 3600 * prices.vcpu_hour)
 
 
-def load_prices(path: Optional[str], overrides: Dict[str, Optional[float]]):
+def load_prices(path: Optional[str], overrides: Dict[str, Optional[float]], base: Optional[Prices] = None):
     """Prices, default economics and per-topic economics from ``--prices FILE`` and flags.
 
     The file is JSON: ``{"prices": {...Prices fields}, "defaults": {...TopicEconomics
-    fields}, "topics": {"name": {...TopicEconomics fields}}}``; flags win over the file.
+    fields}, "topics": {"name": {...TopicEconomics fields}}}``; flags win over the file,
+    and the file over ``base`` (a platform's list prices, default :class:`Prices`).
     """
+    return _load(path, overrides, base or Prices())[:3]
+
+
+def read_prices_file(path: Optional[str]) -> Dict:
+    """The ``--prices`` document (empty without one), checked to be an object of the three sections."""
     doc: Dict = {}
     if path:
         p = Path(path)
@@ -113,7 +138,14 @@ def load_prices(path: Optional[str], overrides: Dict[str, Optional[float]]):
             raise KcodecError(f"--prices {path}: not JSON ({exc})") from None
         if not isinstance(doc, dict) or set(doc) - {"prices", "defaults", "topics"}:
             raise KcodecError(f"--prices {path}: expected an object with prices, defaults and topics")
-    prices = _build(Prices, doc.get("prices", {}), f"--prices {path}: prices")
+    return doc
+
+
+def _load(path: Optional[str], overrides: Dict[str, Optional[float]], base: Prices):
+    doc = read_prices_file(path)
+    given = _object(doc.get("prices", {}), f"--prices {path}: prices")
+    _build(Prices, given, f"--prices {path}: prices")
+    prices = replace(base, **given)
     prices = replace(prices, **{k: v for k, v in overrides.items() if v is not None and k in _names(Prices)})
     defaults = _build(TopicEconomics, doc.get("defaults", {}), f"--prices {path}: defaults")
     defaults = replace(defaults, **{k: v for k, v in overrides.items()
@@ -123,11 +155,12 @@ def load_prices(path: Optional[str], overrides: Dict[str, Optional[float]]):
                            {**asdict(defaults), **_object(spec or {}, f"--prices {path}: topic {name}")},
                            f"--prices {path}: topic {name}")
               for name, spec in specs.items()}
-    return prices, defaults, topics
+    return prices, defaults, topics, doc
 
 
 def _names(cls):
-    return {f.name for f in fields(cls)}
+    # the billing rules of Prices come with a platform's profile, never from a file or a flag
+    return {f.name for f in fields(cls) if f.type in ("float", "int", "Optional[float]")}
 
 
 def _object(values, where: str) -> Dict:
@@ -145,5 +178,31 @@ def _build(cls, values, where: str):
     for k, v in values.items():
         if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0):
             raise KcodecError(f"{where}: {k} must be a non-negative number, not {v!r}")
+        problem = value_problem(k, v)
+        if problem:
+            raise KcodecError(f"{where}: {k} {problem}, not {v!r}")
     return cls(**values)
 
+
+# Fields whose range is narrower than "a non-negative number".
+_SHARES = frozenset({"producer_cross_zone", "replication_cross_zone", "consumer_cross_zone"})
+
+
+def value_problem(name: str, value) -> Optional[str]:
+    """Why ``value`` cannot be the price or topic field ``name`` (None when it can)."""
+    if value is None:
+        return None
+    if not value >= 0 or value == float("inf"):
+        return "must be a non-negative number"
+    if name in _SHARES and value > 1:
+        return "is a share of the traffic: between 0 and 1"
+    if name == "replication_factor" and (value < 1 or value != int(value)):
+        return "must be a whole number, 1 or more"
+    if name in ("retention_days", "bytes_per_day", "max_retained_bytes") and value == 0:
+        return "must be more than 0"
+    return None
+
+
+
+PRICE_FIELDS = frozenset(_names(Prices))
+ECONOMICS_FIELDS = frozenset(_names(TopicEconomics))

@@ -28,7 +28,7 @@ from kcodec.advise.recommend import Measured, Rule, TopicAdvice
 from kcodec.errors import KcodecError
 
 __all__ = ["DEFAULT_TOLERANCE", "OTHER_GROUP", "Estate", "SettingGroup", "SharedSetting", "acceptable", "group_of",
-           "harmonise", "plan_estate", "shared_setting"]
+           "harmonise", "plan_estate", "shared_setting", "compile_group_by"]
 
 DEFAULT_TOLERANCE = 0.02
 OTHER_GROUP = "(no match)"

@@ -11,6 +11,7 @@ from typing import List, Optional
 from kcodec.advise.estate import Estate, SharedSetting
 from kcodec.advise.grid import format_size
 from kcodec.advise.recommend import TopicAdvice
+from kcodec.advise.topic_text import config_text
 from kcodec.escape import terminal_text
 
 __all__ = ["DEFAULT_TOP", "estate_text", "money", "volume_tag"]
@@ -32,9 +33,7 @@ def volume_tag(a: TopicAdvice) -> str:
 
 
 def _config(a: TopicAdvice) -> str:
-    from kcodec.advise.report import _config_text
-
-    return _config_text(a)
+    return config_text(a)
 
 
 def _names(topics: List[TopicAdvice]) -> str:

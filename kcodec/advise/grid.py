@@ -9,12 +9,12 @@ from typing import List, Optional
 from kcodec.compression import CompressionType
 from kcodec.errors import UnsupportedCodecError
 
-__all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "parse_size", "format_size",
-           "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS", "DEFAULT_CHUNK", "DEFAULT_SAMPLE"]
+__all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "parse_size", "parse_share",
+           "format_size", "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS", "DEFAULT_CHUNK", "DEFAULT_SAMPLE"]
 
 DEFAULT_CODECS = "none,gzip,snappy,lz4,zstd:1,3,9"
 DEFAULT_BATCH_SIZES = "16k,1m"
-DEFAULT_LINGERS = "5,100"
+DEFAULT_LINGERS = "0,5,20,100"
 DEFAULT_SAMPLE = "64MiB"  # per topic, from logs or a cluster
 DEFAULT_CHUNK = "4MiB"  # a sampled range holds several of the largest default batch.size
 # IEC units (KiB, MiB, ...) and the one-letter forms Kafka users write for batch.size (16k) are
@@ -69,6 +69,17 @@ def parse_size(text: str) -> int:
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"not a size: {text!r} (examples: 16k, 256KiB, 1m, 10GB, 40TB)")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def parse_share(text) -> float:
+    """A share between 0 and 1: ``0.05``, ``5%`` or ``5 %`` = 0.05."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*(%?)\s*", str(text))
+    if not m:
+        raise ValueError(f"not a share: {text!r} (examples: 0.05, 5%)")
+    value = float(m.group(1)) / (100 if m.group(2) else 1)
+    if value > 1:
+        raise ValueError("a share is at most 1 (100%)")
+    return value
 
 
 def format_size(n: float) -> str:

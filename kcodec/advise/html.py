@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Optional, Sequence, Set
 
+from kcodec.advise.assumptions import Assumption, assumption_rows
 from kcodec.advise.estate import Estate
 from kcodec.advise.estate_text import money, volume_tag
 from kcodec.advise.grid import format_size
-from kcodec.advise.recommend import TopicAdvice
+from kcodec.advise.latency import cost_lines
+from kcodec.advise.notes import exclusions
+from kcodec.advise.recommend import Measured, TopicAdvice
+from kcodec.advise.topic_text import client_config_of, codec_mix_text
 from kcodec.escape import file_name, html_text
 
 __all__ = ["report_html", "topic_html"]
@@ -57,16 +61,29 @@ def _page(title: str, body: str, script: bool = False) -> str:
 
 
 def _config_html(a: TopicAdvice) -> str:
-    from kcodec.advise.report import _client_config
-
-    cfg = _client_config(a)
+    cfg = client_config_of(a)
     return " ".join(f"{html_text(k)}={html_text(v)}" for k, v in cfg.items()) or "keep today's settings"
 
 
 def _mix(a: TopicAdvice) -> str:
-    from kcodec.advise.report import _mix as mix
+    return codec_mix_text(a)
 
-    return mix(a)
+
+def _assumption_table(items: Sequence[Assumption]) -> str:
+    if not items:
+        return ""
+    return ("<table><tr><th>the bill assumes</th><th>value</th><th>source</th><th>detail</th></tr>"
+            + assumption_rows(items, html_text) + "</table>")
+
+
+def _row_mark(a: TopicAdvice, m: Measured) -> str:
+    """What the rule did with a row: set, or left out and why (today's row has no mark)."""
+    if m is a.today:
+        return ""
+    if a.best is not None and m is a.best:
+        return "set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
+    why = exclusions(a.rule, m) if a.rule is not None else []
+    return f"excluded: {'; '.join(why)}" if why else ""
 
 
 def _section(a: TopicAdvice, chart: Optional[str]) -> str:
@@ -79,10 +96,12 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
         f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
         f"<td>{m.read_mbps:.0f}</td><td>{e(m.measured_text())}</td><td>{money(m.cost.storage)}</td>"
         f"<td>{money(m.cost.network)}</td>"
-        f"<td>{money(m.cost.cpu)}</td><td>{money(m.cost.total)}</td></tr>"
+        f"<td>{money(m.cost.cpu)}</td><td>{money(m.cost.total)}</td><td>{e(_row_mark(a, m))}</td></tr>"
         for m in [a.today] + sorted(a.results, key=lambda m: (m.cost.total, m.setting)))
     notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
-    saves = (f"Saves <b>{money(a.saving)}</b>/month." if a.priced else
+    forced = "" if a.chosen_by == "rule" else f" (chosen by {e(a.chosen_by)}, not by the rule)"
+    costs = "".join(f"<li>{e(label)}: {e(text)}</li>" for label, text in cost_lines(a, money))
+    saves = (f"Saves <b>{money(a.saving)}</b>/month{forced}." if a.priced else
              "<b class=np>Not priced</b>: the volume is not known (see the notes).")
     img = (f'<p><img loading="lazy" src="{e(chart)}" width="1240" height="420" alt="charts for {e(a.topic)}"></p>'
            if chart else "<p>Chart drawn for the topics of the summary only (--top N, or --all-topics).</p>")
@@ -92,11 +111,11 @@ bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(forma
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>
 <p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>. {saves}</p>
-<ul>{notes}</ul>
+<ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 {img}
 <table><thead><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
 <th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th><th>CPU $/month</th>
-<th>total $/month</th></tr></thead>
+<th>total $/month</th><th>rule</th></tr></thead>
 <tbody>{detail}</tbody></table>
 </section>"""
 
@@ -168,7 +187,9 @@ def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[E
                  f"<th>ratio today</th><th>bytes/day</th><th>bytes/day from</th><th>$/month today</th>"
                  f"<th>$/month after</th><th>saved $/month</th></tr></thead><tbody>"
                  f"{''.join(_estate_rows(ranked, inline_set))}</tbody></table>")
-    parts.append("<h2>Assumptions</h2><ul>" + "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in context.items())
+    bill = _assumption_table([Assumption(**d) for d in context.get("assumptions", ())])
+    parts.append("<h2>Assumptions</h2>" + bill + "<ul>" + "".join(f"<li>{e(k)}: {e(v)}</li>"
+                                                                 for k, v in context.items() if k != "assumptions")
                  + "</ul>")
     by_name = {a.topic: a for a in advice}
     for t in inline:

@@ -58,6 +58,10 @@ class InputPlan:
     record_format: Optional[str] = None
     seen: set = field(default_factory=set)
     storage_options: Optional[Dict[str, Any]] = field(default=None, repr=False)  # for URL inputs and --write
+    timestamps: Optional[Any] = None  # record inputs: a kcodec.advise.timestamps.TimestampPlan
+    topic_regex: Optional[str] = None  # --topic: only the topics it matches whole
+    tails: List[Tuple[str, int, str, int, int]] = field(default_factory=list)  # (topic, partition, last segment,
+    #: its last indexed batch's position, its size): where a partial batch a crash left would be
 
 
 def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
@@ -122,6 +126,7 @@ def _add_log_dir(plan: InputPlan, path: str, chunk_bytes: int) -> None:
         n = 0
         try:
             _add_span(plan, topic, [seg for seg in part.segments if seg.size])
+            _check_tail(plan, topic, partition, [seg for seg in part.segments if seg.size])
             for seg in part.segments:
                 if seg.size == 0:  # a freshly rolled active segment holds nothing yet
                     continue
@@ -135,6 +140,17 @@ def _add_log_dir(plan: InputPlan, path: str, chunk_bytes: int) -> None:
             part.close()
     if not plan.ranges:
         raise KcodecError(f"{path}: the log directory holds no records (every segment is empty)")
+
+
+def _check_tail(plan: InputPlan, topic: str, partition: int, segments) -> None:
+    """Where the partition's last segment would end in a partial batch (a crash while the broker appended):
+    from its last indexed batch to its end, read in a Spark task (:mod:`kcodec.advise.tails`)."""
+    if not segments:
+        return
+    seg = segments[-1]
+    positions = seg.offset_index.positions
+    start = int(positions[-1]) if len(positions) and positions[-1] < seg.size else 0
+    plan.tails.append((topic, partition, seg.url, start, seg.size))
 
 
 def _add_span(plan: InputPlan, topic: str, segments) -> None:

@@ -6,13 +6,15 @@ only per-topic aggregates come back to the driver.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from kcodec.advise import cost as costs
+from kcodec.advise.assumptions import bill_assumptions, flag_name, topic_assumptions
 from kcodec.advise.cpu import REFERENCE
 from kcodec.advise.grid import (
     DEFAULT_BATCH_SIZES,
@@ -24,13 +26,16 @@ from kcodec.advise.grid import (
     parse_batch_sizes,
     parse_codecs,
     parse_lingers,
+    parse_share,
     parse_size,
 )
 from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
+from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_memory
+from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.task import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
-from kcodec.advise.topic_config import topic_economics
+from kcodec.advise.topic_config import price_topic
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
 from kcodec.storage import parse_storage_option
@@ -62,6 +67,8 @@ class Options:
     sample: str = DEFAULT_SAMPLE
     chunk: str = DEFAULT_CHUNK
     prices: Optional[str] = None
+    platform: str = "ec2"
+    count_consumer_groups: bool = False
     metadata_log: Optional[str] = None
     price_overrides: Dict[str, Optional[float]] = field(default_factory=dict)
     out_dir: str = "advise-report"
@@ -70,8 +77,11 @@ class Options:
     min_compress_mbps: float = 50.0
     min_read_mbps: float = 100.0
     max_linger_ms: float = 100.0
-    min_saving: float = 0.05
+    min_saving: Union[float, str] = 0.05
     cpu_cost: str = "model"
+    knee: Union[float, str] = DEFAULT_KNEE
+    producer_partitions: Optional[int] = None
+    buffer_memory: str = "32m"
     tasks: Optional[int] = None
     timeout_s: float = 10.0
     progress: bool = True
@@ -85,6 +95,7 @@ class Options:
     min_span_hours: float = 1.0
     bytes_per_day: Optional[str] = None
     volumes: Optional[str] = None
+    timestamp_unit: Optional[str] = None
 
 
 @dataclass
@@ -104,6 +115,11 @@ class Checked:
     metadata: Optional[object] = None  #: the --metadata-log read, a ClusterMetadata
     volumes: Dict[str, int] = field(default_factory=dict)  #: --volumes FILE
     bytes_per_day: Optional[int] = None  #: --bytes-per-day
+    bill: List = field(default_factory=list)  #: the platform and prices, as Assumptions
+    file_defaults: Set[str] = field(default_factory=set)  #: TopicEconomics fields the --prices defaults set
+    topic_fields: Dict[str, Set[str]] = field(default_factory=dict)  #: fields each --prices topic sets
+    cluster: Dict[str, object] = field(default_factory=dict)  #: topic -> TopicSettings from --bootstrap-server
+    buffer_memory: int = DEFAULT_BUFFER_MEMORY
 
 
 def _flag(name: str, fn, value):
@@ -125,11 +141,20 @@ def check_options(o: Options) -> Checked:
     cur_codec, cur_level = _flag("--current-codec", parse_codecs, o.current_codec)[0]
     current = Setting(cur_codec, cur_level, _flag("--current-batch-size", parse_size, o.current_batch_size),
                       _flag("--current-linger-ms", parse_lingers, o.current_linger_ms)[0])
+    if not 1 <= current.batch_bytes <= 2 ** 31 - 1:
+        raise KcodecError(f"--current-batch-size {o.current_batch_size}: batch.size must be between 1 byte and 2 GiB")
     sample_bytes = _flag("--sample", parse_size, o.sample)
+    if sample_bytes < 1024:
+        raise KcodecError(f"--sample {o.sample}: at least 1KiB")
     chunk_bytes = _flag("--chunk", parse_size, o.chunk)
     if chunk_bytes < 1024:
         raise KcodecError(f"--chunk {o.chunk}: at least 1KiB")
-    current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size else None
+    current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size is not None else None
+    if current_bytes is not None and current_bytes < 1:
+        raise KcodecError(f"--current-size {o.current_size}: more than 0 bytes")
+    for flag, value, least in (("--records", o.records, 1), ("--tasks", o.tasks, 1), ("--seed", o.seed, 0)):
+        if value is not None and value < least:
+            raise KcodecError(f"{flag} {value}: {'at least 1' if least else '0 or more'}")
     if o.partitions < 1:
         raise KcodecError(f"--partitions {o.partitions}: at least 1")
     if not o.fetch_retry_s >= 0:
@@ -160,20 +185,57 @@ def check_options(o: Options) -> Checked:
         if choose not in settings:
             raise KcodecError(f"--choose {o.choose}: {choose.label} is not among the measured settings "
                               f"(--codecs {o.codecs}, --batch-sizes {o.batch_sizes}, --linger-ms {o.lingers})")
+    _check_master(o.master, o.timeout_s)
     overrides = {k: v for k, v in o.price_overrides.items() if v is not None}
-    prices, defaults, topics = costs.load_prices(o.prices, overrides)
+    for name, value in overrides.items():
+        problem = costs.value_problem(name, value)
+        if problem:
+            raise KcodecError(f"{flag_name(name)} {value:g}: {problem}")
+    if o.count_consumer_groups and not o.bootstrap_server:
+        raise KcodecError("--count-consumer-groups asks a live cluster: give --bootstrap-server")
+    plat = platform(o.platform)
+    prices, defaults, topics = costs.load_prices(o.prices, overrides, base=plat.prices)
+    doc = costs.read_prices_file(o.prices)
+    bill = bill_assumptions(plat, o.platform != DEFAULT_PLATFORM, prices, set(overrides),
+                            set((doc.get("prices") or {})), o.prices)
+    file_defaults = set(doc.get("defaults") or {})
+    topic_fields = {t: set(spec or {}) for t, spec in (doc.get("topics") or {}).items()}
+    for flag, value in (("--min-compress-mbps", o.min_compress_mbps), ("--min-read-mbps", o.min_read_mbps),
+                        ("--max-linger-ms", o.max_linger_ms)):
+        if not 0 <= value < float("inf"):
+            raise KcodecError(f"{flag} {value:g}: a number, 0 or more")
+    min_saving = _flag("--min-saving", parse_share, o.min_saving)
+    if min_saving >= 1:
+        raise KcodecError(f"--min-saving {o.min_saving}: a share below 1 (100%)")
+    knee_share = _flag("--knee", parse_share, o.knee)
+    if knee_share == 0:
+        raise KcodecError(f"--knee {o.knee}: a share above 0, at most 1 (100%)")
+    if o.producer_partitions is not None and o.producer_partitions < 1:
+        raise KcodecError(f"--producer-partitions {o.producer_partitions}: at least 1")
+    buffer_memory = _flag("--buffer-memory", parse_size, o.buffer_memory)
+    if buffer_memory < 1:
+        raise KcodecError(f"--buffer-memory {o.buffer_memory}: at least 1 byte")
     if o.cpu_cost not in ("model", "measured"):
         raise KcodecError(f"--cpu-cost {o.cpu_cost}: expected model or measured")
-    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, o.min_saving, o.cpu_cost)
+    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, min_saving, o.cpu_cost, knee_share)
     if o.bootstrap_server:
         if o.inputs:
             raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
         plan = cluster_input(o.bootstrap_server, o.topic, o.timeout_s)
     else:
-        if o.topic:
-            raise KcodecError("--topic selects topics of --bootstrap-server")
         storage_options = dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option)
         plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options or None)
+        if o.topic is not None:
+            _select_topics(plan, o.topic)
+    if o.timestamp_unit is not None and plan.kind != "records":
+        raise KcodecError(f"--timestamp-unit {o.timestamp_unit}: only for Parquet or JSON record inputs, whose "
+                          f"timestamps may be plain numbers")
+    if plan.kind == "records":
+        from kcodec.advise.timestamps import detect_timestamps
+
+        plan.timestamps = detect_timestamps(plan.record_paths, plan.record_format, o.timestamp_unit,
+                                            plan.storage_options)
+        plan.description += f"; timestamps: {plan.timestamps.text()}"
     if o.write_dir:
         from kcodec.advise.write import check_write
 
@@ -182,8 +244,16 @@ def check_options(o: Options) -> Checked:
 
     metadata = read_metadata(o.metadata_log, dict(_flag("--storage-option", parse_storage_option, t)
                                                   for t in o.storage_option) or None)
+    cluster = {}
+    if o.bootstrap_server:
+        from kcodec.advise.cluster_settings import read_cluster_settings
+
+        cluster = read_cluster_settings(o.bootstrap_server, sorted(plan.topic_partitions), o.timeout_s,
+                                        o.count_consumer_groups)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
-                   rule, plan, set(overrides), metadata, volumes, bytes_per_day)
+                   rule, plan, set(overrides), metadata, volumes=volumes, bytes_per_day=bytes_per_day, bill=bill,
+                   file_defaults=file_defaults, topic_fields=topic_fields, cluster=cluster, buffer_memory=buffer_memory)
+
 
 
 #: Bytes of sampled ranges a measuring task is given at least: small topics share a task, since a
@@ -197,6 +267,57 @@ def task_count(sizes: Sequence[int], parallelism: int) -> int:
     if not sizes:
         return 1
     return max(1, min(len(sizes), max(2 * parallelism, -(-sum(sizes) // TASK_BYTES))))
+
+
+
+def _check_master(master: Optional[str], timeout_s: float) -> None:
+    """A ``spark://`` master that accepts no connection is said at once: Spark itself would retry
+    for a minute and then print its stack traces."""
+    import re
+    import socket
+
+    if not master or not master.startswith("spark://"):
+        return
+    problems = []
+    for part in master[len("spark://"):].split(","):
+        host, sep, port = part.rpartition(":")
+        if (not sep or not port.isdigit() or not 0 < int(port) < 65536
+                or not re.fullmatch(r"[\w.\-\[\]:]+", host)):
+            raise KcodecError(f"--master {master}: {part!r} is not HOST:PORT")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return
+        except OSError as exc:
+            problems.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise KcodecError(f"--master {master}: no Spark master answers ({'; '.join(problems)})")
+
+
+def _select_topics(plan: InputPlan, regex: str) -> None:
+    """Keep only the topics ``regex`` matches whole (``--topic``), for every input kind."""
+    import re
+
+    try:
+        pattern = re.compile(regex)
+    except re.error as exc:
+        raise KcodecError(f"--topic {regex}: not a regular expression ({exc})") from None
+    if plan.kind == "logs":
+        known = sorted(plan.topic_partitions)
+        plan.ranges = [r for r in plan.ranges if pattern.fullmatch(r.topic)]
+        plan.tails = [t for t in plan.tails if pattern.fullmatch(t[0])]
+        for table in (plan.topic_bytes, plan.topic_partitions, plan.topic_span_ms):
+            for t in [t for t in table if not pattern.fullmatch(t)]:
+                del table[t]
+    elif plan.kind == "sample":
+        from kcodec.advise.sample import TOPICS
+
+        known = sorted(TOPICS)
+    else:  # records: topics come from a topic column, else from the file's name; picked in Spark
+        known = []
+    if known and not any(pattern.fullmatch(t) for t in known):
+        raise KcodecError(f"--topic {regex}: matches none of the topics of {plan.description} "
+                          f"({', '.join(known)})")
+    plan.topic_regex = regex
+    plan.description += f" topics /{regex}/"
 
 
 def _chunks(spark, o: Options, c: Checked, tasks: int):
@@ -224,6 +345,97 @@ def _chunks(spark, o: Options, c: Checked, tasks: int):
 
 def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] = print, **kwargs) -> Dict:
     """Run the advisor; returns the per-topic advice and the report paths."""
+    interrupts = _Interrupts()
+    try:
+        return _run_advise(options, log, interrupts, **kwargs)
+    finally:
+        interrupts.restore()
+
+
+class _Interrupts:
+    """Ctrl-C while Spark runs ends in one KeyboardInterrupt, said in one line by the CLI.
+
+    PySpark's own SIGINT handler asks the JVM to cancel every job through the very
+    connection the interrupted call is waiting on, and py4j logs each broken call with
+    its traceback; the JVM, in the same process group, got the signal too and is ending.
+    """
+
+    def __init__(self) -> None:
+        self._handler = None
+        self._quiet = None
+        self.pending = False
+
+    def starting(self) -> None:
+        """While the JVM starts, a Ctrl-C is noted, not raised: the launch it would break (the JVM got the
+        signal too) fails with Spark's own error, which :meth:`started` turns back into the interrupt."""
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def noted(signum, frame):
+            self.pending = True
+
+        previous = signal.signal(signal.SIGINT, noted)
+        if self._handler is None:
+            self._handler = previous
+
+    @contextlib.contextmanager
+    def keeping(self):
+        """Keep the handler of :meth:`starting` while the session is made: SparkContext's constructor
+        installs PySpark's own, which only :meth:`started` may replace."""
+        import signal
+
+        real = signal.signal
+
+        def keep(signum, handler):
+            return signal.getsignal(signum) if signum == signal.SIGINT else real(signum, handler)
+
+        signal.signal = keep
+        try:
+            yield
+        finally:
+            signal.signal = real
+
+    def started(self, failure: Optional[BaseException] = None) -> None:
+        """After the session is made (or failed with ``failure``): raise the Ctrl-C noted meanwhile, else
+        let the next one raise."""
+        import logging
+        import signal
+        import threading
+
+        if self.pending:
+            raise KeyboardInterrupt
+        if failure is not None:
+            raise failure
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def interrupted(signum, frame):
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGINT, interrupted)
+        if self._handler is None:
+            self._handler = previous
+        root = logging.getLogger()
+        if not root.handlers:  # py4j logs broken calls on the root logger, which would print them
+            self._quiet = logging.NullHandler()
+            root.addHandler(self._quiet)
+
+    def restore(self) -> None:
+        import logging
+        import signal
+
+        if self._handler is not None:
+            signal.signal(signal.SIGINT, self._handler)
+            self._handler = None
+        if self._quiet is not None:
+            logging.getLogger().removeHandler(self._quiet)
+            self._quiet = None
+
+
+def _run_advise(options: Optional[Options], log: Callable[[str], None], interrupts: _Interrupts, **kwargs) -> Dict:
     from kcodec.advise.progress import SparkProgress
     from kcodec.advise.report import summary_text, write_reports
     from kcodec.spark.session import get_session
@@ -232,7 +444,13 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
     started = time.perf_counter()
     c = check_options(o)
     log(f"kcodec advise: {c.plan.description}; {len(c.settings)} settings per chunk; starting Spark ...")
-    spark = get_session(o.master, "kcodec-advise")
+    interrupts.starting()
+    try:
+        with interrupts.keeping():
+            spark = get_session(o.master, "kcodec-advise")
+    except Exception as exc:
+        interrupts.started(exc)
+    interrupts.started()
     # A task's error reaches the driver and is reported in one line; Spark's own log of it would
     # print the same error again as pages of stack traces.
     spark.sparkContext.setLogLevel("OFF")
@@ -263,11 +481,17 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
         raise KcodecError(f"{c.plan.description}: no records to measure")
     aggregates = _aggregate(rows)
     rows.unpersist()
+    tails = {}
+    if c.plan.kind == "logs":
+        from kcodec.advise.tails import partial_tails
+
+        tails = partial_tails(spark, [t for t in c.plan.tails if t[0] in aggregates], c.plan.storage_options)
     advice: List[TopicAdvice] = []
     min_span_ms = o.min_span_hours * 3_600_000 if c.plan.kind != "sample" else 0.0
     for topic in sorted(aggregates):
-        econ, econ_notes = topic_economics(topic, c.defaults, c.topics, c.flagged, c.metadata)
-        econ, given = _volume(topic, econ, c, o)
+        priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
+                             c.file_defaults, c.topic_fields, o.prices)
+        econ, given = _volume(topic, priced.economics, c, o)
         if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
             aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
                 c.plan.topic_span_ms[topic]
@@ -276,7 +500,15 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
                                    c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None,
                                    min_span_ms=min_span_ms, topic_offsets=_offsets(c.plan, topic),
                                    given=given))
-        advice[-1].notes.extend(econ_notes)
+        advice[-1].notes.extend(priced.notes)
+        advice[-1].notes.extend(tails.get(topic, []))
+        a = advice[-1]
+        if a.best is not None:
+            writes_to = o.producer_partitions or c.plan.topic_partitions.get(topic) or (
+                o.partitions if c.plan.kind in ("records", "sample") else a.partitions)
+            a.memory = producer_memory(a.best.setting.batch_bytes, writes_to, c.buffer_memory)
+        advice[-1].assumptions = topic_assumptions(econ, priced.sources, advice[-1].stored_per_day,
+                                                   advice[-1].per_day_source, c.prices)
     estate = None
     if len(advice) > 1:
         from kcodec.advise.estate import plan_estate
@@ -286,18 +518,23 @@ def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] 
         estate = plan_estate(advice, c.rule, o.group_by, o.same_setting_within)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
-               "rule": c.rule.text(), "prices": f"{costs.PRICE_LIST}; overridable with --prices and flags",
-               "prices used": vars(c.prices),
+               "rule": c.rule.text(), "assumptions": [a.doc() for a in c.bill],
                "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
                               f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
                "replay": LIMITS}
     if c.metadata is not None:
         context["metadata log"] = f"{o.metadata_log}: each topic's retention.ms and replication factor"
+    if c.cluster:
+        context["cluster settings"] = (f"{o.bootstrap_server}: each topic's settings (DescribeConfigs) and replicas "
+                                       f"(Metadata)" + ("; consumer groups counted (ListGroups, OffsetFetch)"
+                                                        if o.count_consumer_groups else ""))
     if c.current_bytes is not None:
         context["current size"] = o.current_size
     log("")
     if estate is None or o.all_topics:
-        log(summary_text(advice, c.current_bytes, o.current_size))
+        log(summary_text(advice, c.current_bytes, o.current_size, c.bill,
+                         (c.prices.block_gb_month,
+                          c.defaults.replication_factor if c.prices.storage_per_replica else 1)))
     if estate is not None:
         from kcodec.advise.estate_text import estate_text
 

@@ -1,8 +1,10 @@
 """A read-only conversation with a Kafka cluster over kafka-python's protocol layer.
 
-Only four requests are ever sent: ApiVersions (by the library, on connect),
-Metadata, ListOffsets and Fetch.  There is no consumer, so no group is
-joined and no offset is committed.  Every wait is bounded by the session's
+Only reads are ever sent: ApiVersions (by the library, on connect), Metadata,
+ListOffsets and Fetch to sample; DescribeConfigs for the topics' settings; and,
+only when the user allows it, ListGroups, FindCoordinator and OffsetFetch to
+count the consumer groups reading a topic.  There is no consumer, so no group
+is joined and no offset is committed.  Every wait is bounded by the session's
 timeout, and every failure becomes a one-line :class:`ClusterError` naming
 the address, topic or partition.
 """
@@ -15,7 +17,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from kcodec.errors import ClusterError
 
 __all__ = ["BrokerSession", "PartitionMeta", "FetchedRecords", "LeaderMoved", "OffsetOutOfRange", "parse_bootstrap",
-           "error_name", "EARLIEST", "LATEST"]
+           "error_name", "EARLIEST", "LATEST", "TOPIC_RESOURCE"]
 
 EARLIEST = -2  # ListOffsets timestamps with a special meaning (Kafka's OffsetSpec)
 LATEST = -1
@@ -26,6 +28,13 @@ _FETCH_MAX_VERSION = 12
 # (Tansu) that answer a zero wait with an empty response.
 _FETCH_WAIT_MS = 200
 _CLIENT_ID = "kcodec-advise"
+TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic (Kafka's ConfigResource.Type.TOPIC)
+_GROUP_KEY = 0  # FindCoordinator key type of a consumer group
+# OffsetFetch v8 (Kafka 3.0+) asks by groups; older brokers get v2-7's one group.  Tansu answers
+# "all topics" (null topics) only in the v8 layout.  v10 names topics by id.
+_OFFSET_FETCH_GROUPS_VERSION = 8
+_OFFSET_FETCH_MAX_VERSION = 9
+_FIND_COORDINATOR_MAX_VERSION = 3
 _OFFSET_OUT_OF_RANGE = 1
 # LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
 _LEADER_MOVED = frozenset({5, 6, 74, 76})
@@ -46,6 +55,7 @@ class PartitionMeta:
     leader: int  #: broker node id, -1 when the partition has no leader
     error: int  #: Kafka error code from Metadata, 0 when fine
     internal: bool
+    replicas: Tuple[int, ...] = ()  #: broker ids holding a replica (the replication factor is their count)
 
 
 @dataclass(frozen=True)
@@ -160,8 +170,71 @@ class BrokerSession:
                 raise ClusterError(f"topic {t.name!r} at {self.bootstrap}: {error_name(t.error_code)}")
             for p in t.partitions:
                 out.append(PartitionMeta(t.name, p.partition_index, p.leader_id, p.error_code,
-                                         bool(t.is_internal)))
+                                         bool(t.is_internal), tuple(p.replica_nodes or ())))
         return sorted(out, key=lambda m: (m.topic, m.partition))
+
+    def topic_configs(self, topics: Sequence[str]) -> Dict[str, Dict[str, Optional[str]]]:
+        """Each topic's configuration as DescribeConfigs returns it (name -> value; sensitive values None).
+
+        Kafka returns every setting, defaults included; a broker may return only those set on the topic."""
+        from kafka.protocol.admin import DescribeConfigsRequest as D
+
+        request = D(resources=[D.DescribeConfigsResource(resource_type=TOPIC_RESOURCE, resource_name=t,
+                                                         configuration_keys=None) for t in topics],
+                    include_synonyms=False, include_documentation=False)
+        self._version(request, 0)
+        response = self._send(None, request, f"topic configurations from {self.bootstrap}")
+        out: Dict[str, Dict[str, Optional[str]]] = {}
+        for r in response.results:
+            if r.error_code:
+                raise ClusterError(f"configuration of topic {r.resource_name!r} at {self.bootstrap}: "
+                                   f"{error_name(r.error_code)}" + (f" ({r.error_message})" if r.error_message else ""))
+            out[r.resource_name] = {c.name: None if c.is_sensitive else c.value for c in r.configs}
+        return out
+
+    def consumer_groups(self) -> List[str]:
+        """Every group of the cluster: ListGroups asked of each broker (each answers for the groups it
+        coordinates)."""
+        from kafka.protocol.admin import ListGroupsRequest
+
+        groups = set()
+        for node in sorted(b.node_id for b in self._client.cluster.brokers()):
+            request = ListGroupsRequest(states_filter=[], types_filter=[])
+            self._version(request, 0)
+            response = self._send(node, request, f"groups listed by broker {node}")
+            if response.error_code:
+                raise ClusterError(f"groups listed by broker {node} at {self.bootstrap}: "
+                                   f"{error_name(response.error_code)}")
+            groups.update(g.group_id for g in response.groups)
+        return sorted(groups)
+
+    def group_topics(self, group: str) -> List[str]:
+        """The topics ``group`` has committed offsets for (OffsetFetch of all its partitions, at its coordinator)."""
+        from kafka.protocol.consumer import OffsetFetchRequest
+        from kafka.protocol.metadata import FindCoordinatorRequest
+
+        find = FindCoordinatorRequest(key=group, key_type=_GROUP_KEY, coordinator_keys=[group])
+        self._version(find, 0, _FIND_COORDINATOR_MAX_VERSION)
+        answer = self._send(None, find, f"coordinator of group {group!r}")
+        if answer.error_code:
+            raise ClusterError(f"coordinator of group {group!r} at {self.bootstrap}: {error_name(answer.error_code)}")
+        fetch = OffsetFetchRequest
+        request = fetch(groups=[fetch.OffsetFetchRequestGroup(group_id=group, topics=None)], require_stable=False)
+        self._version(request, 2, _OFFSET_FETCH_MAX_VERSION)
+        if request.API_VERSION < _OFFSET_FETCH_GROUPS_VERSION:
+            request = fetch(group_id=group, topics=None, require_stable=False)
+            self._version(request, 2, _OFFSET_FETCH_GROUPS_VERSION - 1)
+        response = self._send(answer.node_id, request, f"offsets of group {group!r}")
+        if request.API_VERSION >= _OFFSET_FETCH_GROUPS_VERSION:
+            answers = [(g.error_code, g.topics) for g in response.groups]
+        else:
+            answers = [(response.error_code, response.topics)]
+        topics = set()
+        for code, found in answers:
+            if code:
+                raise ClusterError(f"offsets of group {group!r} at {self.bootstrap}: {error_name(code)}")
+            topics.update(t.name for t in found if any(p.committed_offset >= 0 for p in t.partitions))
+        return sorted(topics)
 
     def list_offsets(self, leader: int, topic: str, partitions: Iterable[int], spec: int) -> Dict[int, int]:
         """``spec`` (EARLIEST or LATEST) offset of each partition led by ``leader``."""

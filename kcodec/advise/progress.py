@@ -5,7 +5,18 @@ import sys
 import threading
 from typing import Optional
 
-__all__ = ["SparkProgress"]
+__all__ = ["SparkProgress", "monotone_steps"]
+
+
+_STEPS = 1000
+
+
+def monotone_steps(shown: int, finished: int, total: int) -> int:
+    """Thousandths of the work to show: the tasks finished of those known, never less than already shown,
+    and short of the whole until the action returns."""
+    if total <= 0:
+        return shown
+    return max(shown, min(_STEPS - 1, finished * _STEPS // total))
 
 
 class SparkProgress:
@@ -23,12 +34,14 @@ class SparkProgress:
         from tqdm import tqdm
 
         tracker = self.sc.statusTracker()
-        # drawn on a terminal only, so logs and CI output get no carriage-return spam
-        bar = tqdm(total=0, desc=self.what, unit="task", file=sys.stderr, dynamic_ncols=True,
+        # Drawn on a terminal only, so logs and CI output get no carriage-return spam.  The bar is in
+        # thousandths of the work: a stage that starts later adds tasks to the total, and the share
+        # done shown never goes back when it does.
+        bar = tqdm(total=_STEPS, desc=self.what, file=sys.stderr, dynamic_ncols=True,
                    disable=not sys.stderr.isatty(),
-                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} tasks "
-                              "[{elapsed}<{remaining}]")
+                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} [{elapsed}<{remaining}]")
         done: dict = {}
+        total = 0
         try:
             while not self._stop.wait(self.interval):
                 for sid in tracker.getActiveStageIds():
@@ -36,14 +49,15 @@ class SparkProgress:
                     if info is None:
                         continue
                     if sid not in done:
-                        bar.total += info.numTasks
-                        done[sid] = 0
-                    step = info.numCompletedTasks - done[sid]
-                    if step > 0:
-                        bar.update(step)
-                        done[sid] = info.numCompletedTasks
+                        total += info.numTasks
+                    done[sid] = max(done.get(sid, 0), info.numCompletedTasks)
+                finished = sum(done.values())
+                bar.set_postfix_str(f"{finished}/{total} tasks", refresh=False)
+                shown = monotone_steps(bar.n, finished, total)
+                if shown > bar.n:
+                    bar.update(shown - bar.n)
                 bar.refresh()
-            bar.update(bar.total - bar.n)
+            bar.update(_STEPS - bar.n)
         finally:
             bar.close()
 

@@ -16,7 +16,11 @@ The rule, applied to the settings measured for a topic:
    ``linger.ms``, then smaller ``batch.size``, then the codec in Kafka's
    ``CompressionType`` order (none, gzip, snappy, lz4, zstd), then the lower
    level (the codec's default first).
-4. It is recommended when it saves at least ``--min-saving`` of today's
+4. With ``--knee`` below 1, the smallest ``linger.ms``, then ``batch.size``,
+   whose saving is at least that share of what step 3's pick saves is chosen
+   instead (:func:`kcodec.advise.latency.knee`; step 3 decides among settings
+   of that ``linger.ms`` and ``batch.size``).
+5. It is recommended when it saves at least ``--min-saving`` of today's
    $/month; otherwise today's settings stay.
 
 Every input of the rule depends only on the data and the flags, so the same
@@ -31,6 +35,8 @@ from typing import Dict, List, Optional, Sequence
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.cpu import CpuCost, cpu_cost
 from kcodec.advise.grid import Setting, format_size
+from kcodec.advise.latency import knee, linger_curve
+from kcodec.advise.notes import best_excluded, excluded_note, keep_note
 from kcodec.advise.task import TODAY
 
 __all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config", "pick", "CODEC_ORDER"]
@@ -47,10 +53,14 @@ class Rule:
     max_linger_ms: float = 100.0
     min_saving: float = 0.05  # fraction of today's $/month a change must save to be worth making
     cpu: str = "model"  # where the CPU of the bill and of the speed limits comes from: "model" or "measured"
+    knee: float = 1.0  # share of the best saving within budget the smallest linger.ms/batch.size must keep
 
     def text(self) -> str:
         source = "kcodec's CPU model" if self.cpu == "model" else "this run's measurement"
-        return (f"the lowest $/month (storage + network + CPU) among settings that build at "
+        pick = ("the lowest $/month (storage + network + CPU)" if self.knee >= 1 else
+                f"the smallest linger.ms, then batch.size, saving at least {self.knee * 100:g}% of what the "
+                f"lowest $/month (storage + network + CPU) saves (--knee)")
+        return (f"{pick} among settings that build at "
                 f"{self.min_compress_mbps:g} MB/s of CPU per core or more (--min-compress-mbps), read at "
                 f"{self.min_read_mbps:g} MB/s or more (--min-read-mbps) and linger at most "
                 f"{self.max_linger_ms:g} ms (--max-linger-ms); costs within their uncertainty count as equal and "
@@ -58,10 +68,12 @@ class Rule:
                 f"when it saves at least {self.min_saving * 100:g}% of today's $/month (--min-saving), else keep "
                 f"today's settings; CPU from {source} (--cpu-cost)")
 
+    def fast_enough(self, m: "Measured") -> bool:
+        return (m.setting is not None and m.compress_mbps >= self.min_compress_mbps
+                and m.read_mbps >= self.min_read_mbps)
+
     def allows(self, m: "Measured") -> bool:
-        s = m.setting
-        return (s is not None and m.compress_mbps >= self.min_compress_mbps and m.read_mbps >= self.min_read_mbps
-                and s.linger_ms <= self.max_linger_ms)
+        return self.fast_enough(m) and m.setting.linger_ms <= self.max_linger_ms
 
 
 @dataclass
@@ -166,6 +178,11 @@ class TopicAdvice:
     recompress_cpu: float = 0.0  # $/month of CPU if brokers rebuild every batch in another codec
     priced: bool = True  # False: bytes per day unknown, the topic is left out of the estate's dollars
     volume_source: str = ""  # where bytes per day came from, in a few words
+    assumptions: List = field(default_factory=list)  # kcodec.advise.assumptions.Assumption: what the bill rests on
+    cheapest: Optional[Measured] = None  # the lowest $/month within the rule, when the knee chose another
+    curve: List = field(default_factory=list)  # kcodec.advise.latency.LingerPoint per linger.ms of the grid
+    memory: Optional[object] = None  # kcodec.advise.latency.ProducerMemory of the recommended batch.size
+    rule: Optional[Rule] = None  # the rule the choice followed, to mark the rows it left out
 
     @property
     def codec_mix(self) -> Dict[str, float]:
@@ -308,14 +325,16 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         best = next(m for m in results if m.setting == choose)
         chosen_by = f"--choose {choose.label}"
     else:
-        best = pick(ok)
+        best = knee(ok, today.cost.total, rule.knee, pick)
         chosen_by = "rule"
         if best is None:
             notes.append("no setting meets the rule; lower --min-compress-mbps / --min-read-mbps")
         elif today.cost.total - best.cost.total < rule.min_saving * today.cost.total:
-            notes.append(f"the best setting, {best.label}, saves less than {rule.min_saving * 100:g}%: "
-                         f"keep today's settings")
+            notes.append(keep_note(best, today.cost.total, rule))
             best = None
+        excluded = best_excluded(results, rule, (best or today).cost.total)
+        if excluded is not None:
+            notes.append(excluded_note(excluded, today.cost.total, rule))
     without = None
     if best is not None and not _default_level(best.setting):
         plain = [m for m in ok if _default_level(m.setting) and m.cost.total < today.cost.total]
@@ -332,8 +351,12 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     if current is not None:
         notes.append(f"today's batches were built from records with --current-codec/--current-batch-size/"
                      f"--current-linger-ms ({current.label})")
+    cheapest = pick(ok)
     return TopicAdvice(topic, prof, today, results, best, without, chosen_by, per_day, source, partitions, notes,
-                       recompress, priced, tag)
+                       recompress, priced, tag,
+                       cheapest=cheapest if best is not None and cheapest is not best else None,
+                       curve=linger_curve(results, today.cost.total, rule.fast_enough, rule.max_linger_ms, pick),
+                       rule=rule)
 
 
 def _span_text(ms: float) -> str:

@@ -8,40 +8,21 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
+from kcodec.advise.assumptions import Assumption, assumption_lines
+from kcodec.advise.cost import GB
 from kcodec.advise.grid import format_size
+from kcodec.advise.latency import cost_lines, curve_doc
+from kcodec.advise.notes import exclusions, money
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.replay import LIMITS
+from kcodec.advise.topic_text import client_config_of, codec_mix_text, config_text
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
 
 
-def _money(x: float) -> str:
-    sign = "-" if x < 0 else ""
-    return f"{sign}${abs(x):,.0f}" if abs(x) >= 10 else f"{sign}${abs(x):,.2f}"
-
-
-def _mix(a: TopicAdvice) -> str:
-    return " ".join(f"{k} {v * 100:.0f}%" for k, v in sorted(a.codec_mix.items(), key=lambda kv: -kv[1]))
-
-
-def _client_config(a: TopicAdvice) -> Dict[str, str]:
-    """The recommended setting in the configuration names of the client the replay followed."""
-    from kcodec.advise.replay import client_config, client_rules
-
-    if a.best is None:
-        return {}
-    java = a.config()
-    s = a.best.setting
-    rules = client_rules(a.profile.get("replay", {}).get("client") or "java")
-    return client_config(rules, s.codec, s.level, f"compression.{s.codec}.level" not in java, s.batch_bytes,
-                         s.linger_ms)
-
-
-def _config_text(a: TopicAdvice) -> str:
-    if a.best is None:
-        return "keep today's settings"
-    return " ".join(f"{k}={v}" for k, v in _client_config(a).items())
+_money = money
+_mix, _client_config, _config_text = codec_mix_text, client_config_of, config_text
 
 
 def _replay_text(a: TopicAdvice) -> Optional[str]:
@@ -63,7 +44,8 @@ def _replay_text(a: TopicAdvice) -> Optional[str]:
 
 
 def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = None,
-                 current_size_text: Optional[str] = None) -> str:
+                 current_size_text: Optional[str] = None, bill: Sequence[Assumption] = (),
+                 storage_price: Optional[tuple] = None) -> str:
     """Per topic: today, what to set, $/month saved; then the total and the details."""
     lines = ["per topic: today -> what to set (producer configuration) and $/month saved", ""]
     total_today = total_best = 0.0
@@ -81,10 +63,17 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
         if replay:
             lines.append(f"  replay     {replay}")
         if a.best is not None:
-            lines.append(f"  saves      {_money(a.saving)}/month ({_money(t.cost.total)} -> {_money(best.cost.total)}: "
+            forced = "" if a.chosen_by == "rule" else f"chosen by {a.chosen_by}, not by the rule: "
+            if a.saving < 0:
+                forced += f"costs {_money(-a.saving)}/month more; "
+            lines.append(f"  saves      {forced}{_money(a.saving)}/month ({_money(t.cost.total)} -> "
+                         f"{_money(best.cost.total)}: "
                          f"storage {_money(t.cost.storage - best.cost.storage)}, network "
                          f"{_money(t.cost.network - best.cost.network)}, CPU {_money(t.cost.cpu - best.cost.cpu)}); "
                          f"{best.ratio:.2f}x +/- {best.ratio_std:.2f} over {best.chunks} chunks")
+        for label, text in cost_lines(a, _money):
+            lines.append(f"  {label:<10} {text}")
+        if a.best is not None:
             if a.best_without_level is not None and (a.profile.get("replay") or {}).get("client", "java") == "java":
                 w = a.best_without_level
                 lines.append(f"  pre-3.8    compression.type={w.setting.codec} batch.size={w.setting.batch_bytes} "
@@ -95,16 +84,28 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
                          f"{_money(a.recompress_cpu)}/month of CPU here)")
         for n in a.notes:
             lines.append(f"  note       {terminal_text(n)}")
+        if a.assumptions:
+            lines.append("  assumes")
+            lines.extend(terminal_text(x) for x in assumption_lines(a.assumptions, "    "))
         lines.append("")
     saved = total_today - total_best
     lines.append(f"total: {_money(total_today)}/month today, {_money(total_best)}/month with the settings above: "
                  f"{_money(saved)}/month saved ({saved / max(total_today, 1e-9) * 100:.0f}%)")
+    if bill:
+        lines.append("the bill assumes")
+        lines.extend(assumption_lines(bill))
     lines.append(f"replay: {LIMITS}")
     if current_bytes is not None:
         today_stored = sum(a.today.stored_bytes for a in advice)
         after = sum((a.best or a.today).stored_bytes for a in advice)
-        after_bytes = current_bytes * after / max(1, today_stored)
-        lines.append(f"today's {current_size_text} would become {format_size(after_bytes)}")
+        became = current_bytes * after / max(1, today_stored)
+        line = f"today's {current_size_text} would become {format_size(became)}"
+        if storage_price is not None:  # ($/GB-month, replicas billed)
+            price, replicas = storage_price
+            line += (f": stored, {_money(current_bytes / GB * replicas * price)}/month -> "
+                     f"{_money(became / GB * replicas * price)}/month ({replicas} replica(s) at ${price:g}/GB-month; "
+                     f"apart from the totals above, which price bytes a day x retention)")
+        lines.append(line)
     lines.append("")
     lines.append(details_text(advice))
     return "\n".join(lines)
@@ -125,14 +126,26 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
         head = (f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'measured c/r':>19} "
                 f"{'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}")
         lines.append(head)
-        rows = sorted(a.results, key=lambda m: m.cost.total)[:top]
+        ranked = sorted(a.results, key=lambda m: m.cost.total)
+        named = [m for m in (a.best, a.cheapest, a.best_without_level) if m is not None]
+        rows = [m for m in ranked if m in ranked[:top] or any(m is n for n in named)]
         for m in [a.today] + rows:
-            mark = " <- set" if a.best is not None and m is a.best else ""
+            mark = _row_mark(a, m)
             lines.append(f"  {m.label:<24} {m.ratio:>6.2f}+/-{m.ratio_std:<4.2f} {m.records_per_batch:>9.1f} "
                          f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {m.measured_text():>19} "
                          f"{_money(m.cost.total):>9} "
                          f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
     return "\n".join(lines)
+
+
+def _row_mark(a: TopicAdvice, m: Measured) -> str:
+    """What the rule did with a row: set, or left out and why (today's row has no mark)."""
+    if m is a.today:
+        return ""
+    if a.best is not None and m is a.best:
+        return " <- set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
+    why = exclusions(a.rule, m) if a.rule is not None else []
+    return f" excluded: {'; '.join(why)}" if why else ""
 
 
 def _record_sizes(profile: Dict) -> str:
@@ -172,6 +185,11 @@ def _doc(a: TopicAdvice) -> Dict:
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
             "config": _client_config(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
+            "assumptions": [x.doc() for x in a.assumptions],
+            "latency_ms": a.best.setting.linger_ms if a.best else None,
+            "memory": ({"bytes": a.memory.needed, "batch_size": a.memory.batch_bytes, "partitions": a.memory.partitions,
+                        "buffer_memory": a.memory.buffer_memory} if a.memory else None),
+            "cheapest": m(a.cheapest) if a.cheapest else None, "by_linger": curve_doc(a),
             "settings": [m(x) for x in a.results]}
 
 
@@ -256,3 +274,4 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict, e
     _atomic_write(paths["csv"], buf.getvalue().encode(), mask)
     _atomic_write(paths["html"], report_html(advice, context, estate, head, charted).encode(), mask)
     return paths
+

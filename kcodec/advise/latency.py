@@ -1,0 +1,124 @@
+"""What a setting costs the producer: the latency ``linger.ms`` adds, the memory ``batch.size`` holds,
+and the knee of the saving against ``linger.ms``.
+
+Kafka's producer (``RecordAccumulator``) holds one open batch of up to
+``batch.size`` bytes per partition it writes to, all out of ``buffer.memory``
+(``ProducerConfig``, 32 MiB by default); a record waits in its batch up to
+``linger.ms`` before ``Sender`` may send it.  The longest linger and largest
+batch usually save the most, but most of the saving is often reached long
+before: the *knee* is the smallest ``linger.ms``, then ``batch.size``, whose
+saving is at least a stated share (``--knee``) of the best saving within the
+latency budget (``--max-linger-ms``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence
+
+from kcodec.advise.grid import format_size
+
+__all__ = ["DEFAULT_BUFFER_MEMORY", "DEFAULT_KNEE", "knee", "LingerPoint", "linger_curve", "ProducerMemory",
+           "producer_memory", "percent", "cost_lines", "curve_doc"]
+
+DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024  # ProducerConfig's buffer.memory default
+DEFAULT_KNEE = 0.9
+
+
+def knee(allowed: Sequence, today_total: float, share: float, pick: Callable) -> Optional[object]:
+    """Of ``allowed`` settings (``Measured``), the smallest ``linger.ms``, then ``batch.size``, saving at least
+    ``share`` of what the rule's pick among all of them saves (``pick`` again decides among settings of that
+    linger.ms and batch.size); the pick itself when nothing saves; None when none is allowed."""
+    best = pick(allowed)
+    if best is None:
+        return None
+    best_saving = today_total - best.cost.total
+    if share >= 1 or best_saving <= 0:
+        return best
+    near = [m for m in allowed if today_total - m.cost.total >= share * best_saving]
+    smallest = min((m.setting.linger_ms, m.setting.batch_bytes) for m in near)
+    return pick([m for m in near if (m.setting.linger_ms, m.setting.batch_bytes) == smallest])
+
+
+@dataclass
+class LingerPoint:
+    linger_ms: int
+    best: Optional[object]  #: the cheapest setting at this linger.ms that meets the speed rules
+    saving: float  #: today's $/month minus its
+    in_budget: bool  #: linger.ms within --max-linger-ms
+
+
+def linger_curve(results: Sequence, today_total: float, fast_enough: Callable, max_linger_ms: float,
+                 pick: Callable) -> List[LingerPoint]:
+    """The saving at each ``linger.ms`` of the grid: the rule's pick among its settings fast enough for it."""
+    out = []
+    for linger in sorted({m.setting.linger_ms for m in results}):
+        best = pick([m for m in results if m.setting.linger_ms == linger and fast_enough(m)])
+        out.append(LingerPoint(linger, best, today_total - best.cost.total if best else 0.0,
+                               linger <= max_linger_ms))
+    return out
+
+
+@dataclass(frozen=True)
+class ProducerMemory:
+    batch_bytes: int
+    partitions: int  #: partitions one producer writes to
+    buffer_memory: int
+
+    @property
+    def needed(self) -> int:
+        """One open batch per partition (RecordAccumulator), before any in flight."""
+        return self.batch_bytes * self.partitions
+
+    @property
+    def share(self) -> float:
+        return self.needed / self.buffer_memory
+
+    def text(self) -> str:
+        verdict = ("fits" if self.needed <= self.buffer_memory else
+                   "exceeds it: send() blocks up to max.block.ms once it is full; raise buffer.memory or lower "
+                   "batch.size")
+        return (f"batch.size {format_size(self.batch_bytes)} x {self.partitions} partition(s) = "
+                f"{format_size(self.needed)} of buffer.memory {format_size(self.buffer_memory)} "
+                f"({percent(self.share)}): {verdict}")
+
+
+def percent(share: float) -> str:
+    """A share as a whole percentage; one too small to show as 1% is "<1%", never "0%"."""
+    if 0 < share < 0.005:
+        return "<1%"
+    return f"{share * 100:.0f}%"
+
+
+def producer_memory(batch_bytes: int, partitions: int, buffer_memory: int = DEFAULT_BUFFER_MEMORY) -> ProducerMemory:
+    return ProducerMemory(batch_bytes, max(1, partitions), buffer_memory)
+
+
+def cost_lines(a, money: Callable[[float], str]) -> List[tuple]:
+    """(label, text) lines of a topic's advice (:class:`~kcodec.advise.recommend.TopicAdvice`): the latency and
+    memory of what to set, how the knee chose it, and the saving at each linger.ms."""
+    out = []
+    if a.best is not None:
+        s = a.best.setting
+        out.append(("latency", f"up to {s.linger_ms} ms added to each send (linger.ms={s.linger_ms}; a batch "
+                               f"filled to batch.size leaves sooner)"))
+        if a.memory is not None:
+            out.append(("memory", a.memory.text()))
+        if a.cheapest is not None:
+            c = a.cheapest
+            most = a.today.cost.total - c.cost.total
+            kept = a.saving / max(most, 1e-12)
+            out.append(("knee", f"the cheapest within the budget, {c.label}, saves {money(most)}/month at up to "
+                                f"{c.setting.linger_ms} ms; this setting keeps {kept * 100:.0f}% of that saving"))
+    if len(a.curve) > 1:
+        points = []
+        for p in a.curve:
+            best = f"{money(p.saving)} ({p.best.label})" if p.best is not None else "none meets the speed rule"
+            points.append(f"{p.linger_ms} ms {best}" + ("" if p.in_budget else " over budget"))
+        out.append(("by linger", "; ".join(points)))
+    return out
+
+
+def curve_doc(a) -> List[dict]:
+    """The saving at each linger.ms, for results.json."""
+    return [{"linger_ms": p.linger_ms, "setting": p.best.label if p.best is not None else None,
+             "saving_month": p.saving, "in_budget": p.in_budget} for p in a.curve]
