@@ -1,7 +1,8 @@
 """peerbench (../shared/peerbench) with kcodec's object API, and its table of ratios, in one command.
 
-    python bench/peerbench.py                          # every workload and codec (about 15 minutes)
+    python bench/peerbench.py                          # every workload and codec (about 12 minutes)
     python bench/peerbench.py --workload w3 --codec none --codec gzip
+    python bench/peerbench.py --before-tree ../kcodec-old --rounds 2   # before and after, interleaved
     python bench/peerbench.py --results results.json   # the table of an earlier run, nothing run
     python bench/peerbench.py --results after.json --before before.json   # two runs side by side
 
@@ -17,8 +18,8 @@ it is copied to ``--workdir`` first.  The table gives, per workload, codec and o
   plus codec-raw's (for a codec): what no implementation can skip (at most 1; the goal is
   1/1.2 = 0.83 or more).
 
-Ratios are only comparable within one run; the machine's load average at the start and
-end of the run is printed with the table.
+Ratios are only comparable within one run (see run()); the range of the machine's load
+average over the runs is printed with the table.
 """
 from __future__ import annotations
 
@@ -54,20 +55,69 @@ def _workdir(peerbench: Path, workdir: Optional[Path]) -> Path:
     return target
 
 
-def run(args: argparse.Namespace) -> Path:
-    """Run peerbench; returns its results.json."""
+def _run_once(root: Path, tree: Path, impls: List[str], workload: str, codecs: List[str], min_reps: int,
+              out: Path) -> dict:
+    cmd = [sys.executable, str(root / "peerbench" / "run.py"), "--impl", ",".join(impls), "--workload", workload,
+           "--out", str(out), "--min-reps", str(min_reps)]
+    for c in codecs:
+        cmd += ["--codec", c]
+    # The adapter module comes from this checkout's bench/; kcodec from `tree`.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(HERE)]))
+    print("+", f"PYTHONPATH={env['PYTHONPATH']}", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, cwd=root, env=env, check=True)
+    return json.loads(out.read_text())
+
+
+def _best_rows(docs: List[dict], impls: Tuple[str, ...]) -> Dict[Tuple[str, Key], dict]:
+    best: Dict[Tuple[str, Key], dict] = {}
+    for doc in docs:
+        for r in doc["rows"]:
+            k = (r["impl"], (r["workload"], r["codec"], r["op"]))
+            if r["impl"] in impls and (k not in best or r["records_per_s"] > best[k]["records_per_s"]):
+                best[k] = r
+    return best
+
+
+def run(args: argparse.Namespace) -> Tuple[dict, Optional[dict]]:
+    """Run peerbench workload by workload, ``--rounds`` times; returns the merged results (and the
+    ``--before-tree``'s).
+
+    The machine is shared: peerbench measures one implementation after the other, so a change of
+    load between Java's turn and kcodec's would show as a ratio.  Each round therefore runs one
+    workload at a time, alternating the order of the implementations (and of the two kcodec
+    trees), and every figure is the best of its runs; the floors and Java are taken over every
+    run of both trees.
+    """
     root = _workdir(Path(args.peerbench).resolve(), Path(args.workdir).resolve() if args.workdir else None)
     out = Path(args.out).resolve()
-    cmd = [sys.executable, str(root / "peerbench" / "run.py"), "--impl", ",".join(IMPLS),
-           "--out", str(out), "--md", str(out.with_suffix(".md")), "--min-reps", str(args.min_reps)]
-    for w in args.workload:
-        cmd += ["--workload", w]
-    for c in args.codec:
-        cmd += ["--codec", c]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(HERE)]))
-    print("+", " ".join(cmd), file=sys.stderr, flush=True)
-    subprocess.run(cmd, cwd=root, env=env, check=True)
-    return out
+    trees = [("after", REPO)] + ([("before", Path(args.before_tree).resolve())] if args.before_tree else [])
+    docs: Dict[str, List[dict]] = {label: [] for label, _ in trees}
+    runs = []
+    for rnd in range(args.rounds):
+        for workload in args.workload or ["w1", "w2", "w3"]:
+            order = trees if rnd % 2 == 0 else trees[::-1]
+            for i, (label, tree) in enumerate(order):
+                impls = list(IMPLS) if (rnd + i) % 2 == 0 else list(IMPLS)[::-1]
+                doc = _run_once(root, tree, impls, workload, args.codec, args.min_reps,
+                                out.with_name(f"{out.stem}-{label}-{workload}-{rnd}.json"))
+                docs[label].append(doc)
+                runs.append({"tree": label, "workload": workload, "round": rnd,
+                             "loadavg": {name: [i.get("loadavg_at_start"), i.get("loadavg_at_end")]
+                                         for name, i in doc["impls"].items()}})
+    every = [d for label in docs for d in docs[label]]
+    reference = _best_rows(every, ("memcpy", "codec-raw", "java"))
+
+    def merged(label: str) -> dict:
+        rows = dict(reference)
+        rows.update(_best_rows(docs[label], (KCODEC_IMPL,)))
+        return {"machine": every[0]["machine"], "tree": label, "rows": list(rows.values()), "runs": runs}
+
+    after = merged("after")
+    out.write_text(json.dumps(after, indent=1))
+    before = merged("before") if args.before_tree else None
+    if before is not None:
+        out.with_name(out.stem + "-before.json").write_text(json.dumps(before, indent=1))
+    return after, before
 
 
 def _rates(results: dict) -> Dict[Tuple[str, Key], dict]:
@@ -126,8 +176,11 @@ def cells(results: dict) -> List[dict]:
 def table(results: dict, before: Optional[dict] = None) -> str:
     """The Markdown table (bold: below 1.0 against Java, below 0.83 against the floor)."""
     m = results["machine"]
-    lines = [f"peerbench, {m['date']}, {m['cpu_model']} x{m['cpus']}, CPU time; load average "
-             f"{m.get('loadavg_at_start', '?')} at the start; M or k records/s.", ""]
+    loads = sorted(float(v.split()[0]) for run in results.get("runs", []) for pair in run["loadavg"].values()
+                   for v in pair if v)
+    load = (f"1-minute load average {loads[0]:.1f} to {loads[-1]:.1f} over {len(results['runs'])} runs"
+            if loads else f"load average {m.get('loadavg_at_start', '?')} at the start")
+    lines = [f"peerbench, {m['date']}, {m['cpu_model']} x{m['cpus']}, CPU time, {load}; M or k records/s.", ""]
     prior = {(c["workload"], c["codec"], c["op"]): c for c in cells(before)} if before else {}
     head = "| workload | codec | op | Java | kcodec | kcodec ÷ Java | kcodec ÷ floor |"
     rule = "|---|---|---|---:|---:|---:|---:|"
@@ -156,17 +209,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--workload", action="append", default=[], help="w1, w2, w3 (default all)")
     p.add_argument("--codec", action="append", default=[], help="none, gzip, snappy, lz4, zstd (default all)")
     p.add_argument("--min-reps", type=int, default=3, help="peerbench's --min-reps (slow cells)")
-    p.add_argument("--out", default="peerbench-results.json", help="peerbench's results.json (and .md beside it)")
-    p.add_argument("--results", default=None, help="render the table of this results.json; run nothing")
-    p.add_argument("--before", default=None, help="an earlier results.json to show beside (before/after)")
+    p.add_argument("--rounds", type=int, default=1, help="runs of every workload; each figure is the best")
+    p.add_argument("--before-tree", default=None,
+                   help="another kcodec checkout (extensions built) timed in the same rounds, shown beside")
+    p.add_argument("--out", default="peerbench-results.json",
+                   help="the merged results (and NAME-before.json with --before-tree; each run's file beside)")
+    p.add_argument("--results", default=None, help="render the table of this results file; run nothing")
+    p.add_argument("--before", default=None, help="an earlier results file to show beside (before/after)")
     args = p.parse_args(argv)
-    path = Path(args.results) if args.results else run(args)
-    try:
-        results = json.loads(path.read_text())
-        before = json.loads(Path(args.before).read_text()) if args.before else None
-    except (OSError, ValueError) as exc:
-        print(f"peerbench.py: cannot read results: {exc}", file=sys.stderr)
-        return 2
+    if args.results:
+        try:
+            results = json.loads(Path(args.results).read_text())
+            before = json.loads(Path(args.before).read_text()) if args.before else None
+        except (OSError, ValueError) as exc:
+            print(f"peerbench.py: cannot read results: {exc}", file=sys.stderr)
+            return 2
+    else:
+        results, before = run(args)
     print(table(results, before))
     return 0
 

@@ -270,76 +270,7 @@ static KC_VP_TARGET uint32_t crc32c_vpclmul_raw(uint32_t c, const uint8_t *p, si
         c = _mm_crc32_u8(c, *p++);
     return c;
 }
-/* The same folding on 256-bit registers, for CPUs with VPCLMULQDQ but not
- * AVX-512 (AMD Zen 3, Intel Alder Lake): two 16-byte lanes per register,
- * four registers, 128-byte steps.  It doubles the CRC instruction's speed,
- * which on a 1 MiB batch is most of the cost of building or checking it
- * beyond the copy of its records. */
-#define KC_FOLD_128_LO 0x6577b24500000000ull /* x^(63+8*128) mod P */
-#define KC_FOLD_128_HI 0x7417153f00000000ull /* x^(8*128-1) mod P */
-#define KC_FOLD_32_LO 0x33ccbbbc00000000ull  /* x^(63+8*32) mod P */
-#define KC_FOLD_32_HI 0xa2158b3400000000ull  /* x^(8*32-1) mod P */
-#define KC_V2_TARGET __attribute__((target("avx2,vpclmulqdq,sse4.2")))
-
-static int v2_checked = 0, v2_ok = 0;
-static int have_vpclmul256(void)
-{
-    if (!v2_checked) {
-        const char *env = getenv("KCODEC_CRC_VPCLMUL");
-        __builtin_cpu_init();
-        v2_ok = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("avx2") &&
-                __builtin_cpu_supports("vpclmulqdq") && !(env && env[0] == '0');
-        v2_checked = 1;
-    }
-    return v2_ok;
-}
-
-static inline KC_V2_TARGET __m256i fold256(__m256i x, __m256i k, __m256i data)
-{
-    return _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00),
-                                             _mm256_clmulepi64_epi128(x, k, 0x11)), data);
-}
-
-/* The raw (not inverted) state c advanced over len >= 128 bytes. */
-static KC_V2_TARGET uint32_t crc32c_vpclmul256_raw(uint32_t c, const uint8_t *p, size_t len)
-{
-    const __m256i k128 = _mm256_set_epi64x((long long)KC_FOLD_128_HI, (long long)KC_FOLD_128_LO,
-                                           (long long)KC_FOLD_128_HI, (long long)KC_FOLD_128_LO);
-    const __m256i k32 = _mm256_set_epi64x((long long)KC_FOLD_32_HI, (long long)KC_FOLD_32_LO,
-                                          (long long)KC_FOLD_32_HI, (long long)KC_FOLD_32_LO);
-    uint64_t rest[4];
-    __m256i x0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set_epi64x(0, 0, 0, (long long)c));
-    __m256i x1 = _mm256_loadu_si256((const __m256i *)(p + 32));
-    __m256i x2 = _mm256_loadu_si256((const __m256i *)(p + 64));
-    __m256i x3 = _mm256_loadu_si256((const __m256i *)(p + 96));
-    p += 128;
-    len -= 128;
-    for (; len >= 128; p += 128, len -= 128) {
-        x0 = fold256(x0, k128, _mm256_loadu_si256((const __m256i *)p));
-        x1 = fold256(x1, k128, _mm256_loadu_si256((const __m256i *)(p + 32)));
-        x2 = fold256(x2, k128, _mm256_loadu_si256((const __m256i *)(p + 64)));
-        x3 = fold256(x3, k128, _mm256_loadu_si256((const __m256i *)(p + 96)));
-    }
-    x0 = fold256(x0, k32, x1);
-    x0 = fold256(x0, k32, x2);
-    x0 = fold256(x0, k32, x3);
-    for (; len >= 32; p += 32, len -= 32)
-        x0 = fold256(x0, k32, _mm256_loadu_si256((const __m256i *)p));
-    _mm256_storeu_si256((__m256i *)rest, x0);
-    c = 0;
-    for (int i = 0; i < 4; i++)
-        c = (uint32_t)_mm_crc32_u64(c, rest[i]);
-    for (; len >= 8; p += 8, len -= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c = (uint32_t)_mm_crc32_u64(c, v);
-    }
-    while (len--)
-        c = _mm_crc32_u8(c, *p++);
-    return c;
-}
 #endif
-
 
 /* The folding loop starts with four 64-byte accumulators; shorter inputs
  * take the CRC instruction. */
@@ -357,12 +288,8 @@ uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len)
 uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
 {
 #ifdef KC_HAVE_VPCLMUL
-    if (len >= KC_VPCLMUL_MIN) {
-        if (have_vpclmul())
-            return ~crc32c_vpclmul_raw(~crc, buf, len);
-        if (have_vpclmul256())
-            return ~crc32c_vpclmul256_raw(~crc, buf, len);
-    }
+    if (len >= KC_VPCLMUL_MIN && have_vpclmul())
+        return ~crc32c_vpclmul_raw(~crc, buf, len);
 #endif
     return kc_crc32c_sse42(crc, buf, len);
 }
@@ -376,31 +303,11 @@ int kc_crc32c_has_vpclmul(void)
 #endif
 }
 
-uint32_t kc_crc32c_vpclmul256(uint32_t crc, const uint8_t *buf, size_t len)
-{
-#ifdef KC_HAVE_VPCLMUL
-    if (len >= KC_VPCLMUL_MIN && have_vpclmul256())
-        return ~crc32c_vpclmul256_raw(~crc, buf, len);
-#endif
-    return kc_crc32c_sse42(crc, buf, len);
-}
-
-int kc_crc32c_has_vpclmul256(void)
-{
-#ifdef KC_HAVE_VPCLMUL
-    return have_vpclmul256();
-#else
-    return 0;
-#endif
-}
-
 const char *kc_crc32c_backend(void)
 {
 #ifdef KC_HAVE_VPCLMUL
     if (have_vpclmul())
         return "vpclmulqdq";
-    if (have_vpclmul256())
-        return "vpclmulqdq-avx2";
 #endif
 #if defined(KC_HAVE_HW) && KC_HAVE_HW == 1
     if (have_hw())

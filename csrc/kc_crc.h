@@ -22,12 +22,8 @@ const char *kc_crc32_backend(void);
  * kc_crc32c_has_vpclmul(). */
 uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len);
 int kc_crc32c_has_vpclmul(void);
-/* Folding on 256-bit registers (VPCLMULQDQ with AVX2, no AVX-512) from 256
- * bytes, the CRC instruction below; kc_crc32c picks it when AVX-512 is absent. */
-uint32_t kc_crc32c_vpclmul256(uint32_t crc, const uint8_t *buf, size_t len);
-int kc_crc32c_has_vpclmul256(void);
 
-/* "vpclmulqdq", "vpclmulqdq-avx2", "sse4.2", "armv8-crc" or "portable": the implementation
+/* "vpclmulqdq", "sse4.2", "armv8-crc" or "portable": the implementation
  * kc_crc32c uses for long inputs. */
 const char *kc_crc32c_backend(void);
 

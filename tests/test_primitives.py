@@ -35,7 +35,7 @@ def test_crc_known_answers():
 
 
 def test_crc32c_backend_is_reported():
-    assert p.crc32c_backend() in {"vpclmulqdq", "vpclmulqdq-avx2", "sse4.2", "armv8-crc", "portable"}
+    assert p.crc32c_backend() in {"vpclmulqdq", "sse4.2", "armv8-crc", "portable"}
     assert p.crc32c_backend() == p.crc32c_backends()[0] or p.crc32c_backend() in p.crc32c_backends()
     assert p.crc32c_backends()[-1] == "portable"
     with pytest.raises(ValueError, match="not available"):
@@ -124,7 +124,7 @@ def _raw_crc(state: int, data: bytes) -> int:
 def test_fold_constants_in_the_c_source_are_the_derived_ones():
     source = (pathlib.Path(__file__).parents[1] / "csrc" / "kc_crc.c").read_text()
     consts = {m[0]: int(m[1], 16) for m in re.findall(r"#define (KC_FOLD_\w+) (0x[0-9a-f]+)ull", source)}
-    for distance in (32, 64, 128, 256):
+    for distance in (64, 256):
         lo, hi = _fold_constants(distance)
         assert consts[f"KC_FOLD_{distance}_LO"] == lo
         assert consts[f"KC_FOLD_{distance}_HI"] == hi

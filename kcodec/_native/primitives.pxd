@@ -23,8 +23,6 @@ cdef extern from "kc_crc.h" nogil:
     const char *kc_crc32_backend()
     uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len)
     int kc_crc32c_has_vpclmul()
-    uint32_t kc_crc32c_vpclmul256(uint32_t crc, const uint8_t *buf, size_t len)
-    int kc_crc32c_has_vpclmul256()
     const char *kc_crc32c_backend()
 
 cdef extern from "kc_varint.h" nogil:

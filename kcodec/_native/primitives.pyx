@@ -18,9 +18,9 @@ def crc32c_backend() -> str:
     """Which CRC-32C implementation runs on long inputs.
 
     ``"vpclmulqdq"`` (carry-less folding with AVX-512, the CRC instruction
-    for inputs under 256 bytes), ``"vpclmulqdq-avx2"`` (the same folding on
-    256-bit registers), ``"sse4.2"``, ``"armv8-crc"`` or ``"portable"``.
-    ``KCODEC_CRC_VPCLMUL=0`` in the environment turns the first two off.
+    for inputs under 256 bytes), ``"sse4.2"``, ``"armv8-crc"`` or
+    ``"portable"``.  ``KCODEC_CRC_VPCLMUL=0`` in the environment turns the
+    first off.
     """
     return kc_crc32c_backend().decode("ascii")
 
@@ -68,8 +68,6 @@ def crc32c_using(backend: str, data, unsigned int value=0) -> int:
         return _crc(data, value, kc_crc32c_sse42)
     if backend == "vpclmulqdq" and kc_crc32c_has_vpclmul():
         return _crc(data, value, kc_crc32c)
-    if backend == "vpclmulqdq-avx2" and kc_crc32c_has_vpclmul256():
-        return _crc(data, value, kc_crc32c_vpclmul256)
     raise ValueError(f"CRC-32C backend {backend!r} is not available here; have {crc32c_backends()}")
 
 
@@ -82,12 +80,10 @@ cdef tuple _find_backends():
     out = []
     if kc_crc32c_has_vpclmul():
         out.append("vpclmulqdq")
-    if kc_crc32c_has_vpclmul256():
-        out.append("vpclmulqdq-avx2")
     hw = kc_crc32c_backend().decode("ascii")
     if hw in ("sse4.2", "armv8-crc"):
         out.append(hw)
-    elif hw in ("vpclmulqdq", "vpclmulqdq-avx2"):
+    elif hw == "vpclmulqdq":
         out.append("sse4.2")
     out.append("portable")
     return tuple(out)
