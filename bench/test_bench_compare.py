@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import compare  # noqa: E402
 import floors  # noqa: E402
+import peerbench  # noqa: E402
 import peerbench_adapter  # noqa: E402
 
 import kcodec  # noqa: E402
@@ -84,3 +85,29 @@ def test_floors_verdicts():
     assert floors.verdict([("a", 1.0), ("b", 3.0)], 2.0) == "no"
     assert floors.verdict([("a", 1.5), ("b", 1.0)], 2.0) == "unlikely"
     assert floors.verdict([("a", 0.5), ("b", 1.0)], 2.0) == "open"
+
+
+def _row(impl, codec, op, rate, workload="w3"):
+    return {"impl": impl, "workload": workload, "codec": codec, "op": op, "records": 1000, "records_per_s": rate}
+
+
+def test_peerbench_table_ratios(tmp_path, capsys):
+    kc = peerbench.KCODEC_IMPL
+    results = {"machine": {"date": "d", "cpu_model": "cpu", "cpus": "2", "loadavg_at_start": "0.1"},
+               "rows": [_row("memcpy", "none", "build", 4000), _row("codec-raw", "lz4", "build", 4000),
+                        _row("java", "lz4", "build", 1000), _row(kc, "lz4", "build", 1500),
+                        _row("java", "none", "build", 2000), _row(kc, "none", "build", 1000)]}
+    cells = {(c["codec"], c["op"]): c for c in peerbench.cells(results)}
+    assert cells["lz4", "build"]["vs_java"] == 1.5
+    assert cells["lz4", "build"]["vs_floor"] == 1500 / 2000  # floor: memcpy's time plus codec-raw's
+    assert cells["none", "build"]["vs_java"] == 0.5 and cells["none", "build"]["vs_floor"] == 0.25
+    text = peerbench.table(results, before=results)
+    # bold: behind Java, or below 1/1.2 of the floor; the earlier run's columns beside
+    assert "| w3 | none | build | 2 k | 1 k | **0.50** | **0.25** | 1 k | **0.50** | **0.25** |" in text
+    assert "| w3 | lz4 | build | 1 k | 2 k | 1.50 | **0.75** |" in text
+    assert "cells behind Java: 1 of 2: w3 none build" in text
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(results))
+    assert peerbench.main(["--results", str(path)]) == 0
+    assert "kcodec ÷ Java" in capsys.readouterr().out
+    assert peerbench.main(["--results", str(tmp_path / "missing.json")]) == 2

@@ -14,6 +14,9 @@ extern "C" {
 uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len);
 uint32_t kc_crc32c_portable(uint32_t crc, const uint8_t *buf, size_t len);
 uint32_t kc_crc32(uint32_t crc, const uint8_t *buf, size_t len);
+uint32_t kc_crc32_portable(uint32_t crc, const uint8_t *buf, size_t len);
+/* "pclmulqdq" or "portable": what kc_crc32 uses for long inputs. */
+const char *kc_crc32_backend(void);
 /* The CRC instruction alone (the portable table without it), for tests and
  * benchmarks; kc_crc32c adds carry-less folding from 256 bytes when
  * kc_crc32c_has_vpclmul(). */

@@ -506,6 +506,33 @@ def test_snappy_reads_raw_concatenated_and_odd_versions():
     assert sn.decompress(one[:16]) == b""
 
 
+def _runs_and_literals(rng: random.Random, n: int) -> bytes:
+    # Literals of every short length, and matches at offsets 1-40 (overlapping their own
+    # output below 8) and far back: every branch of the block decoder, near both buffers' ends.
+    out = bytearray()
+    while len(out) < n:
+        kind = rng.randrange(3)
+        if kind == 0 or len(out) < 2:
+            out += rng.randbytes(rng.randrange(1, 70))
+        else:
+            offset = rng.randrange(1, 41) if kind == 1 else rng.randrange(1, len(out) + 1)
+            offset = min(offset, len(out))
+            for _ in range(rng.randrange(4, 80)):
+                out.append(out[-offset])
+    return bytes(out[:n])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_snappy_block_decoder_on_every_kind_of_element(seed):
+    import cramjam
+    sn = get_codec("snappy")
+    rng = random.Random(seed)
+    for n in list(range(0, 40)) + [rng.randrange(40, 70_000) for _ in range(40)]:
+        data = _runs_and_literals(rng, n)
+        assert sn.decompress(bytes(cramjam.snappy.compress_raw(data))) == data, n
+        assert sn.decompress(sn.compress(data)) == data, n
+
+
 def test_lz4_reads_other_writers():
     import lz4.frame
     l4 = get_codec("lz4")

@@ -84,14 +84,15 @@ def test_crc_every_length_to_1100(backend):
 # L*x^(63+8D) + H*x^(8D-1) mod P, L and H its 8-byte halves, in the reflected
 # bit order where a 64x64 carry-less product carries an extra factor x.
 P_CASTAGNOLI = (1 << 32) | 0x1EDC6F41
+P_IEEE = (1 << 32) | 0x04C11DB7
 
 
-def _xpow_mod(n: int) -> int:
+def _xpow_mod(n: int, poly: int = P_CASTAGNOLI) -> int:
     r = 1
     for _ in range(n):
         r <<= 1
         if r >> 32:
-            r ^= P_CASTAGNOLI
+            r ^= poly
     return r
 
 
@@ -99,8 +100,8 @@ def _reflected(c: int) -> int:
     return sum(1 << (63 - d) for d in range(32) if c >> d & 1)
 
 
-def _fold_constants(distance: int):
-    return _reflected(_xpow_mod(63 + 8 * distance)), _reflected(_xpow_mod(8 * distance - 1))
+def _fold_constants(distance: int, poly: int = P_CASTAGNOLI):
+    return _reflected(_xpow_mod(63 + 8 * distance, poly)), _reflected(_xpow_mod(8 * distance - 1, poly))
 
 
 def _clmul(a: int, b: int) -> int:
@@ -145,6 +146,39 @@ def test_folding_with_the_derived_constants_is_the_crc(state):
         pos += 64
     folded = b"".join(x.to_bytes(16, "little") for x in lanes) + data[pos:]
     assert _raw_crc(0, folded) == _raw_crc(state, data)
+
+
+def test_crc32_fold_constants_in_the_c_source_are_the_derived_ones():
+    source = (pathlib.Path(__file__).parents[1] / "csrc" / "kc_crc.c").read_text()
+    consts = {m[0]: int(m[1], 16) for m in re.findall(r"#define (KC_IEEE_FOLD_\w+) (0x[0-9a-f]+)ull", source)}
+    for distance in (16, 64):
+        lo, hi = _fold_constants(distance, P_IEEE)
+        assert consts[f"KC_IEEE_FOLD_{distance}_LO"] == lo
+        assert consts[f"KC_IEEE_FOLD_{distance}_HI"] == hi
+
+
+def test_crc32_backend_is_reported():
+    assert p.crc32_backend() in {"pclmulqdq", "portable"}
+
+
+# CRC-32 folds four 16-byte lanes 64 bytes at a time from 128 bytes on, then
+# one lane 16 bytes at a time; the table finishes the folded lane and the tail.
+@pytest.mark.parametrize("start", [0, 1, 3, 8])
+def test_crc32_every_length_to_1100_and_its_continuation(start):
+    data = random.Random(11).randbytes(1100 + start)
+    for n in range(1101):
+        chunk = data[start:start + n]
+        for value in (0, 0x9E3779B9):
+            expected = zlib.crc32(chunk, value)
+            assert p.crc32(memoryview(data)[start:start + n], value) == expected, n
+            assert p.crc32_portable(chunk, value) == expected, n
+
+
+@pytest.mark.parametrize("n", [4095, 4096, 65536 + 13, (1 << 20) + 5])
+def test_crc32_long_inputs(n):
+    data = random.Random(n).randbytes(n)
+    assert p.crc32(data) == zlib.crc32(data) == p.crc32_portable(data)
+    assert p.crc32(data[n // 3:], p.crc32(data[:n // 3])) == zlib.crc32(data)
 
 
 def test_crc_unaligned_and_continued():

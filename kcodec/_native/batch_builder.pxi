@@ -34,7 +34,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
                                      "kcodec.batch_builder(magic=...) makes a builder for any magic")
         if self._busy:
             raise RecordBuilderError(_REENTERED)
-        if self._store != NULL:  # __init__ called again: start over
+        if self._store != NULL or self._block:  # __init__ called again: start over
             if self._exports:
                 raise BufferError("the records are exported (a memoryview of the builder is alive); "
                                   "release it before starting over")
@@ -99,6 +99,9 @@ cdef class BatchBuilderCore(BuilderBuffer):
         self._has_override = False
         self._last_override = 0
         self.compression_ratio = None
+        # The records of a compressed batch go to the codec, never to the caller: without a
+        # pool they are written in a reused block (see builder_cache()).
+        self._use_block = self.compression_id != 0
         self._new_store(BATCH_OVERHEAD_ + initial)
 
     # -- state -----------------------------------------------------------------
@@ -436,7 +439,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
                 plen = pv.len
                 if BATCH_OVERHEAD_ + plen > INT32_MAX_:
                     raise RecordBuilderError(f"batch of {BATCH_OVERHEAD_ + plen} bytes exceeds the int32 size field")
-                if self._exports:
+                if self._exports or self._block:
                     detached = self._detached(BATCH_OVERHEAD_ + plen)
                     dst = _data_of(detached)
                 else:
@@ -470,6 +473,8 @@ cdef class BatchBuilderCore(BuilderBuffer):
                                self.producer_epoch, self.base_sequence, self._count)
         self._built = True
         if detached is not None:
+            if self._block and not self._exports:
+                self._drop_store()  # back to the cache for the next batch
             return detached if self.pool is None else PooledBuffer(detached, total, self.pool)
         if self.pool is None:
             kc_bytes_shrink(&self._store, total)

@@ -140,6 +140,16 @@ cdef int64_t _gzip_n_decompress(void *state, const uint8_t *src, int64_t n, uint
     return out
 
 
+cdef int64_t _gzip_n_size(void *state, const uint8_t *src, int64_t n, int magic) noexcept nogil:
+    # A first guess for the output: the last member's ISIZE, which is the whole size of the
+    # one member Java writes.  Capped at deflate's largest expansion (about 1032:1), so that
+    # a forged trailer cannot make a small batch ask for gigabytes; when it is wrong (several
+    # members, sizes of 4 GiB or more) the output grows as it does without a guess.
+    if n < 18 or _gzip_header_end(src, n, 0) < 0:
+        return -1
+    return min(<int64_t>kc_load_le32(src + n - 4), n * 1032)
+
+
 def gzip_native_codec():
     """The gzip codec's kcodec/codec.h capsule over zlib (thread-safe: a z_stream per call)."""
     cdef kcodec_codec_v1 *api = <kcodec_codec_v1 *>calloc(1, sizeof(kcodec_codec_v1))
@@ -147,6 +157,6 @@ def gzip_native_codec():
         raise MemoryError()
     api.compress_bound = _gzip_n_bound
     api.compress = _gzip_n_compress
-    api.decompressed_size = NULL
+    api.decompressed_size = _gzip_n_size
     api.decompress = _gzip_n_decompress
     return _capsule(api, NULL, KCODEC_CODEC_THREAD_SAFE, _free_native)

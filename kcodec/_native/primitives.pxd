@@ -19,6 +19,8 @@ cdef extern from "kc_crc.h" nogil:
     uint32_t kc_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
     uint32_t kc_crc32c_portable(uint32_t crc, const uint8_t *buf, size_t len)
     uint32_t kc_crc32(uint32_t crc, const uint8_t *buf, size_t len)
+    uint32_t kc_crc32_portable(uint32_t crc, const uint8_t *buf, size_t len)
+    const char *kc_crc32_backend()
     uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len)
     int kc_crc32c_has_vpclmul()
     const char *kc_crc32c_backend()

@@ -97,6 +97,20 @@ def crc32(data, unsigned int value=0) -> int:
     return _crc(data, value, kc_crc32)
 
 
+def crc32_portable(data, unsigned int value=0) -> int:
+    """CRC-32 computed by the table-driven fallback (for testing the dispatch)."""
+    return _crc(data, value, kc_crc32_portable)
+
+
+def crc32_backend() -> str:
+    """Which CRC-32 implementation runs on inputs of 128 bytes or more.
+
+    ``"pclmulqdq"`` (carry-less folding) or ``"portable"``;
+    ``KCODEC_CRC32_PCLMUL=0`` in the environment turns the first off.
+    """
+    return kc_crc32_backend().decode("ascii")
+
+
 def varint_size(int value) -> int:
     """Bytes the zigzag varint encoding of the int32 ``value`` takes (Kafka ``sizeOfVarint``)."""
     return kc_varint_size(value)

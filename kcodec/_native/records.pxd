@@ -30,6 +30,16 @@ cdef extern from "kc_pyseq.h":
     Py_ssize_t kc_seq_size(PyObject *o)
     const char *kc_utf8(PyObject *o, Py_ssize_t *size) except NULL
 
+cdef extern from "kc_builder_cache.h":
+    ctypedef struct kc_block_cache_t:
+        pass
+    kc_block_cache_t kc_builder_cache
+    void *kc_block_take(kc_block_cache_t *c, size_t want, size_t max_ratio, size_t *cap) nogil
+    void kc_block_give(kc_block_cache_t *c, void *p, size_t cap) nogil
+    size_t kc_block_set_limit(kc_block_cache_t *c, size_t limit, size_t min_block) nogil
+    void kc_block_state(kc_block_cache_t *c, size_t *limit, size_t *held, size_t *min_block) nogil
+    int kc_builder_cache_init()
+
 cdef extern from "kc_tp_new.h":
     object _tp_new "kc_tp_new"(object type, object args, PyObject *kwds)
 
@@ -70,8 +80,11 @@ cdef struct _HeaderSlots:
 
 
 cdef class BuilderBuffer:
-    # the batch buffer: header gap + records (bytes owned here, or a pooled bytearray)
+    # the batch buffer: header gap + records (bytes owned here, a pooled bytearray, or,
+    # _block, a block of the builder cache at _buf)
     cdef PyObject *_store
+    cdef bint _block
+    cdef bint _use_block
     cdef uint8_t *_buf
     cdef Py_ssize_t _cap
     cdef Py_ssize_t _size            # record bytes written after the header gap
@@ -79,6 +92,8 @@ cdef class BuilderBuffer:
     cdef bint _built
     cdef readonly object pool
     cdef int _new_store(self, Py_ssize_t cap) except -1
+    cdef int _new_block(self, Py_ssize_t cap) except -1
+    cdef int _grow_block(self, Py_ssize_t cap, bint keep) except -1
     cdef object _pool_get(self, Py_ssize_t cap)
     cdef void _adopt(self, object store)
     cdef void _drop_store(self)

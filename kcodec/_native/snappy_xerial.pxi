@@ -253,6 +253,13 @@ cdef int64_t _snappy_block(const uint8_t *p, int64_t n, uint8_t *o, int64_t ulen
         ip += 1
         if tag & 3 == 0:
             length = (tag >> 2) + 1
+            if length <= 16 and n - ip >= 16 and ulen - op >= 16:
+                # A short literal (most are) as one 16-byte move: the bytes past it are
+                # inside both buffers and are written over by what follows.
+                memcpy(o + op, p + ip, 16)
+                ip += length
+                op += length
+                continue
             if length > 60:
                 extra = <int>length - 60
                 if n - ip < extra:
@@ -288,7 +295,22 @@ cdef int64_t _snappy_block(const uint8_t *p, int64_t n, uint8_t *o, int64_t ulen
             ip += 4
         if offset == 0 or offset > op or ulen - op < length:
             return -1
-        if offset >= length:
+        if offset >= 16 and ulen - op >= length + 16:
+            # 16 bytes at a time (most matches: one move), each read 16 or more bytes behind
+            # where it is written, so already final even when the match overlaps its own
+            # output; the last move may run up to 15 bytes past the match, inside the output.
+            memcpy(o + op, o + op - offset, 16)
+            i = 16
+            while i < length:
+                memcpy(o + op + i, o + op + i - offset, 16)
+                i += 16
+        elif offset >= 8 and ulen - op >= length + 8:
+            # The same 8 bytes at a time.
+            i = 0
+            while i < length:
+                memcpy(o + op + i, o + op + i - offset, 8)
+                i += 8
+        elif offset >= length:
             memcpy(o + op, o + op - offset, length)
         else:
             for i in range(length):   # an overlapping copy repeats the last `offset` bytes

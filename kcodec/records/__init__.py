@@ -5,7 +5,7 @@ from kcodec._lazy import lazy_attributes
 from kcodec.records.batch import RecordBatch
 from kcodec.records.builder import RecordBatchBuilder, batch_builder
 from kcodec.records.control import ControlRecordType, EndTransactionMarker
-from kcodec.records.pool import BufferPool, PooledBuffer
+from kcodec.records.pool import BufferPool, PooledBuffer, builder_cache
 from kcodec.records.reader import read_batches
 from kcodec.records.record import Header, Record
 
@@ -21,6 +21,7 @@ __all__ = [
     "RecordBatch",
     "RecordBatchBuilder",
     "batch_builder",
+    "builder_cache",
     "convert_magic",
     "read_batches",
 ]

@@ -10,11 +10,12 @@ back to the pool for the next batch.
 from __future__ import annotations
 
 import threading
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from kcodec._native.records import PooledBuffer
+from kcodec._native.records import builder_cache as _builder_cache
 
-__all__ = ["BufferPool", "PooledBuffer"]
+__all__ = ["BufferPool", "PooledBuffer", "builder_cache"]
 
 _MIN_CLASS = 4096
 
@@ -71,3 +72,20 @@ class BufferPool:
         """Bytes held in the pool's free lists."""
         with self._lock:
             return sum(cls * len(v) for cls, v in self._free.items())
+
+
+def builder_cache(limit: Optional[int] = None, min_block: Optional[int] = None) -> Tuple[int, int, int]:
+    """``(limit, held, min_block)`` of the blocks builders reuse for compressed batches.
+
+    A :class:`~kcodec.records.RecordBatchBuilder` with a codec and no pool
+    writes its records in a block kept from an earlier build (the smallest
+    held of at least ``min_block`` bytes, 1 MiB by default) and gives it
+    back after compressing, up to ``limit`` bytes held in all (64 MiB by
+    default): batch after batch of 1 MiB then fills memory that is already
+    mapped, without page faults or growth copies.  Uncompressed batches are
+    the caller's ``bytes`` (or a pool's buffers), not kept here.  Passing
+    ``limit`` and/or ``min_block`` changes them (``limit=0`` frees the
+    blocks and turns the reuse off); the values in force before the call are
+    returned.
+    """
+    return _builder_cache(limit, min_block)
