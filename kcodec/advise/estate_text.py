@@ -10,21 +10,17 @@ from typing import List, Optional
 
 from kcodec.advise.estate import Estate, SharedSetting
 from kcodec.advise.grid import format_size
+from kcodec.advise.notes import money
 from kcodec.advise.recommend import TopicAdvice
 from kcodec.advise.topic_text import config_text
 from kcodec.escape import terminal_text
 
-__all__ = ["DEFAULT_TOP", "estate_text", "money", "volume_tag"]
+__all__ = ["DEFAULT_TOP", "estate_text", "volume_tag"]
 
 DEFAULT_TOP = 20
 _SETTINGS_SHOWN = 12
 _GROUPS_SHOWN = 10
 _NAMES_SHOWN = 5
-
-
-def money(x: float) -> str:
-    sign = "-" if x < 0 else ""
-    return f"{sign}${abs(x):,.0f}" if abs(x) >= 10 else f"{sign}${abs(x):,.2f}"
 
 
 def volume_tag(a: TopicAdvice) -> str:
@@ -46,7 +42,8 @@ def _shared_line(s: SharedSetting, indent: str) -> str:
         return (f"{indent}{terminal_text(s.name)} ({s.topics} topics): no one setting saves for all of them; "
                 f"per-topic settings save {money(s.per_topic_saving)}/month")
     return (f"{indent}{terminal_text(s.name)} ({s.topics} topics, {format_size(s.bytes_per_day)}/day): "
-            f"{s.setting.label} saves {money(s.saving)}/month; each topic's own best saves "
+            f"{s.setting.label} saves {money(s.saving)}/month; "
+            f"each topic's own cheapest setting (before --min-saving) saves "
             f"{money(s.per_topic_saving)} ({money(s.cost)} more)")
 
 

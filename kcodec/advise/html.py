@@ -13,10 +13,10 @@ from typing import Dict, Iterable, Optional, Sequence, Set
 
 from kcodec.advise.assumptions import Assumption, assumption_rows
 from kcodec.advise.estate import Estate
-from kcodec.advise.estate_text import money, volume_tag
+from kcodec.advise.estate_text import volume_tag
 from kcodec.advise.grid import format_size
 from kcodec.advise.latency import cost_lines
-from kcodec.advise.notes import exclusions
+from kcodec.advise.notes import exclusions, money
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.topic_text import client_config_of, codec_mix_text
 from kcodec.escape import file_name, html_text
@@ -172,7 +172,8 @@ def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[E
         shared = [estate.whole] + list(estate.by_group)
         items = "".join(
             f"<li>{e(s.name)} ({s.topics} topics): "
-            + (f"{e(s.setting.label)} saves {money(s.saving)}/month; each topic's own best saves "
+            + (f"{e(s.setting.label)} saves {money(s.saving)}/month; "
+               f"each topic's own cheapest setting (before --min-saving) saves "
                f"{money(s.per_topic_saving)} ({money(s.cost)} more)" if s.setting else
                f"no one setting saves for all of them; per-topic settings save {money(s.per_topic_saving)}/month")
             + "</li>" for s in shared)

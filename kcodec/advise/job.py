@@ -604,7 +604,7 @@ def _default_level(s: Setting) -> bool:
 
 
 def _money(x: float) -> str:
-    from kcodec.advise.estate_text import money
+    from kcodec.advise.notes import money
 
     return money(x)
 

@@ -141,6 +141,11 @@ class Measured:
     def read_spread_share(self) -> float:
         return self.read_spread / max(self.read_seconds, 1e-12)
 
+    @property
+    def cpu_source(self) -> str:
+        """Where the bill's CPU figures come from: kcodec's CPU ``model`` or this run's ``measured`` time."""
+        return self.cpu.source if self.cpu is not None else "measured"
+
     def measured_text(self) -> str:
         """This run's measured CPU speeds, build/read, each with its spread over the sampled chunks."""
         return (f"{self.measured_compress_mbps:.0f}+/-{self.compress_spread_share * 100:.0f}%/"
