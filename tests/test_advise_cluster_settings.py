@@ -110,7 +110,7 @@ def test_a_topic_is_priced_with_the_clusters_retention_and_replication(spark, ka
         _commit(bootstrap, group, "priced-kept", 2)
     lines = []
     out = run_advise(Options(bootstrap_server=bootstrap, topic="priced-.*", codecs="lz4", batch_sizes="16k",
-                             lingers="5", min_compress_mbps=0, min_read_mbps=0, progress=False,
+                             all_topics=True, lingers="5", min_compress_mbps=0, min_read_mbps=0, progress=False,
                              count_consumer_groups=True, platform="msk",
                              price_overrides={"vcpu_hour": 0.0}, out_dir=str(tmp_path / "r")),
                      log=lines.append)
