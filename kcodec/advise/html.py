@@ -16,9 +16,9 @@ from kcodec.advise.estate import Estate
 from kcodec.advise.estate_text import volume_tag
 from kcodec.advise.grid import format_size
 from kcodec.advise.latency import cost_lines
-from kcodec.advise.notes import exclusions, money
-from kcodec.advise.recommend import Measured, TopicAdvice
-from kcodec.advise.topic_text import client_config_of, codec_mix_text
+from kcodec.advise.notes import money
+from kcodec.advise.recommend import TopicAdvice
+from kcodec.advise.topic_text import client_config_of, codec_mix_text, row_mark
 from kcodec.escape import file_name, html_text
 
 __all__ = ["report_html", "topic_html"]
@@ -76,16 +76,6 @@ def _assumption_table(items: Sequence[Assumption]) -> str:
             + assumption_rows(items, html_text) + "</table>")
 
 
-def _row_mark(a: TopicAdvice, m: Measured) -> str:
-    """What the rule did with a row: set, or left out and why (today's row has no mark)."""
-    if m is a.today:
-        return ""
-    if a.best is not None and m is a.best:
-        return "set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
-    why = exclusions(a.rule, m) if a.rule is not None else []
-    return f"excluded: {'; '.join(why)}" if why else ""
-
-
 def _section(a: TopicAdvice, chart: Optional[str]) -> str:
     """One topic's section; ``chart`` is the PNG's URL relative to the page, None when not drawn."""
     e = html_text
@@ -96,7 +86,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
         f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
         f"<td>{m.read_mbps:.0f}</td><td>{e(m.measured_text())}</td><td>{money(m.cost.storage)}</td>"
         f"<td>{money(m.cost.network)}</td>"
-        f"<td>{money(m.cost.cpu)}</td><td>{money(m.cost.total)}</td><td>{e(_row_mark(a, m))}</td></tr>"
+        f"<td>{money(m.cost.cpu)}</td><td>{money(m.cost.total)}</td><td>{e(row_mark(a, m))}</td></tr>"
         for m in [a.today] + sorted(a.results, key=lambda m: (m.cost.total, m.setting)))
     notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
     forced = "" if a.chosen_by == "rule" else f" (chosen by {e(a.chosen_by)}, not by the rule)"

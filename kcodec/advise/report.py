@@ -12,10 +12,10 @@ from kcodec.advise.assumptions import Assumption, assumption_lines
 from kcodec.advise.cost import GB
 from kcodec.advise.grid import format_size
 from kcodec.advise.latency import cost_lines, curve_doc
-from kcodec.advise.notes import exclusions, money
+from kcodec.advise.notes import money
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.replay import LIMITS
-from kcodec.advise.topic_text import client_config_of, codec_mix_text, config_text
+from kcodec.advise.topic_text import client_config_of, codec_mix_text, config_text, row_mark
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
@@ -130,22 +130,13 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
         named = [m for m in (a.best, a.cheapest, a.best_without_level) if m is not None]
         rows = [m for m in ranked if m in ranked[:top] or any(m is n for n in named)]
         for m in [a.today] + rows:
-            mark = _row_mark(a, m)
+            mark = row_mark(a, m)
+            mark = "" if not mark else (" <- " if mark.startswith("set") else " ") + mark
             lines.append(f"  {m.label:<24} {m.ratio:>6.2f}+/-{m.ratio_std:<4.2f} {m.records_per_batch:>9.1f} "
                          f"{m.compress_mbps:>5.0f}/{m.read_mbps:<5.0f} {m.measured_text():>19} "
                          f"{_money(m.cost.total):>9} "
                          f"{_money(m.cost.storage):>9} {_money(m.cost.network):>9} {_money(m.cost.cpu):>8}{mark}")
     return "\n".join(lines)
-
-
-def _row_mark(a: TopicAdvice, m: Measured) -> str:
-    """What the rule did with a row: set, or left out and why (today's row has no mark)."""
-    if m is a.today:
-        return ""
-    if a.best is not None and m is a.best:
-        return " <- set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
-    why = exclusions(a.rule, m) if a.rule is not None else []
-    return f" excluded: {'; '.join(why)}" if why else ""
 
 
 def _record_sizes(profile: Dict) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import Dict
 
 from kcodec.advise.latency import percent
-from kcodec.advise.recommend import TopicAdvice
+from kcodec.advise.notes import exclusions
+from kcodec.advise.recommend import Measured, TopicAdvice
 
-__all__ = ["codec_mix_text", "client_config_of", "config_text"]
+__all__ = ["codec_mix_text", "client_config_of", "config_text", "row_mark"]
 
 
 def codec_mix_text(a: TopicAdvice) -> str:
@@ -30,3 +31,13 @@ def config_text(a: TopicAdvice) -> str:
     if a.best is None:
         return "keep today's settings"
     return " ".join(f"{k}={v}" for k, v in client_config_of(a).items())
+
+
+def row_mark(a: TopicAdvice, m: Measured) -> str:
+    """What the rule did with a row: "set", or "excluded: why"; empty for today's row and rows it kept."""
+    if m is a.today:
+        return ""
+    if a.best is not None and m is a.best:
+        return "set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
+    why = exclusions(a.rule, m) if a.rule is not None else []
+    return f"excluded: {'; '.join(why)}" if why else ""
