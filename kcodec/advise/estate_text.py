@@ -28,9 +28,6 @@ def volume_tag(a: TopicAdvice) -> str:
     return a.volume_source
 
 
-def _config(a: TopicAdvice) -> str:
-    return config_text(a)
-
 
 def _names(topics: List[TopicAdvice]) -> str:
     names = ", ".join(terminal_text(a.topic) for a in topics[:_NAMES_SHOWN])
@@ -76,7 +73,7 @@ def estate_text(estate: Estate, top: int = DEFAULT_TOP, out_dir: Optional[str] =
         if g.setting is None:
             text = "keep today's settings"
         else:
-            text = _config(g.topics[0])
+            text = config_text(g.topics[0])
         lines.append(f"  {len(g.topics):>6} {format_size(g.bytes_per_day):>10} {money(g.saving):>12}  {text}")
     if len(estate.groups) > len(shown):
         rest = estate.groups[len(shown):]

@@ -65,9 +65,6 @@ def _config_html(a: TopicAdvice) -> str:
     return " ".join(f"{html_text(k)}={html_text(v)}" for k, v in cfg.items()) or "keep today's settings"
 
 
-def _mix(a: TopicAdvice) -> str:
-    return codec_mix_text(a)
-
 
 def _assumption_table(items: Sequence[Assumption]) -> str:
     if not items:
@@ -96,7 +93,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
     img = (f'<p><img loading="lazy" src="{e(chart)}" width="1240" height="420" alt="charts for {e(a.topic)}"></p>'
            if chart else "<p>Chart drawn for the topics of the summary only (--top N, or --all-topics).</p>")
     return f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
-<p>Today: {e(_mix(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
+<p>Today: {e(codec_mix_text(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>
@@ -129,7 +126,7 @@ def _estate_rows(ranked: Sequence[TopicAdvice], inline: Set[str]) -> Iterable[st
         else:
             money_cells = "<td data-v='-1' class=np>not priced</td><td data-v='-1'></td><td data-v='-1'></td>"
         yield (f"<tr><td><a href='{e(href)}'>{e(a.topic)}</a></td><td class=l>{e(setting)}</td>"
-               f"<td class=l>{e(_mix(a))}</td><td data-v='{a.today.ratio:.4f}'>{a.today.ratio:.2f}x</td>"
+               f"<td class=l>{e(codec_mix_text(a))}</td><td data-v='{a.today.ratio:.4f}'>{a.today.ratio:.2f}x</td>"
                f"<td data-v='{a.stored_per_day:.0f}'>{e(format_size(a.stored_per_day))}</td>"
                f"<td class=l>{e(volume_tag(a))}</td>{money_cells}</tr>")
 

@@ -22,7 +22,6 @@ __all__ = ["summary_text", "details_text", "write_reports"]
 
 
 _money = money
-_mix, _client_config, _config_text = codec_mix_text, client_config_of, config_text
 
 
 def _replay_text(a: TopicAdvice) -> Optional[str]:
@@ -56,9 +55,10 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
             total_today += t.cost.total
             total_best += best.cost.total
         lines.append(f"{terminal_text(a.topic)}")
-        lines.append(f"  today      {_mix(a)}; {a.profile['batch_records']['p50']:.0f} records/batch (median), "
+        lines.append(f"  today      {codec_mix_text(a)}; {a.profile['batch_records']['p50']:.0f} records/batch "
+                     f"(median), "
                      f"{t.ratio:.2f}x; {format_size(a.stored_per_day)}/day; {_money(t.cost.total)}/month")
-        lines.append(f"  set        {_config_text(a)}")
+        lines.append(f"  set        {config_text(a)}")
         replay = _replay_text(a)
         if replay:
             lines.append(f"  replay     {replay}")
@@ -175,7 +175,7 @@ def _doc(a: TopicAdvice) -> Dict:
             "stored_per_day": a.stored_per_day, "per_day_source": a.per_day_source, "priced": a.priced,
             "volume_source": a.volume_source, "codec_mix": a.codec_mix,
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
-            "config": _client_config(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
+            "config": client_config_of(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
             "assumptions": [x.doc() for x in a.assumptions],
             "latency_ms": a.best.setting.linger_ms if a.best else None,
