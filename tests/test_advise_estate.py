@@ -191,6 +191,7 @@ def _profiled(a: TopicAdvice) -> TopicAdvice:
 
 
 def test_report_of_500_topics_opens_at_1280px(tmp_path):
+    pytest.importorskip("matplotlib")
     from browser import chromium, measure_page, screenshot
     from kcodec.advise.report import write_reports
 

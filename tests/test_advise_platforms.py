@@ -170,6 +170,7 @@ def _advice():
 
 
 def test_every_assumption_in_the_terminal_the_html_and_the_json(tmp_path):
+    pytest.importorskip("matplotlib")
     from kcodec.advise.report import summary_text, write_reports
 
     advice = _advice()

@@ -65,7 +65,12 @@ def test_all_names_exist(name):
         pytest.skip(f"{name} needs {exc.name}")
     public = module.__all__
     assert public and len(set(public)) == len(public)
-    assert [n for n in public if not hasattr(module, n)] == []
+    try:
+        assert [n for n in public if not hasattr(module, n)] == []
+    except ModuleNotFoundError as exc:  # a lazy attribute whose home needs an optional package
+        if (exc.name or "").startswith("kcodec"):
+            raise
+        pytest.skip(f"{name} needs {exc.name}")
     assert [n for n in public if n.startswith("_") and n != "__version__"] == []
     star: dict = {}
     exec(f"from {name} import *", star)

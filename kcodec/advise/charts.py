@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from typing import Optional, Sequence, Tuple
 
+from kcodec._extras import require
 from kcodec.advise.recommend import TopicAdvice
 from kcodec.escape import chart_text
 
@@ -19,8 +20,7 @@ _LINGER_MARKERS = "osD^vP*X"
 
 
 def _plt():
-    import matplotlib
-
+    matplotlib = require("matplotlib", "matplotlib", "The advice's charts")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
