@@ -61,7 +61,13 @@ def main(argv) -> int:
 
     with atheris.instrument_imports(include=["kcodec"]):
         for module in MODULES:
-            importlib.import_module(module)
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").startswith("kcodec"):
+                    raise
+                sys.exit(f"fuzz.py: {module} needs {exc.name}; the targets need kcodec's extras: "
+                         "pip install \".[test,spark]\"")
         target = _target(argv[1])
     for codec in ("gzip", "snappy", "lz4", "zstd"):  # load the codec libraries before the first input
         __import__("kcodec").get_codec(codec).load()
