@@ -100,11 +100,11 @@ def test_check_cluster_selects_topics(estate, kafka_broker):
 def test_internal_topics_only_when_the_regex_names_them():
     metas = [PartitionMeta("__consumer_offsets", 0, 1, 0, True), PartitionMeta("__transaction_state", 0, 1, 0, False),
              PartitionMeta("orders", 0, 1, 0, False)]
-    assert [m.topic for m in cluster._select(metas, None, "b:1")] == ["orders"]
-    assert [m.topic for m in cluster._select(metas, ".*", "b:1")] == ["orders"]
-    assert [m.topic for m in cluster._select(metas, "__consumer_offsets", "b:1")] == ["__consumer_offsets"]
+    assert [m.topic for m in cluster.select_partitions(metas, None, "b:1")] == ["orders"]
+    assert [m.topic for m in cluster.select_partitions(metas, ".*", "b:1")] == ["orders"]
+    assert [m.topic for m in cluster.select_partitions(metas, "__consumer_offsets", "b:1")] == ["__consumer_offsets"]
     with pytest.raises(ClusterError, match="partition orders-0 at b:1 cannot be read: no leader"):
-        cluster._select([PartitionMeta("orders", 0, -1, 0, False)], None, "b:1")
+        cluster.select_partitions([PartitionMeta("orders", 0, -1, 0, False)], None, "b:1")
 
 
 @pytest.mark.parametrize("regex, message", [

@@ -2,8 +2,9 @@
 
 The pipeline, a module a stage (Kafka's counterpart where there is one):
 
-- ``inputs``, ``cluster``, ``records``, ``sample``: chunks of whole batches, from logs, a cluster, record files
-  or the generated sample;
+- ``inputs``: one module per input kind behind one interface (log directories, a live cluster, record
+  files, the generated sample), each yielding chunks of whole batches (``chunks``); ``cluster`` reads a
+  cluster (``Fetch``), ``records`` batches records as today's producer would, ``sample`` generates them;
 - ``profile``: today's batches, from their headers (``kcodec.records.batch_header``'s layout);
 - ``replay``: where each producer cuts batches (``RecordAccumulator``, ``CompressionRatioEstimator``,
   ``Sender``; librdkafka's rules), a package of one module per part of a producer;

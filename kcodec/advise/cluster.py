@@ -43,12 +43,14 @@ __all__ = [
     "cluster_chunks",
     "cluster_volumes",
     "fetch_chunk",
+    "list_offset_ranges",
     "plan_chunks",
     "plan_cluster",
     "read_chunk",
+    "select_partitions",
 ]
 
-_PLAN_DDL = "topic string, partition int, chunk int, offset long, stop long, max_bytes long"
+_PLAN_DDL = "topic string, partition int, chunk int, offset long, stop long, max_bytes long, leader int"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # Bytes asked for per Fetch request: Kafka's default max.partition.fetch.bytes.
 REQUEST_BYTES = 1 << 20
@@ -89,7 +91,10 @@ class ChunkRead:
 
 
 # -- selection ------------------------------------------------------------------------------------
-def _select(metas: Sequence[PartitionMeta], topic_regex: Optional[str], bootstrap: str) -> List[PartitionMeta]:
+def select_partitions(metas: Sequence[PartitionMeta], topic_regex: Optional[str],
+                      bootstrap: str) -> List[PartitionMeta]:
+    """The partitions of ``metas`` (a Metadata answer) whose topic ``topic_regex`` matches whole (every
+    non-internal topic when None); ClusterError names the regex, or the partition that cannot be read."""
     if topic_regex is None:
         pattern = None
     else:
@@ -121,7 +126,15 @@ def check_cluster(bootstrap: str, topic_regex: Optional[str], timeout_s: float =
     when None; the regex must match a whole topic name).  Raises ClusterError, naming the address,
     regex, topic or partition, when the cluster cannot be reached or read."""
     with BrokerSession(bootstrap, timeout_s) as session:
-        return [(m.topic, m.partition) for m in _select(session.metadata(), topic_regex, bootstrap)]
+        return [(m.topic, m.partition) for m in select_partitions(session.metadata(), topic_regex, bootstrap)]
+
+
+def list_offset_ranges(bootstrap: str, chosen: Sequence[PartitionMeta],
+                       timeout_s: float = 10.0) -> List[PartitionRange]:
+    """Each partition's offset range (ListOffsets at its leader), the partitions and leaders as
+    Metadata listed them: no Metadata is asked again."""
+    with BrokerSession(bootstrap, timeout_s) as session:
+        return _offset_ranges(session, chosen)
 
 
 def _offset_ranges(session: BrokerSession, chosen: Sequence[PartitionMeta]) -> List[PartitionRange]:
@@ -283,11 +296,13 @@ def read_chunk(fetch: Callable[[int, int], FetchedRecords], offset: int, stop: O
 class _Reader:
     """Reads chunks through one session, finding each partition's leader once."""
 
-    def __init__(self, bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S,
+                 leaders: Optional[Dict[Tuple[str, int], int]] = None) -> None:
         self.session = BrokerSession(bootstrap, timeout_s)
         self.retry_s = retry_s
         self.bootstrap = bootstrap
-        self._leaders: Dict[Tuple[str, int], int] = {}
+        # The leaders the driver's Metadata named: asked again only after a leader moved.
+        self._leaders: Dict[Tuple[str, int], int] = dict(leaders or {})
 
     def leader(self, topic: str, partition: int) -> int:
         key = (topic, partition)
@@ -351,6 +366,8 @@ def _fetch_task(bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH
                 for row in plan.to_pylist():
                     if reader is None:
                         reader = _Reader(bootstrap, timeout_s, retry_s)
+                    if row["leader"] is not None and row["leader"] >= 0:
+                        reader._leaders.setdefault((row["topic"], row["partition"]), row["leader"])
                     stop = None if row["stop"] is None or row["stop"] < 0 else row["stop"]
                     got = reader.read(row["topic"], row["partition"], row["offset"], stop, row["max_bytes"])
                     if got.data:
@@ -365,7 +382,7 @@ def plan_cluster(bootstrap: str, topic_regex: Optional[str], sample_bytes: int, 
                  timeout_s: float = 10.0) -> List[Chunk]:
     """The chunks :func:`cluster_chunks` reads, planned from metadata and offsets alone."""
     with BrokerSession(bootstrap, timeout_s) as session:
-        chosen = _select(session.metadata(), topic_regex, bootstrap)
+        chosen = select_partitions(session.metadata(), topic_regex, bootstrap)
         ranges = _offset_ranges(session, chosen)
     return plan_chunks(ranges, sample_bytes, chunk_bytes)
 
@@ -380,7 +397,8 @@ def _batch_times(data: bytes) -> Optional[Tuple[int, int]]:
     return first, last
 
 
-def cluster_volumes(bootstrap: str, topic_regex: Optional[str], timeout_s: float = 10.0,
+def cluster_volumes(bootstrap: str, ranges: Sequence[PartitionRange], leaders: Dict[Tuple[str, int], int],
+                    timeout_s: float = 10.0,
                     retry_s: float = DEFAULT_FETCH_RETRY_S) -> Tuple[Dict[str, int], Dict[str, Tuple[int, int]]]:
     """Per topic, the offsets from each partition's earliest (ListOffsets) to its high watermark and the
     timestamp span they cover: the first batch's first timestamp to the last batch's largest.
@@ -388,12 +406,11 @@ def cluster_volumes(bootstrap: str, topic_regex: Optional[str], timeout_s: float
     Only the first and the last batch of each partition are fetched.  A partition of v0/v1
     message sets, or whose timestamps are missing, gives no span.
     """
-    reader = _Reader(bootstrap, timeout_s, retry_s)
+    reader = _Reader(bootstrap, timeout_s, retry_s, leaders)
     offsets: Dict[str, int] = {}
     spans: Dict[str, Tuple[int, int]] = {}
     try:
-        chosen = _select(reader.session.metadata(), topic_regex, bootstrap)
-        for r in _offset_ranges(reader.session, chosen):
+        for r in ranges:
             if r.end <= r.start:
                 continue
             head = _batch_times(reader.read(r.topic, r.partition, r.start, None, 1).data)
@@ -412,13 +429,13 @@ def cluster_volumes(bootstrap: str, topic_regex: Optional[str], timeout_s: float
     return offsets, spans
 
 
-def cluster_chunks(spark, bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,
+def cluster_chunks(spark, bootstrap: str, chunks: Sequence[Chunk], leaders: Dict[Tuple[str, int], int],
                    timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S):
-    """A DataFrame ``topic, partition, chunk, data`` (:data:`CHUNK_DDL`): one row per chunk that
-    read any batch, fetched inside Spark tasks; the driver only plans."""
-    chunks = plan_cluster(bootstrap, topic_regex, sample_bytes, chunk_bytes, timeout_s)
-    rows = [(c.topic, c.partition, c.chunk, c.offset, -1 if c.stop is None else c.stop, c.max_bytes)
-            for c in chunks]
+    """A DataFrame ``topic, partition, chunk, data`` (:data:`CHUNK_DDL`): one row per chunk of ``chunks``
+    (:func:`plan_chunks`) that read any batch, fetched inside Spark tasks from the ``leaders`` the driver's
+    Metadata named."""
+    rows = [(c.topic, c.partition, c.chunk, c.offset, -1 if c.stop is None else c.stop, c.max_bytes,
+             leaders.get((c.topic, c.partition), -1)) for c in chunks]
     plan = spark.createDataFrame(rows, _PLAN_DDL)
     tasks = max(1, min(len(rows), spark.sparkContext.defaultParallelism))
     return plan.repartition(tasks).mapInArrow(_fetch_task(bootstrap, timeout_s, retry_s), CHUNK_DDL)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence
 
-from kcodec.advise.kafka_client import BrokerSession
+from kcodec.advise.kafka_client import BrokerSession, PartitionMeta
 
 __all__ = ["TopicSettings", "SETTINGS", "read_cluster_settings"]
 
@@ -41,10 +41,14 @@ class TopicSettings:
 
 
 def read_cluster_settings(bootstrap: str, topics: Sequence[str], timeout_s: float = 10.0,
-                          count_groups: bool = False) -> Dict[str, TopicSettings]:
-    """The settings of ``topics`` at ``bootstrap``; ClusterError names the address and topic on failure."""
+                          count_groups: bool = False,
+                          metas: Optional[Sequence[PartitionMeta]] = None) -> Dict[str, TopicSettings]:
+    """The settings of ``topics`` at ``bootstrap``; ClusterError names the address and topic on failure.
+
+    ``metas``: the topics' partitions as a Metadata request already listed them (asked here when None)."""
     with BrokerSession(bootstrap, timeout_s) as session:
-        metas = session.metadata(list(topics))
+        if metas is None:
+            metas = session.metadata(list(topics))
         configs = session.topic_configs(list(topics))
         readers: Dict[str, int] = {t: 0 for t in topics}
         if count_groups:

@@ -29,7 +29,7 @@ from kcodec.advise.grid import (
     parse_share,
     parse_size,
 )
-from kcodec.advise.inputs import InputPlan, check_inputs, cluster_input, plan_sample, read_chunks
+from kcodec.advise.inputs import Sampling, Source, open_inputs
 from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_memory
 from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
@@ -110,7 +110,7 @@ class Checked:
     defaults: costs.TopicEconomics
     topics: Dict[str, costs.TopicEconomics]
     rule: Rule
-    plan: InputPlan
+    plan: Source  #: the input, listed once
     flagged: Set[str] = field(default_factory=set)  #: TopicEconomics fields given as flags
     metadata: Optional[object] = None  #: the --metadata-log read, a ClusterMetadata
     volumes: Dict[str, int] = field(default_factory=dict)  #: --volumes FILE
@@ -218,55 +218,21 @@ def check_options(o: Options) -> Checked:
     if o.cpu_cost not in ("model", "measured"):
         raise KcodecError(f"--cpu-cost {o.cpu_cost}: expected model or measured")
     rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, min_saving, o.cpu_cost, knee_share)
-    if o.bootstrap_server:
-        if o.inputs:
-            raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
-        plan = cluster_input(o.bootstrap_server, o.topic, o.timeout_s)
-    else:
-        storage_options = dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option)
-        plan = check_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options or None)
-        if o.topic is not None:
-            _select_topics(plan, o.topic)
-    if o.timestamp_unit is not None and plan.kind != "records":
-        raise KcodecError(f"--timestamp-unit {o.timestamp_unit}: only for Parquet or JSON record inputs, whose "
-                          f"timestamps may be plain numbers")
-    if plan.kind == "records":
-        from kcodec.advise.timestamps import detect_timestamps
-
-        plan.timestamps = detect_timestamps(plan.record_paths, plan.record_format, o.timestamp_unit,
-                                            plan.storage_options)
-        plan.description += f"; timestamps: {plan.timestamps.text()}"
+    storage_options = None if o.bootstrap_server else \
+        dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option) or None
+    plan = open_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options, o.bootstrap_server, o.topic,
+                       o.timeout_s)
+    plan.use_timestamp_unit(o.timestamp_unit)
     if o.write_dir:
-        from kcodec.advise.write import check_write
-
-        check_write(plan, o.write_dir)
+        plan.check_write(o.write_dir)
     from kcodec.advise.topic_config import read_metadata
 
     metadata = read_metadata(o.metadata_log, dict(_flag("--storage-option", parse_storage_option, t)
                                                   for t in o.storage_option) or None)
-    cluster = {}
-    if o.bootstrap_server:
-        from kcodec.advise.cluster_settings import read_cluster_settings
-
-        cluster = read_cluster_settings(o.bootstrap_server, sorted(plan.topic_partitions), o.timeout_s,
-                                        o.count_consumer_groups)
+    cluster = plan.topic_settings(o.count_consumer_groups)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
                    rule, plan, set(overrides), metadata, volumes=volumes, bytes_per_day=bytes_per_day, bill=bill,
                    file_defaults=file_defaults, topic_fields=topic_fields, cluster=cluster, buffer_memory=buffer_memory)
-
-
-
-#: Bytes of sampled ranges a measuring task is given at least: small topics share a task, since a
-#: Spark task's own cost (scheduling, a Python worker's round trip) is far more than a small range's.
-TASK_BYTES = 4 << 20
-
-
-def task_count(sizes: Sequence[int], parallelism: int) -> int:
-    """Spark tasks for ranges of ``sizes`` bytes: about :data:`TASK_BYTES` each, at least two per core
-    while there are ranges enough, never more than ranges."""
-    if not sizes:
-        return 1
-    return max(1, min(len(sizes), max(2 * parallelism, -(-sum(sizes) // TASK_BYTES))))
 
 
 
@@ -292,55 +258,10 @@ def _check_master(master: Optional[str], timeout_s: float) -> None:
     raise KcodecError(f"--master {master}: no Spark master answers ({'; '.join(problems)})")
 
 
-def _select_topics(plan: InputPlan, regex: str) -> None:
-    """Keep only the topics ``regex`` matches whole (``--topic``), for every input kind."""
-    import re
-
-    try:
-        pattern = re.compile(regex)
-    except re.error as exc:
-        raise KcodecError(f"--topic {regex}: not a regular expression ({exc})") from None
-    if plan.kind == "logs":
-        known = sorted(plan.topic_partitions)
-        plan.ranges = [r for r in plan.ranges if pattern.fullmatch(r.topic)]
-        plan.tails = [t for t in plan.tails if pattern.fullmatch(t[0])]
-        for table in (plan.topic_bytes, plan.topic_partitions, plan.topic_span_ms):
-            for t in [t for t in table if not pattern.fullmatch(t)]:
-                del table[t]
-    elif plan.kind == "sample":
-        from kcodec.advise.sample import TOPICS
-
-        known = sorted(TOPICS)
-    else:  # records: topics come from a topic column, else from the file's name; picked in Spark
-        known = []
-    if known and not any(pattern.fullmatch(t) for t in known):
-        raise KcodecError(f"--topic {regex}: matches none of the topics of {plan.description} "
-                          f"({', '.join(known)})")
-    plan.topic_regex = regex
-    plan.description += f" topics /{regex}/"
-
-
-def _chunks(spark, o: Options, c: Checked, tasks: int):
-    """The chunk DataFrame of the input, and the topics' known stored bytes."""
-    plan = c.plan
-    if plan.kind == "logs":
-        picked = plan_sample(plan.ranges, c.sample_bytes)
-        chunks = read_chunks(spark, picked, task_count([r.size for r in picked], tasks), plan.storage_options)
-        return chunks, plan.topic_bytes, len(picked)
-    if plan.kind == "cluster":
-        from kcodec.advise.cluster import cluster_chunks, cluster_volumes
-
-        plan.topic_offsets, plan.topic_span_ms = cluster_volumes(o.bootstrap_server, o.topic, o.timeout_s,
-                                                                 o.fetch_retry_s)
-        return cluster_chunks(spark, o.bootstrap_server, o.topic, c.sample_bytes, c.chunk_bytes,
-                              timeout_s=o.timeout_s, retry_s=o.fetch_retry_s), {}, None
-    from kcodec.advise.records import record_chunks, records_frame
-
-    records = records_frame(spark, plan, o.records, o.seed, tasks)
-    # Measuring a chunk costs far more than making it: spread the chunks over more tasks than
-    # made them, so cores stay busy and the progress bar moves.
-    chunks = record_chunks(records, c.current, o.partitions, c.chunk_bytes).repartition(max(8, 4 * tasks))
-    return chunks, {}, None
+def sampling(o: Options, c: Checked, tasks: int) -> Sampling:
+    """How much of the input the job reads, from the checked flags."""
+    return Sampling(c.sample_bytes, c.chunk_bytes, tasks, c.current, o.partitions, o.records, o.seed,
+                    o.fetch_retry_s)
 
 
 def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] = print, **kwargs) -> Dict:
@@ -458,12 +379,14 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     if o.write_dir:
         from kcodec.advise.write import check_topics
 
-        check_topics(spark, c.plan, o, o.write_dir)
-    chunks, topic_bytes, n_chunks = _chunks(spark, o, c, tasks)
+        check_topics(spark, c.plan, sampling(o, c, tasks), o.write_dir)
+    chunks, n_chunks = c.plan.chunks(spark, sampling(o, c, tasks))
+    topic_bytes = c.plan.topic_bytes
     settings = list(c.settings)
     client = o.producer_client
     # Record inputs were batched here at --current-linger-ms; logs and clusters do not record theirs.
-    today_linger = c.current.linger_ms if c.plan.kind in ("records", "sample") else None
+    today = c.current if c.plan.replays_today else None
+    today_linger = today.linger_ms if today is not None else None
     producers = o.producers
     rows = chunks.mapInArrow(lambda it: measure_batches(it, settings, client, today_linger, producers),
                              METRICS_DDL).cache()
@@ -481,13 +404,9 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         raise KcodecError(f"{c.plan.description}: no records to measure")
     aggregates = _aggregate(rows)
     rows.unpersist()
-    tails = {}
-    if c.plan.kind == "logs":
-        from kcodec.advise.tails import partial_tails
-
-        tails = partial_tails(spark, [t for t in c.plan.tails if t[0] in aggregates], c.plan.storage_options)
+    tails = c.plan.tail_notes(spark, sorted(aggregates))
     advice: List[TopicAdvice] = []
-    min_span_ms = o.min_span_hours * 3_600_000 if c.plan.kind != "sample" else 0.0
+    min_span_ms = o.min_span_hours * 3_600_000 if c.plan.real_time else 0.0
     for topic in sorted(aggregates):
         priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
                              c.file_defaults, c.topic_fields, o.prices)
@@ -496,8 +415,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
             aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
                 c.plan.topic_span_ms[topic]
         advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
-                                   c.current if c.plan.kind in ("records", "sample") else None, c.choose,
-                                   c.plan.topic_partitions.get(topic) if c.plan.kind == "cluster" else None,
+                                   today, c.choose, c.plan.rate_partitions(topic),
                                    min_span_ms=min_span_ms, topic_offsets=_offsets(c.plan, topic),
                                    given=given))
         advice[-1].notes.extend(priced.notes)
@@ -505,7 +423,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         a = advice[-1]
         if a.best is not None:
             writes_to = o.producer_partitions or c.plan.topic_partitions.get(topic) or (
-                o.partitions if c.plan.kind in ("records", "sample") else a.partitions)
+                o.partitions if c.plan.replays_today else a.partitions)
             a.memory = producer_memory(a.best.setting.batch_bytes, writes_to, c.buffer_memory)
         advice[-1].assumptions = topic_assumptions(econ, priced.sources, advice[-1].stored_per_day,
                                                    advice[-1].per_day_source, c.prices)
@@ -517,7 +435,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
             _harmonise(advice, c, o)
         estate = plan_estate(advice, c.rule, o.group_by, o.same_setting_within)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
-               "sample per topic": o.sample if c.plan.kind in ("logs", "cluster") else "all records",
+               "sample per topic": "all records" if c.plan.reads_every_record else o.sample,
                "rule": c.rule.text(), "assumptions": [a.doc() for a in c.bill],
                "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
                               f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
@@ -547,13 +465,13 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     if o.write_dir:
         from kcodec.advise.write import write_topics
 
-        written = write_topics(spark, c.plan, o, advice, o.write_dir, log)
+        written = write_topics(spark, c.plan, sampling(o, c, tasks), advice, o.write_dir, log)
     elapsed = time.perf_counter() - started
     log(f"done in {elapsed:.0f}s")
     return {"advice": advice, "paths": paths, "written": written, "seconds": elapsed, "chunks": n_chunks}
 
 
-def _offsets(plan: InputPlan, topic: str) -> Optional[int]:
+def _offsets(plan: Source, topic: str) -> Optional[int]:
     """A cluster topic's offsets, where the span they cover is known too."""
     return plan.topic_offsets.get(topic) if topic in plan.topic_span_ms else None
 
@@ -609,16 +527,17 @@ def _money(x: float) -> str:
     return money(x)
 
 
-def _chunk_error(line: str, plan: InputPlan) -> KcodecError:
-    """A measuring task's error, located in the file it came from where the input was a log directory."""
+def _chunk_error(line: str, plan: Source) -> KcodecError:
+    """A measuring task's error, located in the file it came from where the input was read from files."""
     topic, partition, chunk, pos, batch_offset, message = json.loads(line)
-    where = next((r for r in plan.ranges if (r.topic, r.partition, r.chunk) == (topic, partition, chunk)), None)
+    where = plan.chunk_place(topic, partition, chunk)
     if where is None:
         at = f" at byte {pos} of the range" if pos is not None else ""
         return KcodecError(f"{topic}-{partition}, sampled range {chunk}{at}: {message}", batch_offset=batch_offset)
-    position = where.start + pos if pos is not None else None
+    path, start = where
+    position = start + pos if pos is not None else None
     return KcodecError(f"{topic}-{partition}: {message}", position=position, batch_offset=batch_offset,
-                       source=where.path)
+                       source=path)
 
 
 def _aggregate(rows) -> Dict[str, Dict]:

@@ -1,4 +1,4 @@
-"""Record inputs (Parquet, JSON, the generated sample) as chunks of batches, like a producer would write them.
+"""Records (of Parquet, JSON or the generated sample) as chunks of batches, like a producer would write them.
 
 Records carry no batches, so today's batches are made by replaying the
 producer with ``--current-codec``, ``--current-batch-size`` and
@@ -13,69 +13,11 @@ import numpy as np
 
 from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
 from kcodec.advise.grid import Setting
-from kcodec.advise.inputs import InputPlan
-from kcodec.errors import KcodecError
 
-__all__ = ["records_frame", "record_chunks", "RECORD_DDL"]
+__all__ = ["record_chunks", "RECORD_DDL"]
 
 RECORD_DDL = ("key binary, value binary, timestamp timestamp, headers array<struct<key:string,value:binary>>, "
               "topic string")
-
-
-def records_frame(spark, plan: InputPlan, records: int, seed: int, tasks: int):
-    """A DataFrame of records with key, value, timestamp, headers and topic (generated in tasks for the sample)."""
-    from pyspark.sql import functions as F
-
-    if plan.kind == "sample":
-        per_task = max(1, records // tasks)
-
-        def generate(batches, per_task=per_task, seed=seed):
-            from pyspark import TaskContext
-
-            from kcodec.advise.sample import generate_sample
-
-            for _ in batches:
-                pass
-            part = TaskContext.get().partitionId()
-            table = generate_sample(per_task, seed=seed + part, start_ms=1_700_000_000_000 + part * per_task * 2)
-            yield from table.to_batches()
-
-        return _only_topics(spark.range(0, tasks, 1, tasks).mapInArrow(generate, RECORD_DDL), plan)
-    df = spark.read.format(plan.record_format).load(plan.record_paths)
-    if "value" not in df.columns:
-        raise KcodecError(f"{', '.join(plan.record_paths)}: the records need a 'value' column "
-                          f"(found {', '.join(df.columns)})")
-    for name in ("key", "value"):
-        if name in df.columns and dict(df.dtypes)[name] == "string":
-            df = df.withColumn(name, F.col(name).cast("binary"))
-    if "topic" not in df.columns:
-        df = df.withColumn("topic", F.lit(_topic_name(plan.record_paths[0])))
-    if plan.timestamps is not None:
-        from kcodec.advise.timestamps import timestamp_column
-
-        df = timestamp_column(df, plan.timestamps)
-    df = _only_topics(df, plan)
-    if "headers" in df.columns and df.filter(F.size("headers") > 0).limit(1).count() == 0:
-        # Spark hands an array<struct> column to Python slowly even when every value is null
-        # (seconds per 100,000 rows): a column without a header is left behind.
-        df = df.drop("headers")
-    return df.select(*[c for c in ("key", "value", "timestamp", "headers", "topic", "partition") if c in df.columns])
-
-
-def _only_topics(df, plan: InputPlan):
-    """The records of the topics ``--topic`` matches whole (all without it)."""
-    if plan.topic_regex is None:
-        return df
-    from pyspark.sql import functions as F
-
-    return df.filter(F.col("topic").rlike(f"^(?:{plan.topic_regex})$"))
-
-
-def _topic_name(path: str) -> str:
-    from pathlib import Path
-
-    return Path(path).stem or "records"
-
 
 
 def record_chunks(records, current: Setting, partitions: int, chunk_bytes: int):
