@@ -43,6 +43,7 @@ __all__ = [
     "cluster_chunks",
     "cluster_volumes",
     "fetch_chunk",
+    "fetch_chunks",
     "list_offset_ranges",
     "plan_chunks",
     "plan_cluster",
@@ -429,11 +430,22 @@ def cluster_volumes(bootstrap: str, ranges: Sequence[PartitionRange], leaders: D
     return offsets, spans
 
 
-def cluster_chunks(spark, bootstrap: str, chunks: Sequence[Chunk], leaders: Dict[Tuple[str, int], int],
+def cluster_chunks(spark, bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,
                    timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S):
-    """A DataFrame ``topic, partition, chunk, data`` (:data:`CHUNK_DDL`): one row per chunk of ``chunks``
-    (:func:`plan_chunks`) that read any batch, fetched inside Spark tasks from the ``leaders`` the driver's
-    Metadata named."""
+    """A DataFrame ``topic, partition, chunk, data`` (:data:`CHUNK_DDL`): one row per chunk that
+    read any batch, fetched inside Spark tasks; the driver only plans, from one Metadata request."""
+    with BrokerSession(bootstrap, timeout_s) as session:
+        chosen = select_partitions(session.metadata(), topic_regex, bootstrap)
+        ranges = _offset_ranges(session, chosen)
+    leaders = {(m.topic, m.partition): m.leader for m in chosen}
+    return fetch_chunks(spark, bootstrap, plan_chunks(ranges, sample_bytes, chunk_bytes), leaders, timeout_s,
+                        retry_s)
+
+
+def fetch_chunks(spark, bootstrap: str, chunks: Sequence[Chunk], leaders: Dict[Tuple[str, int], int],
+                 timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S):
+    """The chunk DataFrame of ``chunks`` (:func:`plan_chunks`), fetched inside Spark tasks from the
+    ``leaders`` the driver's Metadata named."""
     rows = [(c.topic, c.partition, c.chunk, c.offset, -1 if c.stop is None else c.stop, c.max_bytes,
              leaders.get((c.topic, c.partition), -1)) for c in chunks]
     plan = spark.createDataFrame(rows, _PLAN_DDL)

@@ -86,10 +86,10 @@ class ClusterSource(Source):
                                                                  self.timeout_s, sampling.fetch_retry_s)
 
     def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
-        from kcodec.advise.cluster import cluster_chunks
+        from kcodec.advise.cluster import fetch_chunks
 
         self.read_volumes(sampling)
-        return cluster_chunks(spark, self.bootstrap, self.plan(sampling), self.leaders, self.timeout_s,
+        return fetch_chunks(spark, self.bootstrap, self.plan(sampling), self.leaders, self.timeout_s,
                               sampling.fetch_retry_s), None
 
     def check_write(self, out: str) -> None:
