@@ -258,7 +258,7 @@ def _check_master(master: Optional[str], timeout_s: float) -> None:
     raise KcodecError(f"--master {master}: no Spark master answers ({'; '.join(problems)})")
 
 
-def sampling(o: Options, c: Checked, tasks: int) -> Sampling:
+def _sampling(o: Options, c: Checked, tasks: int) -> Sampling:
     """How much of the input the job reads, from the checked flags."""
     return Sampling(c.sample_bytes, c.chunk_bytes, tasks, c.current, o.partitions, o.records, o.seed,
                     o.fetch_retry_s)
@@ -379,8 +379,8 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     if o.write_dir:
         from kcodec.advise.write import check_topics
 
-        check_topics(spark, c.plan, sampling(o, c, tasks), o.write_dir)
-    chunks, n_chunks = c.plan.chunks(spark, sampling(o, c, tasks))
+        check_topics(spark, c.plan, _sampling(o, c, tasks), o.write_dir)
+    chunks, n_chunks = c.plan.chunks(spark, _sampling(o, c, tasks))
     topic_bytes = c.plan.topic_bytes
     settings = list(c.settings)
     client = o.producer_client
@@ -465,7 +465,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     if o.write_dir:
         from kcodec.advise.write import write_topics
 
-        written = write_topics(spark, c.plan, sampling(o, c, tasks), advice, o.write_dir, log)
+        written = write_topics(spark, c.plan, _sampling(o, c, tasks), advice, o.write_dir, log)
     elapsed = time.perf_counter() - started
     log(f"done in {elapsed:.0f}s")
     return {"advice": advice, "paths": paths, "written": written, "seconds": elapsed, "chunks": n_chunks}
