@@ -442,6 +442,21 @@ def test_round_trip_levels_and_magics(name):
 
 
 @pytest.mark.parametrize("name", CODECS)
+def test_magic_outside_kafkas_is_refused_both_ways(name):
+    codec = get_codec(name)
+    frame = codec.compress(b"abc")
+    allowed = ", ".join(map(str, MAGICS[name]))
+    for magic in (3, -1):
+        message = f"{name} compression is not supported for magic {magic} (allowed: {allowed})"
+        with pytest.raises(UnsupportedCodecError) as info:
+            codec.compress(b"abc", magic=magic)
+        assert info.value.message == message
+        with pytest.raises(UnsupportedCodecError) as info:
+            codec.decompress(frame, magic=magic)
+        assert info.value.message == message
+
+
+@pytest.mark.parametrize("name", CODECS)
 def test_any_buffer_type(name):
     codec = get_codec(name)
     data = _samples()[3]
