@@ -403,6 +403,21 @@ def test_snappy_engine_chosen_on_first_use(monkeypatch):
         SnappyCodec().compress(data)
 
 
+def test_snappy_block_shorter_than_its_preamble_is_refused():
+    """A block library that writes fewer bytes than the block's preamble declares (none of the
+    supported ones does) is caught instead of leaving zeros in the output."""
+    from kcodec.compression.snappy import SnappyCodec
+    data = b"snappy " * 10_000
+    framed = get_codec("snappy").compress(data)
+    codec = SnappyCodec()
+    codec.load()
+    codec._decompress_into = lambda src, dst: len(dst) - 1
+    with pytest.raises(CorruptCompressedDataError) as info:
+        codec.decompress(framed)
+    assert info.value.message == "snappy: block decompressed to 32767 bytes, its header says 32768"
+    assert info.value.position == 20
+
+
 # -- lz4 ---------------------------------------------------------------------------------
 def _lz4_header(flg: int, bd: int, broken: bool = False) -> bytes:
     desc = bytes((flg, bd))
