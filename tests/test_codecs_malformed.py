@@ -189,6 +189,8 @@ def test_gzip_header_fields_each_alone():
     # XLEN is little-endian: 0x0102 bytes of extra field, not 0x0201
     assert gz.decompress(b"\x1f\x8b\x08\x04" + base + b"\x02\x01" + bytes(0x102) + rest) == data
     assert gz.decompress(b"\x1f\x8b\x08\x08" + base + b"n\x00" + rest) == data
+    # FTEXT and the reserved bits add no header field: GZIPInputStream reads past them
+    assert gz.decompress(b"\x1f\x8b\x08\xe1" + base + rest) == data
     assert gz.decompress(b"\x1f\x8b\x08\x10" + base + b"\x00" + rest) == data
     header = b"\x1f\x8b\x08\x06" + base + b"\x01\x00x"
     header += struct.pack("<H", zlib.crc32(header) & 0xFFFF)
