@@ -336,6 +336,13 @@ def test_gzip_engine_path_writes_the_native_bytes():
     assert codec.compress(b"") == native.compress(b"")
     assert codec.compress(data) != codec.compress(data, level=1)
 
+    class MissingEngine(GzipCodec):
+        engine_module = "kcodec_test_no_such_engine"
+        engine_package = "no-such-engine"
+
+    with pytest.raises(kcodec.CodecLibraryMissingError, match="package 'no-such-engine'"):
+        MissingEngine().compress(data)
+
 
 def test_snappy_chunks_cut_every_32k():
     data = bytes(random.Random(1).getrandbits(8) for _ in range(100_000))
