@@ -246,6 +246,8 @@ def test_gzip_a_second_member_is_read_to_its_end():
     assert _gzip_error(full + _JDK_GZIP_HEADER) == (CorruptCompressedDataError, eof, n + 10)
     fextra = b"\x1f\x8b\x08\x04" + b"\0" * 6 + b"\x02\x00ab"
     assert _gzip_error(full + fextra) == (CorruptCompressedDataError, eof, n + 14)
+    empty_extra = b"\x1f\x8b\x08\x04" + b"\0" * 6 + b"\x00\x00"
+    assert _gzip_error(full + empty_extra) == (CorruptCompressedDataError, eof, n + 12)
     # a header cut short, a foreign method or a bad header CRC there is not a member: ignored
     assert gz.decompress(full + _JDK_GZIP_HEADER[:9]) == RECORDS
     assert gz.decompress(full + _JDK_GZIP_HEADER[:2] + b"\x07" + _JDK_GZIP_HEADER[3:]) == RECORDS
