@@ -248,6 +248,10 @@ def test_gzip_a_second_member_is_read_to_its_end():
     assert _gzip_error(full + fextra) == (CorruptCompressedDataError, eof, n + 14)
     empty_extra = b"\x1f\x8b\x08\x04" + b"\0" * 6 + b"\x00\x00"
     assert _gzip_error(full + empty_extra) == (CorruptCompressedDataError, eof, n + 12)
+    checked = b"\x1f\x8b\x08\x02" + b"\0" * 6
+    assert zlib.crc32(checked) & 1  # an odd header CRC: every bit of its 16 counts
+    checked += struct.pack("<H", zlib.crc32(checked) & 0xFFFF)
+    assert _gzip_error(full + checked) == (CorruptCompressedDataError, eof, n + 12)
     # a header cut short, a foreign method or a bad header CRC there is not a member: ignored
     assert gz.decompress(full + _JDK_GZIP_HEADER[:9]) == RECORDS
     assert gz.decompress(full + _JDK_GZIP_HEADER[:2] + b"\x07" + _JDK_GZIP_HEADER[3:]) == RECORDS
