@@ -396,6 +396,10 @@ def test_snappy_engine_chosen_on_first_use(monkeypatch):
     data = b"snappy " * 10_000
     assert SnappyCodec().backend == f"cramjam {cramjam.__version__}"
     assert SnappyCodec().native_codec() is not None
+    with pytest.raises(CorruptCompressedDataError) as info:
+        SnappyCodec().decompress(b"\x10" + b"\xff" * 8)  # cramjam's own error, as kcodec's
+    assert info.value.message.startswith("snappy: [FAILED_TO_UNCOMPRESS] corrupt block: ")
+    assert info.value.position == 0
     assert _legacy_snappy().native_codec() is None
     legacy = types.ModuleType("snappy")
     legacy.__version__ = "0.6.1"
