@@ -323,11 +323,18 @@ def test_gzip_engine_path_writes_the_native_bytes():
     # a codec that has not loaded its engine yet reads too
     assert ZlibThroughPython().decompress(native.compress(b"first use")) == b"first use"
     codec = ZlibThroughPython()
-    assert codec.native_codec() is None and native.native_codec() is not None
-    data = bytes(random.Random(4).getrandbits(8) for _ in range(3000)) + b"kafka gzip " * 4000
+    assert codec.native_codec() is None and GzipCodec().native_codec() is not None
+    assert [GzipCodec().engine_level(level) for level in (-1, 1, 6, 9)] == [6, 1, 6, 9]
+    rng = random.Random(4)
+    blob = bytes(rng.getrandbits(8) for _ in range(20_001))
+    records = b"".join(b'{"id":%d,"user":"user-%d","v":%d}' % (i, i * 7 % 101, rng.randrange(10_000))
+                       for i in range(3000))
+    # matches 20 KB back (beyond a 16 KiB window), and text on which levels 5, 6 and 7 differ
+    data = blob * 2 + records
+    assert len({native.compress(data, level=level) for level in (5, 6, 7)}) == 3
     # an odd length and an odd CRC, so no bit of the trailer goes unchecked
-    assert len(data[:-1]) % 2 == 1 and zlib.crc32(data) % 2 == 1
-    for level, chunk in [(None, data), (-1, data[:-1]), (1, data), (5, data[:-1]), (9, data)]:
+    assert len(data[:-1]) % 2 == 1 and zlib.crc32(data[:-1]) % 2 == 1
+    for level, chunk in [(None, data), (-1, data[:-1]), (1, data), (5, data[:-1]), (7, data), (9, data)]:
         out = codec.compress(chunk, level=level)
         assert out == native.compress(chunk, level=level)
         assert out[:10] == bytes.fromhex("1f8b08000000000000ff")
