@@ -254,6 +254,7 @@ def test_gzip_a_second_member_is_read_to_its_end():
     assert _gzip_error(full + checked) == (CorruptCompressedDataError, eof, n + 12)
     # a header cut short, a foreign method or a bad header CRC there is not a member: ignored
     assert gz.decompress(full + _JDK_GZIP_HEADER[:9]) == RECORDS
+    assert gz.decompress(full + b"\x1f\x8b\x08\x04" + b"\0" * 6 + b"\x05\x00ab") == RECORDS  # extra cut short
     assert gz.decompress(full + _JDK_GZIP_HEADER[:2] + b"\x07" + _JDK_GZIP_HEADER[3:]) == RECORDS
     assert gz.decompress(full + b"\x1f\x8b\x08\x02" + b"\0" * 6 + b"\x00\x00") == RECORDS
 
