@@ -224,6 +224,30 @@ def make_mutants(module: str, path: Path) -> List[Mutant]:
     return out
 
 
+def definition_lines(path: Path) -> Set[int]:
+    """Lines that run when the module is imported: module and class bodies, decorators and
+    default values, never a function's body."""
+    out: Set[int] = set()
+
+    def visit(body: Sequence[ast.stmt]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in [*stmt.decorator_list, *stmt.args.defaults,
+                             *(d for d in stmt.args.kw_defaults if d is not None)]:
+                    out.update(range(node.lineno, node.end_lineno + 1))
+                out.add(stmt.lineno)
+            elif isinstance(stmt, ast.ClassDef):
+                for node in [*stmt.decorator_list, *stmt.bases]:
+                    out.update(range(node.lineno, node.end_lineno + 1))
+                out.add(stmt.lineno)
+                visit(stmt.body)
+            else:
+                out.update(range(stmt.lineno, stmt.end_lineno + 1))
+
+    visit(ast.parse(path.read_bytes()).body)
+    return out
+
+
 # --- the per-test coverage map --------------------------------------------------------------
 
 _ENV_DURATIONS = "KCODEC_MUTATION_DURATIONS"
@@ -283,10 +307,15 @@ class CoverageMap:
 
     def tests_for(self, module: str, line: int) -> List[str]:
         tests = set(self.lines.get(module, {}).get(line, ()))
-        if not tests and line in self.import_time.get(module, ()):
-            # run once, at import: every test may depend on it, including those that only read
-            # the module's names (and so run none of its lines)
-            tests = set(self.durations)
+        if line in self.import_time.get(module, ()):
+            # run once, at import: coverage charges it to whichever test imported the module first
+            # (codecs are imported lazily), yet every test using the module depends on it, and
+            # so do those that only read the module's names (named in their node ids)
+            dotted = "kcodec." + module.replace("/", ".")
+            tests |= {t for by_line in self.lines.get(module, {}).values() for t in by_line}
+            tests |= {t for t in self.durations if dotted in t}
+            if not tests:
+                tests = set(self.durations)
         return sorted(tests, key=lambda t: (self.durations.get(t, 0.0), t))
 
 
@@ -331,6 +360,7 @@ def build_coverage_map(scratch: Path, modules: Dict[str, Path], tests: Sequence[
         by_line = data.contexts_by_lineno(str(scratch / rel))
         lines[module] = {ln: [c for c in ctx if c] for ln, ctx in by_line.items()}
         import_time[module] = {ln for ln, ctx in by_line.items() if ctx == [""] or set(ctx) == {""}}
+        import_time[module] |= definition_lines(scratch / rel)
     return CoverageMap(lines, import_time, json.loads(durations.read_text()))
 
 

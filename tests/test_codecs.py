@@ -311,6 +311,46 @@ def test_gzip_single_member_with_trailer():
     assert d.unused_data == struct.pack("<II", zlib.crc32(data), len(data))
 
 
+def test_gzip_engine_path_writes_the_native_bytes():
+    """The Python framing a plugin engine goes through writes, over zlib, what the C framing writes."""
+    from kcodec.compression.gzip import GzipCodec
+
+    class ZlibThroughPython(GzipCodec):
+        def engine_level(self, level: int) -> int:
+            return super().engine_level(level)
+
+    native = get_codec("gzip")
+    # a codec that has not loaded its engine yet reads too
+    assert ZlibThroughPython().decompress(native.compress(b"first use")) == b"first use"
+    codec = ZlibThroughPython()
+    assert codec.native_codec() is None and GzipCodec().native_codec() is not None
+    assert [GzipCodec().engine_level(level) for level in (-1, 1, 6, 9)] == [6, 1, 6, 9]
+    rng = random.Random(4)
+    blob = bytes(rng.getrandbits(8) for _ in range(20_001))
+    records = b"".join(b'{"id":%d,"user":"user-%d","v":%d}' % (i, i * 7 % 101, rng.randrange(10_000))
+                       for i in range(3000))
+    # matches 20 KB back (beyond a 16 KiB window), and text on which levels 5, 6 and 7 differ
+    data = blob * 2 + records
+    assert len({native.compress(data, level=level) for level in (5, 6, 7)}) == 3
+    # an odd length and an odd CRC, so no bit of the trailer goes unchecked
+    assert len(data[:-1]) % 2 == 1 and zlib.crc32(data[:-1]) % 2 == 1
+    for level, chunk in [(None, data), (-1, data[:-1]), (1, data), (5, data[:-1]), (7, data), (9, data)]:
+        out = codec.compress(chunk, level=level)
+        assert out == native.compress(chunk, level=level)
+        assert out[:10] == bytes.fromhex("1f8b08000000000000ff")
+        assert out[-8:] == struct.pack("<II", zlib.crc32(chunk), len(chunk))
+        assert codec.decompress(out) == chunk
+    assert codec.compress(b"") == native.compress(b"")
+    assert codec.compress(data) != codec.compress(data, level=1)
+
+    class MissingEngine(GzipCodec):
+        engine_module = "kcodec_test_no_such_engine"
+        engine_package = "no-such-engine"
+
+    with pytest.raises(kcodec.CodecLibraryMissingError, match="package 'no-such-engine'"):
+        MissingEngine().compress(data)
+
+
 def test_snappy_chunks_cut_every_32k():
     data = bytes(random.Random(1).getrandbits(8) for _ in range(100_000))
     out = get_codec("snappy").compress(data)
@@ -413,6 +453,21 @@ def test_round_trip_levels_and_magics(name):
             for data in _samples():
                 out = codec.compress(data, level=level, magic=magic)
                 assert codec.decompress(out, magic=magic) == data, (name, level, magic, len(data))
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_magic_outside_kafkas_is_refused_both_ways(name):
+    codec = get_codec(name)
+    frame = codec.compress(b"abc")
+    allowed = ", ".join(map(str, MAGICS[name]))
+    for magic in (3, -1):
+        message = f"{name} compression is not supported for magic {magic} (allowed: {allowed})"
+        with pytest.raises(UnsupportedCodecError) as info:
+            codec.compress(b"abc", magic=magic)
+        assert info.value.message == message
+        with pytest.raises(UnsupportedCodecError) as info:
+            codec.decompress(frame, magic=magic)
+        assert info.value.message == message
 
 
 @pytest.mark.parametrize("name", CODECS)
@@ -817,6 +872,53 @@ def test_lz4_native_errors_equal_the_per_block_path():
             except kcodec.KcodecError as exc:
                 outcomes.append((type(exc).__name__, str(exc), exc.position))
         assert outcomes[0] == outcomes[1], (limit, outcomes)
+
+
+def test_lz4_native_engine_is_used_where_python_lz4_exports_liblz4():
+    """Where python-lz4's extension exports liblz4's three functions, the codec calls them: its
+    self-check on a sample passes with a correct liblz4 and must not quietly drop to the slow path."""
+    import ctypes
+
+    import lz4.block
+
+    from kcodec.compression.lz4 import Lz4Codec
+    try:
+        lib = ctypes.CDLL(lz4.block._block.__file__)
+        exported = all(hasattr(lib, n) for n in ("LZ4_compress_default", "LZ4_compress_HC",
+                                                 "LZ4_decompress_safe"))
+    except OSError:
+        exported = False
+    if not exported:
+        pytest.skip("python-lz4's extension does not export liblz4's functions here")
+    codec = Lz4Codec()
+    assert codec.native is True and codec.native_codec() is not None
+    addresses = [ctypes.cast(getattr(lib, n), ctypes.c_void_p).value
+                 for n in ("LZ4_compress_default", "LZ4_compress_HC", "LZ4_decompress_safe")]
+    assert list(codec._native) == addresses
+
+
+def test_lz4_per_block_limits_are_exact():
+    """The per-block path's limit counts raw and compressed blocks to the byte, as the native one does."""
+    native, python = _lz4_pair()
+    raw = np.random.default_rng(5).bytes(70_000)            # one raw 64 KiB block, one raw tail
+    packed = b"abcd" * 20_000                                # two compressed blocks
+    for data in (raw, packed, packed + raw, raw[:1000]):
+        for magic in (0, 2):
+            frame = python.compress(data, magic=magic)
+            for codec in (native, python):
+                out = codec.decompress(frame, magic=magic, max_size=len(data))
+                assert type(out) is bytes and out == data
+                with pytest.raises(kcodec.LimitExceededError) as info:
+                    codec.decompress(frame, magic=magic, max_size=len(data) - 1)
+                last = 7
+                while True:  # the error names the block that crosses the limit: the last one
+                    size = struct.unpack_from("<I", frame, last)[0] & 0x7FFFFFFF
+                    if last + 4 + size + 4 >= len(frame):
+                        break
+                    last += 4 + size
+                assert info.value.position == last + 4
+    assert python.decompress(python.compress(b"")) == b""
+    assert type(python.decompress(python.compress(raw[:1000]))) is bytes
 
 
 def _zstd_pair():
