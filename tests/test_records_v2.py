@@ -332,6 +332,25 @@ def test_a_batch_of_no_records_with_an_unknown_codec_id_reads_as_empty():
     assert kcodec.to_arrow(bytes(empty), validate=False).num_rows == 0
 
 
+def test_an_unvalidated_control_record_with_a_negative_marker_version():
+    # The objects give a COMMIT/ABORT record's coordinator epoch, so they parse its value as Kafka's
+    # EndTransactionMarker does and refuse a negative version even unvalidated; an unvalidated
+    # to_arrow returns the key and value as stored (found by the records fuzz target).
+    builder = RecordBatchBuilder(base_offset=4, is_control=True, is_transactional=True, producer_id=7,
+                                 producer_epoch=1)
+    builder.append_end_txn_marker(ControlRecordType.COMMIT, 6)
+    data = bytearray(builder.build())
+    marker = data.rindex(b"\x00\x00\x00\x00\x00\x06")  # version 0, coordinator epoch 6
+    data[marker:marker + 2] = b"\x80\x00"
+    with pytest.raises(InvalidRecordError, match="Invalid version found for end transaction marker: -32768"):
+        list(next(read_batches(bytes(data), validate=False)))
+    table = kcodec.to_arrow(bytes(data), validate=False, include_control=True)
+    assert table.to_pylist()[0]["key"] == b"\x00\x00\x00\x01" and table.to_pylist()[0]["offset"] == 4  # COMMIT
+    assert table.to_pylist()[0]["value"] == b"\x80\x00\x00\x00\x00\x06"
+    with pytest.raises(CorruptRecordError):  # validated, the changed byte fails the batch's CRC first
+        kcodec.to_arrow(bytes(data), validate=True, include_control=True)
+
+
 def test_attribute_high_bits_ignored():
     buf = bytearray(load_case("v2_none_single")[0])
     buf[21] = 0xFF  # bits 8-15
