@@ -289,3 +289,33 @@ def test_errors_name_the_batch():
         filter_to(_batch(1, "none", base=70) + _batch(1, "none", base=80), KeepOffsets({70, 71, 72, 73},
                                                                                      BatchRetention.RETAIN_EMPTY))
     assert e.value.batch_offset == 80
+
+
+def test_a_wrapper_holding_records_of_another_magic_is_rewritten():
+    # KAFKA-4298 left v1 wrappers with v0 inner messages in logs: filterTo rewrites them, all records kept.
+    from test_legacy import message, wrapper
+    from kcodec.records.legacy import LegacyRecordBatchBuilder
+    src = wrapper(1, message(0, b"k0", b"v0", magic=0) + message(1, b"k1", None, magic=0), codec=1, magic=1)
+    assert next(iter(kcodec.read_batches(src))).inner_magics == {0}
+    result = filter_to(src, RecordFilter(NOW, RETENTION))
+    want = LegacyRecordBatchBuilder(magic=1, compression="gzip", base_offset=0)
+    want.append(b"k0", b"v0", timestamp=-1)
+    want.append(b"k1", None, timestamp=-1)
+    assert bytes(result.output) == bytes(want.build())
+    assert next(iter(kcodec.read_batches(bytes(result.output)))).inner_magics == {1}
+    assert (result.batches_rebuilt, result.messages_retained, result.max_offset) == (1, 2, 1)
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == (-1, -1)
+    # a wrapper of its own magic is copied
+    same = wrapper(1, message(0, b"k0", b"v0") + message(1, b"k1", b"v1"), codec=1, magic=1)
+    assert bytes(filter_to(same, RecordFilter(NOW, RETENTION)).output) == same
+
+
+def test_the_base_filter_keeps_every_record_and_marks_no_transaction():
+    src = _batch()
+    result = filter_to(src, RecordFilter(NOW, RETENTION))
+    assert bytes(result.output) == src and result.batches_rebuilt == 0
+
+    class Plain(RecordFilter):  # a retention result without the marker flag
+        def check_batch_retention(self, batch):
+            return BatchRetentionResult(BatchRetention.DELETE_EMPTY)
+    assert bytes(filter_to(src, Plain(NOW, RETENTION)).output) == src

@@ -125,16 +125,14 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
         result.batches_deleted += 1
         return None
     retained: List[Any] = []
-    write_original = True
+    # KAFKA-4298: a legacy wrapper holding records of another magic is rewritten, never copied
+    # (Java checks each retained record; if one is dropped the batch is rebuilt anyway).
+    write_original = batch.magic >= 2 or batch.inner_magics == {batch.magic}
     tombstones = False
     max_offset = -1
     for rec in batch:
         result.messages_read += 1
         if record_filter.should_retain_record(batch, rec):
-            # KAFKA-4298: a legacy inner record whose magic differs from its wrapper's is rewritten.
-            rec_magic = getattr(rec, "magic", None)
-            if rec_magic is not None and rec_magic != batch.magic:
-                write_original = False
             if rec.offset > max_offset:
                 max_offset = rec.offset
             retained.append(rec)
