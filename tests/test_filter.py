@@ -261,6 +261,14 @@ def test_a_bare_batch_retention_is_accepted():
             return BatchRetention.DELETE
     result = filter_to(_batch(), Bare(set()))
     assert (bytes(result.output), result.batches_deleted, result.messages_read) == (b"", 1, 0)
+    class BareKeep(KeepOffsets):  # a bare retention carries no transaction marker: the batch is copied
+        def check_batch_retention(self, batch):
+            return BatchRetention.DELETE_EMPTY
+    assert bytes(filter_to(_batch(), BareKeep({40, 41, 42, 43})).output) == _batch()
+    # nothing retained: the counters keep Java's initial values
+    assert (result.max_offset, result.max_timestamp, result.shallow_offset_of_max_timestamp) == (-1, -1, -1)
+    assert (result.messages_retained, result.bytes_retained, result.batches_rebuilt, result.batches_emptied) == \
+        (0, 0, 0, 0)
 
 
 def test_delete_horizon_rules():
@@ -282,6 +290,9 @@ def test_delete_horizon_rules():
     # legacy batches carry no horizon: tombstones kept, bytes copied
     legacy = _batch(1, "none", values=[b"v", None, b"v", b"v"])
     assert bytes(filter_to(legacy, KeepOffsets({40, 41, 42, 43})).output) == legacy
+    wrapped = _batch(1, "gzip", values=[b"v", None, b"v", b"v"], level=1)
+    result = filter_to(wrapped, KeepOffsets({40, 41, 42, 43}))
+    assert (bytes(result.output), result.batches_rebuilt) == (wrapped, 0)
 
 
 def test_errors_name_the_batch():
@@ -293,8 +304,8 @@ def test_errors_name_the_batch():
 
 def test_a_wrapper_holding_records_of_another_magic_is_rewritten():
     # KAFKA-4298 left v1 wrappers with v0 inner messages in logs: filterTo rewrites them, all records kept.
-    from test_legacy import message, wrapper
     from kcodec.records.legacy import LegacyRecordBatchBuilder
+    from test_legacy import message, wrapper
     src = wrapper(1, message(0, b"k0", b"v0", magic=0) + message(1, b"k1", None, magic=0), codec=1, magic=1)
     assert next(iter(kcodec.read_batches(src))).inner_magics == {0}
     result = filter_to(src, RecordFilter(NOW, RETENTION))

@@ -101,17 +101,17 @@ def _rebuild_retained(batch: Any, retained: List[Any], delete_horizon_ms: int) -
     ctype = CompressionType.of(batch.compression)
     ts_type = batch.timestamp_type
     log_append_time = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else None
+    # A v0 batch's NO_TIMESTAMP_TYPE goes to the builder as it is: MemoryRecordsBuilder, like
+    # kcodec's legacy builder, needs a timestamp type only from magic 1.
     base = batch.base_offset if magic >= 2 else retained[0].offset
-    if magic == 0:
-        ts_type = TimestampType.CREATE_TIME if ts_type == TimestampType.NO_TIMESTAMP_TYPE else ts_type
     return rebuild_batch(
         retained, magic=magic, compression=ctype, level=ctype.default_level, base_offset=base,
         timestamp_type=ts_type, log_append_time=log_append_time, producer_id=batch.producer_id,
         producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
         is_transactional=batch.is_transactional, is_control=batch.is_control,
         partition_leader_epoch=batch.partition_leader_epoch,
-        delete_horizon_ms=delete_horizon_ms if magic >= 2 else None,
-        offsets=[r.offset for r in retained], last_offset=batch.last_offset if magic >= 2 else None)
+        delete_horizon_ms=delete_horizon_ms, offsets=[r.offset for r in retained],
+        last_offset=batch.last_offset)  # rebuild_batch writes these two from magic 2 only
 
 
 def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) -> Optional[bytes]:
@@ -129,12 +129,9 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
     # (Java checks each retained record; if one is dropped the batch is rebuilt anyway).
     write_original = batch.magic >= 2 or batch.inner_magics == {batch.magic}
     tombstones = False
-    max_offset = -1
     for rec in batch:
         result.messages_read += 1
         if record_filter.should_retain_record(batch, rec):
-            if rec.offset > max_offset:
-                max_offset = rec.offset
             retained.append(rec)
             if rec.value is None:
                 tombstones = True
@@ -154,7 +151,7 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
         out = _rebuild_retained(batch, retained, horizon)
         result.batches_rebuilt += 1
         max_ts, shallow = _built_info(batch, retained, out)
-        result._retained(max_ts, shallow, max_offset, len(retained), len(out))
+        result._retained(max_ts, shallow, max(r.offset for r in retained), len(retained), len(out))
         return out
     if retention.retention is BatchRetention.RETAIN_EMPTY:
         if batch.magic < 2:
