@@ -232,6 +232,29 @@ def test_filtered_batch_max_timestamp_and_its_offset(magic, codec, ts_type, want
         ((0, 0, 1) if one_per_entry else (1, 0, 0))
 
 
+@pytest.mark.parametrize("magic,codec,ts_type,want", [
+    (2, "none", TimestampType.CREATE_TIME, (T0 + 7, 43)),           # the retained max, at the last offset
+    (1, "gzip", TimestampType.CREATE_TIME, (T0 + 7, 43)),
+    (2, "none", TimestampType.LOG_APPEND_TIME, (T0 + 99, 43)),      # uncompressed v2: still the last offset
+    (1, "gzip", TimestampType.LOG_APPEND_TIME, (T0 + 99, 43)),
+    (0, "gzip", TimestampType.CREATE_TIME, (-1, -1)),
+])
+def test_the_dropped_record_held_the_max_timestamp(magic, codec, ts_type, want):
+    kw = {"log_append_time": T0 + 99} if ts_type == TimestampType.LOG_APPEND_TIME else {}
+    result = filter_to(_batch(magic, codec, ts_type, **kw), KeepOffsets({40, 42, 43}))
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == want
+    assert (result.max_offset, result.batches_rebuilt) == (43, 1)
+
+
+def test_a_v0_wrapper_of_v1_messages_is_rewritten_without_timestamps():
+    from test_legacy import message, wrapper
+    src = wrapper(1, message(0, b"k0", b"v0", ts=T0 + 5) + message(1, b"k1", b"v1", ts=T0 + 9), codec=1, magic=0)
+    result = filter_to(src, KeepOffsets({0, 1}))
+    (out,) = kcodec.read_batches(bytes(result.output))
+    assert (out.magic, out.inner_magics, [(r.offset, r.timestamp) for r in out]) == (0, {0}, [(0, -1), (1, -1)])
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.batches_rebuilt) == (-1, -1, 1)
+
+
 def test_rebuilt_legacy_batch_without_timestamps():
     result = filter_to(_batch(1, "gzip", stamps=(-1, -1, -1)), KeepOffsets({40, 41}))
     assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.max_offset) == (-1, -1, 41)
@@ -252,6 +275,7 @@ def test_counters_over_several_batches():
     assert (result.batches_rebuilt, result.batches_emptied, result.batches_deleted) == (1, 0, 1)
     emptied = filter_to(list(kcodec.read_batches(drop_all)), KeepOffsets(set(), BatchRetention.RETAIN_EMPTY))
     assert (emptied.batches_emptied, emptied.bytes_retained, len(emptied.output)) == (1, 61, 61)
+    assert (emptied.messages_read, emptied.messages_retained) == (1, 0)
     assert (emptied.max_timestamp, emptied.shallow_offset_of_max_timestamp, emptied.max_offset) == (T0 + 8, 4, 4)
 
 
