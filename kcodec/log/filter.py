@@ -150,7 +150,7 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
             horizon = batch.delete_horizon_ms if batch.delete_horizon_ms is not None else NO_TIMESTAMP
         out = _rebuild_retained(batch, retained, horizon)
         result.batches_rebuilt += 1
-        max_ts, shallow = _built_info(batch, retained, out)
+        max_ts, shallow = _built_info(batch, retained)
         result._retained(max_ts, shallow, max(r.offset for r in retained), len(retained), len(out))
         return out
     if retention.retention is BatchRetention.RETAIN_EMPTY:
@@ -164,24 +164,18 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
     return None
 
 
-def _built_info(batch: Any, retained: Any, out: bytes) -> Any:
-    """maxTimestamp and its shallow offset of a rebuilt batch (``MemoryRecordsBuilder.info``)."""
-    last = retained[-1].offset
+def _built_info(batch: Any, retained: Any) -> Any:
+    """maxTimestamp and its shallow offset of a rebuilt batch (``MemoryRecordsBuilder.info``).
+
+    A rebuilt batch is v2 or a compressed legacy wrapper (an uncompressed legacy entry holds one
+    record, and :func:`filter_batch` copies or drops it), so the shallow offset is the last one.
+    """
     if batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
-        if batch.magic >= 2 or batch.compression != CompressionType.NONE:
-            return batch.max_timestamp, last
-        return batch.max_timestamp, retained[0].offset
-    if batch.magic == 0:
+        return batch.max_timestamp, retained[-1].offset
+    if batch.magic == 0:  # inner v1 messages of a v0 wrapper lose their timestamps
         return NO_TIMESTAMP, -1
-    max_ts, off = NO_TIMESTAMP, -1
-    for r in retained:
-        if r.timestamp > max_ts:
-            max_ts, off = r.timestamp, r.offset
-    if max_ts == NO_TIMESTAMP:
-        return NO_TIMESTAMP, -1
-    if batch.magic >= 2 or batch.compression != CompressionType.NONE:
-        return max_ts, last
-    return max_ts, off
+    max_ts = max(NO_TIMESTAMP, max(r.timestamp for r in retained))
+    return (NO_TIMESTAMP, -1) if max_ts == NO_TIMESTAMP else (max_ts, retained[-1].offset)
 
 
 def filter_to(records: Any, record_filter: RecordFilter, *, output: Optional[bytearray] = None) -> FilterResult:
