@@ -347,8 +347,11 @@ def test_a_wrapper_holding_records_of_another_magic_is_rewritten():
 
 def test_the_base_filter_keeps_every_record_and_marks_no_transaction():
     src = _batch()
-    result = filter_to(src, RecordFilter(NOW, RETENTION))
+    base = RecordFilter(NOW, RETENTION)
+    result = filter_to(src, base)
     assert bytes(result.output) == src and result.batches_rebuilt == 0
+    batch = next(iter(kcodec.read_batches(src)))
+    assert base.check_batch_retention(batch) == (BatchRetention.DELETE_EMPTY, False)
 
     class Plain(RecordFilter):  # a retention result without the marker flag
         def check_batch_retention(self, batch):
