@@ -168,14 +168,13 @@ def _built_info(batch: Any, retained: Any) -> Any:
     """maxTimestamp and its shallow offset of a rebuilt batch (``MemoryRecordsBuilder.info``).
 
     A rebuilt batch is v2 or a compressed legacy wrapper (an uncompressed legacy entry holds one
-    record, and :func:`filter_batch` copies or drops it), so the shallow offset is the last one.
+    record, and :func:`filter_batch` copies or drops it), so the shallow offset is the last one;
+    :meth:`FilterResult._retained` never takes the offset of a NO_TIMESTAMP.  The records of a
+    LogAppendTime batch read as its append time, so their max is the batch's.
     """
-    if batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
-        return batch.max_timestamp, retained[-1].offset
     if batch.magic == 0:  # inner v1 messages of a v0 wrapper lose their timestamps
-        return NO_TIMESTAMP, -1
-    max_ts = max(NO_TIMESTAMP, max(r.timestamp for r in retained))
-    return (NO_TIMESTAMP, -1) if max_ts == NO_TIMESTAMP else (max_ts, retained[-1].offset)
+        return NO_TIMESTAMP, retained[-1].offset
+    return max(NO_TIMESTAMP, max(r.timestamp for r in retained)), retained[-1].offset
 
 
 def filter_to(records: Any, record_filter: RecordFilter, *, output: Optional[bytearray] = None) -> FilterResult:
