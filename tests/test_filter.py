@@ -232,6 +232,29 @@ def test_filtered_batch_max_timestamp_and_its_offset(magic, codec, ts_type, want
         ((0, 0, 1) if one_per_entry else (1, 0, 0))
 
 
+@pytest.mark.parametrize("magic,codec,ts_type,want", [
+    (2, "none", TimestampType.CREATE_TIME, (T0 + 7, 43)),           # the retained max, at the last offset
+    (1, "gzip", TimestampType.CREATE_TIME, (T0 + 7, 43)),
+    (2, "none", TimestampType.LOG_APPEND_TIME, (T0 + 99, 43)),      # uncompressed v2: still the last offset
+    (1, "gzip", TimestampType.LOG_APPEND_TIME, (T0 + 99, 43)),
+    (0, "gzip", TimestampType.CREATE_TIME, (-1, -1)),
+])
+def test_the_dropped_record_held_the_max_timestamp(magic, codec, ts_type, want):
+    kw = {"log_append_time": T0 + 99} if ts_type == TimestampType.LOG_APPEND_TIME else {}
+    result = filter_to(_batch(magic, codec, ts_type, **kw), KeepOffsets({40, 42, 43}))
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == want
+    assert (result.max_offset, result.batches_rebuilt) == (43, 1)
+
+
+def test_a_v0_wrapper_of_v1_messages_is_rewritten_without_timestamps():
+    from test_legacy import message, wrapper
+    src = wrapper(1, message(0, b"k0", b"v0", ts=T0 + 5) + message(1, b"k1", b"v1", ts=T0 + 9), codec=1, magic=0)
+    result = filter_to(src, KeepOffsets({0, 1}))
+    (out,) = kcodec.read_batches(bytes(result.output))
+    assert (out.magic, out.inner_magics, [(r.offset, r.timestamp) for r in out]) == (0, {0}, [(0, -1), (1, -1)])
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.batches_rebuilt) == (-1, -1, 1)
+
+
 def test_rebuilt_legacy_batch_without_timestamps():
     result = filter_to(_batch(1, "gzip", stamps=(-1, -1, -1)), KeepOffsets({40, 41}))
     assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.max_offset) == (-1, -1, 41)
@@ -252,6 +275,7 @@ def test_counters_over_several_batches():
     assert (result.batches_rebuilt, result.batches_emptied, result.batches_deleted) == (1, 0, 1)
     emptied = filter_to(list(kcodec.read_batches(drop_all)), KeepOffsets(set(), BatchRetention.RETAIN_EMPTY))
     assert (emptied.batches_emptied, emptied.bytes_retained, len(emptied.output)) == (1, 61, 61)
+    assert (emptied.messages_read, emptied.messages_retained) == (1, 0)
     assert (emptied.max_timestamp, emptied.shallow_offset_of_max_timestamp, emptied.max_offset) == (T0 + 8, 4, 4)
 
 
@@ -261,6 +285,14 @@ def test_a_bare_batch_retention_is_accepted():
             return BatchRetention.DELETE
     result = filter_to(_batch(), Bare(set()))
     assert (bytes(result.output), result.batches_deleted, result.messages_read) == (b"", 1, 0)
+    class BareKeep(KeepOffsets):  # a bare retention carries no transaction marker: the batch is copied
+        def check_batch_retention(self, batch):
+            return BatchRetention.DELETE_EMPTY
+    assert bytes(filter_to(_batch(), BareKeep({40, 41, 42, 43})).output) == _batch()
+    # nothing retained: the counters keep Java's initial values
+    assert (result.max_offset, result.max_timestamp, result.shallow_offset_of_max_timestamp) == (-1, -1, -1)
+    assert (result.messages_retained, result.bytes_retained, result.batches_rebuilt, result.batches_emptied) == \
+        (0, 0, 0, 0)
 
 
 def test_delete_horizon_rules():
@@ -282,6 +314,9 @@ def test_delete_horizon_rules():
     # legacy batches carry no horizon: tombstones kept, bytes copied
     legacy = _batch(1, "none", values=[b"v", None, b"v", b"v"])
     assert bytes(filter_to(legacy, KeepOffsets({40, 41, 42, 43})).output) == legacy
+    wrapped = _batch(1, "gzip", values=[b"v", None, b"v", b"v"], level=1)
+    result = filter_to(wrapped, KeepOffsets({40, 41, 42, 43}))
+    assert (bytes(result.output), result.batches_rebuilt) == (wrapped, 0)
 
 
 def test_errors_name_the_batch():
@@ -289,3 +324,48 @@ def test_errors_name_the_batch():
         filter_to(_batch(1, "none", base=70) + _batch(1, "none", base=80), KeepOffsets({70, 71, 72, 73},
                                                                                      BatchRetention.RETAIN_EMPTY))
     assert e.value.batch_offset == 80
+
+
+def test_a_wrapper_holding_records_of_another_magic_is_rewritten():
+    # KAFKA-4298 left v1 wrappers with v0 inner messages in logs: filterTo rewrites them, all records kept.
+    from kcodec.records.legacy import LegacyRecordBatchBuilder
+    from test_legacy import message, wrapper
+    src = wrapper(1, message(0, b"k0", b"v0", magic=0) + message(1, b"k1", None, magic=0), codec=1, magic=1)
+    assert next(iter(kcodec.read_batches(src))).inner_magics == {0}
+    result = filter_to(src, RecordFilter(NOW, RETENTION))
+    want = LegacyRecordBatchBuilder(magic=1, compression="gzip", base_offset=0)
+    want.append(b"k0", b"v0", timestamp=-1)
+    want.append(b"k1", None, timestamp=-1)
+    assert bytes(result.output) == bytes(want.build())
+    assert next(iter(kcodec.read_batches(bytes(result.output)))).inner_magics == {1}
+    assert (result.batches_rebuilt, result.messages_retained, result.max_offset) == (1, 2, 1)
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == (-1, -1)
+    # a wrapper of its own magic is copied
+    same = wrapper(1, message(0, b"k0", b"v0") + message(1, b"k1", b"v1"), codec=1, magic=1)
+    assert bytes(filter_to(same, RecordFilter(NOW, RETENTION)).output) == same
+
+
+def test_the_base_filter_keeps_every_record_and_marks_no_transaction():
+    src = _batch()
+    base = RecordFilter(NOW, RETENTION)
+    result = filter_to(src, base)
+    assert bytes(result.output) == src and result.batches_rebuilt == 0
+    batch = next(iter(kcodec.read_batches(src)))
+    assert base.check_batch_retention(batch) == (BatchRetention.DELETE_EMPTY, False)
+
+    class Plain(RecordFilter):  # a retention result without the marker flag
+        def check_batch_retention(self, batch):
+            return BatchRetentionResult(BatchRetention.DELETE_EMPTY)
+    assert bytes(filter_to(src, Plain(NOW, RETENTION)).output) == src
+
+
+def test_bytes_are_read_without_checking_the_crc():
+    # filterTo reads batches as the log holds them (no ensureValid): a kept batch is copied as it is,
+    # a rebuilt one gets its own CRC.
+    src = bytearray(_batch())
+    src[17] ^= 0xFF  # the CRC field (bytes 17-20 of a v2 batch)
+    assert bytes(filter_to(bytes(src), KeepOffsets({40, 41, 42, 43})).output) == bytes(src)
+    out = bytes(filter_to(bytes(src), KeepOffsets({40})).output)
+    (b,) = kcodec.read_batches(out)
+    b.ensure_valid()
+    assert [r.offset for r in b] == [40]

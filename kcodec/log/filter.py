@@ -101,17 +101,17 @@ def _rebuild_retained(batch: Any, retained: List[Any], delete_horizon_ms: int) -
     ctype = CompressionType.of(batch.compression)
     ts_type = batch.timestamp_type
     log_append_time = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else None
+    # A v0 batch's NO_TIMESTAMP_TYPE goes to the builder as it is: MemoryRecordsBuilder, like
+    # kcodec's legacy builder, needs a timestamp type only from magic 1.
     base = batch.base_offset if magic >= 2 else retained[0].offset
-    if magic == 0:
-        ts_type = TimestampType.CREATE_TIME if ts_type == TimestampType.NO_TIMESTAMP_TYPE else ts_type
     return rebuild_batch(
         retained, magic=magic, compression=ctype, level=ctype.default_level, base_offset=base,
         timestamp_type=ts_type, log_append_time=log_append_time, producer_id=batch.producer_id,
         producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
         is_transactional=batch.is_transactional, is_control=batch.is_control,
         partition_leader_epoch=batch.partition_leader_epoch,
-        delete_horizon_ms=delete_horizon_ms if magic >= 2 else None,
-        offsets=[r.offset for r in retained], last_offset=batch.last_offset if magic >= 2 else None)
+        delete_horizon_ms=delete_horizon_ms, offsets=[r.offset for r in retained],
+        last_offset=batch.last_offset)  # rebuild_batch writes these two from magic 2 only
 
 
 def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) -> Optional[bytes]:
@@ -125,18 +125,13 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
         result.batches_deleted += 1
         return None
     retained: List[Any] = []
-    write_original = True
+    # KAFKA-4298: a legacy wrapper holding records of another magic is rewritten, never copied
+    # (Java checks each retained record; if one is dropped the batch is rebuilt anyway).
+    write_original = batch.magic >= 2 or batch.inner_magics == {batch.magic}
     tombstones = False
-    max_offset = -1
     for rec in batch:
         result.messages_read += 1
         if record_filter.should_retain_record(batch, rec):
-            # KAFKA-4298: a legacy inner record whose magic differs from its wrapper's is rewritten.
-            rec_magic = getattr(rec, "magic", None)
-            if rec_magic is not None and rec_magic != batch.magic:
-                write_original = False
-            if rec.offset > max_offset:
-                max_offset = rec.offset
             retained.append(rec)
             if rec.value is None:
                 tombstones = True
@@ -155,8 +150,8 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
             horizon = batch.delete_horizon_ms if batch.delete_horizon_ms is not None else NO_TIMESTAMP
         out = _rebuild_retained(batch, retained, horizon)
         result.batches_rebuilt += 1
-        max_ts, shallow = _built_info(batch, retained, out)
-        result._retained(max_ts, shallow, max_offset, len(retained), len(out))
+        max_ts, shallow = _built_info(batch, retained)
+        result._retained(max_ts, shallow, max(r.offset for r in retained), len(retained), len(out))
         return out
     if retention.retention is BatchRetention.RETAIN_EMPTY:
         if batch.magic < 2:
@@ -169,24 +164,17 @@ def filter_batch(batch: Any, record_filter: RecordFilter, result: FilterResult) 
     return None
 
 
-def _built_info(batch: Any, retained: Any, out: bytes) -> Any:
-    """maxTimestamp and its shallow offset of a rebuilt batch (``MemoryRecordsBuilder.info``)."""
-    last = retained[-1].offset
-    if batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
-        if batch.magic >= 2 or batch.compression != CompressionType.NONE:
-            return batch.max_timestamp, last
-        return batch.max_timestamp, retained[0].offset
-    if batch.magic == 0:
-        return NO_TIMESTAMP, -1
-    max_ts, off = NO_TIMESTAMP, -1
-    for r in retained:
-        if r.timestamp > max_ts:
-            max_ts, off = r.timestamp, r.offset
-    if max_ts == NO_TIMESTAMP:
-        return NO_TIMESTAMP, -1
-    if batch.magic >= 2 or batch.compression != CompressionType.NONE:
-        return max_ts, last
-    return max_ts, off
+def _built_info(batch: Any, retained: Any) -> Any:
+    """maxTimestamp and its shallow offset of a rebuilt batch (``MemoryRecordsBuilder.info``).
+
+    A rebuilt batch is v2 or a compressed legacy wrapper (an uncompressed legacy entry holds one
+    record, and :func:`filter_batch` copies or drops it), so the shallow offset is the last one;
+    :meth:`FilterResult._retained` never takes the offset of a NO_TIMESTAMP.  The records of a
+    LogAppendTime batch read as its append time, so their max is the batch's.
+    """
+    if batch.magic == 0:  # inner v1 messages of a v0 wrapper lose their timestamps
+        return NO_TIMESTAMP, retained[-1].offset
+    return max(NO_TIMESTAMP, max(r.timestamp for r in retained)), retained[-1].offset
 
 
 def filter_to(records: Any, record_filter: RecordFilter, *, output: Optional[bytearray] = None) -> FilterResult:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Union, cast
+from typing import TYPE_CHECKING, Any, FrozenSet, Iterator, List, Optional, Sequence, Union, cast
 
 from kcodec._native.legacy import append_message, check_crc, parse_message, scan_inner, value_span
 from kcodec._native.native_codec import native_of
@@ -282,6 +282,14 @@ class LegacyRecordBatch:
         if not self.is_compressed:
             return 1
         return len(self._inner_entries())
+
+    @property
+    def inner_magics(self) -> FrozenSet[int]:
+        """The magic bytes of the records: a wrapper's inner messages' (decompresses), else the entry's own.
+        A wrapper whose inner magic differs from its own is what KAFKA-4298 left in logs."""
+        if not self.is_compressed:
+            return frozenset((self._magic,))
+        return frozenset(e[3] for e in self._inner_entries())
 
     @property
     def raw(self) -> memoryview:
