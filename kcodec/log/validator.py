@@ -462,14 +462,33 @@ def _records_info(magic: int, compression: CompressionType, timestamp_type: Time
 
 
 # --------------------------------------------------------------------------------------------
-# the entry point
+# the entry point: UnifiedLog.analyzeAndValidateRecords, then LogValidator's dispatch
 
-def _read(buf: Any, tp: str) -> Any:
-    from kcodec.records import read_batches
-    try:
-        return list(read_batches(buf, validate=False))
-    except Exception as exc:  # framing errors: size < 14, bad magic
-        raise _from_reader_error(exc, tp) from exc
+_ORIGINS = ("client", "coordinator", "raft_leader")
+
+
+@dataclass
+class _Append:
+    """One partition's produce payload on its way through the validator: what each of
+    ``LogValidator``'s cases reads (Kafka keeps the same state in the validator's fields)."""
+
+    cfg: ValidatorConfig
+    buf: bytearray
+    batches: List[Any]
+    next_offset: int
+    now: int
+    origin: str
+    source: CompressionType
+    target: CompressionType
+    level: Optional[int]
+
+    @property
+    def first(self) -> Any:
+        return self.batches[0]
+
+    @property
+    def to_magic(self) -> int:
+        return self.cfg.to_magic
 
 
 def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryview, Sequence[Any]],
@@ -489,49 +508,71 @@ def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryvie
     broker itself silently appends nothing in that case.
     """
     cfg = config or ValidatorConfig()
-    if origin not in ("client", "coordinator", "raft_leader"):
+    if origin not in _ORIGINS:
         raise ValueError(f"origin must be 'client', 'coordinator' or 'raft_leader', got {origin!r}")
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
-    tp = cfg.topic_partition
-    to_magic = cfg.to_magic
     if isinstance(batches_bytes, (list, tuple)):
         raw = b"".join(bytes(b) for b in batches_bytes)
     else:
         raw = bytes(batches_bytes)
+    append, trimmed = _analyze(raw, cfg, next_offset, now, origin)
+    try:
+        result = _validate(append)
+    except RecordValidationError:
+        raise
+    except KcodecError as exc:
+        raise _from_reader_error(exc, cfg.topic_partition) from exc
+    result.valid_bytes = len(append.buf)
+    result.trimmed_bytes = trimmed
+    _check_stored_sizes(cfg, result)
+    return result
 
-    # UnifiedLog.analyzeAndValidateRecords -------------------------------------------------
+
+def _read(buf: Any, tp: str) -> Any:
+    from kcodec.records import read_batches
+    try:
+        return list(read_batches(buf, validate=False))
+    except Exception as exc:  # framing errors: size < 14, bad magic
+        raise _from_reader_error(exc, tp) from exc
+
+
+def _validate(a: _Append) -> ValidationResult:
+    """``LogValidator.validateMessagesAndAssignOffsets``: one case per call.
+
+    - offsets only (A1): uncompressed in and out, every batch already at the topic's magic;
+    - magic conversion (A2): uncompressed in and out, some batch at another magic;
+    - in place (B-in): compressed, and the payload can be kept as it is;
+    - rebuild (B-re): compressed, and it cannot.
+    """
+    if a.source == CompressionType.NONE and a.target == CompressionType.NONE:
+        if all(b.magic == a.to_magic for b in a.batches):
+            return _assign_offsets_in_place(a)
+        return _convert_and_assign_offsets(a)
+    start = time.perf_counter_ns()
+    scan = _scan_compressed(a)
+    if scan.in_place:
+        return _assign_offsets_compressed_in_place(a, scan)
+    return _rebuild(a, scan.records, "B-re", scan.temporary_bytes, start)
+
+
+def _analyze(raw: bytes, cfg: ValidatorConfig, next_offset: int, now: int,
+             origin: str) -> Tuple[_Append, int]:
+    """``UnifiedLog.analyzeAndValidateRecords``: framing, sizes and CRCs, the source codec.
+
+    Returns the payload cut after its last complete batch, and the number of bytes cut."""
+    tp = cfg.topic_partition
     try:
         entries = list(iter_entries(raw))
     except Exception as exc:
         raise _from_reader_error(exc, tp) from exc
     valid_bytes = sum(e.size for e in entries)
-    trimmed = len(raw) - valid_bytes
     buf = bytearray(raw[:valid_bytes])
     batches = _read(buf, tp)
     if not batches:
         raise _invalid("Record batch has no batches at all")
-
     source = CompressionType.NONE
     for b in batches:
-        if origin == "raft_leader" and b.partition_leader_epoch != cfg.partition_leader_epoch:
-            raise _invalid("Append from Raft leader did not set the batch epoch correctly",
-                           batch_offset=b.base_offset)
-        if b.magic >= 2 and origin == "client" and b.base_offset != 0:
-            raise _invalid(f"The baseOffset of the record batch in the append to {tp} should be 0, "
-                           f"but it is {b.base_offset}", batch_offset=b.base_offset)
-        if b.size_in_bytes > cfg.max_message_bytes:
-            raise RecordValidationError(
-                "MESSAGE_TOO_LARGE",
-                f"The record batch size in the append to {tp} is {b.size_in_bytes} bytes which exceeds "
-                f"the maximum configured value of {cfg.max_message_bytes}.", batch_offset=b.base_offset)
-        try:
-            ok = b.is_valid()
-        except Exception as exc:
-            raise _from_reader_error(exc, tp, batch_offset=b.base_offset) from exc
-        if not ok:
-            raise RecordValidationError("CORRUPT_MESSAGE",
-                                        f"Record is corrupt (stored crc = {b.crc}) in topic partition {tp}.",
-                                        batch_offset=b.base_offset, position=b.position)
+        _analyze_batch(cfg, b, origin)
         try:
             comp = CompressionType.of(b.compression)
         except Exception as exc:
@@ -539,33 +580,46 @@ def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryvie
         if comp != CompressionType.NONE:
             source = comp
 
-    target, target_level = target_compression(cfg, source)
-    if target != CompressionType.NONE and not target.supports_magic(to_magic):
+    target, level = target_compression(cfg, source)
+    if target != CompressionType.NONE and not target.supports_magic(cfg.to_magic):
         raise RecordValidationError("UNSUPPORTED_COMPRESSION_TYPE",
                                     f"{target.kafka_name} compression requires message format v2, "
-                                    f"the topic writes v{to_magic}")
-
-    first = batches[0]
-    if first.magic >= 2 or source != CompressionType.NONE:
+                                    f"the topic writes v{cfg.to_magic}")
+    if batches[0].magic >= 2 or source != CompressionType.NONE:
         if len(batches) > 1:
             raise _invalid("Compressed outer record has more than one batch")
+    append = _Append(cfg=cfg, buf=buf, batches=batches, next_offset=next_offset, now=now, origin=origin,
+                     source=source, target=target, level=level)
+    return append, len(raw) - valid_bytes
 
+
+def _analyze_batch(cfg: ValidatorConfig, b: Any, origin: str) -> None:
+    """The checks ``analyzeAndValidateRecords`` makes of each batch before the validator runs."""
+    tp = cfg.topic_partition
+    if origin == "raft_leader" and b.partition_leader_epoch != cfg.partition_leader_epoch:
+        raise _invalid("Append from Raft leader did not set the batch epoch correctly",
+                       batch_offset=b.base_offset)
+    if b.magic >= 2 and origin == "client" and b.base_offset != 0:
+        raise _invalid(f"The baseOffset of the record batch in the append to {tp} should be 0, "
+                       f"but it is {b.base_offset}", batch_offset=b.base_offset)
+    if b.size_in_bytes > cfg.max_message_bytes:
+        raise RecordValidationError(
+            "MESSAGE_TOO_LARGE",
+            f"The record batch size in the append to {tp} is {b.size_in_bytes} bytes which exceeds "
+            f"the maximum configured value of {cfg.max_message_bytes}.", batch_offset=b.base_offset)
     try:
-        if source == CompressionType.NONE and target == CompressionType.NONE:
-            if all(b.magic == to_magic for b in batches):
-                result = _assign_in_place_uncompressed(cfg, buf, batches, next_offset, now, origin, to_magic)
-            else:
-                result = _convert_uncompressed(cfg, batches, next_offset, now, origin, to_magic)
-        else:
-            result = _compressed(cfg, buf, batches, next_offset, now, origin, to_magic, source, target,
-                                 target_level)
-    except RecordValidationError:
-        raise
-    except KcodecError as exc:
-        raise _from_reader_error(exc, tp) from exc
+        ok = b.is_valid()
+    except Exception as exc:
+        raise _from_reader_error(exc, tp, batch_offset=b.base_offset) from exc
+    if not ok:
+        raise RecordValidationError("CORRUPT_MESSAGE",
+                                    f"Record is corrupt (stored crc = {b.crc}) in topic partition {tp}.",
+                                    batch_offset=b.base_offset, position=b.position)
 
-    result.valid_bytes = valid_bytes
-    result.trimmed_bytes = trimmed
+
+def _check_stored_sizes(cfg: ValidatorConfig, result: ValidationResult) -> None:
+    """What ``UnifiedLog.append`` checks after validation: a rebuilt batch may have grown."""
+    tp = cfg.topic_partition
     if result.message_size_maybe_changed:
         for b in result.batches:
             if len(b) > cfg.max_message_bytes:
@@ -578,7 +632,6 @@ def validate_and_assign_offsets(batches_bytes: Union[bytes, bytearray, memoryvie
             "RECORD_LIST_TOO_LARGE",
             f"Message batch size is {result.stored_bytes} bytes in append to partition {tp}, which exceeds "
             f"the maximum configured segment size of {cfg.segment_bytes}.")
-    return result
 
 
 def _check_inner_crcs(cfg: ValidatorConfig, batch: Any) -> None:
@@ -601,20 +654,23 @@ def _iter_records(batch: Any) -> Iterator[Any]:
         raise exc.with_context(batch_offset=batch.base_offset)
 
 
-def _assign_in_place_uncompressed(cfg: ValidatorConfig, buf: Any, batches: List[Any], next_offset: int, now: int,
-                                  origin: str, to_magic: int) -> ValidationResult:
-    """A1 (``assignOffsetsNonCompressed``)."""
-    counter = next_offset
+# --------------------------------------------------------------------------------------------
+# the four cases
+
+def _assign_offsets_in_place(a: _Append) -> ValidationResult:
+    """Offsets only, A1 (``assignOffsetsNonCompressed``)."""
+    cfg, buf = a.cfg, a.buf
+    counter = a.next_offset
     max_ts = NO_TIMESTAMP
     shallow = -1
-    first = batches[0]
     count = 0
-    for batch in batches:
-        _validate_batch(cfg, first, batch, origin, to_magic)
+    lat = cfg.timestamp_type == TimestampType.LOG_APPEND_TIME
+    for batch in a.batches:
+        _validate_batch(cfg, a.first, batch, a.origin, a.to_magic)
         batch_max = NO_TIMESTAMP
         errors: List[Tuple[int, RecordError]] = []
         for index, rec in enumerate(_iter_records(batch)):
-            err = _validate_record(cfg, batch, rec, index, now, CompressionType.NONE)
+            err = _validate_record(cfg, batch, rec, index, a.now, CompressionType.NONE)
             if err is not None:
                 errors.append(err)
             counter += 1
@@ -626,106 +682,76 @@ def _assign_in_place_uncompressed(cfg: ValidatorConfig, buf: Any, batches: List[
         if batch.magic > 0 and batch_max > max_ts:
             max_ts = batch_max
             shallow = counter - 1
-        lat = cfg.timestamp_type == TimestampType.LOG_APPEND_TIME
         if batch.magic >= 2:
             batch_header.set_last_offset(buf, pos, counter - 1)
             batch_header.set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
         else:
             message_header.set_last_offset(buf, pos, counter - 1)
         if batch.magic > 0:
-            ts = now if lat else batch_max
             header = batch_header if batch.magic >= 2 else message_header
-            header.set_max_timestamp(buf, pos, size, batch, lat, ts)
-    if cfg.timestamp_type == TimestampType.LOG_APPEND_TIME:
-        max_ts = now
-        shallow = counter - 1 if to_magic >= 2 else next_offset
-    out = [bytes(buf[b.position:b.position + b.size_in_bytes]) for b in batches]
+            header.set_max_timestamp(buf, pos, size, batch, lat, a.now if lat else batch_max)
+    if lat:
+        max_ts = a.now
+        shallow = counter - 1 if a.to_magic >= 2 else a.next_offset
+    out = [bytes(buf[b.position:b.position + b.size_in_bytes]) for b in a.batches]
     return ValidationResult(
-        batches=out, first_offset=next_offset, last_offset=counter - 1, max_timestamp=max_ts,
-        shallow_offset_of_max_timestamp=shallow, log_append_time_ms=now, message_size_maybe_changed=False,
+        batches=out, first_offset=a.next_offset, last_offset=counter - 1, max_timestamp=max_ts,
+        shallow_offset_of_max_timestamp=shallow, log_append_time_ms=a.now, message_size_maybe_changed=False,
         records_converted=0, temporary_memory_bytes=0, conversion_time_ns=0, path="A1",
         source_compression=CompressionType.NONE, target_compression=CompressionType.NONE, target_level=None,
         record_count=count, valid_bytes=len(buf))
 
 
-def _rebuild_result(cfg: ValidatorConfig, first: Any, records: List[Any], next_offset: int, now: int, to_magic: int,
-                    target: CompressionType, level: Optional[int], path: str, source: CompressionType,
-                    temp_bytes: Optional[int], start_ns: int) -> ValidationResult:
-    """Write the validated records as one new batch from ``next_offset`` (A2 and B-re)."""
-    n = len(records)
-    ts_type = cfg.timestamp_type
-    out = rebuild_batch(
-        records, magic=to_magic, compression=target, level=level, base_offset=next_offset,
-        timestamp_type=ts_type, log_append_time=now, producer_id=first.producer_id,
-        producer_epoch=first.producer_epoch, base_sequence=first.base_sequence,
-        is_transactional=first.is_transactional, is_control=False,
-        partition_leader_epoch=cfg.partition_leader_epoch)
-    max_ts = NO_TIMESTAMP
-    off_of_max = -1
-    if to_magic > 0:
-        for i, rec in enumerate(records):
-            ts = now if ts_type == TimestampType.LOG_APPEND_TIME else rec.timestamp
-            if ts > max_ts:
-                max_ts, off_of_max = ts, next_offset + i
-    last = next_offset + n - 1
-    info = _records_info(to_magic, target, ts_type, now, next_offset, last, max_ts, off_of_max)
-    if temp_bytes is None:
-        # A2 reports MemoryRecordsBuilder.uncompressedBytesWritten(): header plus records.
-        temp_bytes = len(out)
-    return ValidationResult(
-        batches=_split_entries(out), first_offset=next_offset, last_offset=last, max_timestamp=info[0],
-        shallow_offset_of_max_timestamp=info[1], log_append_time_ms=now, message_size_maybe_changed=True,
-        records_converted=n, temporary_memory_bytes=temp_bytes,
-        conversion_time_ns=time.perf_counter_ns() - start_ns, path=path, source_compression=source,
-        target_compression=target, target_level=level, record_count=n, valid_bytes=0)
-
-
-def _convert_uncompressed(cfg: ValidatorConfig, batches: List[Any], next_offset: int, now: int, origin: str,
-                          to_magic: int) -> ValidationResult:
-    """A2 (``convertAndAssignOffsetsNonCompressed``)."""
+def _convert_and_assign_offsets(a: _Append) -> ValidationResult:
+    """Magic conversion, A2 (``convertAndAssignOffsetsNonCompressed``)."""
     start = time.perf_counter_ns()
-    first = batches[0]
     records = []
-    for batch in batches:
-        _validate_batch(cfg, first, batch, origin, to_magic)
+    for batch in a.batches:
+        _validate_batch(a.cfg, a.first, batch, a.origin, a.to_magic)
         errors: List[Tuple[int, RecordError]] = []
         for index, rec in enumerate(_iter_records(batch)):
-            err = _validate_record(cfg, batch, rec, index, now, CompressionType.NONE)
+            err = _validate_record(a.cfg, batch, rec, index, a.now, CompressionType.NONE)
             if err is not None:
                 errors.append(err)
             elif not errors:
                 records.append(rec)
         _raise_record_errors(errors, batch)
-    return _rebuild_result(cfg, first, records, next_offset, now, to_magic, CompressionType.NONE, None,
-                           "A2", CompressionType.NONE, None, start)
+    return _rebuild(a, records, "A2", None, start)
 
 
-def _compressed(cfg: ValidatorConfig, buf: Any, batches: List[Any], next_offset: int, now: int, origin: str,
-                to_magic: int, source: CompressionType, target: CompressionType,
-                level: Optional[int]) -> ValidationResult:
-    """B (``validateMessagesAndAssignOffsetsCompressed``): in place when allowed, else rebuilt."""
-    start = time.perf_counter_ns()
-    in_place = source == target
-    first = batches[0]
-    if first.magic != to_magic or to_magic == 0:
+@dataclass
+class _CompressedScan:
+    """What ``validateMessagesAndAssignOffsetsCompressed`` learns reading every record."""
+
+    records: List[Any]
+    in_place: bool
+    max_timestamp: int
+    temporary_bytes: int
+
+
+def _scan_compressed(a: _Append) -> _CompressedScan:
+    """Validate every record of a compressed payload, and decide whether it can stay as it is."""
+    cfg, first = a.cfg, a.first
+    in_place = a.source == a.target
+    if first.magic != a.to_magic or a.to_magic == 0:
         in_place = False
-    if source == CompressionType.NONE and first.is_control:
+    if a.source == CompressionType.NONE and first.is_control:
         in_place = True
     max_ts = NO_TIMESTAMP
     expected = 0
     records = []
     temp = 0
-    for batch in batches:
-        _validate_batch(cfg, first, batch, origin, to_magic)
+    for batch in a.batches:
+        _validate_batch(cfg, first, batch, a.origin, a.to_magic)
         _check_inner_crcs(cfg, batch)
-        temp += _batch_header_size(to_magic, batch.compression)
+        temp += _batch_header_size(a.to_magic, batch.compression)
         base_ts = batch.base_timestamp if batch.base_timestamp is not None else NO_TIMESTAMP
         errors: List[Tuple[int, RecordError]] = []
         for index, rec in enumerate(_iter_records(batch)):
             exp = expected
             expected += 1
-            err = _validate_record(cfg, batch, rec, index, now, source)
-            if err is None and batch.magic > 0 and to_magic > 0:
+            err = _validate_record(cfg, batch, rec, index, a.now, a.source)
+            if err is None and batch.magic > 0 and a.to_magic > 0:
                 if rec.timestamp > max_ts:
                     max_ts = rec.timestamp
                 # Old clients wrote wrong inner offsets; Kafka rewrites rather than rejects them.
@@ -737,26 +763,61 @@ def _compressed(cfg: ValidatorConfig, buf: Any, batches: List[Any], next_offset:
                 temp += _record_size(batch, rec, rec.offset - batch.base_offset, base_ts)
                 records.append(rec)
         _raise_record_errors(errors, batch)
+    return _CompressedScan(records=records, in_place=in_place, max_timestamp=max_ts, temporary_bytes=temp)
 
-    if not in_place:
-        return _rebuild_result(cfg, first, records, next_offset, now, to_magic, target, level, "B-re",
-                               source, temp, start)
 
-    batch = batches[0]
+def _assign_offsets_compressed_in_place(a: _Append, scan: _CompressedScan) -> ValidationResult:
+    """In place, B-in: the compressed payload is kept; only the outer header changes."""
+    buf = a.buf
+    batch = a.first
     pos, size = batch.position, batch.size_in_bytes
-    last = next_offset + len(records) - 1
+    last = a.next_offset + len(scan.records) - 1
     header = batch_header if batch.magic >= 2 else message_header
     header.set_last_offset(buf, pos, last)
-    lat = cfg.timestamp_type == TimestampType.LOG_APPEND_TIME
-    if lat:
-        max_ts = now
-    if to_magic >= 1:
+    lat = a.cfg.timestamp_type == TimestampType.LOG_APPEND_TIME
+    max_ts = a.now if lat else scan.max_timestamp
+    if a.to_magic >= 1:
         header.set_max_timestamp(buf, pos, size, batch, lat, max_ts)
-    if to_magic >= 2:
-        batch_header.set_partition_leader_epoch(buf, pos, cfg.partition_leader_epoch)
+    if a.to_magic >= 2:
+        batch_header.set_partition_leader_epoch(buf, pos, a.cfg.partition_leader_epoch)
     return ValidationResult(
-        batches=[bytes(buf[pos:pos + size])], first_offset=next_offset, last_offset=last, max_timestamp=max_ts,
-        shallow_offset_of_max_timestamp=last, log_append_time_ms=now, message_size_maybe_changed=False,
-        records_converted=0, temporary_memory_bytes=temp, conversion_time_ns=0, path="B-in",
-        source_compression=source, target_compression=target, target_level=level, record_count=len(records),
-        valid_bytes=len(buf))
+        batches=[bytes(buf[pos:pos + size])], first_offset=a.next_offset, last_offset=last, max_timestamp=max_ts,
+        shallow_offset_of_max_timestamp=last, log_append_time_ms=a.now, message_size_maybe_changed=False,
+        records_converted=0, temporary_memory_bytes=scan.temporary_bytes, conversion_time_ns=0, path="B-in",
+        source_compression=a.source, target_compression=a.target, target_level=a.level,
+        record_count=len(scan.records), valid_bytes=len(buf))
+
+
+def _rebuild(a: _Append, records: List[Any], path: str, temp_bytes: Optional[int],
+             start_ns: int) -> ValidationResult:
+    """Rebuild, A2 and B-re: the validated records as one new batch from ``next_offset``
+    (``buildRecordsAndAssignOffsets``)."""
+    cfg, first, now = a.cfg, a.first, a.now
+    # A2 writes uncompressed whatever the topic says: it only runs when both codecs are none.
+    target, level = (a.target, a.level) if path != "A2" else (CompressionType.NONE, None)
+    n = len(records)
+    ts_type = cfg.timestamp_type
+    out = rebuild_batch(
+        records, magic=a.to_magic, compression=target, level=level, base_offset=a.next_offset,
+        timestamp_type=ts_type, log_append_time=now, producer_id=first.producer_id,
+        producer_epoch=first.producer_epoch, base_sequence=first.base_sequence,
+        is_transactional=first.is_transactional, is_control=False,
+        partition_leader_epoch=cfg.partition_leader_epoch)
+    max_ts = NO_TIMESTAMP
+    off_of_max = -1
+    if a.to_magic > 0:
+        for i, rec in enumerate(records):
+            ts = now if ts_type == TimestampType.LOG_APPEND_TIME else rec.timestamp
+            if ts > max_ts:
+                max_ts, off_of_max = ts, a.next_offset + i
+    last = a.next_offset + n - 1
+    info = _records_info(a.to_magic, target, ts_type, now, a.next_offset, last, max_ts, off_of_max)
+    if temp_bytes is None:
+        # A2 reports MemoryRecordsBuilder.uncompressedBytesWritten(): header plus records.
+        temp_bytes = len(out)
+    return ValidationResult(
+        batches=_split_entries(out), first_offset=a.next_offset, last_offset=last, max_timestamp=info[0],
+        shallow_offset_of_max_timestamp=info[1], log_append_time_ms=now, message_size_maybe_changed=True,
+        records_converted=n, temporary_memory_bytes=temp_bytes,
+        conversion_time_ns=time.perf_counter_ns() - start_ns, path=path, source_compression=a.source,
+        target_compression=target, target_level=level, record_count=n, valid_bytes=0)
