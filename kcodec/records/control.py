@@ -37,17 +37,24 @@ def control_key(control_type: ControlRecordType, version: int = 0) -> bytes:
     return _KEY.pack(version, int(control_type))
 
 
+def _versioned(layout: struct.Struct, data: Optional[bytes], size_what: str, version_what: str) -> tuple:
+    """``data`` unpacked by ``layout``, whose first field is a version, with Kafka's checks:
+    at least ``layout.size`` bytes, and a version that is not negative."""
+    if data is None or len(data) < layout.size:
+        n = 0 if data is None else len(data)
+        raise InvalidRecordError(
+            f"Invalid value size found for {size_what}. Must have at least {layout.size} bytes, "
+            f"but found only {n}")
+    fields = layout.unpack_from(data, 0)
+    if fields[0] < 0:
+        raise InvalidRecordError(
+            f"Invalid version found for {version_what}: {fields[0]}. May indicate data corruption")
+    return fields
+
+
 def parse_control_key(key: Optional[bytes]) -> tuple:
     """(ControlRecordType, type id) from a control record key, with Kafka's checks."""
-    if key is None or len(key) < 4:
-        n = 0 if key is None else len(key)
-        raise InvalidRecordError(
-            "Invalid value size found for end control record key. Must have at least 4 bytes, "
-            f"but found only {n}")
-    version, type_id = _KEY.unpack_from(key, 0)
-    if version < 0:
-        raise InvalidRecordError(
-            f"Invalid version found for control record: {version}. May indicate data corruption")
+    _, type_id = _versioned(_KEY, key, "end control record key", "control record")
     return ControlRecordType.of_id(type_id), type_id
 
 
@@ -66,13 +73,5 @@ class EndTransactionMarker:
 
     @classmethod
     def decode(cls, control_type: ControlRecordType, value: Optional[bytes]) -> "EndTransactionMarker":
-        if value is None or len(value) < 6:
-            n = 0 if value is None else len(value)
-            raise InvalidRecordError(
-                "Invalid value size found for end transaction marker. Must have at least 6 bytes, "
-                f"but found only {n}")
-        version, epoch = _END_TXN.unpack_from(value, 0)
-        if version < 0:
-            raise InvalidRecordError(
-                f"Invalid version found for end transaction marker: {version}. May indicate data corruption")
+        _, epoch = _versioned(_END_TXN, value, "end transaction marker", "end transaction marker")
         return cls(control_type, epoch)
