@@ -33,7 +33,7 @@ cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan
     cdef uint8_t fhd, wd
     cdef int fcs_flag, did_flag, fcs_len, btype
     cdef bint single, checksum, last
-    cdef uint64_t fcs, window, block_max
+    cdef uint64_t fcs, window, block_max, regenerated_max
     cdef int64_t frame_start_bound
     cdef int i
     r.err = ZS_OK
@@ -113,7 +113,11 @@ cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan
             if r.content_size < 0 or fcs > (<uint64_t>1 << 62):
                 r.content_size = (<int64_t>1) << 62
         frame_start_bound = r.bound
+        # Block_Maximum_Size: the window, at most 128 KiB.  zstd-jni's stream
+        # (ZSTD_decompressContinue) refuses a raw or RLE block that regenerates
+        # more; libzstd's one-shot call does not look, so it is checked here.
         block_max = window if window < 131072 else 131072
+        regenerated_max = block_max
         if block_max == 0:
             block_max = 131072
         while True:
@@ -126,7 +130,7 @@ cdef void _zstd_scan(const uint8_t *p, Py_ssize_t n, int window_log_max, _ZsScan
             last = bh & 1
             btype = (bh >> 1) & 3
             bsize = bh >> 3
-            if btype == 3 or bsize > 131072:
+            if btype == 3 or bsize > 131072 or (btype != 2 and bsize > regenerated_max):
                 r.err = ZS_BLOCK
                 r.pos = pos - 3
                 return
