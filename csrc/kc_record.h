@@ -301,28 +301,33 @@ static inline int kc_parse_record_length(const uint8_t *p, const uint8_t *end, i
     return n;
 }
 
-/* Parse one record of an uncompressed batch whose records region ends at end.
- * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
-static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+/* Parse one record at p whose records region ends at end, read as Kafka reads
+ * an uncompressed batch (stream 0) or a decompressed stream (stream 1, see
+ * kc_parse_record_length).  Returns bytes consumed (> 0) or a negative KC_REC_*. */
+static inline int64_t kc_parse_record_from(const uint8_t *p, const uint8_t *end, int stream, kc_record_t *r)
 {
     const uint8_t *bound;
-    int rc, n = kc_parse_record_length(p, end, 0, r, &bound);
+    int rc, n;
+    /* the callers format every error's message with both (kc_record_error_message) */
+    r->length = 0;
+    r->bad_value = 0;
+    n = kc_parse_record_length(p, end, stream, r, &bound);
     if (n < 0) return n;
     rc = kc_parse_record_body(p + n, bound, r);
     if (rc < 0) return rc;
     return r->end - p;
 }
 
-/* Parse one record of a decompressed stream (Kafka's readFrom(InputStream)).
- * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
+/* One record of an uncompressed batch (Kafka's readFrom(ByteBuffer)). */
+static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+{
+    return kc_parse_record_from(p, end, 0, r);
+}
+
+/* One record of a decompressed stream (Kafka's readFrom(InputStream)). */
 static inline int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
 {
-    const uint8_t *bound;
-    int rc, n = kc_parse_record_length(p, end, 1, r, &bound);
-    if (n < 0) return n;
-    rc = kc_parse_record_body(p + n, bound, r);
-    if (rc < 0) return rc;
-    return r->end - p;
+    return kc_parse_record_from(p, end, 1, r);
 }
 
 #endif
