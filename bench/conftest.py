@@ -115,6 +115,14 @@ class Workloads(dict):
         self[name] = Workload(name, SCALE)
         return self[name]
 
+    def timed(self, benchmark, name: str, codec: str, operation: str, impl: str) -> Workload:
+        """Workload ``name``, with ``benchmark`` filed where the throughput summary below reads it:
+        in the group "<workload> <codec> <operation>", as implementation ``impl``."""
+        wl = self[name]
+        benchmark.group = f"{name} {codec} {operation}"
+        benchmark.extra_info.update(wl.info(impl))
+        return wl
+
 
 def _workload_of(item):
     callspec = getattr(item, "callspec", None)

@@ -314,7 +314,7 @@ def main() -> int:
     if args.against_parquet:
         return main_against_parquet(args)
 
-    from s3_server import start_server, stop_server
+    from s3_server import start_server
 
     work = tempfile.mkdtemp(prefix="kcodec-dsread-")
     server = start_server()
@@ -371,7 +371,7 @@ def main() -> int:
     finally:
         if spark is not None:
             spark.stop()
-        stop_server(server)
+        server.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -6,6 +6,7 @@ compare._raw uses, so both sides do the same compression work.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
@@ -23,6 +24,9 @@ pytestmark = pytest.mark.perf
 WORKLOADS = ["w1", "w2", "w3"]
 CODECS = [c for c in compare.CODECS if c != "none"]
 LEVELS = {"gzip": 6, "snappy": None, "lz4": 9, "zstd": 3}  # lz4 9 is Kafka's fast (non-HC) compressor
+#: every codec test runs on each workload and codec, for kcodec and for the bare library call
+GRID = pytest.mark.parametrize(("workload", "codec", "impl"),
+                               list(itertools.product(WORKLOADS, CODECS, ["kcodec", "raw"])))
 
 
 def _raw_decoder(codec):
@@ -55,14 +59,10 @@ def _kc_compressed(wl, codec):
     return wl.cache[key]
 
 
-@pytest.mark.parametrize("impl", ["kcodec", "raw"])
-@pytest.mark.parametrize("codec", CODECS)
-@pytest.mark.parametrize("workload", WORKLOADS)
+@GRID
 def test_compress(benchmark, workloads, workload, codec, impl):
-    wl = workloads[workload]
+    wl = workloads.timed(benchmark, workload, codec, "compress", impl)
     regions = wl.regions()
-    benchmark.group = f"{workload} {codec} compress"
-    benchmark.extra_info.update(wl.info(impl))
     if impl == "kcodec":
         c, level = kcodec.get_codec(codec), LEVELS[codec]
         out = benchmark(lambda: [c.compress(x, level, magic=2) for x in regions])
@@ -73,14 +73,10 @@ def test_compress(benchmark, workloads, workload, codec, impl):
         assert [dec(x) for x in out] == regions
 
 
-@pytest.mark.parametrize("impl", ["kcodec", "raw"])
-@pytest.mark.parametrize("codec", CODECS)
-@pytest.mark.parametrize("workload", WORKLOADS)
+@GRID
 def test_decompress(benchmark, workloads, workload, codec, impl):
-    wl = workloads[workload]
+    wl = workloads.timed(benchmark, workload, codec, "decompress", impl)
     regions = wl.regions()
-    benchmark.group = f"{workload} {codec} decompress"
-    benchmark.extra_info.update(wl.info(impl))
     if impl == "kcodec":
         c, compressed = kcodec.get_codec(codec), _kc_compressed(wl, codec)
         out = benchmark(lambda: [c.decompress(x) for x in compressed])

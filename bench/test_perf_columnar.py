@@ -25,10 +25,8 @@ WORKLOADS = ["w1", "w2", "w3"]
 @pytest.mark.parametrize("codec", compare.CODECS)
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_to_arrow(benchmark, workloads, workload, codec):
-    wl = workloads[workload]
+    wl = workloads.timed(benchmark, workload, codec, "read", "kcodec.to_arrow")
     blob, expected = wl.blob(codec), wl.table()
-    benchmark.group = f"{workload} {codec} read"
-    benchmark.extra_info.update(wl.info("kcodec.to_arrow"))
     # one thread: the process-time timer would add up the threads' CPU time
     table = benchmark(kcodec.to_arrow, blob, use_threads=False)
     assert table.num_rows == wl.n
@@ -39,13 +37,11 @@ def test_to_arrow(benchmark, workloads, workload, codec):
 @pytest.mark.parametrize("codec", compare.CODECS)
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_from_arrow(benchmark, workloads, workload, codec):
-    wl = workloads[workload]
+    wl = workloads.timed(benchmark, workload, codec, "build", "kcodec.from_arrow")
     table, reference = wl.table(), wl.batches(codec)
     # As compare.run: with the estimate at 1/1.05 compressed batches are cut
     # where the uncompressed ones are, so the result can equal the builder's.
     ratio = 1.0 if codec == "none" else 1 / 1.05
-    benchmark.group = f"{workload} {codec} build"
-    benchmark.extra_info.update(wl.info("kcodec.from_arrow"))
     out = benchmark(kcodec.from_arrow, table, compression=codec, max_batch_bytes=wl.limit,
                     estimated_compression_ratio=ratio)
     assert len(out) == len(reference)

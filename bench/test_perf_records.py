@@ -7,6 +7,7 @@ so it runs only with KCODEC_BENCH_KAFKA_PYTHON=1.
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import sys
 
@@ -26,6 +27,8 @@ WORKLOADS = ["w1", "w2", "w3"]
 IMPLS = ["kcodec", "aiokafka", "kafka-python"]
 PEER_MODULES = {"aiokafka": "aiokafka.record.default_records", "kafka-python": "kafka.record.default_records"}
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+#: every test runs on each workload, codec and implementation
+GRID = pytest.mark.parametrize(("workload", "codec", "impl"), list(itertools.product(WORKLOADS, compare.CODECS, IMPLS)))
 
 
 def _need(impl):
@@ -41,15 +44,11 @@ def _peer_build(impl, codec, wl):
     return lambda: compare.peer_build_batches(builder_cls, codec_id, records)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("codec", compare.CODECS)
-@pytest.mark.parametrize("workload", WORKLOADS)
+@GRID
 def test_build(benchmark, workloads, workload, codec, impl):
     _need(impl)
-    wl = workloads[workload]
+    wl = workloads.timed(benchmark, workload, codec, "build", impl)
     reference = wl.batches(codec)
-    benchmark.group = f"{workload} {codec} build"
-    benchmark.extra_info.update(wl.info(impl))
     if impl == "kcodec":
         records = wl.records
         out = benchmark(lambda: compare.kc_build_batches(codec, records))
@@ -60,15 +59,11 @@ def test_build(benchmark, workloads, workload, codec, impl):
         wl.check_batches(out)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("codec", compare.CODECS)
-@pytest.mark.parametrize("workload", WORKLOADS)
+@GRID
 def test_read(benchmark, workloads, workload, codec, impl):
     _need(impl)
-    wl = workloads[workload]
+    wl = workloads.timed(benchmark, workload, codec, "read", impl)
     blob = wl.blob(codec)
-    benchmark.group = f"{workload} {codec} read"
-    benchmark.extra_info.update(wl.info(impl))
     if impl == "kcodec":
         def read():
             c, last = 0, None

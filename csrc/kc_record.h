@@ -189,6 +189,29 @@ static inline int64_t kc_write_header(uint8_t *p, const uint8_t *key, int32_t ke
     return p - start;
 }
 
+/* A nullable bytes field (the key, the value, a header's value) as
+ * DefaultRecord.readFrom reads it: a varint length, any negative one read as
+ * null (stored as -1), then that many bytes, bounded by end.  Advances *pp
+ * past it; returns KC_REC_OK or KC_REC_STRUCTURE. */
+static inline int kc_parse_nullable_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data,
+                                          int32_t *len)
+{
+    const uint8_t *p = *pp;
+    int n = kc_rec_varint(p, end, len);
+    if (n < 0) return KC_REC_STRUCTURE;
+    p += n;
+    if (*len < 0) {
+        *len = -1;
+        *data = NULL;
+    } else {
+        if (end - p < *len) return KC_REC_STRUCTURE;
+        *data = p;
+        p += *len;
+    }
+    *pp = p;
+    return KC_REC_OK;
+}
+
 /* Parse one header at p.  Returns bytes consumed or a negative KC_REC_*. */
 static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
 {
@@ -202,17 +225,7 @@ static inline int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_heade
     if (end - p < h->key_len) return KC_REC_STRUCTURE;
     h->key = p;
     p += h->key_len;
-    n = kc_rec_varint(p, end, &h->value_len);
-    if (n < 0) return KC_REC_STRUCTURE;
-    p += n;
-    if (h->value_len < 0) {
-        h->value_len = -1;
-        h->value = NULL;
-    } else {
-        if (end - p < h->value_len) return KC_REC_STRUCTURE;
-        h->value = p;
-        p += h->value_len;
-    }
+    if (kc_parse_nullable_bytes(&p, end, &h->value, &h->value_len) < 0) return KC_REC_STRUCTURE;
     return (int)(p - start);
 }
 
@@ -231,28 +244,8 @@ static inline int kc_parse_record_fields(const uint8_t *body, const uint8_t *end
     n = kc_rec_varint(p, end, &r->offset_delta);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
-    n = kc_rec_varint(p, end, &r->key_len);
-    if (n < 0) return KC_REC_STRUCTURE;
-    p += n;
-    if (r->key_len < 0) {
-        r->key_len = -1;
-        r->key = NULL;
-    } else {
-        if (end - p < r->key_len) return KC_REC_STRUCTURE;
-        r->key = p;
-        p += r->key_len;
-    }
-    n = kc_rec_varint(p, end, &r->value_len);
-    if (n < 0) return KC_REC_STRUCTURE;
-    p += n;
-    if (r->value_len < 0) {
-        r->value_len = -1;
-        r->value = NULL;
-    } else {
-        if (end - p < r->value_len) return KC_REC_STRUCTURE;
-        r->value = p;
-        p += r->value_len;
-    }
+    if (kc_parse_nullable_bytes(&p, end, &r->key, &r->key_len) < 0) return KC_REC_STRUCTURE;
+    if (kc_parse_nullable_bytes(&p, end, &r->value, &r->value_len) < 0) return KC_REC_STRUCTURE;
     n = kc_rec_varint(p, end, &r->header_count);
     if (n < 0) return KC_REC_STRUCTURE;
     p += n;
@@ -308,28 +301,33 @@ static inline int kc_parse_record_length(const uint8_t *p, const uint8_t *end, i
     return n;
 }
 
-/* Parse one record of an uncompressed batch whose records region ends at end.
- * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
-static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+/* Parse one record at p whose records region ends at end, read as Kafka reads
+ * an uncompressed batch (stream 0) or a decompressed stream (stream 1, see
+ * kc_parse_record_length).  Returns bytes consumed (> 0) or a negative KC_REC_*. */
+static inline int64_t kc_parse_record_from(const uint8_t *p, const uint8_t *end, int stream, kc_record_t *r)
 {
     const uint8_t *bound;
-    int rc, n = kc_parse_record_length(p, end, 0, r, &bound);
+    int rc, n;
+    /* the callers format every error's message with both (kc_record_error_message) */
+    r->length = 0;
+    r->bad_value = 0;
+    n = kc_parse_record_length(p, end, stream, r, &bound);
     if (n < 0) return n;
     rc = kc_parse_record_body(p + n, bound, r);
     if (rc < 0) return rc;
     return r->end - p;
 }
 
-/* Parse one record of a decompressed stream (Kafka's readFrom(InputStream)).
- * Returns bytes consumed (> 0) or a negative KC_REC_* code. */
+/* One record of an uncompressed batch (Kafka's readFrom(ByteBuffer)). */
+static inline int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+{
+    return kc_parse_record_from(p, end, 0, r);
+}
+
+/* One record of a decompressed stream (Kafka's readFrom(InputStream)). */
 static inline int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
 {
-    const uint8_t *bound;
-    int rc, n = kc_parse_record_length(p, end, 1, r, &bound);
-    if (n < 0) return n;
-    rc = kc_parse_record_body(p + n, bound, r);
-    if (rc < 0) return rc;
-    return r->end - p;
+    return kc_parse_record_from(p, end, 1, r);
 }
 
 #endif

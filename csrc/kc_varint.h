@@ -50,51 +50,53 @@ static inline int kc_write_varlong(uint8_t *p, int64_t v)
     return n;
 }
 
-/* Returns the number of bytes consumed (1..5), or a negative KC_VARINT_*. */
-static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
+/* The unsigned varint of at most max_bytes bytes at p (5 for a varint, 10 for
+ * a varlong), as ByteUtils.readVarint and readVarlong read it: the last byte
+ * may not carry a continuation bit and is taken whole, so its bits beyond the
+ * type's width fall off in the caller's cast, as they fall off Java's int and
+ * long.  Returns the number of bytes consumed, or a negative KC_VARINT_*. */
+static inline int kc_read_uvarint(const uint8_t *p, const uint8_t *end, int max_bytes, uint64_t *out)
 {
-    uint32_t raw = 0;
-    for (int i = 0; i < 5; i++) {
+    uint64_t raw = 0;
+    for (int i = 0; i < max_bytes; i++) {
         if (p + i >= end)
             return KC_VARINT_TRUNCATED;
-        uint32_t b = p[i];
-        if (i == 4) {
+        uint64_t b = p[i];
+        if (i == max_bytes - 1) {
             if (b & 0x80)
                 return KC_VARINT_TOO_LONG;
-            raw |= b << 28; /* bits 4-6 fall off the int, as in Java */
-            *out = (int32_t)((raw >> 1) ^ (~(raw & 1) + 1));
-            return 5;
+            *out = raw | (b << (7 * i));
+            return max_bytes;
         }
         raw |= (b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
-            *out = (int32_t)((raw >> 1) ^ (~(raw & 1) + 1));
+            *out = raw;
             return i + 1;
         }
     }
     return KC_VARINT_TOO_LONG; /* unreachable */
 }
 
+/* Returns the number of bytes consumed (1..5), or a negative KC_VARINT_*. */
+static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out)
+{
+    uint64_t raw;
+    int n = kc_read_uvarint(p, end, 5, &raw);
+    if (n > 0) {
+        uint32_t z = (uint32_t)raw;
+        *out = (int32_t)((z >> 1) ^ (~(z & 1) + 1));
+    }
+    return n;
+}
+
+/* Returns the number of bytes consumed (1..10), or a negative KC_VARINT_*. */
 static inline int kc_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out)
 {
-    uint64_t raw = 0;
-    for (int i = 0; i < 10; i++) {
-        if (p + i >= end)
-            return KC_VARINT_TRUNCATED;
-        uint64_t b = p[i];
-        if (i == 9) {
-            if (b & 0x80)
-                return KC_VARINT_TOO_LONG;
-            raw |= b << 63;
-            *out = (int64_t)((raw >> 1) ^ (~(raw & 1) + 1));
-            return 10;
-        }
-        raw |= (b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *out = (int64_t)((raw >> 1) ^ (~(raw & 1) + 1));
-            return i + 1;
-        }
-    }
-    return KC_VARINT_TOO_LONG;
+    uint64_t raw;
+    int n = kc_read_uvarint(p, end, 10, &raw);
+    if (n > 0)
+        *out = (int64_t)((raw >> 1) ^ (~(raw & 1) + 1));
+    return n;
 }
 
 #endif

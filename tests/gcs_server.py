@@ -16,10 +16,6 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
 
 class GcsServer(BucketServer):
-    def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
-        self.endpoint = endpoint
-        self.proc = proc
-
     @property
     def storage_options(self) -> dict:
         return {"endpoint_url": self.endpoint, "token": "anon", "project": "kcodec-test"}
@@ -45,10 +41,6 @@ def gcs():
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     wait_until_serving(proc, endpoint + "/storage/v1/b?project=kcodec-test", "the GCS emulator")
-    yield GcsServer(endpoint, proc)
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    server = GcsServer(endpoint, proc)
+    yield server
+    server.stop()

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import canonical
 from kcodec import RecordBatchBuilder, TimestampType, get_codec
 from kcodec.records import ControlRecordType
 
@@ -98,6 +99,15 @@ def oracle_verify(data: bytes, strict: bool = False) -> Tuple[int, Dict[str, Any
         finally:
             os.unlink(f.name)
     return oracle.verify_bytes(data)
+
+
+def assert_java_reads_as_kcodec(data: bytes) -> Dict[str, Any]:
+    """The Kafka Java client reads ``data`` with every check on (``verify --strict``) and finds
+    what kcodec finds (tests/canonical.py's document); returns that document."""
+    status, doc = oracle_verify(data, strict=True)
+    assert status == 0, doc
+    assert doc == canonical.render(data)
+    return doc
 
 
 def _b(v: Optional[str]) -> Optional[bytes]:

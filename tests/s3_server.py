@@ -37,7 +37,20 @@ def wait_until_serving(proc: subprocess.Popen, probe_url: str, what: str, timeou
 
 
 class BucketServer:
-    """An object-store server for the tests: its file system (``filesystem()``) and storage options."""
+    """An object-store server for the tests at ``endpoint``, run by ``proc``: its file system
+    (``filesystem()``) and storage options."""
+
+    def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
+        self.endpoint = endpoint
+        self.proc = proc
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def upload_dir(self, local: str, url: str) -> None:
         """Copy a local folder tree to ``url`` (scheme://bucket/prefix), one put per file."""
@@ -51,10 +64,6 @@ class BucketServer:
 
 
 class S3Server(BucketServer):
-    def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
-        self.endpoint = endpoint
-        self.proc = proc
-
     @property
     def storage_options(self) -> dict:
         return {"key": KEY, "secret": SECRET, "endpoint_url": self.endpoint,
@@ -85,17 +94,8 @@ def start_server() -> S3Server:
     return S3Server(endpoint, proc)
 
 
-def stop_server(server: S3Server) -> None:
-    server.proc.terminate()
-    try:
-        server.proc.wait(10)
-    except subprocess.TimeoutExpired:
-        server.proc.kill()
-        server.proc.wait()
-
-
 @pytest.fixture(scope="session")
 def s3():
     server = start_server()
     yield server
-    stop_server(server)
+    server.stop()

@@ -8,8 +8,7 @@ from kcodec import CompressionType, TimestampType
 from kcodec.errors import RecordBuilderError, UnsupportedCodecError
 from kcodec.records.convert import convert_magic
 from kcodec.records.legacy import LegacyRecordBatch, LegacyRecordBatchBuilder, iter_legacy_batches
-from oracle_util import cases, load_case, oracle_available, oracle_verify
-from test_legacy_oracle import render
+from oracle_util import assert_java_reads_as_kcodec, cases, load_case, oracle_available
 
 T0 = 1_700_000_000_000
 DETERMINISTIC = ("none", "gzip")  # codecs whose output is Java's byte for byte (see test_legacy_oracle)
@@ -285,10 +284,7 @@ def converted_cases() -> bytes:
 
 @pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
 def test_java_reads_converted_sets():
-    data = converted_cases()
-    status, doc = oracle_verify(data, strict=True)
-    assert status == 0, doc
-    assert doc == render(data)
+    assert_java_reads_as_kcodec(converted_cases())
 
 
 # -- property: v0/v1 -> v2 -> back is the identity ----------------------------------------

@@ -88,6 +88,20 @@ def _count_ops(fn, path):
     return ops.count
 
 
+def _crashed_and_recovered(tmp_path, source, fn, steps, name):
+    """For each step k in 1..steps: ``(k, copy)``, a copy of ``source`` on which ``fn(copy, ops)``
+    crashed right after its k-th file operation and which recover_log_dir then recovered.
+    Each copy is removed once the caller has checked it."""
+    for k in range(1, steps + 1):
+        d = str(tmp_path / f"{name}{k}-0")
+        shutil.copytree(source, d)
+        with pytest.raises(Crash):
+            fn(d, crash_after(k))
+        recover_log_dir(d)
+        yield k, d
+        shutil.rmtree(d)
+
+
 @pytest.mark.parametrize("operation", ["recompress", "compact"])
 def test_crash_after_every_file_operation(tmp_path, operation):
     fn = run_recompress if operation == "recompress" else run_compact
@@ -102,12 +116,7 @@ def test_crash_after_every_file_operation(tmp_path, operation):
         assert expected == original
     else:
         assert len(expected) < len(original)
-    for k in range(1, steps + 1):
-        d = str(tmp_path / f"crash{k}-0")
-        shutil.copytree(pristine, d)
-        with pytest.raises(Crash):
-            fn(d, crash_after(k))
-        recover_log_dir(d)
+    for k, d in _crashed_and_recovered(tmp_path, pristine, fn, steps, "crash"):
         got = assert_exactly_once(d, original)
         if operation == "recompress":
             assert got == original, f"crash after step {k} lost or duplicated records"
@@ -119,7 +128,6 @@ def test_crash_after_every_file_operation(tmp_path, operation):
         check_indexes(d)
         if k in (1, steps // 2, steps):
             check_dir_with_java(d)
-        shutil.rmtree(d)
 
 
 def test_crash_in_recovery_itself_is_recoverable(tmp_path):
@@ -140,11 +148,5 @@ def test_crash_in_recovery_itself_is_recoverable(tmp_path):
     assert steps > len(seen)
     # recovery crashes at each of its own steps, then a full recovery finishes
     recovery_steps = _count_ops(lambda p, ops: recover_log_dir(p, ops), str(shutil.copytree(d, tmp_path / "r-0")))
-    for k in range(1, recovery_steps + 1):
-        c = str(tmp_path / f"rc{k}-0")
-        shutil.copytree(d, c)
-        with pytest.raises(Crash):
-            recover_log_dir(c, crash_after(k))
-        recover_log_dir(c)
+    for _, c in _crashed_and_recovered(tmp_path, d, recover_log_dir, recovery_steps, "rc"):
         assert records(c) == original
-        shutil.rmtree(c)

@@ -11,7 +11,15 @@ import canonical
 import kcodec
 from kcodec import TimestampType, get_codec
 from kcodec.records.legacy import LegacyRecordBatch, LegacyRecordBatchBuilder, iter_legacy_batches
-from oracle_util import cases, digest, load_case, manifest, oracle_available, oracle_verify
+from oracle_util import (
+    assert_java_reads_as_kcodec,
+    cases,
+    digest,
+    load_case,
+    manifest,
+    oracle_available,
+    oracle_verify,
+)
 
 T0 = 1_700_000_000_000
 LEGACY_CASES = [c for c in cases() if c.startswith(("v0_", "v1_"))]
@@ -154,10 +162,7 @@ def built_cases() -> bytes:
 
 @pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
 def test_java_reads_built_sets():
-    data = built_cases()
-    status, doc = oracle_verify(data, strict=True)
-    assert status == 0, doc
-    assert doc == render(data)
+    assert_java_reads_as_kcodec(built_cases())
 
 
 def test_built_sets_read_back():
@@ -237,10 +242,7 @@ _JAVA_ERRORS = {
 
 @pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
 def test_java_reads_the_legacy_cases_like_kcodec():
-    data = _legacy_cases_accepted()
-    status, doc = oracle_verify(data, strict=True)
-    assert status == 0, doc
-    assert doc == render(data)
+    assert_java_reads_as_kcodec(_legacy_cases_accepted())
 
 
 @pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")

@@ -88,6 +88,15 @@ cdef object _sized(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, str what, P
     return (<const char *>(p + pos))[:length]
 
 
+cdef int _check_message_span(Py_ssize_t buffer_size, Py_ssize_t start, Py_ssize_t end) except -1:
+    """Raise LegacyRecord.ensureValid's error unless ``[start, end)`` lies in the buffer and holds a CRC."""
+    if start < 0 or end > buffer_size or end - start < KC_MSG_OVERHEAD_V0:
+        raise CorruptRecordError(
+            "Record is corrupt (crc could not be retrieved as the record is too small, "
+            f"size = {end - start})", position=start)
+    return 0
+
+
 def parse_message(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     """``(crc, magic, attributes, timestamp, key, value)`` of the message in ``data[start:end]``.
 
@@ -95,14 +104,11 @@ def parse_message(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     Kafka reads every magic other than 0 with the v1 layout; v0 reports
     timestamp -1.  Lengths that run past the message raise InvalidRecordError.
     """
-    cdef Py_ssize_t size = end - start, pos
+    cdef Py_ssize_t pos
     cdef const uint8_t *p
     cdef int8_t magic
     cdef int64_t timestamp
-    if start < 0 or end > data.shape[0] or size < KC_MSG_OVERHEAD_V0:
-        raise CorruptRecordError(
-            "Record is corrupt (crc could not be retrieved as the record is too small, "
-            f"size = {size})", position=start)
+    _check_message_span(data.shape[0], start, end)
     p = &data[0]
     magic = _i8(p[start + KC_MSG_MAGIC])
     timestamp = -1 if magic == 0 else <int64_t>kc_load_be64(p + start + KC_MSG_TIMESTAMP)
@@ -119,10 +125,7 @@ def check_crc(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     """
     cdef Py_ssize_t size = end - start
     cdef uint32_t stored, computed
-    if start < 0 or end > data.shape[0] or size < KC_MSG_OVERHEAD_V0:
-        raise CorruptRecordError(
-            "Record is corrupt (crc could not be retrieved as the record is too small, "
-            f"size = {size})", position=start)
+    _check_message_span(data.shape[0], start, end)
     with nogil:
         stored = kc_load_be32(&data[start] + KC_MSG_CRC)
         computed = kc_message_checksum(&data[start], <size_t>size)
@@ -137,13 +140,10 @@ def value_span(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t end):
     Lets a wrapper's compressed value be decompressed straight from the source
     buffer, without copying it first.
     """
-    cdef Py_ssize_t size = end - start, pos
+    cdef Py_ssize_t pos
     cdef const uint8_t *p
     cdef int32_t length
-    if start < 0 or end > data.shape[0] or size < KC_MSG_OVERHEAD_V0:
-        raise CorruptRecordError(
-            "Record is corrupt (crc could not be retrieved as the record is too small, "
-            f"size = {size})", position=start)
+    _check_message_span(data.shape[0], start, end)
     p = &data[0]
     pos = start + kc_message_header_size(p[start + KC_MSG_MAGIC])
     length = _span(p, pos, end, "key")

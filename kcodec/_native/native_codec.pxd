@@ -42,6 +42,8 @@ cdef class NativeCodec:
 
     cdef object _error(self, int64_t code, const char *err, bint compressing)
     cdef int _decompress_failed(self, int64_t code, const char *err, data, int magic, int64_t max_size) except -1
+    cdef int64_t _call_into(self, bint compressing, data, out, Py_ssize_t headroom, int level, int magic,
+                            char *err, int64_t *room) except? -1
 
     cdef object compress_after(self, const uint8_t *src, Py_ssize_t n, int level, int magic, Py_ssize_t headroom)
     cdef object decompress_buffer(self, object data, int magic, int64_t max_size, object pool=*)

@@ -231,23 +231,10 @@ cdef class NativeCodec:
 
     def compress_into(self, data, out, int level, int magic=2, Py_ssize_t headroom=0) -> int:
         """Compress ``data`` into ``out[headroom:]`` (writable); the bytes written."""
-        cdef Py_buffer src, dst
-        cdef int64_t written
+        cdef int64_t room, written
         cdef char err[_ERR_CAP]
         err[0] = 0
-        PyObject_GetBuffer(out, &dst, PyBUF_SIMPLE | PyBUF_WRITABLE)
-        try:
-            if headroom < 0 or headroom > dst.len:
-                raise ValueError(f"headroom {headroom} is outside the {dst.len}-byte output")
-            PyObject_GetBuffer(data, &src, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-            try:
-                with nogil:
-                    written = self.call_compress(<const uint8_t *>src.buf, src.len, <uint8_t *>dst.buf + headroom,
-                                                 dst.len - headroom, level, magic, err, _ERR_CAP)
-            finally:
-                PyBuffer_Release(&src)
-        finally:
-            PyBuffer_Release(&dst)
+        written = self._call_into(True, data, out, headroom, level, magic, err, &room)
         if written == KCODEC_CODEC_DST_TOO_SMALL:
             raise LimitExceededError(f"{self.name}: the output buffer is too small for the compressed data")
         if written < 0:
@@ -267,22 +254,36 @@ cdef class NativeCodec:
 
     def decompress_into(self, data, out, int magic=2) -> int:
         """Decompress ``data`` into the writable ``out``, whose size is the limit; the bytes written."""
-        cdef Py_buffer src, dst
-        cdef int64_t got
+        cdef int64_t room, got
         cdef char err[_ERR_CAP]
         err[0] = 0
+        got = self._call_into(False, data, out, 0, 0, magic, err, &room)
+        if got < 0:
+            self._decompress_failed(got, err, data, magic, room)
+        return got
+
+    cdef int64_t _call_into(self, bint compressing, data, out, Py_ssize_t headroom, int level, int magic,
+                            char *err, int64_t *room) except? -1:
+        """One call of the codec from ``data`` into the writable ``out[headroom:]``, whose size (set in
+        ``room``) is the limit: the bytes written, or a negative KCODEC_CODEC_* code."""
+        cdef Py_buffer src, dst
+        cdef int64_t got
         PyObject_GetBuffer(out, &dst, PyBUF_SIMPLE | PyBUF_WRITABLE)
         try:
+            if headroom < 0 or headroom > dst.len:
+                raise ValueError(f"headroom {headroom} is outside the {dst.len}-byte output")
+            room[0] = dst.len - headroom
             PyObject_GetBuffer(data, &src, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
             try:
                 with nogil:
-                    got = self.call_decompress(<const uint8_t *>src.buf, src.len, <uint8_t *>dst.buf, dst.len,
-                                               magic, err, _ERR_CAP)
+                    if compressing:
+                        got = self.call_compress(<const uint8_t *>src.buf, src.len, <uint8_t *>dst.buf + headroom,
+                                                 room[0], level, magic, err, _ERR_CAP)
+                    else:
+                        got = self.call_decompress(<const uint8_t *>src.buf, src.len, <uint8_t *>dst.buf + headroom,
+                                                   room[0], magic, err, _ERR_CAP)
             finally:
                 PyBuffer_Release(&src)
-            cap = dst.len
         finally:
             PyBuffer_Release(&dst)
-        if got < 0:
-            self._decompress_failed(got, err, data, magic, cap)
         return got

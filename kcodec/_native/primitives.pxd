@@ -109,6 +109,7 @@ cdef extern from "kc_record.h" nogil:
     const char *kc_record_error_message(int code)
     int64_t kc_parse_record(const uint8_t *p, const uint8_t *end, kc_record_t *r)
     int64_t kc_parse_record_stream(const uint8_t *p, const uint8_t *end, kc_record_t *r)
+    int64_t kc_parse_record_from(const uint8_t *p, const uint8_t *end, int stream, kc_record_t *r)
     int kc_parse_header(const uint8_t *p, const uint8_t *end, kc_header_t *h)
     int64_t kc_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_len,
                                 int32_t value_len, int32_t header_count, int64_t headers_size)

@@ -144,39 +144,40 @@ cdef _varint_error(int rc, Py_ssize_t pos, str what):
         position=pos)
 
 
+cdef tuple _decode_zigzag(data, Py_ssize_t pos, bint wide):
+    """``(value, next_pos)`` of the varint, or with ``wide`` the varlong, at ``pos`` of ``data``."""
+    cdef Py_buffer view
+    cdef int32_t narrow = 0
+    cdef int64_t out = 0
+    cdef const uint8_t *start
+    cdef const uint8_t *end
+    cdef int rc
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        if pos < 0 or pos > view.len:
+            raise IndexError(f"position {pos} outside a buffer of {view.len} bytes")
+        start, end = <const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len
+        if wide:
+            rc = kc_read_varlong(start, end, &out)
+        else:
+            rc = kc_read_varint(start, end, &narrow)
+            out = narrow
+    finally:
+        PyBuffer_Release(&view)
+    if rc < 0:
+        _varint_error(rc, pos, "varlong" if wide else "varint")
+    return out, pos + rc
+
+
 def decode_varint(data, Py_ssize_t pos=0) -> tuple:
     """Decode a zigzag varint at ``pos``; returns ``(value, next_pos)``.
 
     Kafka's rules: over-long encodings are accepted, only the low 4 bits of a
     5th byte count, a continuation bit on the 5th byte raises.
     """
-    cdef Py_buffer view
-    cdef int32_t out = 0
-    cdef int rc
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-    try:
-        if pos < 0 or pos > view.len:
-            raise IndexError(f"position {pos} outside a buffer of {view.len} bytes")
-        rc = kc_read_varint(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len, &out)
-    finally:
-        PyBuffer_Release(&view)
-    if rc < 0:
-        _varint_error(rc, pos, "varint")
-    return out, pos + rc
+    return _decode_zigzag(data, pos, False)
 
 
 def decode_varlong(data, Py_ssize_t pos=0) -> tuple:
     """Decode a zigzag varlong at ``pos``; returns ``(value, next_pos)``."""
-    cdef Py_buffer view
-    cdef int64_t out = 0
-    cdef int rc
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-    try:
-        if pos < 0 or pos > view.len:
-            raise IndexError(f"position {pos} outside a buffer of {view.len} bytes")
-        rc = kc_read_varlong(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len, &out)
-    finally:
-        PyBuffer_Release(&view)
-    if rc < 0:
-        _varint_error(rc, pos, "varlong")
-    return out, pos + rc
+    return _decode_zigzag(data, pos, True)

@@ -167,12 +167,6 @@ cdef inline int32_t _sequence(int32_t base_seq, int32_t delta) noexcept nogil:
     return _increment_sequence(base_seq, delta)
 
 
-cdef inline int64_t _parse(const uint8_t *p, const uint8_t *end, kc_record_t *r, bint stream) nogil:
-    if stream:
-        return kc_parse_record_stream(p, end, r)
-    return kc_parse_record(p, end, r)
-
-
 cdef inline Record _make_record(kc_record_t *r, int64_t base_offset, int64_t base_timestamp,
                                 object timestamp_type, bint log_append_time, int64_t max_timestamp,
                                 int32_t base_sequence, bint is_control, object owner):
@@ -223,7 +217,7 @@ def decode_records(data, int32_t count, int64_t base_offset, int64_t base_timest
         p = start
         end = start + view.len
         for i in range(count):
-            rc = _parse(p, end, &r, stream)
+            rc = kc_parse_record_from(p, end, stream, &r)
             if rc < 0:
                 _raise_record(<int>rc, &r, p - start)
             out.append(_make_record(&r, base_offset, base_timestamp, timestamp_type, log_append_time,
@@ -325,7 +319,7 @@ cdef class RecordIterator:
         if self.remaining <= 0:
             self._close()
             raise StopIteration
-        rc = _parse(self.p, self.end, &r, self.stream)
+        rc = kc_parse_record_from(self.p, self.end, self.stream, &r)
         if rc < 0:
             pos = self.base_pos if self.fixed_pos else self.base_pos + (self.p - self.start)
             self._close()

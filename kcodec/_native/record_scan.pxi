@@ -60,7 +60,7 @@ def scan_v2_records(data, int32_t count, Py_ssize_t base_pos=0, bint stream=Fals
         p = start
         with nogil:
             for i in range(cap):
-                rc = _parse(p, end, &r, stream)
+                rc = kc_parse_record_from(p, end, stream, &r)
                 if rc < 0:
                     err_pos = p - start
                     break
@@ -127,7 +127,7 @@ cdef int _fill_headers(const uint8_t *start, const uint8_t *end, int32_t count, 
     cdef Py_ssize_t cap = hkp.shape[0]
     with nogil:
         for i in range(count):
-            if _parse(p, end, &r, stream) < 0 or r.header_count > cap - n:
+            if kc_parse_record_from(p, end, stream, &r) < 0 or r.header_count > cap - n:
                 return -1
             hp = r.headers_start
             for j in range(r.header_count):

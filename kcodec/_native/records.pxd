@@ -8,10 +8,9 @@ from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t
 from kcodec._native.primitives cimport (KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS,
                                         KC_REC_MANY_HEADERS, KC_REC_NEG_HKEY, KC_REC_SIZE_MISMATCH, KC_REC_EOF,
                                         KC_REC_STREAM_SHORT, KC_MIN_RECORD_SIZE, kc_add_i64, kc_record_t,
-                                        kc_header_t, kc_record_error_message, kc_parse_record,
-                                        kc_parse_record_stream, kc_parse_header, kc_record_body_size,
-                                        kc_record_size, kc_header_size, kc_write_record_sized, kc_write_record,
-                                        kc_write_header)
+                                        kc_header_t, kc_record_error_message, kc_parse_record_from,
+                                        kc_parse_header, kc_record_body_size, kc_record_size, kc_header_size,
+                                        kc_write_record_sized, kc_write_record, kc_write_header)
 
 cdef extern from "kc_members.h":
     int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
