@@ -84,6 +84,8 @@ class Chunks:
     are large enough (:data:`~kcodec.arrow.threads.MIN_THREAD_MEAN_BATCH`).
     """
 
+    __slots__ = ("options", "unsized", "cuts")  # one is made on every call: a small batch feels its cost
+
     def __init__(self, buffer: Any, unsized: int, options: DecodeOptions) -> None:
         self.options = options
         self.unsized = unsized  # the buffer's size while the columns are not yet sized for it
@@ -112,6 +114,8 @@ class Chunks:
 
 class IntoOne:
     """The cascade's target for several buffers: each added, where it lies, into one accumulator."""
+
+    __slots__ = ("options", "gathered", "pool")
 
     def __init__(self, options: DecodeOptions) -> None:
         self.options = options

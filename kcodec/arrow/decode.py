@@ -52,9 +52,9 @@ def decode_columns(buffer: Any, *, topic: Optional[str] = None, partition: Optio
     ``polars.DataFrame(cols)``, DuckDB's ``duckdb.sql("select ... from cols")``.
     The columns, arguments and errors are those of :func:`to_arrow`.
     """
-    options = DecodeOptions(batch_fields=tuple(batch_fields), include_control=include_control, validate=validate,
-                            headers=headers, max_decompressed_size=max_decompressed_size, use_threads=use_threads,
-                            views=views)
+    # positional, in DecodeOptions' order: keywords would double what making it costs
+    options = DecodeOptions(tuple(batch_fields), include_control, validate, headers, max_decompressed_size, use_threads,
+                            views)
     return columns_of(buffer, options, topic, partition)
 
 
@@ -98,9 +98,9 @@ def to_arrow(buffer: Any, *, topic: Optional[str] = None, partition: Optional[in
 
     The table is :func:`decode_columns`' result imported through the Arrow C data interface.
     """
-    options = DecodeOptions(batch_fields=tuple(batch_fields), include_control=include_control, validate=validate,
-                            headers=headers, max_decompressed_size=max_decompressed_size, use_threads=use_threads,
-                            views=views)
+    # positional, in DecodeOptions' order: keywords would double what making it costs
+    options = DecodeOptions(tuple(batch_fields), include_control, validate, headers, max_decompressed_size, use_threads,
+                            views)
     return table_of(columns_of(buffer, options, topic, partition))
 
 
