@@ -41,7 +41,7 @@ from kcodec.advise.grid import parse_codecs  # noqa: E402
 from kcodec.advise.measure import ONE_BATCH, BatchEncoder, measure_build, measure_read  # noqa: E402
 from kcodec.advise.profile import record_columns  # noqa: E402
 from kcodec.advise.sample import TOPICS, generate_sample  # noqa: E402
-from kcodec.arrow import _compressed_batches  # noqa: E402
+from kcodec.arrow.encode import compressed_batches  # noqa: E402
 from kcodec.compression import get_codec  # noqa: E402
 from kcodec.records import RecordBatchBuilder  # noqa: E402
 
@@ -61,7 +61,7 @@ def _native_alone(enc: BatchEncoder, starts: np.ndarray, codec: str, level):
     cols = (enc.n, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, ONE_BATCH, 1.0, c.id != 0)
     if c.id == 0:
         return lambda: encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=starts)
-    return lambda: list(_compressed_batches(encode_columnar(*cols, cuts=starts), c, lvl, -1, None, c.id, -1, -1, -1))
+    return lambda: list(compressed_batches(encode_columnar(*cols, cuts=starts), c, lvl, attributes=c.id))
 
 
 def _builder_alone(table, starts: np.ndarray, codec: str, level):

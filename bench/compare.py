@@ -406,7 +406,18 @@ def fixed_cost(reps: int, calls: int = 2000) -> Dict[str, Dict[str, float]]:
     import timeit
 
     from kcodec._native.columnar import columns_uncompressed_v2
-    from kcodec.arrow import _general
+
+    try:
+        from kcodec.arrow.gather import gather
+        from kcodec.arrow.options import DecodeOptions
+
+        def general(batches, unsized):
+            return gather(batches, unsized, DecodeOptions())
+    except ImportError:  # a kcodec from before kcodec.arrow was a package (before_after.py's --before)
+        from kcodec.arrow import _general  # type: ignore[attr-defined]
+
+        def general(batches, unsized):
+            return _general(batches, unsized, (), False, True, True)
 
     keys, values, headers, _ = make_workload("w1", 0.0005)
     out = {}
@@ -418,8 +429,7 @@ def fixed_cost(reps: int, calls: int = 2000) -> Dict[str, Dict[str, float]]:
         if codec == "none":
             decode = lambda: columns_uncompressed_v2(batch)  # noqa: E731
         else:
-            decode = lambda: _general(read_batches(batch, pool=kcodec.BufferPool()), len(batch), (),  # noqa: E731
-                                      False, True, True)
+            decode = lambda: general(read_batches(batch, pool=kcodec.BufferPool()), len(batch))  # noqa: E731
         fns = {"decode": decode,
                "decode_columns": lambda: kcodec.decode_columns(batch),
                "decode_columns + export": lambda: kcodec.decode_columns(batch).__arrow_c_array__(),

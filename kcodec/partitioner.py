@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kcodec._native.columnar import murmur2_bytes, partition_column
-from kcodec.arrow import _as_binary, _pa, _spec
+from kcodec.arrow.columns import as_binary, binary_spec, pyarrow_module
 
 __all__ = ["murmur2", "partition_for_keys"]
 
@@ -26,11 +26,11 @@ def partition_for_keys(keys: Union[Any, Sequence[Optional[bytes]]], num_partitio
     """
     if num_partitions < 1:
         raise ValueError("num_partitions must be at least 1")
-    pa = _pa()
+    pa = pyarrow_module()
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     if not isinstance(keys, pa.Array):
         keys = pa.array(list(keys), pa.binary())
     # binary and string columns are read in place, whatever their offset width
-    valid, voff, offsets, data = _spec(_as_binary(keys))
+    valid, voff, offsets, data = binary_spec(as_binary(keys))
     return partition_column(valid, voff, offsets, data, len(keys), num_partitions)

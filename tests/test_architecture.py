@@ -5,6 +5,10 @@ base helpers (errors, escape, ...) < storage < the native codecs < compression <
 native record core < records < arrow < partitioner < log < dump < spark < advise < cli.
 The import graph is read from the installed package's sources, every import counted,
 also those inside functions, since a late import is still a dependency.
+
+Package faces (``kcodec``, ``kcodec.arrow``) are for users: inside the package every name is
+imported from its defining module, and the columnar helpers other packages need are public
+names of ``kcodec.arrow``'s modules, so no module takes a private (``_name``) name of them.
 """
 from __future__ import annotations
 
@@ -121,16 +125,41 @@ def layer(name: str) -> int:
     return max(found)[1]
 
 
+#: Packages whose ``__init__`` only gathers names for users; the top face may import them.
+FACES = ("kcodec", "kcodec.arrow")
+#: Packages whose private names no other module imports (its own modules included).
+SEALED = ("kcodec.arrow",)
+
+
 def violations(graph: Dict[str, Set[str]]) -> List[str]:
     out = []
     for name, edges in sorted(graph.items()):
         if name == "kcodec":
             continue  # the package face may name anything
         for target in sorted(edges):
-            if target == "kcodec":
-                out.append(f"{name} imports the package face 'kcodec': import from the defining module")
+            if target in FACES:
+                out.append(f"{name} imports the package face '{target}': import from the defining module")
             elif layer(target) > layer(name):
                 out.append(f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})")
+    return out
+
+
+def private_imports(root: Path) -> List[str]:
+    """Every ``from M import _name`` whose ``M`` is a module of a :data:`SEALED` package, but not the importer."""
+    mods = modules(root)
+    out = []
+    for name, path in sorted(mods.items()):
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or node.module == name:
+                continue
+            source = node.module or ""
+            if not any(source == p or source.startswith(p + ".") for p in SEALED):
+                continue
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__") and f"{source}.{a.name}" not in mods:
+                    out.append(f"{name}:{node.lineno} imports {source}.{a.name}, a private name")
     return out
 
 
@@ -145,6 +174,10 @@ def test_layers_point_down_and_nothing_imports_the_lazy_face():
     assert violations(import_graph(ROOT)) == []
 
 
+def test_no_private_names_of_the_columnar_modules_are_imported():
+    assert private_imports(ROOT) == []
+
+
 def test_the_checks_find_planted_violations(tmp_path):
     pkg = tmp_path / "kcodec"
     (pkg / "log").mkdir(parents=True)
@@ -157,4 +190,21 @@ def test_the_checks_find_planted_violations(tmp_path):
     assert violations(graph) == [
         "kcodec.log.segment imports the package face 'kcodec': import from the defining module",
         "kcodec.storage (layer 1) imports kcodec.log.segment (layer 8)",
+    ]
+
+
+def test_the_checks_find_planted_private_and_face_imports(tmp_path):
+    pkg = tmp_path / "kcodec"
+    (pkg / "arrow").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from kcodec.arrow import to_arrow\n")
+    (pkg / "arrow" / "__init__.py").write_text("from kcodec.arrow.columns import column\n")
+    (pkg / "arrow" / "columns.py").write_text("def column(): pass\ndef _pa(): pass\n")
+    (pkg / "arrow" / "encode.py").write_text("from kcodec.arrow.columns import _pa, column\n")
+    (pkg / "partitioner.py").write_text("def f():\n    from kcodec.arrow import _pa, to_arrow\n")
+    assert private_imports(tmp_path) == [
+        "kcodec.arrow.encode:1 imports kcodec.arrow.columns._pa, a private name",
+        "kcodec.partitioner:2 imports kcodec.arrow._pa, a private name",
+    ]
+    assert violations(import_graph(tmp_path)) == [
+        "kcodec.partitioner imports the package face 'kcodec.arrow': import from the defining module",
     ]

@@ -683,10 +683,10 @@ def test_from_arrow_legacy_reads_columns_like_v2(magic):
 @pytest.fixture
 def threaded_parts(monkeypatch):
     """to_arrow(use_threads=True) cutting small buffers into up to four parts."""
-    import kcodec.arrow as arrow_mod
+    from kcodec.arrow import threads
 
-    monkeypatch.setattr(arrow_mod, "MIN_THREAD_PART", 2048)
-    monkeypatch.setattr(arrow_mod, "MIN_THREAD_MEAN_BATCH", 1024)
+    monkeypatch.setattr(threads, "MIN_THREAD_PART", 2048)
+    monkeypatch.setattr(threads, "MIN_THREAD_MEAN_BATCH", 1024)
     before = pa.cpu_count()
     pa.set_cpu_count(4)
     yield
@@ -804,12 +804,12 @@ def test_threaded_to_arrow_of_compressed_batches(threaded_parts, codec):
 
 
 def test_small_compressed_batches_use_threads_on_the_native_pass_only(threaded_parts, monkeypatch):
-    import kcodec.arrow as arrow_mod
+    from kcodec.arrow import cascade, threads
 
-    monkeypatch.setattr(arrow_mod, "MIN_THREAD_MEAN_BATCH", 1 << 20)
+    monkeypatch.setattr(threads, "MIN_THREAD_MEAN_BATCH", 1 << 20)
     blob = _many_batches(limit=8192, compression="gzip")
     assert kcodec.to_arrow(blob).column("value").num_chunks > 1  # the native pass: no GIL held per batch
-    monkeypatch.setattr(arrow_mod, "_native_codecs", lambda *a, **k: None)  # the general path
+    monkeypatch.setattr(cascade, "native_codecs", lambda *a, **k: None)  # the general path
     assert kcodec.to_arrow(blob).column("value").num_chunks == 1
 
 

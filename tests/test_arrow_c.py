@@ -108,10 +108,10 @@ def test_a_capsule_dropped_unread_frees_nothing_twice():
 
 
 def test_chunks_decoded_on_threads_are_a_stream(monkeypatch):
-    import kcodec.arrow as arrow_mod
+    from kcodec.arrow import threads
 
-    monkeypatch.setattr(arrow_mod, "MIN_THREAD_PART", 2048)
-    monkeypatch.setattr(arrow_mod, "_thread_count", lambda: 4)
+    monkeypatch.setattr(threads, "MIN_THREAD_PART", 2048)
+    monkeypatch.setattr(threads, "thread_count", lambda: 4)
     blob = b"".join(_batch(40, base_offset=40 * i) for i in range(40))
     cols = kcodec.decode_columns(blob, topic="t")
     assert cols.num_chunks == 4

@@ -8,9 +8,12 @@ import pyarrow as pa
 import pytest
 
 import kcodec
-from kcodec import RecordBatchBuilder, TimestampType, arrow, read_batches
+from kcodec import RecordBatchBuilder, TimestampType, read_batches
 from kcodec._native.columnar import columns_v2, compression_ids
+from kcodec._native.native_codec import native_of
 from kcodec._native.records import assemble_batch
+from kcodec.arrow import cascade, threads
+from kcodec.arrow.options import DecodeOptions
 from kcodec.records import ControlRecordType
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -52,14 +55,16 @@ def _mixed():
 
 def _general(monkeypatch):
     """Route to_arrow around the native compressed pass (the general path as before it)."""
-    monkeypatch.setattr(arrow, "_native_codecs", lambda *a, **k: None)
+    monkeypatch.setattr(cascade, "native_codecs", lambda *a, **k: None)
 
 
 def test_the_native_pass_takes_mixed_codecs():
     data = _mixed()
     assert compression_ids(data) == 0b11111
-    assert arrow._compressed_v2(data, True, False, True, 1 << 20) is not None
-    assert arrow._compressed_v2(data, True, False, True, 1 << 20, views=True) is not None
+    codecs = cascade.native_codecs(data, 1 << 20)
+    for views in (False, True):
+        options = DecodeOptions(max_decompressed_size=1 << 20, use_threads=False, views=views)
+        assert cascade.Chunks(data, len(data), options).compressed(data, codecs) is not None
     assert compression_ids(data + b"\0" * 5) == 0b11111  # a trailing partial batch is ignored, as Kafka does
 
 
@@ -83,11 +88,11 @@ def test_native_pass_equals_general_path(monkeypatch, include_control, headers, 
 
 def test_thread_parts_take_the_native_pass(monkeypatch):
     data = _mixed() * 40
-    monkeypatch.setattr(arrow, "MIN_THREAD_PART", 64 << 10)
-    monkeypatch.setattr(arrow, "_thread_count", lambda: 2)
+    monkeypatch.setattr(threads, "MIN_THREAD_PART", 64 << 10)
+    monkeypatch.setattr(threads, "thread_count", lambda: 2)
     calls = []
-    real = arrow.columns_v2
-    monkeypatch.setattr(arrow, "columns_v2", lambda *a: calls.append(a[-2:]) or real(*a))
+    real = cascade.columns_v2
+    monkeypatch.setattr(cascade, "columns_v2", lambda *a: calls.append(a[-2:]) or real(*a))
     threaded = kcodec.to_arrow(data, use_threads=True)
     assert len(calls) == 2 and threaded.column("offset").num_chunks == 2
     assert threaded.equals(kcodec.to_arrow(read_batches(data)))
@@ -151,7 +156,7 @@ def test_python_only_codec_takes_the_general_path():
     data = _mixed()
     codecs = [None] * 8
     assert columns_v2(data, codecs) is None  # a codec the batches use is not given
-    codecs[1:5] = [arrow.native_of(get_codec(c)) for c in (1, 2, 3, 4)]
+    codecs[1:5] = [native_of(get_codec(c)) for c in (1, 2, 3, 4)]
     assert columns_v2(data, codecs) is not None
     assert compression_ids(b"\0" * 8 + struct.pack(">i", 60) + b"\0" * 4 + b"\x01" + b"\0" * 60) == -1  # magic 1
 

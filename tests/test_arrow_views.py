@@ -221,11 +221,11 @@ def test_duckdb_reads_views():
 def test_a_large_input_is_referenced_through_several_buffers():
     # Views hold 32-bit offsets: past 2 GiB a new variadic buffer starts (here, past 16 KiB).
     from kcodec._native.columnar import columns_uncompressed_v2, record_columns
-    from kcodec.arrow import _table
+    from kcodec.arrow.decode import table_of
 
     data = _log("none", n=800, limit=1024)
     chunk = columns_uncompressed_v2(data, views=True, view_buffer_limit=16384)
-    viewed = _table(record_columns([chunk], None, None, True, (), True))
+    viewed = table_of(record_columns([chunk], None, None, True, (), True))
     buffers = _variadic(viewed)[1:]
     assert len(buffers) > 3 and all(b.size <= 16384 for b in buffers)
     assert sum(b.size for b in buffers) == len(data)
@@ -290,10 +290,10 @@ def test_the_input_outlives_the_columns_object_while_an_array_is_held():
 
 @pytest.mark.parametrize("codec", ["none", "zstd"])
 def test_views_on_threads_equal_one_thread(monkeypatch, codec):
-    import kcodec.arrow as arrow_mod
+    from kcodec.arrow import threads
 
-    monkeypatch.setattr(arrow_mod, "MIN_THREAD_PART", 1024)
-    monkeypatch.setattr(arrow_mod, "MIN_THREAD_MEAN_BATCH", 64)
+    monkeypatch.setattr(threads, "MIN_THREAD_PART", 1024)
+    monkeypatch.setattr(threads, "MIN_THREAD_MEAN_BATCH", 64)
     before = pa.cpu_count()
     pa.set_cpu_count(4)
     try:

@@ -19,8 +19,6 @@ PACKAGE_ROOT = Path(kcodec.__file__).resolve().parent.parent
 CHECKOUT = Path(__file__).resolve().parent.parent
 # Not imported by name: the version (read as kcodec.__version__), the native core's package, a script.
 WITHOUT_ALL = {"kcodec._version", "kcodec._native", "kcodec.advise.__main__"}
-# advise still takes private helpers of kcodec.arrow; they become a supported API with the flat arrow.py.
-PRIVATE_IMPORTS_LEFT = {("kcodec.advise.measure", "kcodec.arrow"), ("kcodec.advise.profile", "kcodec.arrow")}
 
 
 def _modules() -> Dict[str, Path]:
@@ -95,7 +93,7 @@ def test_no_private_names_across_packages():
         for source, name, line in _imports_from_kcodec(path):
             if not name.startswith("_") or name.startswith("__") or source not in MODULES:
                 continue
-            if _package_of(source) != _package_of(module) and (module, source) not in PRIVATE_IMPORTS_LEFT:
+            if _package_of(source) != _package_of(module):
                 crossing.append(f"{module}:{line}: {source}.{name}")
     assert crossing == []
 

@@ -111,23 +111,18 @@ class BatchEncoder:
     """
 
     def __init__(self, table) -> None:
-        from kcodec.arrow import _as_binary, _column, _header_fields, _offsets, _spec, _timestamps_ms
+        from kcodec.arrow.columns import as_binary, binary_spec, column, header_specs, timestamps_ms
 
         n = table.num_rows
         self.n = n
-        key = _column(table, "key")
-        self.key = _spec(_as_binary(key, "key")) if key is not None else None
-        self.value = _spec(_as_binary(_column(table, "value")))
+        key = column(table, "key")
+        self.key = binary_spec(as_binary(key, "key")) if key is not None else None
+        self.value = binary_spec(as_binary(column(table, "value")))
         self.hdrs = self.hkey = self.hval = None
-        hdrs = _column(table, "headers")
+        hdrs = column(table, "headers")
         if hdrs is not None and hdrs.null_count < n:
-            ki, vi = _header_fields(hdrs)
-            structs = hdrs.values
-            self.hdrs = (hdrs.buffers()[0] if hdrs.null_count else None, hdrs.offset,
-                         _offsets(hdrs, hdrs.buffers()[1]), None)
-            self.hkey = _spec(_as_binary(structs.field(ki), "header key"))
-            self.hval = _spec(_as_binary(structs.field(vi), "header value"))
-        self.ts = np.ascontiguousarray(_timestamps_ms(_column(table, "timestamp"), n), dtype=np.int64)
+            self.hdrs, self.hkey, self.hval = header_specs(hdrs, refuse_null_entries=False)
+        self.ts = np.ascontiguousarray(timestamps_ms(column(table, "timestamp"), n), dtype=np.int64)
 
     @staticmethod
     def _slice(spec, a: int, b: int):
@@ -144,13 +139,13 @@ class BatchEncoder:
         return self._encode(self.n, self.key, self.value, self.hdrs, self.ts, 0, cuts, codec, level)
 
     def _encode(self, n: int, key, value, hdrs, ts, base_offset: int, cuts, codec: str, level) -> List[bytes]:
-        from kcodec.arrow import _compressed_batches
+        from kcodec.arrow.encode import compressed_batches
 
         c, lvl = _codec(codec, level)
         cols = (n, key, value, hdrs, self.hkey, self.hval, ts, None, base_offset, ONE_BATCH, 1.0, c.id != 0)
         if c.id == 0:
             return encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts)
-        return list(_compressed_batches(encode_columnar(*cols, cuts=cuts), c, lvl, -1, None, c.id, -1, -1, -1))
+        return list(compressed_batches(encode_columnar(*cols, cuts=cuts), c, lvl, attributes=c.id))
 
 
 def measure_build(encoder: BatchEncoder, starts: np.ndarray, codec: str, level,
@@ -161,7 +156,7 @@ def measure_build(encoder: BatchEncoder, starts: np.ndarray, codec: str, level,
 
 def measure_read(batches: List[bytes], clock: Optional[Clock] = None) -> CpuTime:
     """CPU time of what a consumer pays for ``batches``: CRC check, decompression and decoding into Arrow."""
-    from kcodec.arrow import to_arrow
+    from kcodec.arrow.decode import to_arrow
 
     data = b"".join(batches)
     return cpu_time(lambda: to_arrow(data, use_threads=False), clock=clock)[1]

@@ -14,7 +14,6 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from kcodec.advise.replay import record_sizes, record_upper_bounds
-from kcodec.errors import RecordBuilderError
 from kcodec.records import batch_header, message_header
 
 __all__ = ["CODEC_NAMES", "HIST_BINS", "TodayProfile", "record_columns", "profile_chunk"]
@@ -54,39 +53,32 @@ def _lengths(arr) -> np.ndarray:
 
 def record_columns(table) -> Dict[str, np.ndarray]:
     """Per-record sizes and timestamps (ms) as numpy columns, Kafka's way of counting."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    from kcodec.arrow import _as_binary, _column, _header_fields
+    from kcodec.arrow.columns import as_binary, column, header_fields, timestamps_ms
 
     n = table.num_rows
     # Spark hands over whatever types the record files hold: anything but bytes is refused here.
-    key = _column(table, "key")
-    key_len = _lengths(_as_binary(key, "key")) if key is not None else np.full(n, -1, np.int64)
-    value_len = _lengths(_as_binary(_column(table, "value")))
+    key = column(table, "key")
+    key_len = _lengths(as_binary(key, "key")) if key is not None else np.full(n, -1, np.int64)
+    value_len = _lengths(as_binary(column(table, "value")))
     hbytes = np.zeros(n, np.int64)
     hcount = np.zeros(n, np.int64)
     if "headers" in table.column_names and table["headers"].null_count < n:
         hdrs = table["headers"].combine_chunks()
-        ki, vi = _header_fields(hdrs)
+        ki, vi = header_fields(hdrs)
         hcount = pc.fill_null(pc.list_value_length(hdrs), 0).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = pc.list_flatten(hdrs)
         if len(flat):
             from kcodec.advise.replay import varint_sizes
 
-            kl = _lengths(_as_binary(pc.struct_field(flat, [ki]), "header key"))
-            vl = _lengths(_as_binary(pc.struct_field(flat, [vi]), "header value"))
+            kl = _lengths(as_binary(pc.struct_field(flat, [ki]), "header key"))
+            vl = _lengths(as_binary(pc.struct_field(flat, [vi]), "header value"))
             each = varint_sizes(kl) + np.maximum(kl, 0) + varint_sizes(vl) + np.maximum(vl, 0)
             owner = np.repeat(np.arange(n), hcount)
             hbytes = np.bincount(owner, weights=each, minlength=n).astype(np.int64)
-    stamps = _column(table, "timestamp")
-    try:
-        ts = stamps.cast(pa.int64()).to_numpy(zero_copy_only=False) if stamps is not None \
-            else np.full(n, -1000, np.int64)
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-        raise RecordBuilderError(f"the timestamp column must hold timestamps or whole milliseconds, "
-                                 f"not {stamps.type} values like these") from None
-    ts = np.where(np.isnan(ts.astype(float)), -1000, ts).astype(np.int64) // 1000
+    # A record without a timestamp counts as Kafka's NO_TIMESTAMP (-1), not as the time it is read.
+    ts = timestamps_ms(column(table, "timestamp"), n, missing=-1)
     payload = np.maximum(key_len, 0) + np.maximum(value_len, 0) + hbytes
     return {"key_len": key_len, "value_len": value_len, "header_bytes": hbytes, "header_count": hcount,
             "ts": ts, "payload": payload,

@@ -122,7 +122,7 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     Each producer id's records are replayed on their own; records without one are split among
     ``producers`` producers.
     """
-    from kcodec.arrow import to_arrow
+    from kcodec.arrow.decode import to_arrow
 
     table = to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
     if table.num_rows == 0:

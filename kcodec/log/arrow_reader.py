@@ -78,7 +78,7 @@ def read_arrow(path: Union[str, "os.PathLike[str]"], *, topics: Union[str, Itera
     """
     import pyarrow as pa
 
-    from kcodec.arrow import kafka_schema
+    from kcodec.arrow.schema import kafka_schema
 
     if chunk_bytes <= 0:
         raise ValueError(f"chunk_bytes must be positive, not {chunk_bytes}")
@@ -135,7 +135,7 @@ def _plan(storage: Storage, path: str, storage_options: Optional[Dict[str, Any]]
 
 def _batches(plan: _Plan, wanted: RecordRange, include_control: bool, validate: bool, chunk_bytes: int,
              use_threads: bool, views: bool) -> Iterator["pyarrow.RecordBatch"]:
-    from kcodec.arrow import to_arrow
+    from kcodec.arrow.decode import to_arrow
 
     for topic, partition, seg in plan:
         try:

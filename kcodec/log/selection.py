@@ -85,7 +85,7 @@ class RecordRange:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from kcodec.arrow import filter_rows
+        from kcodec.arrow.views import filter_rows
 
         tests = []
         if self.start_offset is not None:

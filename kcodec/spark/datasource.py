@@ -201,7 +201,8 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition: SegmentRange) -> Iterator:  # type: ignore[override]  # Spark hands back partitions()
         import pyarrow as pa
 
-        from kcodec.arrow import kafka_schema, to_arrow
+        from kcodec.arrow.decode import to_arrow
+        from kcodec.arrow.schema import kafka_schema
         from kcodec.errors import KcodecError
         from kcodec.log import LogSegment
         from kcodec.storage import resolve
@@ -353,7 +354,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         import numpy as np
         import pyarrow as pa
 
-        from kcodec.arrow import from_arrow
+        from kcodec.arrow.encode import from_arrow
         from kcodec.log import LogWriter, partition_path
 
         compression = self.options.get("compression", "none")

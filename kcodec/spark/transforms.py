@@ -32,7 +32,7 @@ def decode(df: DataFrame, column: str = "value", *, topic: Optional[str] = None,
     fill those columns; a cell may hold several concatenated batches.
     """
     def fn(batches: Iterator) -> Iterator:
-        from kcodec.arrow import to_arrow
+        from kcodec.arrow.decode import to_arrow
         for rb in batches:
             data = rb.column(column)
             topics = rb.column(topic_column).to_pylist() if topic_column else None
@@ -183,7 +183,7 @@ def encode(df: DataFrame, *, topic: Optional[str] = None, compression: Any = "no
         import numpy as np
         import pyarrow as pa
 
-        from kcodec.arrow import from_arrow
+        from kcodec.arrow.encode import from_arrow
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
