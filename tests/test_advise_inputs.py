@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from builders import batch, kv, make_log
 from kcodec.advise.inputs import Sampling, check_inputs
 from kcodec.advise.inputs.logs import LogSource
 from kcodec.advise.inputs.records import RecordSource
 from kcodec.advise.inputs.sample import SampleSource
 from kcodec.advise.job import Options, check_options
 from kcodec.errors import KcodecError
-from test_cleaner import batch, kv, make_log
 
 
 def _count_log_listings(monkeypatch):

@@ -153,7 +153,7 @@ def test_topic_and_partial_tail_on_log_directories(spark, tmp_path):
     noted as dump and recompress report it."""
     import os
 
-    from test_cleaner import batch, kv, make_log
+    from builders import batch, kv, make_log
 
     logs = tmp_path / "logs"
     for name in ("orders-0", "orders-1", "audit-0"):

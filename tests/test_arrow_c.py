@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import RecordBatchBuilder, batch_builder
+from builders import batch, legacy_batch
+from kcodec import RecordBatchBuilder
 from kcodec.arrow import column_cache
 
 # the kcodec under test (installed, or the source tree with its built extensions), not the folder above tests/
@@ -27,15 +28,11 @@ TS = 1_700_000_000_000
 
 
 def _batch(n=5, compression="none", base_offset=0, magic=2, headers=True) -> bytes:
-    b = batch_builder(magic=magic, compression=compression, base_offset=base_offset) if magic < 2 else \
-        RecordBatchBuilder(compression=compression, base_offset=base_offset)
-    for i in range(n):
-        key = None if i % 2 == 0 else b"k%d" % (base_offset + i)
-        if magic < 2:
-            b.append(key, b"v%d" % (base_offset + i), TS + i)
-        else:
-            b.append(key, b"v%d" % (base_offset + i), TS + i, [("h", b"%d" % i)] if headers and i % 3 else [])
-    return bytes(b.build())
+    records = [(None if i % 2 == 0 else b"k%d" % (base_offset + i), b"v%d" % (base_offset + i), TS + i,
+                [("h", b"%d" % i)] if headers and i % 3 else []) for i in range(n)]
+    if magic < 2:
+        return legacy_batch(base_offset, records, magic=magic, codec=compression)
+    return batch(base_offset, records, codec=compression)
 
 
 def test_pyarrow_reads_the_capsules_as_to_arrow_builds_them():

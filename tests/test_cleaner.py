@@ -4,7 +4,21 @@ import struct
 
 import pytest
 
-import kcodec
+from builders import (
+    DAY,
+    PID,
+    PID2,
+    T0,
+    batch,
+    check_dir_with_java,
+    check_indexes,
+    dir_batches,
+    dir_records,
+    kv,
+    legacy_batch,
+    make_log,
+    marker,
+)
 from kcodec.compression import CompressionType
 from kcodec.log.cleaner import (
     CleanerConfig,
@@ -18,106 +32,6 @@ from kcodec.log.cleaner import (
     recover_log_dir,
     segment_file_name,
 )
-from kcodec.records.legacy import LegacyRecordBatchBuilder
-from oracle_util import oracle_available, oracle_verify
-
-T0 = 1_700_000_000_000
-DAY = 86_400_000
-PID, PID2 = 7001, 7002
-
-
-# --------------------------------------------------------------------------------------------
-# helpers shared with the other log-operation tests
-
-def batch(offset, kvs, ts=T0, codec="none", **kw) -> bytes:
-    """One v2 batch at ``offset`` holding ``kvs`` [(key, value)] with timestamps ts, ts+1, ..."""
-    b = kcodec.RecordBatchBuilder(magic=2, compression=codec, base_offset=offset, **kw)
-    for i, (k, v) in enumerate(kvs):
-        b.append(k, v, timestamp=ts + i)
-    return bytes(b.build())
-
-
-def legacy_batch(offset, kvs, magic=1, ts=T0, codec="none") -> bytes:
-    b = LegacyRecordBatchBuilder(magic=magic, compression=codec, base_offset=offset)
-    for i, (k, v) in enumerate(kvs):
-        b.append(k, v, timestamp=ts + i)
-    return bytes(b.build())
-
-
-def marker(offset, pid, epoch, commit=True, ts=T0, coordinator_epoch=0) -> bytes:
-    b = kcodec.RecordBatchBuilder(magic=2, base_offset=offset, producer_id=pid, producer_epoch=epoch,
-                                  is_transactional=True, is_control=True)
-    ctype = kcodec.ControlRecordType.COMMIT if commit else kcodec.ControlRecordType.ABORT
-    b.append_control(kcodec.EndTransactionMarker(ctype, coordinator_epoch), timestamp=ts)
-    return bytes(b.build())
-
-
-def make_log(path, segments, mtime=None) -> str:
-    """Write segments (lists of batch bytes) into ``path``; each is named by its first batch's offset
-    (or given as ``(base_offset, [batches])``)."""
-    os.makedirs(path, exist_ok=True)
-    for seg in segments:
-        if isinstance(seg, tuple):
-            base, seg = seg
-        else:
-            base = next(iter(kcodec.read_batches(seg[0]))).base_offset
-        data = b"".join(seg)
-        p = os.path.join(path, segment_file_name(base))
-        with open(p, "wb") as f:
-            f.write(data)
-        index, tindex = build_indexes(data, base)
-        with open(os.path.join(path, segment_file_name(base, ".index")), "wb") as f:
-            f.write(index)
-        with open(os.path.join(path, segment_file_name(base, ".timeindex")), "wb") as f:
-            f.write(tindex)
-        if mtime is not None:
-            os.utime(p, (mtime, mtime))
-    return str(path)
-
-
-def dir_batches(path):
-    out = []
-    for seg in list_segments(path):
-        with open(seg.path(), "rb") as f:
-            data = f.read()
-        out.extend(kcodec.read_batches(data))
-    return out
-
-
-def dir_records(path):
-    """(offset, key, value) of every record of the directory, in file order."""
-    return [(r.offset, r.key, r.value) for b in dir_batches(path) for r in b]
-
-
-def check_dir_with_java(path):
-    if not oracle_available():
-        return
-    for seg in list_segments(path):
-        with open(seg.path(), "rb") as f:
-            data = f.read()
-        if data:
-            rc, doc = oracle_verify(data, strict=True)
-            assert rc == 0, (seg.path(), doc)
-
-
-def check_indexes(path):
-    """Every segment's .index/.timeindex equals a rebuild from its .log, and offsets increase."""
-    last = -1
-    for seg in list_segments(path):
-        with open(seg.path(), "rb") as f:
-            data = f.read()
-        index, tindex = build_indexes(data, seg.base_offset)
-        assert open(seg.path(".index"), "rb").read() == index
-        assert open(seg.path(".timeindex"), "rb").read() == tindex
-        for b in kcodec.read_batches(data):
-            assert b.base_offset >= seg.base_offset
-            assert b.last_offset > last
-            last = b.last_offset
-
-
-def kv(key, value=b"v"):
-    return (key.encode() if isinstance(key, str) else key,
-            value.encode() if isinstance(value, str) else value)
 
 
 def base_log(tmp_path, name="topic-0"):

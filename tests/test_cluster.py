@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import batch
 from cluster_estate import TopicSpec, build_estate, fetch_partition, produce_estate
 from kcodec.advise import cluster
 from kcodec.advise.kafka_client import FetchedRecords, LeaderMoved, OffsetOutOfRange, PartitionMeta
@@ -177,13 +178,10 @@ def kafka_log_fetcher(log: bytes, calls=None):
 
 
 def _v2_log(batches=12, records=20):
-    out = bytearray()
-    for i in range(batches):
-        b = RecordBatchBuilder(magic=2, compression="gzip" if i % 2 else "none", base_offset=i * records)
-        for j in range(records):
-            b.append(b"k%d" % j, b"value %d of batch %d " % (j, i) * (1 + j % 5), timestamp=1_700_000_000_000 + j)
-        out += b.build()
-    return bytes(out)
+    return b"".join(
+        batch(i * records, [(b"k%d" % j, b"value %d of batch %d " % (j, i) * (1 + j % 5)) for j in range(records)],
+              codec="gzip" if i % 2 else "none")
+        for i in range(batches))
 
 
 def test_read_chunk_cuts_partial_batches_and_counts_them():

@@ -4,13 +4,13 @@ from __future__ import annotations
 import pytest
 
 import kcodec
+from builders import T0, batch
 from kcodec import CompressionType, TimestampType
 from kcodec.errors import RecordBuilderError, UnsupportedCodecError
 from kcodec.records.convert import convert_magic
 from kcodec.records.legacy import LegacyRecordBatch, LegacyRecordBatchBuilder, iter_legacy_batches
 from oracle_util import assert_java_reads_as_kcodec, cases, load_case, oracle_available
 
-T0 = 1_700_000_000_000
 DETERMINISTIC = ("none", "gzip")  # codecs whose output is Java's byte for byte (see test_legacy_oracle)
 FAMILIES = ["single", "json100", "null_keys", "tombstones", "empty_kv", "nulls_mixed", "base_offset",
             "offset_gaps", "varint_sizes", "compacted", "log_append_time", "no_timestamp", "ts_unordered"]
@@ -32,10 +32,7 @@ def legacy_records(data):
 
 
 def v2_batch(records, *, compression="none", base_offset=0, headers=(), **kw):
-    b = kcodec.RecordBatchBuilder(magic=2, compression=compression, base_offset=base_offset, **kw)
-    for key, value, ts in records:
-        b.append(key, value, ts, headers=headers)
-    return bytes(b.build())
+    return batch(base_offset, [(key, value, ts, headers) for key, value, ts in records], codec=compression, **kw)
 
 
 # -- v1 -> v0 (needs only the legacy code) -----------------------------------------------
@@ -311,10 +308,7 @@ def test_property_up_and_down_again(magic, codec, records, base, lat):
 
 
 def _v2(base_offset: int, records: int, compression: str = "gzip") -> bytes:
-    b = kcodec.RecordBatchBuilder(magic=2, base_offset=base_offset, compression=compression)
-    for i in range(records):
-        b.append(timestamp=1000 + i, key=b"k", value=b"v%d" % i)
-    return bytes(b.build())
+    return batch(base_offset, [(b"k", b"v%d" % i) for i in range(records)], ts=1000, codec=compression)
 
 
 @pytest.mark.parametrize("base", [-5, -2, -1])

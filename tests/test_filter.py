@@ -13,6 +13,7 @@ import json
 import pytest
 
 import kcodec
+from builders import T0, batch, legacy_batch
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.log.filter import (
     BatchRetention,
@@ -22,7 +23,6 @@ from kcodec.log.filter import (
 )
 from oracle_util import load_case, oracle_available, oracle_verify
 
-T0 = 1_700_000_000_000
 KEEP = {509, 513, 520, 521, 522}
 NOW = T0 + 3_600_000
 RETENTION = 86_400_000
@@ -200,14 +200,11 @@ def test_log_append_time_rebuild_keeps_append_time():
 
 def _batch(magic=2, codec="none", ts_type=TimestampType.CREATE_TIME, base=40, stamps=(5, 9, 7, 3), values=None,
            **kw):
+    records = [(b"k%d" % i, b"v" if values is None else values[i], T0 + ts if ts >= 0 else -1)
+               for i, ts in enumerate(stamps)]
     if magic >= 2:
-        b = kcodec.RecordBatchBuilder(magic=2, compression=codec, base_offset=base, timestamp_type=ts_type, **kw)
-    else:
-        from kcodec.records.legacy import LegacyRecordBatchBuilder
-        b = LegacyRecordBatchBuilder(magic=magic, compression=codec, base_offset=base, timestamp_type=ts_type, **kw)
-    for i, ts in enumerate(stamps):
-        b.append(b"k%d" % i, b"v" if values is None else values[i], timestamp=T0 + ts if ts >= 0 else -1)
-    return bytes(b.build())
+        return batch(base, records, codec=codec, timestamp_type=ts_type, **kw)
+    return legacy_batch(base, records, magic=magic, codec=codec, timestamp_type=ts_type, **kw)
 
 
 @pytest.mark.parametrize("magic,codec,ts_type,want", [

@@ -21,8 +21,8 @@ def test_crash_at_each_hand_over_between_object_operations(tmp_path, gcs, operat
 
 
 def test_reads_like_local_with_ranged_reads(tmp_path, gcs):
+    from builders import batch, kv
     from kcodec.log import write_partition
-    from test_cleaner import batch, kv
     local = tmp_path / "big-0"
     write_partition(local, [batch(i * 50, [kv(b"k%d" % j, b"v" * 300) for j in range(50)]) for i in range(100)],
                     index_interval_bytes=4096)

@@ -17,6 +17,7 @@ import struct
 import pytest
 
 import kcodec
+from builders import T0, batch
 from kcodec import RecordBatchBuilder, read_batches, to_arrow
 from kcodec._native.columnar import columns_uncompressed_v2
 from kcodec.cli import main
@@ -25,7 +26,6 @@ from kcodec.log.validator import RecordValidationError, ValidatorConfig, validat
 from oracle_util import oracle_available, oracle_verify
 from test_legacy import inner_set, message, wrapper
 
-T0 = 1_700_000_000_000
 needs_java = pytest.mark.skipif(not oracle_available(), reason="the Kafka Java client (java + oracle) is not available")
 
 #: A valid message before each crafted entry, so that positions are not 0.
@@ -137,10 +137,7 @@ def control_batch(key, value, compression="none", base_offset=100) -> bytes:
 
 
 def data_batch(compression="none", base_offset=0) -> bytes:
-    b = RecordBatchBuilder(compression=compression, base_offset=base_offset)
-    for i in range(3):
-        b.append(b"k%d" % i, b"v%d" % i, T0 + i)
-    return bytes(b.build())
+    return batch(base_offset, [(b"k%d" % i, b"v%d" % i) for i in range(3)], ts=T0, codec=compression)
 
 
 KEY = struct.Struct(">hh")

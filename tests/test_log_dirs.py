@@ -4,12 +4,12 @@ import os
 
 import pytest
 
+from builders import T0, batch, dir_batches, dir_records, kv, make_log
 from kcodec.cli import main
 from kcodec.compression import CompressionType
 from kcodec.log import find_partitions, open_log_dir, partition_path
 from kcodec.log.cleaner import PartialTailError
 from kcodec.log.recompress import recompress
-from test_cleaner import T0, batch, dir_batches, dir_records, kv, make_log
 
 
 def broker_dir(root):

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from builders import DAY, T0, batch, dir_records, kv, make_log
 from kcodec.cli import main
 from kcodec.log import LogWriter
 from kcodec.log.lock import BROKER_LOCK, PARTITION_LOCK, LogDirInUseError, lock_file_for, rewrite_lock
 from kcodec.log.recovery import recover_log_dir
 from kcodec.log.retention import RetentionPolicy, RetentionPolicyError, retain
 from kcodec.log.segment_list import list_segments
-from test_cleaner import DAY, T0, batch, dir_records, kv, make_log
 
 DIRLOCK_JAVA = Path(__file__).parent / "java" / "DirLock.java"
 PY_HOLDER = textwrap.dedent("""

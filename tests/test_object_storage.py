@@ -11,12 +11,12 @@ import sys
 import pytest
 
 import kcodec
+from builders import DAY, PID, T0, batch, kv, make_log, marker
 from kcodec.log import RecordRange, find_partitions, open_log_dir
 from kcodec.log.cleaner import CleanerConfig, FileOps, compact, list_segments, recover_log_dir
 from kcodec.log.recompress import recompress
 from kcodec.storage import StorageError, io_stats, resolve
 from s3_server import KEY, SECRET, s3  # noqa: F401  (the session fixture)
-from test_cleaner import DAY, PID, T0, batch, kv, make_log, marker
 from test_fault_injection import Crash, crash_after, records
 
 
@@ -145,8 +145,8 @@ def test_s3_recompress_equals_local(tmp_path, s3):
 
 def test_ranged_reads_through_the_index(tmp_path, s3):
     """Reading a range of offsets fetches index objects and one ranged read, never the whole segment."""
+    from builders import batch, kv
     from kcodec.log import write_partition
-    from test_cleaner import batch, kv
     local = tmp_path / "big-0"
     sets = [batch(i * 50, [kv(b"k%d" % j, b"v" * 300) for j in range(50)]) for i in range(200)]
     write_partition(local, sets, index_interval_bytes=4096)
@@ -183,10 +183,10 @@ def test_data_source_reads_an_object_in_few_large_ranged_reads(tmp_path, s3):
     pytest.importorskip("pyspark")
     import os
 
+    from builders import batch, kv
     from kcodec.log import write_partition
     from kcodec.records.framing import iter_entries
     from kcodec.spark.datasource import KafkaLogReader
-    from test_cleaner import batch, kv
 
     local = tmp_path / "data" / "big-0"
     sets = [batch(i * 40, [kv(b"k%d" % j, os.urandom(700)) for j in range(40)]) for i in range(220)]

@@ -4,12 +4,12 @@ import os
 import pytest
 
 import kcodec
+from builders import batch, check_dir_with_java, check_indexes, dir_batches, kv, make_log, marker
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.log import recompress as rc
 from kcodec.log.cleaner import AbortedTxn, encode_txn_index, list_segments, read_txn_index, segment_file_name
 from kcodec.log.recompress import RecompressVerificationError, recompress, records_digest
 from oracle_util import load_case
-from test_cleaner import batch, check_dir_with_java, check_indexes, dir_batches, kv, make_log, marker
 
 
 def full_records(path):

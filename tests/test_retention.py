@@ -1,9 +1,9 @@
 """Segment deletion by retention.ms and retention.bytes (``UnifiedLog.deleteOldSegments``)."""
 import os
 
+from builders import DAY, T0, batch, dir_records, kv, legacy_batch, make_log
 from kcodec.log.cleaner import FileOps, list_segments, recover_log_dir, segment_file_name
 from kcodec.log.retention import retain
-from test_cleaner import DAY, T0, batch, dir_records, kv, legacy_batch, make_log
 
 
 def four_segments(tmp_path):

@@ -13,12 +13,12 @@ import uuid
 
 import pytest
 
+from builders import PID, PID2, T0, batch, kv, make_log, marker
 from kcodec.cli import main
 from kcodec.log import open_log_dir
 from kcodec.log.cleaner import AbortedTxn, encode_txn_index, list_segments, segment_file_name
 from kcodec.storage import io_stats
 from s3_server import KEY, SECRET, s3  # noqa: F401  (the session fixture)
-from test_cleaner import PID, PID2, T0, batch, kv, make_log, marker
 
 ABORTED_VALUES = {b"aborted-1", b"aborted-2", b"aborted-3"}
 
