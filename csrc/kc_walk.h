@@ -14,6 +14,7 @@
 #include "kc_batch.h"
 #include "kc_message.h"
 
+#define KC_ENTRY_OFFSET KC_BATCH_BASE_OFFSET               /* Records.OFFSET_OFFSET */
 #define KC_ENTRY_SIZE KC_BATCH_LENGTH                     /* Records.SIZE_OFFSET */
 #define KC_ENTRY_MAGIC KC_BATCH_MAGIC                     /* Records.MAGIC_OFFSET */
 #define KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC (KC_BATCH_MAGIC + 1)  /* Records.HEADER_SIZE_UP_TO_MAGIC */

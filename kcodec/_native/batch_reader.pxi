@@ -63,7 +63,7 @@ cdef class EntryWalker:
             if _entry_at(<const uint8_t *>view.buf, limit, pos, self.strict, &e):
                 self.done = False
                 self.pos = e.next
-                return pos, e.total, <int64_t>kc_load_be64(<const uint8_t *>view.buf + pos), e.magic
+                return pos, e.total, <int64_t>kc_load_be64(<const uint8_t *>view.buf + pos + KC_ENTRY_OFFSET), e.magic
             raise StopIteration
         finally:
             PyBuffer_Release(&view)

@@ -83,8 +83,8 @@ cdef extern from "kc_message.h" nogil:
     void kc_message_seal(uint8_t *m, size_t size)
 
 cdef extern from "kc_walk.h" nogil:
-    int KC_ENTRY_SIZE, KC_ENTRY_MAGIC, KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC, KC_ENTRY_MIN_SIZE, KC_ENTRY_MAGIC_V2
-    int KC_ENTRY_UNREAD
+    int KC_ENTRY_OFFSET, KC_ENTRY_SIZE, KC_ENTRY_MAGIC, KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC, KC_ENTRY_MIN_SIZE
+    int KC_ENTRY_MAGIC_V2, KC_ENTRY_UNREAD
     ctypedef enum kc_entry_kind_t:
         KC_ENTRY_END, KC_ENTRY_PARTIAL, KC_ENTRY_BATCH, KC_ENTRY_MESSAGE, KC_ENTRY_BAD_SIZE, KC_ENTRY_BAD_MAGIC
     ctypedef struct kc_entry_t:

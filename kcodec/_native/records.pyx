@@ -35,7 +35,8 @@ from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_bat
                                         KC_MSG_COMPRESSION_MASK, KC_MSG_TIMESTAMP_TYPE)
 from kcodec._native.primitives cimport (kc_entry_t, kc_entry_kind_t, kc_entry_total, kc_walk_step,
                                         KC_ENTRY_END, KC_ENTRY_PARTIAL, KC_ENTRY_BATCH, KC_ENTRY_MESSAGE,
-                                        KC_ENTRY_BAD_SIZE, KC_ENTRY_BAD_MAGIC, KC_ENTRY_MAGIC,
+                                        KC_ENTRY_BAD_SIZE, KC_ENTRY_BAD_MAGIC, KC_ENTRY_OFFSET, KC_ENTRY_SIZE,
+                                        KC_ENTRY_MAGIC,
                                         KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC, KC_ENTRY_MIN_SIZE, KC_ENTRY_MAGIC_V2)
 from kcodec._native.native_codec cimport NativeCodec, native_of
 from kcodec._java_utf8 import decode as _java_utf8_decode
@@ -65,7 +66,8 @@ LAYOUT = {
     "KC_BATCH_CONTROL": KC_BATCH_CONTROL, "KC_BATCH_DELETE_HORIZON": KC_BATCH_DELETE_HORIZON,
     "KC_MSG_CRC": KC_MSG_CRC, "KC_MSG_MAGIC": KC_MSG_MAGIC, "KC_MSG_ATTRIBUTES": KC_MSG_ATTRIBUTES,
     "KC_MSG_TIMESTAMP": KC_MSG_TIMESTAMP, "KC_MSG_COMPRESSION_MASK": KC_MSG_COMPRESSION_MASK,
-    "KC_MSG_TIMESTAMP_TYPE": KC_MSG_TIMESTAMP_TYPE, "KC_ENTRY_MAGIC": KC_ENTRY_MAGIC,
+    "KC_MSG_TIMESTAMP_TYPE": KC_MSG_TIMESTAMP_TYPE, "KC_ENTRY_OFFSET": KC_ENTRY_OFFSET,
+    "KC_ENTRY_SIZE": KC_ENTRY_SIZE, "KC_ENTRY_MAGIC": KC_ENTRY_MAGIC,
     "KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC": KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC, "KC_ENTRY_MIN_SIZE": KC_ENTRY_MIN_SIZE,
 }
 
