@@ -1,7 +1,9 @@
 /* The walk over a buffer of log entries, as Kafka's ByteBufferLogInputStream.nextBatch (with
  * nextBatchSize) takes it: from one entry to the next, and what each entry is.  Every native pass,
  * EntryWalker, BatchReader and split_batches step through a buffer with kc_walk_step; nothing else
- * in the native core reads an entry's size or magic to find where it ends.
+ * in the native core reads an entry's size or magic to find where it ends.  (The messages inside a
+ * decompressed wrapper follow rules of their own, those of Kafka's
+ * AbstractLegacyRecordBatch.DeepRecordsIterator: scan_inner in legacy.pyx.)
  *
  * An entry is a v2 batch (kc_batch.h) or a v0/v1 message (kc_message.h).  Both begin with
  * offset int64 | size int32 (Records.LOG_OVERHEAD), and both keep their magic at byte 16
