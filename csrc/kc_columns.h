@@ -3,6 +3,7 @@
 #define KC_COLUMNS_H
 #include <stdint.h>
 #include "kc_gather.h"
+#include "kc_batch.h"
 /* Column accessors for the encode loops: forced inline, since GCC leaves
    them out of line in the large loop bodies and the per-record call costs ~10%. */
 typedef struct {
@@ -157,7 +158,7 @@ static inline __attribute__((always_inline)) void kc_fill_batch_impl(
             int64_t bound = KC_RECORD_FRAMING_MAX - 5 + (kl >= 0 ? kl : 0) + vl + KC_HEADER_FRAMING_MAX * (h1 - h0);
             if (h1 > h0)
                 bound += (hk.offs32[h1] - hk.offs32[h0]) + (hv.offs32[h1] - hv.offs32[h0]);
-            if (bound < 0x7fffff00 && (i == r0 || 61 + (p - dst) + 5 + bound <= write_limit)) {
+            if (bound < 0x7fffff00 && (i == r0 || KC_BATCH_OVERHEAD + (p - dst) + 5 + bound <= write_limit)) {
                 int g = kc_varint_size((int32_t)bound), a;
                 uint8_t *end = kc_put_body(p + g, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1, 1);
                 body = end - (p + g);
@@ -184,7 +185,7 @@ static inline __attribute__((always_inline)) void kc_fill_batch_impl(
         }
         body = kc_record_body_size(td, (int32_t)od, kl, vl, (int32_t)(h1 - h0), hs);
         size = kc_varint_size((int32_t)body) + body;
-        if (i > r0 && write_limit < 61 + (p - dst) + size)
+        if (i > r0 && write_limit < KC_BATCH_OVERHEAD + (p - dst) + size)
             break;
         p = kc_put_record(p, (int32_t)body, td, (int32_t)od, &k, kl, &v, vl, i, &hk, &hv, h0, h1, fast);
         if (ts[i] > max_ts) max_ts = ts[i];

@@ -721,6 +721,27 @@ def test_split_batches_cuts_at_batch_boundaries():
     damaged = bytearray(blob)
     damaged[starts[3] + 8:starts[3] + 12] = (2 ** 30).to_bytes(4, "big")  # a length past the end
     assert split_batches(bytes(damaged), 4, 2048) == [0, len(blob)]
+    # The cut search is Kafka's entry walk: a corrupt entry gives the buffer whole (its pass reports it).
+    for at, value in ((8, (13).to_bytes(4, "big")), (16, b"\x03"), (16, b"\xff")):
+        damaged = bytearray(blob)
+        damaged[starts[3] + at:starts[3] + at + len(value)] = value
+        assert split_batches(bytes(damaged), 4, 2048) == [0, len(blob)]
+    # A tail too short for a size field stays in the last part, as the walk ends there.
+    assert split_batches(blob + b"\0" * 11, 4, 2048) == cuts[:-1] + [len(blob) + 11]
+    assert split_batches(blob + b"\0" * 12, 4, 2048) == [0, len(blob) + 12]
+
+
+def test_split_batches_steps_over_legacy_messages():
+    from kcodec._native.columnar import split_batches
+
+    blob = b""
+    for i in range(40):
+        builder = kcodec.LegacyRecordBatchBuilder(magic=i % 2, base_offset=i)
+        builder.append(b"k", b"v" * 200, 1000 + i)
+        blob += builder.build()
+    starts = [b.position for b in read_batches(blob)]
+    cuts = split_batches(blob, 4, 1024)
+    assert len(cuts) == 5 and set(cuts[:-1]) <= set(starts) and cuts[-1] == len(blob)
 
 
 def test_fast_pass_over_a_part_of_the_buffer():

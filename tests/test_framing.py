@@ -148,3 +148,35 @@ def test_positions_outside_the_buffer_are_refused():
         with pytest.raises(ValueError):
             write_batch_header(buf, pos, 0, 100, -1, 0, 0, 0, 0, -1, -1, -1, 1)
     assert read_batch_header(data, 0)[0] == 0
+
+
+def test_layout_constants_are_kafkas_and_the_c_headers():
+    """The Python constants are csrc's (kc_batch.h, kc_message.h, kc_walk.h), and those are Kafka's."""
+    from kcodec._native.records import LAYOUT
+    from kcodec.records import batch_header as bh
+    from kcodec.records import framing
+    from kcodec.records import message_header as mh
+
+    # Records, DefaultRecordBatch and LegacyRecord (offsets from the entry's start)
+    kafka = {
+        framing: {"LOG_OVERHEAD": 12, "MAGIC_OFFSET": 16, "HEADER_SIZE_UP_TO_MAGIC": 17,
+                  "RECORD_BATCH_OVERHEAD": 61, "MIN_RECORD_OVERHEAD": 14},
+        bh: {"BASE_OFFSET": 0, "LENGTH": 8, "PARTITION_LEADER_EPOCH": 12, "MAGIC": 16, "CRC": 17,
+             "ATTRIBUTES": 21, "LAST_OFFSET_DELTA": 23, "BASE_TIMESTAMP": 27, "MAX_TIMESTAMP": 35,
+             "PRODUCER_ID": 43, "PRODUCER_EPOCH": 51, "BASE_SEQUENCE": 53, "RECORDS_COUNT": 57,
+             "COMPRESSION_MASK": 0x07, "TIMESTAMP_TYPE_MASK": 0x08, "TRANSACTIONAL_MASK": 0x10,
+             "CONTROL_MASK": 0x20, "DELETE_HORIZON_MASK": 0x40},
+        mh: {"OFFSET": 0, "SIZE": 8, "CRC": 12, "MAGIC": 16, "ATTRIBUTES": 17, "TIMESTAMP": 18,
+             "COMPRESSION_MASK": 0x07, "TIMESTAMP_TYPE_MASK": 0x08},
+    }
+    for module, values in kafka.items():
+        assert {name: getattr(module, name) for name in values} == values, module.__name__
+    # the header struct has its fields where the offsets say, and ends at the overhead
+    order = ["BASE_OFFSET", "LENGTH", "PARTITION_LEADER_EPOCH", "MAGIC", "CRC", "ATTRIBUTES", "LAST_OFFSET_DELTA",
+             "BASE_TIMESTAMP", "MAX_TIMESTAMP", "PRODUCER_ID", "PRODUCER_EPOCH", "BASE_SEQUENCE", "RECORDS_COUNT"]
+    fmt = bh.HEADER.format.lstrip(">")
+    assert [struct.calcsize(">" + fmt[:i]) for i in range(len(order))] == [getattr(bh, n) for n in order]
+    assert bh.HEADER.size == framing.RECORD_BATCH_OVERHEAD
+    assert mh.HEADER_V0.size == mh.TIMESTAMP and mh.HEADER_V1.size == mh.TIMESTAMP + 8
+    # the two framings share the log overhead and the magic's byte, which the one walk relies on
+    assert LAYOUT["KC_ENTRY_MAGIC"] == LAYOUT["KC_BATCH_MAGIC"] == framing.LOG_OVERHEAD + LAYOUT["KC_MSG_MAGIC"]

@@ -168,9 +168,9 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
                     f_written = <float>in_batch
                     f_written = f_written * estimated_ratio
                     f_written = f_written * f_factor
-                    est = 61 + <int32_t>f_written
+                    est = KC_BATCH_OVERHEAD + <int32_t>f_written
                 else:
-                    est = 61 + in_batch
+                    est = KC_BATCH_OVERHEAD + in_batch
                 if write_limit < est + rb[i]:
                     nbatch += 1
                     batch_records = 0
@@ -226,7 +226,8 @@ cdef inline void _fill_direct(uint8_t *dst, int64_t r0, Py_ssize_t n, int64_t wr
                               int32_t base_sequence, int32_t leader_epoch, int64_t lat,
                               kc_batch_fill_t *res) noexcept nogil:
     cdef int32_t seq
-    kc_fill_batch(dst + 61, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs, base_offset, res)
+    kc_fill_batch(dst + KC_BATCH_OVERHEAD, r0, n, write_limit, ck, has_key, cv, chl, has_h, chk, chv, ts, offs,
+                  base_offset, res)
     if res.err == 0:
         # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
         seq = base_sequence if base_sequence < 0 else <int32_t>((<int64_t>base_sequence + r0) & 0x7fffffff)
@@ -261,9 +262,9 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
             b += 1
             end = cut[b]
         cap = kc_rows_bound(r0, end, ck, has_key, cv, chl, has_h, chk, chv)
-        if cap > write_limit - 61:
-            cap = max(write_limit - 61, kc_rows_bound(r0, r0 + 1, ck, has_key, cv, chl, has_h, chk, chv))
-        blob = _raw_bytes(NULL, 61 + cap)
+        if cap > write_limit - KC_BATCH_OVERHEAD:
+            cap = max(write_limit - KC_BATCH_OVERHEAD, kc_rows_bound(r0, r0 + 1, ck, has_key, cv, chl, has_h, chk, chv))
+        blob = _raw_bytes(NULL, KC_BATCH_OVERHEAD + cap)
         dst = <uint8_t *>_raw_bytes_data(blob)
         first_off = offs[r0] if offs != NULL else base_offset + r0
         held += cap
@@ -281,7 +282,7 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
             if res.err == 1:
                 raise RecordBuilderError(f"row {res.err_row}: header keys must not be null")
             raise RecordBuilderError(f"row {res.err_row}: offset too far from the first offset of its batch")
-        kc_bytes_shrink(&blob, 61 + res.written)
+        kc_bytes_shrink(&blob, KC_BATCH_OVERHEAD + res.written)
         out.append(<object>blob)
         Py_DECREF(<object>blob)
         r0 = res.row_end
@@ -310,10 +311,10 @@ def batch_bytes(payload, int64_t base_offset, int32_t last_offset_delta, int64_t
     cdef bytes out
     cdef uint8_t *p
     try:
-        out = PyBytes_FromStringAndSize(NULL, 61 + view.len)
+        out = PyBytes_FromStringAndSize(NULL, KC_BATCH_OVERHEAD + view.len)
         p = <uint8_t *>PyBytes_AS_STRING(out)
         with nogil:
-            memcpy(p + 61, view.buf, view.len)
+            memcpy(p + KC_BATCH_OVERHEAD, view.buf, view.len)
             _write_batch(p, view.len, base_offset, last_offset_delta, first_timestamp, max_timestamp, count,
                          attributes, producer_id, producer_epoch, base_sequence, partition_leader_epoch)
     finally:
@@ -334,12 +335,12 @@ def compressed_batch(NativeCodec codec, records, int level, int64_t base_offset,
     cdef bytes batch
     PyObject_GetBuffer(records, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
-        batch = codec.compress_after(<const uint8_t *>view.buf, view.len, level, 2, 61)
+        batch = codec.compress_after(<const uint8_t *>view.buf, view.len, level, 2, KC_BATCH_OVERHEAD)
     finally:
         PyBuffer_Release(&view)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(batch)
     cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(batch)
     with nogil:
-        _write_batch(p, n - 61, base_offset, last_offset_delta, first_timestamp, max_timestamp, count, attributes,
-                     producer_id, producer_epoch, base_sequence, partition_leader_epoch)
+        _write_batch(p, n - KC_BATCH_OVERHEAD, base_offset, last_offset_delta, first_timestamp, max_timestamp, count,
+                     attributes, producer_id, producer_epoch, base_sequence, partition_leader_epoch)
     return batch

@@ -1,40 +1,19 @@
 # Arrow out: records of v2 batches gathered into Arrow-ready column buffers (to_arrow).
 
 
-cdef inline int _v2_entry(const uint8_t *buf, Py_ssize_t length, Py_ssize_t pos, Py_ssize_t *total) noexcept nogil:
-    """One step of Kafka's entry walk (see _entry_at) that stays on v2 batches, for the native passes:
-    1 when a complete v2 batch of ``total`` (>= 61) bytes starts at ``pos``, 0 where the walk ends,
-    -1 for anything the general path must judge (an error there, a legacy entry, a batch too short
-    for its header)."""
-    cdef Py_ssize_t remaining = length - pos
-    cdef int32_t size
-    if remaining < 12:
-        return 0
-    size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH)
-    if size < 14:
-        return -1
-    if remaining < 17:
-        return 0
-    if buf[pos + KC_BATCH_MAGIC] != 2:
-        return -1
-    total[0] = <Py_ssize_t>size + 12
-    if remaining < total[0]:
-        return 0
-    return 1 if total[0] >= KC_BATCH_OVERHEAD else -1
-
-
 cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, Py_ssize_t *n_records) noexcept nogil:
     """Count the records of a buffer made only of complete, uncompressed v2 batches; -1 otherwise.
 
     Reads batch headers only; CRCs are checked batch by batch in the copy pass, while each batch is in cache.
     """
-    cdef Py_ssize_t pos = 0, total
+    cdef Py_ssize_t pos = 0
     cdef int32_t count
     cdef uint8_t attrs
     cdef int step
+    cdef kc_entry_t e
     n_records[0] = 0
     while True:
-        step = _v2_entry(buf, length, pos, &total)
+        step = kc_walk_v2(buf, length, pos, &e)
         if step <= 0:  # a trailing partial batch too is for the general path to judge
             return 0 if step == 0 and pos == length else -1
         attrs = buf[pos + KC_BATCH_ATTRIBUTES + 1]
@@ -43,11 +22,11 @@ cdef int64_t _walk(const uint8_t *buf, Py_ssize_t length, bint include_control, 
         count = <int32_t>kc_load_be32(buf + pos + KC_BATCH_RECORDS_COUNT)
         # A count the records region cannot hold is damage (reported by the general
         # path); it must not reach the column sizing, which trusts n_records.
-        if count < 0 or count > (total - KC_BATCH_OVERHEAD) // KC_MIN_RECORD_SIZE:
+        if count < 0 or count > (e.total - KC_BATCH_OVERHEAD) // KC_MIN_RECORD_SIZE:
             return -1
         if include_control or not (attrs & KC_BATCH_CONTROL):
             n_records[0] += count
-        pos += total
+        pos = e.next
 
 
 cdef inline void _put(_Grow *data, _Grow *offs, _Grow *nullmap, int64_t row, const uint8_t *src, int32_t ln,
@@ -472,14 +451,17 @@ def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part, Py_ssize_t min_me
     """Cut points ``[0, ..., len]`` that split a buffer into at most ``parts`` runs of whole batches.
 
     Each run but the last holds at least ``min_part`` bytes (and about an
-    equal share).  Only the batch length fields are read; a buffer the walk
-    cannot follow (a length that is too small or overruns the buffer), or
-    whose batches average fewer than ``min_mean_batch`` bytes, is returned
-    whole, for the caller's single pass to judge.
+    equal share).  The cuts come from the entry walk (kc_walk_step), which
+    reads only sizes and magics; a buffer with a corrupt entry or a partial
+    one (past its size field), or whose entries average fewer than
+    ``min_mean_batch`` bytes, is returned whole, for the caller's single pass
+    to judge.
     """
     cdef Py_buffer view
-    cdef Py_ssize_t length, pos = 0, last = 0, share, size, count = 0
+    cdef Py_ssize_t length, pos = 0, last = 0, share, count = 0
     cdef const uint8_t *buf
+    cdef kc_entry_kind_t kind
+    cdef kc_entry_t e
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         buf = <const uint8_t *>view.buf
@@ -488,11 +470,13 @@ def split_batches(data, Py_ssize_t parts, Py_ssize_t min_part, Py_ssize_t min_me
         if parts < 2 or length < 2 * min_part:
             return [0, length]
         share = max(min_part, length // parts)
-        while length - pos >= 12:
-            size = <int32_t>kc_load_be32(buf + pos + 8)
-            if size < 0 or size > length - pos - 12:
+        while True:
+            kind = kc_walk_step(buf, length, pos, &e)
+            if kind == KC_ENTRY_END or (kind == KC_ENTRY_PARTIAL and e.need == KC_BATCH_LOG_OVERHEAD):
+                break  # the last part keeps a tail too short for a size, for its pass to judge
+            if kind != KC_ENTRY_BATCH and kind != KC_ENTRY_MESSAGE:
                 return [0, length]
-            pos += size + 12
+            pos = e.next
             count += 1
             if pos - last >= share and length - pos >= min_part and len(cuts) < parts:
                 cuts.append(pos)
@@ -517,6 +501,7 @@ cdef int _acc_add_uncompressed(_Acc *a, const uint8_t *buf, Py_ssize_t length, b
     cdef int64_t rc
     cdef uint8_t attrs
     cdef kc_batch_header_t h
+    cdef kc_entry_t e
     cdef int k, err = 0
     cdef bint presized = a.n > 0  # sizing from this buffer alone would misjudge what came before
     cdef _AccMark mark
@@ -530,10 +515,10 @@ cdef int _acc_add_uncompressed(_Acc *a, const uint8_t *buf, Py_ssize_t length, b
             return -1
     rc = _walk(buf, length, include_control, &n)
     while rc >= 0 and pos < length and err == 0:
-        size = <int32_t>kc_load_be32(buf + pos + KC_BATCH_LENGTH) + 12
-        if size < KC_BATCH_OVERHEAD or size > length - pos:  # changed since _walk (a writer in another thread)
+        if kc_walk_v2(buf, length, pos, &e) != 1:  # changed since _walk (a writer in another thread)
             err = 1
             break
+        size = e.total
         kc_batch_read(buf + pos, &h)
         attrs = <uint8_t>h.attributes
         if validate and h.crc != kc_batch_checksum(buf + pos, size):

@@ -11,9 +11,10 @@ def compression_ids(data, Py_ssize_t start=0, Py_ssize_t stop=-1) -> int:
     """The codec ids of the batches in ``data[start:stop]`` with records to decode, as a bit mask;
     -1 when it holds anything but complete v2 batches (a trailing partial batch aside)."""
     cdef Py_buffer view
-    cdef Py_ssize_t pos, total
+    cdef Py_ssize_t pos
     cdef const uint8_t *buf
     cdef int step, mask = 0
+    cdef kc_entry_t e
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
         if stop < 0:
@@ -24,12 +25,12 @@ def compression_ids(data, Py_ssize_t start=0, Py_ssize_t stop=-1) -> int:
         pos = 0
         with nogil:
             while True:
-                step = _v2_entry(buf, stop - start, pos, &total)
+                step = kc_walk_v2(buf, stop - start, pos, &e)
                 if step <= 0:
                     break
                 if <int32_t>kc_load_be32(buf + pos + KC_BATCH_RECORDS_COUNT) != 0:
                     mask |= 1 << (buf[pos + KC_BATCH_ATTRIBUTES + 1] & KC_BATCH_COMPRESSION_MASK)
-                pos += total
+                pos = e.next
         return -1 if step < 0 else mask
     finally:
         PyBuffer_Release(&view)
@@ -169,12 +170,14 @@ cdef int _acc_add_v2(_Acc *a, const uint8_t *buf, Py_ssize_t length, PyObject **
     cdef _AccMark mark
     cdef _Grow fresh
     cdef int32_t vcount = a.vcount
+    cdef kc_entry_t e
     _acc_mark(a, &mark)
     while err == 0:
-        step = _v2_entry(buf, length, pos, &total)
+        step = kc_walk_v2(buf, length, pos, &e)
         if step <= 0:
             err = 1 if step < 0 else 0
             break
+        total = e.total
         kc_batch_read(buf + pos, &h)
         attrs = <uint8_t>h.attributes
         cid = attrs & KC_BATCH_COMPRESSION_MASK

@@ -102,7 +102,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
         # The records of a compressed batch go to the codec, never to the caller: without a
         # pool they are written in a reused block (see builder_cache()).
         self._use_block = self.compression_id != 0
-        self._new_store(BATCH_OVERHEAD_ + initial)
+        self._new_store(KC_BATCH_OVERHEAD + initial)
 
     # -- state -----------------------------------------------------------------
     @property
@@ -139,7 +139,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
     @property
     def uncompressed_size(self) -> int:
         """Bytes of the batch if written uncompressed."""
-        return BATCH_OVERHEAD_ + self._size
+        return KC_BATCH_OVERHEAD + self._size
 
     @property
     def estimated_size(self) -> int:
@@ -161,14 +161,14 @@ cdef class BatchBuilderCore(BuilderBuffer):
     cdef int64_t _estimated(self):
         cdef float f
         if self.compression_id == 0:
-            return BATCH_OVERHEAD_ + self._size
+            return KC_BATCH_OVERHEAD + self._size
         # Java multiplies in float: (int) (written * estimatedCompressionRatio * 1.05f)
         f = <float>self._size
         f = f * self._ratio
         f = f * <float>1.05
         if f >= <float>INT32_MAX_:
-            return BATCH_OVERHEAD_ + <int64_t>INT32_MAX_
-        return BATCH_OVERHEAD_ + <int64_t>f
+            return KC_BATCH_OVERHEAD + <int64_t>INT32_MAX_
+        return KC_BATCH_OVERHEAD + <int64_t>f
 
     def is_full(self) -> bool:
         """Kafka's ``isFull()``: built, or a write limit the estimated size has reached."""
@@ -282,8 +282,8 @@ cdef class BatchBuilderCore(BuilderBuffer):
             body = kc_record_body_size(ts - base, <int32_t>delta, klen, vlen, hcount, hsize)
             if body > INT32_MAX_ - 5:
                 raise RecordBuilderError(f"record of {body} bytes is too large")
-            self._grow(BATCH_OVERHEAD_ + self._size + body + 5, True)
-            p = self._buf + BATCH_OVERHEAD_ + self._size
+            self._grow(KC_BATCH_OVERHEAD + self._size + body + 5, True)
+            p = self._buf + KC_BATCH_OVERHEAD + self._size
             p += kc_write_record_sized(p, body, ts - base, <int32_t>delta, kp, klen, vp, vlen, hcount)
             for j in range(hcount):
                 p += kc_write_header(p, <const uint8_t *>self._slots.ptr[2 * j], <int32_t>self._slots.len[2 * j],
@@ -294,7 +294,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
                 PyBuffer_Release(&kb)
             if have_v:
                 PyBuffer_Release(&vb)
-        self._size = p - (self._buf + BATCH_OVERHEAD_)
+        self._size = p - (self._buf + KC_BATCH_OVERHEAD)
         self._count += 1
         if not self._has_records:
             self._first_ts = ts
@@ -359,8 +359,8 @@ cdef class BatchBuilderCore(BuilderBuffer):
         cdef NativeCodec native = native_of(self.codec)
         if native is None:
             return False
-        out = native.compress_after(self._buf + BATCH_OVERHEAD_, self._size,
-                                    0 if self.level is None else self.level, 2, BATCH_OVERHEAD_)
+        out = native.compress_after(self._buf + KC_BATCH_OVERHEAD, self._size,
+                                    0 if self.level is None else self.level, 2, KC_BATCH_OVERHEAD)
         if PyBytes_GET_SIZE(out) > INT32_MAX_:
             raise RecordBuilderError(f"batch of {PyBytes_GET_SIZE(out)} bytes exceeds the int32 size field")
         self._drop_store()
@@ -425,7 +425,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
         if self.compression_id == 0:
             plen = self._size
         elif self.pool is None and self._exports == 0 and self._compress_native():
-            plen = self._cap - BATCH_OVERHEAD_
+            plen = self._cap - KC_BATCH_OVERHEAD
         else:
             exports = self._exports
             payload = self.codec.compress(self, self.level, magic=2)
@@ -437,29 +437,29 @@ cdef class BatchBuilderCore(BuilderBuffer):
             PyObject_GetBuffer(payload, &pv, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
             try:
                 plen = pv.len
-                if BATCH_OVERHEAD_ + plen > INT32_MAX_:
-                    raise RecordBuilderError(f"batch of {BATCH_OVERHEAD_ + plen} bytes exceeds the int32 size field")
+                if KC_BATCH_OVERHEAD + plen > INT32_MAX_:
+                    raise RecordBuilderError(f"batch of {KC_BATCH_OVERHEAD + plen} bytes exceeds the int32 size field")
                 if self._exports or self._block:
-                    detached = self._detached(BATCH_OVERHEAD_ + plen)
+                    detached = self._detached(KC_BATCH_OVERHEAD + plen)
                     dst = _data_of(detached)
                 else:
                     # The records are in the payload now: their memory takes the compressed bytes.
-                    self._grow(BATCH_OVERHEAD_ + plen, False)
+                    self._grow(KC_BATCH_OVERHEAD + plen, False)
                     dst = self._buf
-                memcpy(dst + BATCH_OVERHEAD_, pv.buf, plen)
+                memcpy(dst + KC_BATCH_OVERHEAD, pv.buf, plen)
             finally:
                 PyBuffer_Release(&pv)
             del payload
         ratio = <float>plen / <float>(self._size if self._size > 0 else 1)
         self.compression_ratio = ratio
-        total = BATCH_OVERHEAD_ + plen
+        total = KC_BATCH_OVERHEAD + plen
         if total > INT32_MAX_:
             raise RecordBuilderError(f"batch of {total} bytes exceeds the int32 size field")
         if detached is None:
             if self._exports:
                 detached = self._detached(total)
                 dst = _data_of(detached)
-                memcpy(dst + BATCH_OVERHEAD_, self._buf + BATCH_OVERHEAD_, plen)
+                memcpy(dst + KC_BATCH_OVERHEAD, self._buf + KC_BATCH_OVERHEAD, plen)
             else:
                 dst = self._buf
         if total < 65536:

@@ -2,32 +2,24 @@
 # EntryWalker (positions only) and BatchReader (batch objects).
 # Part of kcodec._native.records (included by records.pyx).
 
-cdef int _entry_at(const uint8_t *buf, Py_ssize_t limit, Py_ssize_t pos, bint strict, Py_ssize_t *total,
-                   int *magic) except -1:
-    """One step of Kafka's ``ByteBufferLogInputStream`` over ``buf[:limit]``: 1 when a complete entry
-    (``total`` bytes, ``magic``) starts at ``pos``, 0 where the walk ends.
+cdef int _entry_at(const uint8_t *buf, Py_ssize_t limit, Py_ssize_t pos, bint strict, kc_entry_t *e) except -1:
+    """One step of Kafka's ``ByteBufferLogInputStream`` over ``buf[:limit]`` (kc_walk_step): 1 when a
+    complete entry (``e.total`` bytes, ``e.magic``) starts at ``pos``, 0 where the walk ends.
 
     Fewer than 12 or 17 bytes left, or an entry running past the end, end it
     (``strict``: CorruptRecordError for those trailing bytes); a size below
     14 or a magic outside 0..2 raises CorruptRecordError.
     """
-    cdef Py_ssize_t remaining = limit - pos
-    cdef const uint8_t *p = buf + pos
-    cdef int32_t size
-    if remaining >= 12:
-        size = <int32_t>kc_load_be32(p + 8)
-        if size < 14:
-            raise CorruptRecordError(f"Record size {size} is less than the minimum record overhead (14)",
-                                     position=pos)
-        if remaining >= 17:
-            magic[0] = <int8_t>p[16]
-            if magic[0] < 0 or magic[0] > 2:
-                raise CorruptRecordError(f"Invalid magic found in record: {magic[0]}", position=pos)
-            total[0] = <Py_ssize_t>size + 12
-            if remaining >= total[0]:
-                return 1
-    if strict and remaining > 0:
-        raise CorruptRecordError(f"{remaining} trailing bytes do not form a complete batch", position=pos)
+    cdef kc_entry_kind_t kind = kc_walk_step(buf, limit, pos, e)
+    if kind == KC_ENTRY_BATCH or kind == KC_ENTRY_MESSAGE:
+        return 1
+    if kind == KC_ENTRY_BAD_SIZE:
+        raise CorruptRecordError(
+            f"Record size {e.size} is less than the minimum record overhead ({KC_ENTRY_MIN_SIZE})", position=e.pos)
+    if kind == KC_ENTRY_BAD_MAGIC:
+        raise CorruptRecordError(f"Invalid magic found in record: {e.magic}", position=e.pos)
+    if strict and kind == KC_ENTRY_PARTIAL:
+        raise CorruptRecordError(f"{e.remaining} trailing bytes do not form a complete batch", position=e.pos)
     return 0
 
 
@@ -60,18 +52,18 @@ cdef class EntryWalker:
 
     def __next__(self):
         cdef Py_buffer view
-        cdef Py_ssize_t total, limit, pos = self.pos
-        cdef int magic
+        cdef Py_ssize_t limit, pos = self.pos
+        cdef kc_entry_t e
         if self.done:
             raise StopIteration
         PyObject_GetBuffer(self.src, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
             limit = min(self.end, view.len) if self.bounded else view.len
             self.done = True  # until a complete entry is found (an error ends the walk too)
-            if _entry_at(<const uint8_t *>view.buf, limit, pos, self.strict, &total, &magic):
+            if _entry_at(<const uint8_t *>view.buf, limit, pos, self.strict, &e):
                 self.done = False
-                self.pos = pos + total
-                return pos, total, <int64_t>kc_load_be64(<const uint8_t *>view.buf + pos), magic
+                self.pos = e.next
+                return pos, e.total, <int64_t>kc_load_be64(<const uint8_t *>view.buf + pos + KC_ENTRY_OFFSET), e.magic
             raise StopIteration
         finally:
             PyBuffer_Release(&view)
@@ -121,24 +113,24 @@ cdef class BatchReader:
     def __next__(self):
         cdef Py_buffer view
         cdef const uint8_t *p
-        cdef Py_ssize_t total, pos = self.pos
-        cdef int magic
+        cdef Py_ssize_t pos = self.pos
+        cdef kc_entry_t e
         cdef RecordBatchBase batch
         if self.done:
             raise StopIteration
         PyObject_GetBuffer(self.src, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
         try:
             self.done = True  # until a complete entry is found (an error ends the walk too)
-            if not _entry_at(<const uint8_t *>view.buf, view.len, pos, self.strict, &total, &magic):
+            if not _entry_at(<const uint8_t *>view.buf, view.len, pos, self.strict, &e):
                 raise StopIteration
             self.done = False
-            self.pos = pos + total
-            if magic < 2:
-                return self.legacy(self.src, pos, total, self.max_size, self.pool, self.validate)
+            self.pos = e.next
+            if e.magic != KC_ENTRY_MAGIC_V2:
+                return self.legacy(self.src, pos, e.total, self.max_size, self.pool, self.validate)
             p = <const uint8_t *>view.buf + pos
             # tp_new directly: no Python-level call of __new__ per batch
             batch = <RecordBatchBase>_tp_new(self.batch_cls, (), NULL)
-            batch._fill(self.src, p, pos, total, self.max_size, self.pool)
+            batch._fill(self.src, p, pos, e.total, self.max_size, self.pool)
             if self.validate:
                 batch._ensure_valid_at(p)
             return batch

@@ -77,7 +77,7 @@ cdef class BuilderBuffer:
         cdef void *p = kc_block_take(&kc_builder_cache, <size_t>cap, 0, &got)
         if p != NULL:
             if keep:
-                memcpy(p, self._buf, BATCH_OVERHEAD_ + self._size)
+                memcpy(p, self._buf, KC_BATCH_OVERHEAD + self._size)
             kc_block_give(&kc_builder_cache, self._buf, <size_t>self._cap)
         else:
             p = realloc(self._buf, <size_t>cap)
@@ -165,7 +165,7 @@ cdef class BuilderBuffer:
             raise BufferError("the records buffer is exported and cannot grow")
         old = <object>self._store
         if keep:
-            memcpy(PyByteArray_AS_STRING(store), self._buf, BATCH_OVERHEAD_ + self._size)
+            memcpy(PyByteArray_AS_STRING(store), self._buf, KC_BATCH_OVERHEAD + self._size)
         Py_DECREF(old)  # the store's own reference; `old` keeps it for the pool
         self._adopt(store)
         self.pool.put(old)
@@ -175,7 +175,7 @@ cdef class BuilderBuffer:
         # The records written so far: the input of the codec in build().
         if self._built or (self._store == NULL and not self._block):
             raise BufferError("this builder has already built its batch")
-        view.buf = self._buf + BATCH_OVERHEAD_
+        view.buf = self._buf + KC_BATCH_OVERHEAD
         view.obj = self
         view.len = self._size
         view.readonly = 1

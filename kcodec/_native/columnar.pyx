@@ -26,9 +26,11 @@ from kcodec._native.primitives cimport (KC_MIN_RECORD_SIZE, kc_record_body_size,
                                         kc_gather_t, kc_gather_region, kc_gather_region_views,
                                         kc_view_put, kc_nullmap_to_validity)
 from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
-                                        KC_BATCH_OVERHEAD, KC_BATCH_LENGTH, KC_BATCH_MAGIC, KC_BATCH_ATTRIBUTES,
+                                        KC_BATCH_OVERHEAD, KC_BATCH_LOG_OVERHEAD, KC_BATCH_ATTRIBUTES,
                                         KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,
                                         KC_BATCH_CONTROL, KC_BATCH_TIMESTAMP_TYPE)
+from kcodec._native.primitives cimport (kc_entry_t, kc_entry_kind_t, kc_walk_step, kc_walk_v2, KC_ENTRY_END,
+                                        KC_ENTRY_PARTIAL, KC_ENTRY_BATCH, KC_ENTRY_MESSAGE)
 from kcodec._native.native_codec cimport (NativeCodec, KCODEC_CODEC_ERROR, KCODEC_CODEC_DST_TOO_SMALL)
 
 import numpy as np

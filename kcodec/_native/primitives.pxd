@@ -46,10 +46,11 @@ cdef extern from "kc_endian.h" nogil:
     void kc_store_le32(uint8_t *p, uint32_t v)
 
 cdef extern from "kc_batch.h" nogil:
-    int KC_BATCH_BASE_OFFSET, KC_BATCH_LENGTH, KC_BATCH_PARTITION_LEADER_EPOCH, KC_BATCH_MAGIC, KC_BATCH_CRC
-    int KC_BATCH_ATTRIBUTES, KC_BATCH_LAST_OFFSET_DELTA, KC_BATCH_BASE_TIMESTAMP, KC_BATCH_MAX_TIMESTAMP
-    int KC_BATCH_PRODUCER_ID, KC_BATCH_PRODUCER_EPOCH, KC_BATCH_BASE_SEQUENCE, KC_BATCH_RECORDS_COUNT
-    int KC_BATCH_OVERHEAD, KC_BATCH_LOG_OVERHEAD
+    enum:  # compile-time constants (KC_BATCH_OVERHEAD sizes arrays)
+        KC_BATCH_BASE_OFFSET, KC_BATCH_LENGTH, KC_BATCH_PARTITION_LEADER_EPOCH, KC_BATCH_MAGIC, KC_BATCH_CRC
+        KC_BATCH_ATTRIBUTES, KC_BATCH_LAST_OFFSET_DELTA, KC_BATCH_BASE_TIMESTAMP, KC_BATCH_MAX_TIMESTAMP
+        KC_BATCH_PRODUCER_ID, KC_BATCH_PRODUCER_EPOCH, KC_BATCH_BASE_SEQUENCE, KC_BATCH_RECORDS_COUNT
+        KC_BATCH_OVERHEAD, KC_BATCH_LOG_OVERHEAD
     int KC_BATCH_COMPRESSION_MASK, KC_BATCH_TIMESTAMP_TYPE, KC_BATCH_TRANSACTIONAL, KC_BATCH_CONTROL
     int KC_BATCH_DELETE_HORIZON
     ctypedef struct kc_batch_header_t:
@@ -80,6 +81,23 @@ cdef extern from "kc_message.h" nogil:
     size_t kc_message_header_size(uint8_t magic)
     uint32_t kc_message_checksum(const uint8_t *m, size_t size)
     void kc_message_seal(uint8_t *m, size_t size)
+
+cdef extern from "kc_walk.h" nogil:
+    int KC_ENTRY_OFFSET, KC_ENTRY_SIZE, KC_ENTRY_MAGIC, KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC, KC_ENTRY_MIN_SIZE
+    int KC_ENTRY_MAGIC_V2, KC_ENTRY_UNREAD
+    ctypedef enum kc_entry_kind_t:
+        KC_ENTRY_END, KC_ENTRY_PARTIAL, KC_ENTRY_BATCH, KC_ENTRY_MESSAGE, KC_ENTRY_BAD_SIZE, KC_ENTRY_BAD_MAGIC
+    ctypedef struct kc_entry_t:
+        int64_t pos
+        int64_t remaining
+        int64_t need
+        int32_t size
+        int64_t total
+        int magic
+        int64_t next
+    int64_t kc_entry_total(const uint8_t *p)
+    kc_entry_kind_t kc_walk_step(const uint8_t *buf, int64_t len, int64_t pos, kc_entry_t *e)
+    int kc_walk_v2(const uint8_t *buf, int64_t len, int64_t pos, kc_entry_t *e)
 
 cdef extern from "kc_record.h" nogil:
     int KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHORT, KC_REC_NEG_HEADERS, KC_REC_MANY_HEADERS

@@ -28,10 +28,10 @@ cdef class RecordBatchBase:
                                          position=position)
             p = <const uint8_t *>view.buf + position
             if size is None:
-                if view.len - position < 12:
+                if view.len - position < KC_BATCH_LOG_OVERHEAD:
                     raise CorruptRecordError("fewer than 12 bytes left for a batch's offset and size",
                                              position=position)
-                total = <int32_t>kc_load_be32(p + 8) + <Py_ssize_t>12
+                total = kc_entry_total(p)
             else:
                 total = size
             if total < 0 or total > view.len - position:
@@ -45,11 +45,11 @@ cdef class RecordBatchBase:
     cdef void _fill(self, object buf, const uint8_t *p, Py_ssize_t position, Py_ssize_t total,
                     object max_decompressed_size, object pool):
         # The header fields of the batch at p (total bytes, already checked to lie inside buf).
-        cdef uint8_t hdr[61]
+        cdef uint8_t hdr[KC_BATCH_OVERHEAD]
         cdef kc_batch_header_t h
-        if total < BATCH_OVERHEAD_:
+        if total < KC_BATCH_OVERHEAD:
             # too small for a header: ensure_valid() reports it; fields read as zero
-            memset(hdr, 0, BATCH_OVERHEAD_)
+            memset(hdr, 0, KC_BATCH_OVERHEAD)
             memcpy(hdr, p, total)
             p = hdr
         self._src = buf
@@ -148,7 +148,7 @@ cdef class RecordBatchBase:
     @property
     def payload(self) -> memoryview:
         """The records region as stored (compressed or not)."""
-        start = self.position + min(<Py_ssize_t>BATCH_OVERHEAD_, self.size_in_bytes)
+        start = self.position + min(<Py_ssize_t>KC_BATCH_OVERHEAD, self.size_in_bytes)
         return memoryview(self._src).cast("B")[start:self.position + self.size_in_bytes]
 
     def __len__(self) -> int:
@@ -168,10 +168,10 @@ cdef class RecordBatchBase:
     cdef int _ensure_valid_at(self, const uint8_t *batch) except -1:
         # ensure_valid() on this batch's bytes at `batch` (the caller holds the buffer).
         cdef uint32_t computed
-        if self.size_in_bytes < BATCH_OVERHEAD_:
+        if self.size_in_bytes < KC_BATCH_OVERHEAD:
             raise CorruptRecordError(
                 f"Record batch is corrupt (the size {self.size_in_bytes} is smaller than the minimum "
-                f"allowed overhead {BATCH_OVERHEAD_})", position=self.position, batch_offset=self.base_offset)
+                f"allowed overhead {KC_BATCH_OVERHEAD})", position=self.position, batch_offset=self.base_offset)
         computed = self._checksum_at(batch)
         if computed != self.crc:
             raise CorruptRecordError(
@@ -192,12 +192,12 @@ cdef class RecordBatchBase:
 
     def is_valid(self) -> bool:
         """Kafka's isValid(): minimum size and CRC-32C."""
-        return self.size_in_bytes >= BATCH_OVERHEAD_ and self.crc == self.compute_checksum()
+        return self.size_in_bytes >= KC_BATCH_OVERHEAD and self.crc == self.compute_checksum()
 
     def ensure_valid(self) -> None:
         """Kafka's DefaultRecordBatch.ensureValid: minimum size and CRC-32C (CorruptRecordError)."""
         cdef Py_buffer view
-        if self.size_in_bytes < BATCH_OVERHEAD_:
+        if self.size_in_bytes < KC_BATCH_OVERHEAD:
             self._ensure_valid_at(NULL)  # raises on the size, before the bytes are looked at
         self._acquire(&view)
         try:
@@ -262,8 +262,8 @@ cdef class RecordBatchBase:
                                   self.position, self.base_offset, True)
         return RecordIterator(self._src, self.record_count, self.base_offset, self.base_timestamp, tstype, lat,
                               self.max_timestamp, self.base_sequence, False, False,
-                              self.position + BATCH_OVERHEAD_, self.base_offset, False,
-                              self.position + BATCH_OVERHEAD_, self.position + self.size_in_bytes)
+                              self.position + KC_BATCH_OVERHEAD, self.base_offset, False,
+                              self.position + KC_BATCH_OVERHEAD, self.position + self.size_in_bytes)
 
 
 # -- v2 batch header -----------------------------------------------------------
@@ -280,7 +280,7 @@ def write_batch_header(out, Py_ssize_t pos, int64_t base_offset, int32_t total_s
     cdef uint32_t crc
     PyObject_GetBuffer(out, &view, PyBUF_SIMPLE | PyBUF_WRITABLE)
     try:
-        if pos < 0 or total_size < 61 or pos > view.len or total_size > view.len - pos:
+        if pos < 0 or total_size < KC_BATCH_OVERHEAD or pos > view.len or total_size > view.len - pos:
             raise ValueError("the batch does not fit in the output buffer")
         p = <uint8_t *>view.buf + pos
         with nogil:
@@ -306,12 +306,12 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
     cdef object result
     PyObject_GetBuffer(records, &rv, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
-        total = 61 + rv.len
+        total = KC_BATCH_OVERHEAD + rv.len
         if total > INT32_MAX_:
             raise RecordBuilderError(f"batch of {total} bytes exceeds the int32 size field")
         if out is None:
             result = PyBytes_FromStringAndSize(NULL, total)
-            memcpy(PyBytes_AS_STRING(result) + 61, rv.buf, rv.len)
+            memcpy(PyBytes_AS_STRING(result) + KC_BATCH_OVERHEAD, rv.buf, rv.len)
             kc_batch_write(<uint8_t *>PyBytes_AS_STRING(result), total, base_offset, partition_leader_epoch,
                            attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
                            producer_epoch, base_sequence, records_count)
@@ -319,7 +319,7 @@ def assemble_batch(records, int64_t base_offset, int32_t partition_leader_epoch,
         mv = memoryview(out)
         if len(mv) < total:
             raise ValueError("output buffer too small")
-        mv[61:total] = memoryview(records).cast("B")
+        mv[KC_BATCH_OVERHEAD:total] = memoryview(records).cast("B")
         write_batch_header(out, 0, base_offset, <int32_t>total, partition_leader_epoch, attributes,
                            last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
                            base_sequence, records_count)
@@ -336,7 +336,7 @@ def read_batch_header(buf, Py_ssize_t pos=0) -> tuple:
     cdef kc_batch_header_t h
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
     try:
-        if pos < 0 or pos > view.len or view.len - pos < 61:
+        if pos < 0 or pos > view.len or view.len - pos < KC_BATCH_OVERHEAD:
             raise ValueError("fewer than 61 bytes for a v2 batch header")
         kc_batch_read(<const uint8_t *>view.buf + pos, &h)
         return (h.base_offset, h.length, h.partition_leader_epoch, h.magic, h.crc, h.attributes,

@@ -252,7 +252,7 @@ class LogSegment:
         if head[MAGIC_OFFSET] >= 2:
             if len(head) < _LAST_OFFSET_END:
                 return False
-            last += _I32.unpack_from(head, _LAST_OFFSET_END - 4)[0]
+            last += _I32.unpack_from(head, LAST_OFFSET_DELTA)[0]
         return last <= offset
 
     def entries(self, start_position: int = 0, end_position: Optional[int] = None) -> Iterator[Entry]:

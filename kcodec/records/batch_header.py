@@ -4,8 +4,8 @@
 crc uint32 | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 |
 maxTimestamp int64 | producerId int64 | producerEpoch int16 | baseSequence int32 |
 recordsCount int32``, then the records.  The CRC-32C covers everything from the
-attributes to the end of the batch.  The C code reads and writes the same
-layout through ``csrc/kc_batch.h``.
+attributes to the end of the batch.  The offsets and bits are ``csrc/kc_batch.h``'s,
+through which the C code reads and writes the same layout.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import struct
 from typing import Any, Tuple
 
 from kcodec._native.primitives import crc32c
+from kcodec._native.records import LAYOUT
 from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, java_int
 
 __all__ = [
@@ -28,25 +29,26 @@ __all__ = [
 #: baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
 HEADER = struct.Struct(">qiibIhiqqqhii")
 
-BASE_OFFSET = 0
-LENGTH = 8
-PARTITION_LEADER_EPOCH = 12
-MAGIC = 16
-CRC = 17
-ATTRIBUTES = 21  #: also where the CRC-32C's span starts
-LAST_OFFSET_DELTA = 23
-BASE_TIMESTAMP = 27
-MAX_TIMESTAMP = 35
-PRODUCER_ID = 43
-PRODUCER_EPOCH = 51
-BASE_SEQUENCE = 53
-RECORDS_COUNT = 57
+# Field offsets and attribute bits from csrc/kc_batch.h, so that both sides read one layout.
+BASE_OFFSET: int = LAYOUT["KC_BATCH_BASE_OFFSET"]  #: 0
+LENGTH: int = LAYOUT["KC_BATCH_LENGTH"]  #: 8
+PARTITION_LEADER_EPOCH: int = LAYOUT["KC_BATCH_PARTITION_LEADER_EPOCH"]  #: 12
+MAGIC: int = LAYOUT["KC_BATCH_MAGIC"]  #: 16
+CRC: int = LAYOUT["KC_BATCH_CRC"]  #: 17
+ATTRIBUTES: int = LAYOUT["KC_BATCH_ATTRIBUTES"]  #: 21, also where the CRC-32C's span starts
+LAST_OFFSET_DELTA: int = LAYOUT["KC_BATCH_LAST_OFFSET_DELTA"]  #: 23
+BASE_TIMESTAMP: int = LAYOUT["KC_BATCH_BASE_TIMESTAMP"]  #: 27
+MAX_TIMESTAMP: int = LAYOUT["KC_BATCH_MAX_TIMESTAMP"]  #: 35
+PRODUCER_ID: int = LAYOUT["KC_BATCH_PRODUCER_ID"]  #: 43
+PRODUCER_EPOCH: int = LAYOUT["KC_BATCH_PRODUCER_EPOCH"]  #: 51
+BASE_SEQUENCE: int = LAYOUT["KC_BATCH_BASE_SEQUENCE"]  #: 53
+RECORDS_COUNT: int = LAYOUT["KC_BATCH_RECORDS_COUNT"]  #: 57
 
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08  #: LogAppendTime
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40  #: baseTimestamp holds the delete horizon
+COMPRESSION_MASK: int = LAYOUT["KC_BATCH_COMPRESSION_MASK"]  #: 0x07
+TIMESTAMP_TYPE_MASK: int = LAYOUT["KC_BATCH_TIMESTAMP_TYPE"]  #: 0x08, LogAppendTime
+TRANSACTIONAL_MASK: int = LAYOUT["KC_BATCH_TRANSACTIONAL"]  #: 0x10
+CONTROL_MASK: int = LAYOUT["KC_BATCH_CONTROL"]  #: 0x20
+DELETE_HORIZON_MASK: int = LAYOUT["KC_BATCH_DELETE_HORIZON"]  #: 0x40, baseTimestamp holds the delete horizon
 
 NO_TIMESTAMP = -1
 

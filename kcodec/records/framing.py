@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, NamedTuple, Optional
 
-from kcodec._native.records import EntryWalker
+from kcodec._native.records import LAYOUT, EntryWalker
 
 __all__ = [
     "LOG_OVERHEAD",
@@ -23,11 +23,13 @@ __all__ = [
     "MAGIC_OFFSET",
 ]
 
-LOG_OVERHEAD = 12  # offset + size
-HEADER_SIZE_UP_TO_MAGIC = 17
-MAGIC_OFFSET = 16
-RECORD_BATCH_OVERHEAD = 61  # v2 header
-MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest legal size field
+# From the C headers (csrc/kc_walk.h, kc_batch.h), so that both sides read one layout.
+LOG_OVERHEAD: int = LAYOUT["KC_BATCH_LOG_OVERHEAD"]  #: Records.LOG_OVERHEAD: offset + size (12)
+HEADER_SIZE_UP_TO_MAGIC: int = LAYOUT["KC_ENTRY_HEADER_SIZE_UP_TO_MAGIC"]  #: Records.HEADER_SIZE_UP_TO_MAGIC (17)
+MAGIC_OFFSET: int = LAYOUT["KC_ENTRY_MAGIC"]  #: Records.MAGIC_OFFSET (16)
+RECORD_BATCH_OVERHEAD: int = LAYOUT["KC_BATCH_OVERHEAD"]  #: DefaultRecordBatch.RECORD_BATCH_OVERHEAD (61)
+#: LegacyRecord.RECORD_OVERHEAD_V0 (14): the smallest legal size field
+MIN_RECORD_OVERHEAD: int = LAYOUT["KC_ENTRY_MIN_SIZE"]
 
 
 def java_long(value: int) -> int:

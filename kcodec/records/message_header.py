@@ -12,25 +12,27 @@ import struct
 from typing import Any, Tuple
 
 from kcodec._native.primitives import crc32
+from kcodec._native.records import LAYOUT
 from kcodec.records.framing import LOG_OVERHEAD
 
 __all__ = ["OFFSET", "SIZE", "CRC", "MAGIC", "ATTRIBUTES", "TIMESTAMP", "HEADER_V0", "HEADER_V1",
            "COMPRESSION_MASK", "TIMESTAMP_TYPE_MASK", "NO_TIMESTAMP", "last_offset_and_max_timestamp",
            "seal", "set_last_offset", "set_max_timestamp"]
 
-OFFSET = 0
-SIZE = 8
-CRC = LOG_OVERHEAD + 0
-MAGIC = LOG_OVERHEAD + 4  #: also where the CRC-32's span starts
-ATTRIBUTES = LOG_OVERHEAD + 5
-TIMESTAMP = LOG_OVERHEAD + 6  #: v1 only
+# csrc/kc_message.h counts from the message, after the log overhead: here from the entry.
+OFFSET: int = LAYOUT["KC_ENTRY_OFFSET"]  #: 0, as in every entry
+SIZE: int = LAYOUT["KC_ENTRY_SIZE"]  #: 8, as in every entry
+CRC: int = LOG_OVERHEAD + LAYOUT["KC_MSG_CRC"]  #: 12
+MAGIC: int = LOG_OVERHEAD + LAYOUT["KC_MSG_MAGIC"]  #: 16, also where the CRC-32's span starts
+ATTRIBUTES: int = LOG_OVERHEAD + LAYOUT["KC_MSG_ATTRIBUTES"]  #: 17
+TIMESTAMP: int = LOG_OVERHEAD + LAYOUT["KC_MSG_TIMESTAMP"]  #: 18, v1 only
 
 #: offset, size, crc, magic, attributes[, timestamp]: a whole message header
 HEADER_V0 = struct.Struct(">qiIbb")
 HEADER_V1 = struct.Struct(">qiIbbq")
 
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08  #: LogAppendTime (v1)
+COMPRESSION_MASK: int = LAYOUT["KC_MSG_COMPRESSION_MASK"]  #: 0x07
+TIMESTAMP_TYPE_MASK: int = LAYOUT["KC_MSG_TIMESTAMP_TYPE"]  #: 0x08, LogAppendTime (v1)
 
 NO_TIMESTAMP = -1
 

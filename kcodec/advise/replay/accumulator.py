@@ -36,6 +36,7 @@ import numpy as np
 
 from kcodec.advise.replay.client import JAVA, LIBRDKAFKA_REQUEST_OVERHEAD, ClientRules
 from kcodec.advise.replay.sender import SenderModel, arrival_ms
+from kcodec.records.framing import RECORD_BATCH_OVERHEAD
 
 __all__ = [
     "LIMITS",
@@ -55,7 +56,7 @@ LIMITS = ("each producer's records are re-batched by their timestamps as its cli
           "derived from today's; keyless records stay in the partition that stored them (the sticky partitioner's "
           "re-spread under another batch.size is replayed for record inputs only); in-flight limits and "
           "buffer.memory back-pressure are not known")
-BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+BATCH_OVERHEAD = RECORD_BATCH_OVERHEAD  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
 IMPROVING_STEP = 0.005  # CompressionRatioEstimator.COMPRESSION_RATIO_IMPROVING_STEP
 DETERIORATE_STEP = 0.05  # CompressionRatioEstimator.COMPRESSION_RATIO_DETERIORATE_STEP
