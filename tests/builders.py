@@ -9,10 +9,13 @@ records of one batch are stamped ``ts, ts + 1, ...``.
 from __future__ import annotations
 
 import os
+import struct
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import kcodec
 from kcodec.log.cleaner import build_indexes, list_segments, segment_file_name
+from kcodec.records import batch_header
+from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kcodec.records.legacy import LegacyRecordBatchBuilder
 from oracle_util import oracle_available, oracle_verify
 
@@ -62,6 +65,18 @@ def marker(offset: int, pid: int, epoch: int, commit: bool = True, ts: int = T0,
     ctype = kcodec.ControlRecordType.COMMIT if commit else kcodec.ControlRecordType.ABORT
     b.append_control(kcodec.EndTransactionMarker(ctype, coordinator_epoch), timestamp=ts)
     return bytes(b.build())
+
+
+def batch_around(payload: bytes, records: int, compression: str = "zstd") -> bytes:
+    """A v2 batch of ``records`` records, compressed as ``compression``, whose records region is
+    ``payload``: for hand-made compressed payloads (the header is kcodec's builder's, resealed)."""
+    b = kcodec.RecordBatchBuilder(magic=2, compression=compression)
+    for _ in range(records):
+        b.append(timestamp=1, key=None, value=b"x")
+    out = bytearray(b.build()[:RECORD_BATCH_OVERHEAD]) + payload
+    struct.pack_into(">i", out, LOG_OVERHEAD - 4, len(out) - LOG_OVERHEAD)
+    batch_header.seal(out, 0, len(out))
+    return bytes(out)
 
 
 def records_of(data: Any) -> List[Tuple[int, int, Optional[bytes], Optional[bytes]]]:

@@ -12,9 +12,9 @@ import pytest
 
 import kcodec
 import kcodec.compression.zstd as zstd_module
+from builders import batch_around
 from kcodec._native.native_codec import native_of
 from kcodec.errors import CorruptCompressedDataError
-from kcodec.records import batch_header
 from oracle_util import oracle_available, oracle_verify
 
 MAGIC = struct.pack("<I", 0xFD2FB528)
@@ -62,16 +62,6 @@ def _records(n: int) -> bytes:
     return bytes(b.build())[61:]
 
 
-def _batch(payload: bytes, records: int) -> bytes:
-    b = kcodec.RecordBatchBuilder(magic=2, compression="zstd")
-    for _ in range(records):
-        b.append(timestamp=1, key=None, value=b"x")
-    out = bytearray(b.build()[:61]) + payload
-    struct.pack_into(">i", out, 8, len(out) - 12)
-    batch_header.seal(out, 0, len(out))
-    return bytes(out)
-
-
 @pytest.mark.parametrize("block_type,descriptor,size", [
     (RAW, 0x00, 1025),      # 1 KiB window, one byte over
     (RLE, 0x00, 1025),
@@ -106,8 +96,8 @@ def test_the_fuzz_finding_gets_one_verdict(monkeypatch):
 
 def test_batches_as_java_reads_them():
     records = _records(20)  # 2,230 bytes
-    fits = _batch(_frame(0x09, RAW, len(records), records), 20)          # 2,304-byte window
-    over = _batch(_frame(0x08, RAW, len(records), records), 20)          # 2,048-byte window
+    fits = batch_around(_frame(0x09, RAW, len(records), records), 20)          # 2,304-byte window
+    over = batch_around(_frame(0x08, RAW, len(records), records), 20)          # 2,048-byte window
     assert kcodec.to_arrow(fits)["value"].to_pylist() == [b"x" * 100] * 20
     assert [r.key for b in kcodec.read_batches(fits) for r in b] == [b"k%d" % i for i in range(20)]
     reads = {

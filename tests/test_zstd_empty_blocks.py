@@ -12,8 +12,8 @@ import pytest
 
 import kcodec
 import kcodec.compression.zstd as zstd_module
+from builders import batch_around
 from kcodec.errors import CorruptCompressedDataError
-from kcodec.records import batch_header
 from oracle_util import oracle_available, oracle_verify
 
 MAGIC = struct.pack("<I", 0xFD2FB528)
@@ -52,17 +52,6 @@ def _codecs(monkeypatch):
     return {"direct": direct, "python-zstandard": api}
 
 
-def _batch(payload: bytes, records: int) -> bytes:
-    """A v2 zstd batch around ``payload`` (its header from kcodec's builder)."""
-    b = kcodec.RecordBatchBuilder(magic=2, compression="zstd")
-    for _ in range(records):
-        b.append(timestamp=1, key=None, value=b"x")
-    out = bytearray(b.build()[:61]) + payload
-    struct.pack_into(">i", out, 8, len(out) - 12)
-    batch_header.seal(out, 0, len(out))
-    return bytes(out)
-
-
 def _record(value: bytes) -> bytes:
     """One record as it sits in a batch's records region."""
     b = kcodec.RecordBatchBuilder(magic=2)
@@ -89,11 +78,11 @@ def test_refused_by_every_path(case, monkeypatch):
 def test_batches_read_in_columns_and_objects_as_java_reads_them():
     record = _record(b"hello")
     frame = _frame(EMPTY_COMPRESSED, _raw(record, False), EMPTY_COMPRESSED_LAST)
-    data = _batch(frame, 1)
+    data = batch_around(frame, 1)
     assert kcodec.to_arrow(data)["value"].to_pylist() == [b"hello"]
     assert kcodec.to_arrow(data, views=True)["value"].to_pylist() == [b"hello"]
     assert [r.value for b in kcodec.read_batches(data) for r in b] == [b"hello"]
-    single = _batch(_frame(EMPTY_COMPRESSED, _raw(record, True), single=True, size=len(record)), 1)
+    single = batch_around(_frame(EMPTY_COMPRESSED, _raw(record, True), single=True, size=len(record)), 1)
     for read in (kcodec.to_arrow, lambda d: [r for b in kcodec.read_batches(d) for r in b]):
         with pytest.raises(CorruptCompressedDataError):
             read(single)
