@@ -518,6 +518,30 @@ def test_zstd_needs_magic_2(magic):
         zstd.decompress(zstd.compress(b"abc"), magic=magic)
 
 
+def test_none_codec_keeps_the_bytes_as_they_are():
+    """Type 0 (Kafka's ``CompressionType.NONE``): both directions copy the bytes of any buffer into
+    ``bytes``; it has no levels, takes magics 0-2 as every codec checks them, and the limit counts bytes."""
+    import array
+    none = get_codec("none")
+    assert (none.id, none.name, none.default_level) == (0, "none", None)
+    for buf in (b"abc", bytearray(b"abc"), memoryview(b"xabc")[1:], np.frombuffer(b"abc", np.uint8)):
+        for out in (none.compress(buf), none.decompress(buf)):
+            assert type(out) is bytes and out == b"abc"
+    words = array.array("I", [1, 2, 0xFFFFFFFF])   # 3 items, 12 bytes
+    assert none.compress(words) == none.decompress(words, max_size=12) == words.tobytes()
+    with pytest.raises(kcodec.LimitExceededError, match="^decompressed data exceeds the limit of 11 bytes$"):
+        none.decompress(words, max_size=11)
+    assert none.decompress(b"", max_size=0) == b""
+    with pytest.raises(UnsupportedCodecError, match=r"^codec none has no levels \(got 1\)$"):
+        none.compress(b"abc", level=1)
+    for magic in (0, 1, 2):
+        assert none.compress(b"abc", magic=magic) == none.decompress(b"abc", magic=magic) == b"abc"
+    for call in (lambda: none.compress(b"abc", magic=3), lambda: none.decompress(b"abc", magic=3)):
+        with pytest.raises(UnsupportedCodecError,
+                           match=r"^none compression is not supported for magic 3 \(allowed: 0, 1, 2\)$"):
+            call()
+
+
 def test_backends_named():
     assert get_codec("gzip").backend.startswith("zlib ")
     assert get_codec("snappy").backend.split()[0] in ("cramjam", "snappy")
