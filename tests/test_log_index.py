@@ -214,6 +214,30 @@ def test_two_entry_indexes_are_checked():
         offset_index(7, [(1, 0), (2, 100)]).sanity_check(log_size=100)
 
 
+def test_a_last_offset_one_below_the_base_is_corrupt():
+    with pytest.raises(CorruptIndexError, match=r"^Corrupt index found, index file \(00.index\) has non-zero size "
+                                                r"but the last offset is 6 which is less than the base offset 7\."):
+        offset_index(7, [(-1, 0)]).sanity_check()
+    with pytest.raises(CorruptIndexError, match=r"^Corrupt time index found, time index file \(00.timeindex\) has "
+                                                r"non-zero size but the last offset is 6 which is less than the base "
+                                                r"offset 7\."):
+        time_index(7, [(5, -1)]).sanity_check()
+
+
+def test_sanity_checks_name_the_entry_at_fault():
+    """Positions need only increase (by one byte is enough); the entry named is the first that does not;
+    a time index's last entry is the one held against the base."""
+    offset_index(7, [(1, 0), (2, 1)]).sanity_check()
+    with pytest.raises(CorruptIndexError, match="^offset index entry 2 does not increase the position "):
+        offset_index(7, [(1, 10), (2, 11), (3, 11)]).sanity_check()
+    with pytest.raises(CorruptIndexError, match="^offset index entry 2 does not increase the offset "):
+        offset_index(7, [(1, 10), (2, 11), (2, 12)]).sanity_check()
+    with pytest.raises(CorruptIndexError, match=r"^Corrupt time index found, time index file \(00.timeindex\) has "
+                                                r"non-zero size but the last offset is 6 which is less than the base "
+                                                r"offset 7\."):
+        time_index(7, [(5, 1), (6, -1)]).sanity_check()
+
+
 def _kafka_indexes(batches, interval):
     """``LogSegment.append``'s rule over the Java client's reading of each entry."""
     offsets, times, since, max_ts, shallow = [], [], 0, -1, -1
