@@ -136,11 +136,13 @@ def test_builder_keeps_its_state_when_an_offset_does_not_fit():
 
 def test_a_fresh_builder_has_kafkas_unknown_state():
     """``LogSegment``'s ``TimestampOffset.UNKNOWN``: no timestamp (-1) at offset -1, Kafka's default
-    ``index.interval.bytes`` of 4096, nothing appended."""
+    ``index.interval.bytes`` of 4096, nothing appended; finished as it is, it has no entries to write."""
     b = IndexBuilder(7)
+    b.finish()
     assert NO_TIMESTAMP == -1
     assert (b.index_interval_bytes, b.bytes_since_last_entry, b.max_timestamp_so_far, b.shallow_offset_of_max,
             b.offset_entries, b.time_entries) == (4096, 0, -1, -1, [], [])
+    assert b.offset_index_bytes() == b.time_index_bytes() == b""
 
 
 def test_default_interval_is_more_than_4096_bytes():
