@@ -144,6 +144,22 @@ def test_missing_library_names_the_package(name, blocked, package):
         assert 'install it with: pip install "kcodec[codecs]"' in line
 
 
+@pytest.mark.parametrize("name,blocked,package", [
+    ("zstd", ["zstandard"], "zstandard"),
+    ("lz4", ["lz4", "lz4.block"], "lz4"),
+    ("snappy", ["cramjam", "snappy"], "python-snappy"),
+])
+def test_missing_library_names_the_package_in_process(monkeypatch, name, blocked, package):
+    """The same error from a fresh codec object of this process, the library blocked as it loads."""
+    for m in blocked:
+        monkeypatch.setitem(sys.modules, m, None)
+    codec = type(get_codec(name))()
+    with pytest.raises(kcodec.CodecLibraryMissingError) as e:
+        codec.compress(b"x")
+    assert str(e.value).startswith(f"the {name} codec needs the Python package {package!r} (module ")
+    assert codec.available() is False
+
+
 def test_available_when_installed():
     for name in ("none", "gzip", "snappy", "lz4", "zstd"):
         assert get_codec(name).available()

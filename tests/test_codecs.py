@@ -518,6 +518,40 @@ def test_zstd_needs_magic_2(magic):
         zstd.decompress(zstd.compress(b"abc"), magic=magic)
 
 
+def test_none_codec_keeps_the_bytes_as_they_are():
+    """Type 0 (Kafka's ``CompressionType.NONE``): both directions copy the bytes of any buffer into
+    ``bytes``; it has no levels, takes magics 0-2 as every codec checks them, and the limit counts bytes."""
+    import array
+    none = get_codec("none")
+    assert (none.id, none.name, none.default_level) == (0, "none", None)
+    for buf in (b"abc", bytearray(b"abc"), memoryview(b"xabc")[1:], np.frombuffer(b"abc", np.uint8)):
+        for out in (none.compress(buf), none.decompress(buf)):
+            assert type(out) is bytes and out == b"abc"
+    words = array.array("I", [1, 2, 0xFFFFFFFF])   # 3 items, 12 bytes
+    assert none.compress(words) == none.decompress(words, max_size=12) == words.tobytes()
+    with pytest.raises(kcodec.LimitExceededError, match="^decompressed data exceeds the limit of 11 bytes$"):
+        none.decompress(words, max_size=11)
+    assert none.decompress(b"", max_size=0) == b""
+    with pytest.raises(UnsupportedCodecError, match=r"^codec none has no levels \(got 1\)$"):
+        none.compress(b"abc", level=1)
+    for magic in (0, 1, 2):
+        assert none.compress(b"abc", magic=magic) == none.decompress(b"abc", magic=magic) == b"abc"
+    for call in (lambda: none.compress(b"abc", magic=3), lambda: none.decompress(b"abc", magic=3)):
+        with pytest.raises(UnsupportedCodecError,
+                           match=r"^none compression is not supported for magic 3 \(allowed: 0, 1, 2\)$"):
+            call()
+
+
+@pytest.mark.parametrize("magic", [-1, 3])
+def test_lz4_refuses_magics_it_has_no_frame_for(magic):
+    lz4 = get_codec("lz4")
+    with pytest.raises(UnsupportedCodecError, match=rf"^lz4 compression is not supported for magic {magic} "
+                                                    r"\(allowed: 0, 1, 2\)$"):
+        lz4.compress(b"abc", magic=magic)
+    with pytest.raises(UnsupportedCodecError, match=rf"^lz4 compression is not supported for magic {magic} "):
+        lz4.decompress(lz4.compress(b"abc"), magic=magic)
+
+
 def test_backends_named():
     assert get_codec("gzip").backend.startswith("zlib ")
     assert get_codec("snappy").backend.split()[0] in ("cramjam", "snappy")
@@ -919,6 +953,98 @@ def test_lz4_per_block_limits_are_exact():
                 assert info.value.position == last + 4
     assert python.decompress(python.compress(b"")) == b""
     assert type(python.decompress(python.compress(raw[:1000]))) is bytes
+
+
+def test_lz4_block_that_does_not_shrink_is_stored():
+    """A block is stored raw when compressing it does not make it shorter, as Java's
+    ``KafkaLZ4BlockOutputStream.writeBlock`` does (``compressedLength >= bufferOffset``): here 60 literals,
+    one 5-byte match and 12 literals code to exactly the input's 77 bytes; a 6-byte match saves one."""
+    distinct = bytes(range(60))
+    for codec in _lz4_pair():
+        for level in (1, 9):
+            same = distinct + distinct[10:15] + bytes(range(200, 212))
+            assert codec.compress(same, level) == LZ4_FRAME_HEADER + struct.pack("<I", 0x80000000 | 77) + same \
+                + b"\0\0\0\0", (codec.native, level)
+            shorter = distinct + distinct[10:16] + bytes(range(200, 212))
+            # token (15+ literals, match of 4 + 2), 60 = 15 + 45 literals, offset 50, token (12 literals)
+            block = b"\xf2\x2d" + distinct + b"\x32\x00" + b"\xc0" + bytes(range(200, 212))
+            assert codec.compress(shorter, level) == LZ4_FRAME_HEADER + struct.pack("<I", 77) + block \
+                + b"\0\0\0\0", (codec.native, level)
+
+
+def test_lz4_per_block_path_levels():
+    """Without liblz4's entry points, level 9 is python-lz4's default mode and every other level its
+    HC mode at that level, capped at liblz4's 12; that codec has no native functions to give."""
+    import lz4.block
+    _native, python = _lz4_pair()
+    data = b"".join(b"record %d of the lz4 levels, " % (i % 97) for i in range(3000))
+    assert 65536 < len(data) < 2 * 65536
+    for level, options in ((9, dict(mode="default")), (8, dict(mode="high_compression", compression=8)),
+                           (10, dict(mode="high_compression", compression=10)),
+                           (12, dict(mode="high_compression", compression=12)),
+                           (17, dict(mode="high_compression", compression=12))):
+        blocks = [lz4.block.compress(data[i:i + 65536], store_size=False, **options)
+                  for i in range(0, len(data), 65536)]
+        assert python.compress(data, level) == LZ4_FRAME_HEADER + b"".join(
+            struct.pack("<I", len(b)) + b for b in blocks) + b"\0\0\0\0", level
+    assert python.native_codec() is None
+
+
+def test_lz4_native_codec_loads_the_library_first():
+    """Asked before any other call, a fresh codec still gives liblz4's functions."""
+    from kcodec.compression.lz4 import Lz4Codec
+    _lz4_pair()  # skips where python-lz4 does not export liblz4
+    fresh = Lz4Codec()
+    assert fresh.native_codec() is not None and fresh.native is True
+
+
+def _literal_block(data: bytes) -> bytes:
+    """``data`` as one LZ4 block of literals only: valid, read back as ``data``, and no compressor's choice."""
+    n = len(data) - 15
+    return bytes([0xF0]) + b"\xff" * (n // 255) + bytes([n % 255]) + data
+
+
+class _PythonLz4:
+    """python-lz4's block module as the lz4 codec's self-check sees it, with one of its answers changed:
+    ``default`` or ``high_compression`` compress in that mode to literals (``wrong``: of other bytes),
+    ``decompress`` reads one byte wrong."""
+
+    def __init__(self, change: str = "", wrong: bool = False):
+        import lz4.block
+        self._real, self._block, self.change, self.wrong = lz4.block, lz4.block._block, change, wrong
+        self.modes: List[Tuple[Any, Any]] = []
+
+    def compress(self, data, **options):
+        self.modes.append((options.get("mode"), options.get("compression")))
+        if self.change == options.get("mode"):
+            data = bytes(data)
+            return _literal_block(data[:-1] + b"?" if self.wrong else data)
+        return self._real.compress(data, **options)
+
+    def decompress(self, data, uncompressed_size):
+        out = self._real.decompress(data, uncompressed_size=uncompressed_size)
+        return out[:-1] + b"?" if self.change == "decompress" else out
+
+
+def test_lz4_self_check_refuses_a_liblz4_that_disagrees():
+    """liblz4's functions are used only when its HC frame at level 9 is python-lz4's byte for byte and each
+    side reads the other's frames; python-lz4's default mode may pick other matches than liblz4's fast
+    compressor (it does) without that turning them off."""
+    import ctypes
+    import types
+
+    from kcodec.compression.lz4 import _native_entry_points
+    native, _python = _lz4_pair()
+    faithful = _PythonLz4()
+    assert _native_entry_points(faithful) == native._native
+    assert faithful.modes == [("default", None), ("high_compression", 9)]
+    assert _native_entry_points(_PythonLz4("default")) == native._native
+    for refused in (_PythonLz4("default", wrong=True), _PythonLz4("high_compression"), _PythonLz4("decompress"),
+                    types.SimpleNamespace()):   # the last has no extension file to load liblz4 from
+        assert _native_entry_points(refused) is None, vars(refused)
+    lib = ctypes.CDLL(faithful._block.__file__)
+    assert native._native == tuple(ctypes.cast(getattr(lib, n), ctypes.c_void_p).value
+                                   for n in ("LZ4_compress_default", "LZ4_compress_HC", "LZ4_decompress_safe"))
 
 
 def _zstd_pair():

@@ -615,6 +615,19 @@ def test_lz4_compressed_block_at_exactly_the_limit():
         assert e.value.position == second + 4
 
 
+def test_lz4_corrupt_block_under_a_small_limit_is_corrupt():
+    """A block that no buffer could decode is corrupt whatever the limit: the per-block path, whose
+    buffer is then smaller than a block, tries the block's full size before it blames the limit."""
+    block = b"\x10a\x00\x10\x50bcdef"   # one literal, then a match 4096 bytes before the output's start
+    frame = _lz4_header(0x60, 0x40) + struct.pack("<I", len(block)) + block + b"\0\0\0\0"
+    for codec in _lz4_engines():
+        for limit in (1 << 30, 65536, 10, 0):
+            with pytest.raises(CorruptCompressedDataError,
+                               match=r"^lz4: corrupt block \(LZ4 decompression failed\)") as e:
+                codec.decompress(frame, max_size=limit)
+            assert e.value.position == 11, (codec.native, limit)
+
+
 def _gzip_bomb(size: int) -> bytes:
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
     chunk = bytes(1 << 20)

@@ -13,11 +13,13 @@ class NoneCodec(Codec):
     name = "none"
 
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
+        self.check_magic(magic)
         self.resolve_level(level)
         return bytes(data)
 
     def decompress(self, data: Buffer, magic: int = 2,
                    max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+        self.check_magic(magic)
         view = memoryview(data).cast("B")
         self.check_limit(view.nbytes, max_size)
         return bytes(view)
