@@ -110,6 +110,12 @@ def assert_java_reads_as_kcodec(data: bytes) -> Dict[str, Any]:
     return doc
 
 
+def assert_java_refuses(data: bytes, message: str) -> None:
+    """The Kafka Java client refuses ``data``, with ``message`` in its error."""
+    status, doc = oracle_verify(data)
+    assert status == 1 and message in str(doc["error"]), doc
+
+
 def _b(v: Optional[str]) -> Optional[bytes]:
     return None if v is None else base64.b64decode(v)
 
