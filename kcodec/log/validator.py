@@ -793,8 +793,7 @@ def _rebuild(a: _Append, records: List[Any], path: str, temp_bytes: Optional[int
     """Rebuild, A2 and B-re: the validated records as one new batch from ``next_offset``
     (``buildRecordsAndAssignOffsets``)."""
     cfg, first, now = a.cfg, a.first, a.now
-    # A2 writes uncompressed whatever the topic says: it only runs when both codecs are none.
-    target, level = (a.target, a.level) if path != "A2" else (CompressionType.NONE, None)
+    target, level = a.target, a.level  # A2 runs only when both are none (and none has no level)
     n = len(records)
     ts_type = cfg.timestamp_type
     out = rebuild_batch(
