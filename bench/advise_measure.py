@@ -61,7 +61,7 @@ def _native_alone(enc: BatchEncoder, starts: np.ndarray, codec: str, level):
     cols = (enc.n, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, ONE_BATCH, 1.0, c.id != 0)
     if c.id == 0:
         return lambda: encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=starts)
-    return lambda: list(compressed_batches(encode_columnar(*cols, cuts=starts), c, lvl, attributes=c.id))
+    return lambda: list(compressed_batches(encode_columnar(*cols, cuts=starts), c, lvl))
 
 
 def _builder_alone(table, starts: np.ndarray, codec: str, level):

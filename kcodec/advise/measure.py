@@ -145,7 +145,7 @@ class BatchEncoder:
         cols = (n, key, value, hdrs, self.hkey, self.hval, ts, None, base_offset, ONE_BATCH, 1.0, c.id != 0)
         if c.id == 0:
             return encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts)
-        return list(compressed_batches(encode_columnar(*cols, cuts=cuts), c, lvl, attributes=c.id))
+        return list(compressed_batches(encode_columnar(*cols, cuts=cuts), c, lvl))
 
 
 def measure_build(encoder: BatchEncoder, starts: np.ndarray, codec: str, level,

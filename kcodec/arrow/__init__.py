@@ -12,7 +12,8 @@ The modules, each with one job:
 
 * ``decode`` -- :func:`to_arrow` and :func:`decode_columns` (a consumer's
   ``Fetcher`` turning ``MemoryRecords`` into records, as columns);
-* ``options`` -- :class:`~kcodec.arrow.options.DecodeOptions`, what a decode was asked for;
+* ``options`` -- :class:`~kcodec.arrow.options.DecodeOptions` and
+  :class:`~kcodec.arrow.options.EncodeOptions`, what a decode or an encode was asked for;
 * ``cascade`` -- which path takes a buffer: the native pass over uncompressed
   v2 batches, then over compressed ones, then the general path;
 * ``gather`` -- the general path: batches of any magic and codec from the

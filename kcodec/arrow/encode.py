@@ -21,6 +21,7 @@ from kcodec.arrow.columns import (
     pyarrow_module,
     timestamps_ms,
 )
+from kcodec.arrow.options import EncodeOptions
 from kcodec.compression import CompressionType, TimestampType, get_codec
 from kcodec.errors import RecordBuilderError
 from kcodec.records.batch_header import TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
@@ -48,32 +49,21 @@ def from_arrow_iter(table: Any, *, compression: Union[CompressionType, int, str]
     within the limit; the result equals what :class:`RecordBatchBuilder`
     writes for the same records and write limit.
     """
-    yield from _from_arrow(table, compression=compression, level=level, max_batch_bytes=max_batch_bytes,
-                           base_offset=base_offset, magic=magic, timestamp_type=timestamp_type,
-                           log_append_time=log_append_time, producer_id=producer_id, producer_epoch=producer_epoch,
-                           base_sequence=base_sequence, is_transactional=is_transactional,
-                           partition_leader_epoch=partition_leader_epoch,
-                           estimated_compression_ratio=estimated_compression_ratio)
+    yield from _encode(table, EncodeOptions(compression, level, max_batch_bytes, base_offset, magic, timestamp_type,
+                                            log_append_time, producer_id, producer_epoch, base_sequence,
+                                            is_transactional, partition_leader_epoch, estimated_compression_ratio))
 
 
-def _from_arrow(table: Any, *, compression: Union[CompressionType, int, str] = "none",
-                level: Optional[int] = None, max_batch_bytes: int = 1_048_576, base_offset: int = 0,
-                magic: int = 2, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
-                log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
-                base_sequence: int = -1, is_transactional: bool = False,
-                partition_leader_epoch: int = -1, estimated_compression_ratio: float = 1.0
-                ) -> Union[List[bytes], Iterator[bytes]]:
+def _encode(table: Any, options: EncodeOptions) -> Union[List[bytes], Iterator[bytes]]:
     # A list when the batches are made in one native call (uncompressed v2), else a generator.
     pa = pyarrow_module()
     table = as_table(table)
-    if magic != 2:
-        return _from_arrow_legacy(table, magic=magic, compression=compression, level=level,
-                                  max_batch_bytes=max_batch_bytes, base_offset=base_offset,
-                                  timestamp_type=timestamp_type, log_append_time=log_append_time)
-    codec = get_codec(compression)
-    lvl = codec.resolve_level(level)
-    ts_type = TimestampType(timestamp_type)
-    if ts_type == TimestampType.LOG_APPEND_TIME and log_append_time is None:
+    if options.magic != 2:
+        return _from_arrow_legacy(table, options)
+    codec = get_codec(options.compression)
+    lvl = codec.resolve_level(options.level)
+    lat = TimestampType(options.timestamp_type) == TimestampType.LOG_APPEND_TIME
+    if lat and options.log_append_time is None:
         raise RecordBuilderError("a LOG_APPEND_TIME batch needs log_append_time")
     value = column(table, "value")
     if value is None:
@@ -95,38 +85,48 @@ def _from_arrow(table: Any, *, compression: Union[CompressionType, int, str] = "
     ts = np.ascontiguousarray(timestamps_ms(column(table, "timestamp"), n), dtype=np.int64)
     if n and ts.min() < -1:  # -1 (no timestamp) is the only negative Kafka accepts
         raise RecordBuilderError(f"Invalid negative timestamp {int(ts[(ts < 0) & (ts != -1)][0])}")
-    attributes = codec.id
-    if ts_type == TimestampType.LOG_APPEND_TIME:
-        attributes |= TIMESTAMP_TYPE_MASK
-    if is_transactional:
-        attributes |= TRANSACTIONAL_MASK
-    lat = ts_type == TimestampType.LOG_APPEND_TIME
     columns = (n, binary_spec(as_binary(key, "key")) if key is not None else None, binary_spec(as_binary(value)),
-               hdr_spec, hk_spec, hv_spec, ts, offsets, base_offset, max_batch_bytes, estimated_compression_ratio,
-               codec.id != 0)
+               hdr_spec, hk_spec, hv_spec, ts, offsets, options.base_offset, options.max_batch_bytes,
+               options.estimated_compression_ratio, codec.id != 0)
     if codec.id == 0:
         # Uncompressed: records are written straight into each batch's final bytes.
-        return encode_columnar(*columns, direct=(attributes, producer_id, producer_epoch, base_sequence,
-                                                 partition_leader_epoch, log_append_time if lat else -1))
-    return compressed_batches(encode_columnar(*columns), codec, lvl, attributes=attributes,
-                              base_sequence=base_sequence, log_append_time=log_append_time if lat else None,
-                              producer_id=producer_id, producer_epoch=producer_epoch,
-                              partition_leader_epoch=partition_leader_epoch)
+        return encode_columnar(*columns, direct=(_attributes(codec, options), options.producer_id,
+                                                 options.producer_epoch, options.base_sequence,
+                                                 options.partition_leader_epoch,
+                                                 options.log_append_time if lat else -1))
+    return compressed_batches(encode_columnar(*columns), codec, lvl, options)
 
 
-def compressed_batches(encoded: Any, codec: Any, lvl: Optional[int], *, attributes: int, base_sequence: int = -1,
-                       log_append_time: Optional[int] = None, producer_id: int = -1, producer_epoch: int = -1,
-                       partition_leader_epoch: int = -1) -> Iterator[bytes]:
+def _attributes(codec: Any, options: EncodeOptions) -> int:
+    # DefaultRecordBatch.computeAttributes: the codec id, then the timestamp type and transactional bits.
+    attributes = codec.id
+    if TimestampType(options.timestamp_type) == TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if options.is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    return attributes
+
+
+_DEFAULTS = EncodeOptions()
+
+
+def compressed_batches(encoded: Any, codec: Any, lvl: Optional[int],
+                       options: EncodeOptions = _DEFAULTS) -> Iterator[bytes]:
     """The compressed v2 batches of ``encode_columnar``'s records regions (``encoded``), one at a time.
 
-    ``codec`` at level ``lvl`` (its resolved level) compresses each region; the header fields are
-    every batch's, ``attributes`` holding the codec id.  A ``base_sequence`` of 0 or more is the first
-    batch's; each later batch's adds the records before it, wrapping as Kafka's
-    ``DefaultRecordBatch.incrementSequence`` does.  With ``log_append_time`` it is every batch's max
-    timestamp.
+    ``codec`` at level ``lvl`` (its resolved level) compresses each region; ``options`` gives the
+    header fields of every batch (its codec and level are not read).  A ``base_sequence`` of 0 or
+    more is the first batch's; each later batch's adds the records before it, wrapping as Kafka's
+    ``DefaultRecordBatch.incrementSequence`` does.  With ``LOG_APPEND_TIME``, ``log_append_time`` is
+    every batch's max timestamp.
     """
     out, rows, pos, first_ts, max_ts, first_off, last_off = encoded
     mv = memoryview(out)
+    attributes = _attributes(codec, options)
+    base_sequence = options.base_sequence
+    log_append_time = (options.log_append_time
+                       if TimestampType(options.timestamp_type) == TimestampType.LOG_APPEND_TIME else None)
+    fields = (attributes, options.producer_id, options.producer_epoch)
     # Per batch: one slice, one compression call and one native call that
     # writes header, CRC and payload into the result.
     pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
@@ -140,7 +140,7 @@ def compressed_batches(encoded: Any, codec: Any, lvl: Optional[int], *, attribut
         seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
         header = (first_off[b], last_off[b] - first_off[b], first_ts[b],
                   max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
-                  attributes, producer_id, producer_epoch, seq, partition_leader_epoch)
+                  *fields, seq, options.partition_leader_epoch)
         if native is not None:
             yield compressed_batch(native, region, native_level, *header)
         else:
@@ -149,15 +149,13 @@ def compressed_batches(encoded: Any, codec: Any, lvl: Optional[int], *, attribut
 
 def from_arrow(table: Any, **options: Any) -> List[bytes]:
     """:func:`from_arrow_iter` as a list of batch bytes."""
-    batches = _from_arrow(table, **options)
+    batches = _encode(table, EncodeOptions(**options))
     # The native encoder's own list as it is: iterating it again would touch
     # every batch object, long out of cache for large tables.
     return batches if type(batches) is list else list(batches)
 
 
-def _from_arrow_legacy(table: Any, *, magic: int, compression: Any, level: Optional[int],
-                       max_batch_bytes: Optional[int], base_offset: int, timestamp_type: Any,
-                       log_append_time: Optional[int]) -> Iterator[bytes]:
+def _from_arrow_legacy(table: Any, options: EncodeOptions) -> Iterator[bytes]:
     # Old message formats exist for conversions only; records go through the builder.
     from kcodec.records import batch_builder
 
@@ -171,6 +169,7 @@ def _from_arrow_legacy(table: Any, *, magic: int, compression: Any, level: Optio
     keys = [None] * n if key is None else as_binary(key, "key").cast(pa.large_binary()).to_pylist()
     stamps = timestamps_ms(column(table, "timestamp"), n).tolist()
     offs = column(table, "offset")
+    base_offset = options.base_offset
     offsets = list(range(base_offset, base_offset + n)) if offs is None else offs.cast(pa.int64()).to_pylist()
     builder = None
     for i in range(n):
@@ -181,9 +180,9 @@ def _from_arrow_legacy(table: Any, *, magic: int, compression: Any, level: Optio
             yield bytes(builder.build())
             builder = None
         if builder is None:
-            builder = batch_builder(magic=magic, compression=compression, level=level, base_offset=off,
-                                    timestamp_type=timestamp_type, log_append_time=log_append_time,
-                                    write_limit=max_batch_bytes)
+            builder = batch_builder(magic=options.magic, compression=options.compression, level=options.level,
+                                    base_offset=off, timestamp_type=options.timestamp_type,
+                                    log_append_time=options.log_append_time, write_limit=options.max_batch_bytes)
         builder.append(keys[i], values[i], ts, offset=off)
     if builder is not None:
         yield bytes(builder.build())
