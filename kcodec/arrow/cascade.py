@@ -89,17 +89,27 @@ class Chunks:
     def __init__(self, buffer: Any, unsized: int, options: DecodeOptions) -> None:
         self.options = options
         self.unsized = unsized  # the buffer's size while the columns are not yet sized for it
-        self.cuts = threads.cuts(buffer, 0) if options.use_threads and not options.batch_fields else None
+        # A buffer too small for two parts is not walked for cuts (split_batches would give it whole).
+        self.cuts = (threads.cuts(buffer, 0) if options.use_threads and not options.batch_fields
+                     and unsized >= 2 * threads.MIN_THREAD_PART else None)
 
+    # In one piece, the native pass is called directly: a small batch feels a closure and two calls more.
     def uncompressed(self, buffer: Any) -> Optional[List[RecordChunk]]:
         o = self.options
-        return threads.in_parts(lambda a, b: columns_uncompressed_v2(buffer, o.validate, o.include_control,
-                                                                     o.headers, a, b, o.views), self.cuts)
+        if self.cuts is None:
+            chunk = columns_uncompressed_v2(buffer, o.validate, o.include_control, o.headers, 0, -1, o.views)
+            return None if chunk is None else [chunk]
+        return threads.on_threads(lambda a, b: columns_uncompressed_v2(buffer, o.validate, o.include_control,
+                                                                       o.headers, a, b, o.views), self.cuts)
 
     def compressed(self, buffer: Any, codecs: Tuple[Any, ...]) -> Optional[List[RecordChunk]]:
         o = self.options
-        return threads.in_parts(lambda a, b: columns_v2(buffer, codecs, o.validate, o.include_control, o.headers,
-                                                        o.max_decompressed_size, a, b, o.views), self.cuts)
+        if self.cuts is None:
+            chunk = columns_v2(buffer, codecs, o.validate, o.include_control, o.headers, o.max_decompressed_size,
+                               0, -1, o.views)
+            return None if chunk is None else [chunk]
+        return threads.on_threads(lambda a, b: columns_v2(buffer, codecs, o.validate, o.include_control, o.headers,
+                                                          o.max_decompressed_size, a, b, o.views), self.cuts)
 
     def general(self, buffer: Any) -> List[RecordChunk]:
         o = self.options

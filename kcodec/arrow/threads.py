@@ -10,7 +10,7 @@ from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
 from kcodec._native.columnar import split_batches
 
-__all__ = ["MIN_THREAD_PART", "MIN_THREAD_MEAN_BATCH", "thread_count", "cuts", "on_threads", "in_parts"]
+__all__ = ["MIN_THREAD_PART", "MIN_THREAD_MEAN_BATCH", "thread_count", "cuts", "on_threads"]
 
 #: The least bytes of batches one thread of to_arrow(use_threads=True) converts.
 MIN_THREAD_PART = 4 << 20
@@ -67,12 +67,3 @@ def on_threads(convert: Convert[T], parts: List[int]) -> Optional[List[T]]:
         futures_wait(others)  # no thread still reads the buffer once this returns or raises
     results += [f.result() for f in others]
     return None if any(r is None for r in results) else results  # type: ignore[return-value]
-
-
-def in_parts(convert: Convert[T], parts: Optional[List[int]]) -> Optional[List[T]]:
-    """``convert(start, stop)`` of the whole buffer (``parts`` None) or of each part on threads; None if any
-    gave None."""
-    if parts is None:
-        chunk = convert(0, -1)
-        return None if chunk is None else [chunk]
-    return on_threads(convert, parts)
