@@ -31,7 +31,7 @@ import os
 import random
 import sys
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -147,19 +147,30 @@ def best_rate(fn: Callable, arg, nbytes: int, seconds: float, repeat: int,
     return nbytes / best / 1e6
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def rate_options(description: str, argv=None) -> argparse.Namespace:
+    """The options of a rate script: the time per measurement and the runs of which the best counts."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seconds", type=float, default=0.2, help="target time per measurement")
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the best counts")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    raw = raw_calls()
-    print(f"kcodec {kcodec.__version__}; backends: "
-          + ", ".join(f"{n}={kcodec.get_codec(n).backend}" for n in ("gzip", "snappy", "lz4", "zstd")))
-    header = (f"{'workload':<12} {'codec':<7} {'raw call':<10} {'ratio':>6} | "
-              f"{'comp kc':>8} {'comp raw':>8} {'kc/raw':>6} | {'dec kc':>8} {'dec raw':>8} {'kc/raw':>6}")
+
+def print_table(header: str, rows: Iterable[str], legend: str) -> None:
+    """``header`` over a rule, each row as soon as it is measured, then what the columns mean."""
     print(header)
     print("-" * len(header))
+    for row in rows:
+        print(row)
+    print(legend)
+
+
+_HEADER = (f"{'workload':<12} {'codec':<7} {'raw call':<10} {'ratio':>6} | "
+           f"{'comp kc':>8} {'comp raw':>8} {'kc/raw':>6} | {'dec kc':>8} {'dec raw':>8} {'kc/raw':>6}")
+_LEGEND = ("MB/s of uncompressed data; ratio = uncompressed / kcodec compressed size; "
+           "kc/raw = kcodec throughput / raw call throughput")
+
+
+def _rows(args: argparse.Namespace, raw: Dict[str, Tuple[Callable, Callable]]) -> Iterator[str]:
     for wname, data in workloads().items():
         n = len(data)
         for cname in ("gzip", "snappy", "lz4", "zstd"):
@@ -176,11 +187,17 @@ def main(argv=None) -> int:
                 raw_d = best_rate(rd, raw_payload, n, args.seconds, args.repeat)
                 label = {"gzip": "zlib", "snappy": "cramjam", "lz4": "lz4.frame", "lz4.block": "lz4.block",
                          "zstd": "zstandard"}[rname]
-                print(f"{wname:<12} {cname:<7} {label:<10} {n / len(payload):>6.2f} | "
-                      f"{kc_c:>8.1f} {raw_c:>8.1f} {kc_c / raw_c:>6.2f} | "
-                      f"{kc_d:>8.1f} {raw_d:>8.1f} {kc_d / raw_d:>6.2f}")
-    print("MB/s of uncompressed data; ratio = uncompressed / kcodec compressed size; "
-          "kc/raw = kcodec throughput / raw call throughput")
+                yield (f"{wname:<12} {cname:<7} {label:<10} {n / len(payload):>6.2f} | "
+                       f"{kc_c:>8.1f} {raw_c:>8.1f} {kc_c / raw_c:>6.2f} | "
+                       f"{kc_d:>8.1f} {raw_d:>8.1f} {kc_d / raw_d:>6.2f}")
+
+
+def main(argv=None) -> int:
+    args = rate_options(__doc__.split("\n")[0], argv)
+    raw = raw_calls()
+    print(f"kcodec {kcodec.__version__}; backends: "
+          + ", ".join(f"{n}={kcodec.get_codec(n).backend}" for n in ("gzip", "snappy", "lz4", "zstd")))
+    print_table(_HEADER, _rows(args, raw), _LEGEND)
     return 0
 
 

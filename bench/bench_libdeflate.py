@@ -24,12 +24,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from bench_codecs import best_rate, workloads  # noqa: E402
+from bench_codecs import best_rate, print_table, rate_options, workloads  # noqa: E402
 
 from kcodec.compression.gzip import GzipCodec  # noqa: E402
 
@@ -50,38 +51,39 @@ def _plugin_class(tmp: str):
     return LibdeflateGzipCodec
 
 
+_HEADER = (f"{'region':<12} {'level':>5} | {'comp zlib':>9} {'comp ld':>8} {'ld/zlib':>7} | "
+           f"{'dec zlib':>8} {'dec ld':>8} {'ld/zlib':>7} {'dec zlib s':>10} | "
+           f"{'ratio zlib':>10} {'ratio ld':>8}")
+_LEGEND = ("MB/s of uncompressed data; ld/zlib = plugin throughput / built-in throughput; "
+           "ratio = uncompressed / compressed size")
+
+
+def _rows(args: argparse.Namespace, builtin: GzipCodec, plugin: GzipCodec) -> Iterator[str]:
+    regions = {k: v for k, v in workloads().items() if k.startswith("W2")}
+    for name, data in regions.items():
+        n = len(data)
+        for level in (1, 6, 9):
+            z, ld = builtin.compress(data, level=level), plugin.compress(data, level=level)
+            assert builtin.decompress(ld) == data == plugin.decompress(z) == plugin.decompress(ld)
+            rate = {key: best_rate(fn, arg, n, args.seconds, args.repeat, time.process_time)
+                    for key, fn, arg in (
+                ("cz", lambda d: builtin.compress(d, level=level), data),
+                ("cl", lambda d: plugin.compress(d, level=level), data),
+                ("dz", builtin.decompress, z),
+                ("dl", plugin.decompress, ld),
+                ("dlz", plugin.decompress, z))}
+            yield (f"{name:<12} {level:>5} | {rate['cz']:>9.1f} {rate['cl']:>8.1f} "
+                   f"{rate['cl'] / rate['cz']:>7.2f} | "
+                   f"{rate['dz']:>8.1f} {rate['dl']:>8.1f} {rate['dl'] / rate['dz']:>7.2f} {rate['dlz']:>10.1f} | "
+                   f"{n / len(z):>10.2f} {n / len(ld):>8.2f}")
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=0.2, help="target time per measurement")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the best counts")
-    args = parser.parse_args(argv)
+    args = rate_options(__doc__.split("\n")[0], argv)
     with tempfile.TemporaryDirectory() as tmp:
         plugin, builtin = _plugin_class(tmp)(), GzipCodec()
         print(f"built-in: {builtin.backend}; plugin: {plugin.backend}")
-        header = (f"{'region':<12} {'level':>5} | {'comp zlib':>9} {'comp ld':>8} {'ld/zlib':>7} | "
-                  f"{'dec zlib':>8} {'dec ld':>8} {'ld/zlib':>7} {'dec zlib s':>10} | "
-                  f"{'ratio zlib':>10} {'ratio ld':>8}")
-        print(header)
-        print("-" * len(header))
-        regions = {k: v for k, v in workloads().items() if k.startswith("W2")}
-        for name, data in regions.items():
-            n = len(data)
-            for level in (1, 6, 9):
-                z, ld = builtin.compress(data, level=level), plugin.compress(data, level=level)
-                assert builtin.decompress(ld) == data == plugin.decompress(z) == plugin.decompress(ld)
-                rate = {key: best_rate(fn, arg, n, args.seconds, args.repeat, time.process_time)
-                        for key, fn, arg in (
-                    ("cz", lambda d: builtin.compress(d, level=level), data),
-                    ("cl", lambda d: plugin.compress(d, level=level), data),
-                    ("dz", builtin.decompress, z),
-                    ("dl", plugin.decompress, ld),
-                    ("dlz", plugin.decompress, z))}
-                print(f"{name:<12} {level:>5} | {rate['cz']:>9.1f} {rate['cl']:>8.1f} "
-                      f"{rate['cl'] / rate['cz']:>7.2f} | "
-                      f"{rate['dz']:>8.1f} {rate['dl']:>8.1f} {rate['dl'] / rate['dz']:>7.2f} {rate['dlz']:>10.1f} | "
-                      f"{n / len(z):>10.2f} {n / len(ld):>8.2f}")
-    print("MB/s of uncompressed data; ld/zlib = plugin throughput / built-in throughput; "
-          "ratio = uncompressed / compressed size")
+        print_table(_HEADER, _rows(args, builtin, plugin), _LEGEND)
     return 0
 
 

@@ -31,7 +31,9 @@ CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 GRID = pytest.mark.parametrize(("workload", "codec", "impl"), list(itertools.product(WORKLOADS, compare.CODECS, IMPLS)))
 
 
-def _need(impl):
+@pytest.fixture(autouse=True)
+def _runnable(impl):
+    """Skip an implementation that cannot run here: kafka-python unless asked for, a peer not installed."""
     if impl == "kafka-python" and not KAFKA_PYTHON:
         pytest.skip("kafka-python is ~100x slower: set KCODEC_BENCH_KAFKA_PYTHON=1 to include it")
     if impl != "kcodec":
@@ -46,7 +48,6 @@ def _peer_build(impl, codec, wl):
 
 @GRID
 def test_build(benchmark, workloads, workload, codec, impl):
-    _need(impl)
     wl = workloads.timed(benchmark, workload, codec, "build", impl)
     reference = wl.batches(codec)
     if impl == "kcodec":
@@ -61,7 +62,6 @@ def test_build(benchmark, workloads, workload, codec, impl):
 
 @GRID
 def test_read(benchmark, workloads, workload, codec, impl):
-    _need(impl)
     wl = workloads.timed(benchmark, workload, codec, "read", impl)
     blob = wl.blob(codec)
     if impl == "kcodec":

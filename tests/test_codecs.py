@@ -827,6 +827,7 @@ def test_snappy_legacy_python_snappy_backend():
     codec._use_legacy(legacy)
     data = _samples()[5]
     assert codec.backend == "snappy 0.6.1"
+    assert not codec.native and get_codec("snappy").native  # cramjam's blocks are coded in C
     assert codec.compress(data) == get_codec("snappy").compress(data)
     assert codec.decompress(get_codec("snappy").compress(data)) == data
     with pytest.raises(kcodec.CorruptCompressedDataError):

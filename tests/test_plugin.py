@@ -66,6 +66,7 @@ def test_discovered_through_its_entry_point(plugin):
     assert get_codec("gzip") is codec is get_codec(kcodec.CompressionType.GZIP)
     assert isinstance(codec, GzipCodec)
     assert codec.backend.startswith("isal ")
+    assert not codec.native and GzipCodec().native  # ISA-L deflates through its Python API, zlib in C
 
 
 def test_output_is_kafka_gzip_at_every_level(plugin):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, FrozenSet, Optional
+from typing import Any, FrozenSet, Optional, Tuple
 
 from kcodec.errors import LimitExceededError, UnsupportedCodecError
 
@@ -131,6 +131,31 @@ class Codec(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__module__}.{type(self).__qualname__} id={self.id} name={self.name!r}>"
+
+
+class _LibraryCodec(Codec):
+    """A codec over a compression library that :meth:`load` imports once, choosing the engine.
+
+    ``load()`` keeps the engine's C functions (kcodec/codec.h) in ``_capsule``
+    where the library provides them, and leaves it None where the Python
+    methods do the work.
+    """
+
+    _capsule: Any = None
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # Library handles and per-thread contexts are not picklable; a fresh instance reloads them.
+        return (type(self), ())
+
+    def native_codec(self) -> Any:
+        """The C functions of the engine :meth:`load` chose; None where the Python methods do the work."""
+        self.load()
+        return self._capsule
+
+    @property
+    def native(self) -> bool:
+        """Whether frames are coded by C functions (:meth:`native_codec` is not None)."""
+        return self.native_codec() is not None
 
 
 def _native_level(level: Optional[int]) -> int:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import struct
 from types import ModuleType
-from typing import Any, List, Optional, Tuple, cast
+from typing import List, Optional, cast
 
 from kcodec._native.codecs import gzip_native_codec
 from kcodec.compression._lib import byte_view, import_library, library_version
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, _LibraryCodec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
 __all__ = ["GzipCodec", "JAVA_GZIP_HEADER"]
@@ -54,7 +54,7 @@ def _skip_zero_terminated(view: memoryview, pos: int) -> int:
     raise _NotAHeader(_EOF, n)
 
 
-class GzipCodec(Codec):
+class GzipCodec(_LibraryCodec):
     """gzip as Kafka writes and reads it; levels 1-9 or -1 (zlib's default, 6)."""
 
     id = 1
@@ -72,11 +72,6 @@ class GzipCodec(Codec):
 
     def __init__(self) -> None:
         self._engine: Optional[ModuleType] = None
-        self._capsule: Any = None
-
-    def __reduce__(self) -> Tuple[Any, ...]:
-        # Library handles are not picklable; a fresh instance reloads them.
-        return (type(self), ())
 
     # -- engine hooks ---------------------------------------------------------
     def engine_level(self, level: int) -> int:
@@ -94,11 +89,6 @@ class GzipCodec(Codec):
             else:
                 self._deflate = self._engine_deflate
             self._engine = engine  # last: another thread takes a loaded codec as ready
-
-    def native_codec(self) -> Any:
-        """zlib through kcodec's C functions (kcodec/codec.h); None for another engine."""
-        self.load()
-        return self._capsule
 
     @property
     def backend(self) -> str:

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union, cast
 
 from kcodec._native.codecs import lz4_frame_compress, lz4_frame_decompress, lz4_native_codec, lz4_scan, xxh32
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, _LibraryCodec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
 __all__ = ["Lz4Codec", "LZ4_FRAME_HEADER", "LZ4_FRAME_HEADER_V0", "LZ4_BLOCK_SIZE", "LZ4_HC_MAX_LEVEL"]
@@ -57,7 +57,7 @@ _LE32 = struct.Struct("<I")
 _RAW = 0x80000000
 
 
-class Lz4Codec(Codec):
+class Lz4Codec(_LibraryCodec):
     """LZ4 in Kafka's frame; levels 1-17 (9 = fast compressor, others LZ4HC)."""
 
     id = 3
@@ -71,11 +71,6 @@ class Lz4Codec(Codec):
         self._lz4: Optional[ModuleType] = None
         self._block: Any = None
         self._native: Optional[Tuple[int, int, int]] = None
-        self._capsule: Any = None
-
-    def __reduce__(self) -> Tuple[Any, ...]:
-        # Library handles are not picklable; a fresh instance reloads them.
-        return (type(self), ())
 
     def load(self) -> None:
         # The engine is chosen here, once: liblz4's functions when python-lz4's
@@ -90,17 +85,6 @@ class Lz4Codec(Codec):
             else:
                 self._frame, self._unframe = self._block_frame, self._block_unframe
             self._lz4 = lz4  # last: another thread takes a loaded codec as ready
-
-    def native_codec(self) -> Any:
-        """liblz4's frame functions (kcodec/codec.h), where python-lz4's extension exports liblz4."""
-        self.load()
-        return self._capsule
-
-    @property
-    def native(self) -> bool:
-        """Whether frames are coded in one native call (liblz4 found in python-lz4's extension)."""
-        self.load()
-        return self._native is not None
 
     @property
     def backend(self) -> str:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import struct
 from types import ModuleType
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional
 
 from kcodec._native.codecs import alloc_bytes, snappy_native_codec, snappy_scan
 from kcodec.compression._lib import byte_view, import_library, library_version
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, _LibraryCodec, _native_of
 from kcodec.errors import CodecLibraryMissingError, CorruptCompressedDataError
 
 __all__ = ["SnappyCodec", "SNAPPY_JAVA_HEADER", "SNAPPY_JAVA_BLOCK_SIZE"]
@@ -37,7 +37,7 @@ SNAPPY_JAVA_BLOCK_SIZE = 32768
 _BE32 = struct.Struct(">I")
 
 
-class SnappyCodec(Codec):
+class SnappyCodec(_LibraryCodec):
     """snappy framed as snappy-java (Kafka's Java client) frames it; no levels."""
 
     id = 2
@@ -49,12 +49,7 @@ class SnappyCodec(Codec):
         # set by load(), which every call runs first
         self._compress_block: Callable[[Any], Any]
         self._decompress_into: Callable[[memoryview, memoryview], int]
-        self._capsule: Any = None
         self._errors: tuple = ()
-
-    def __reduce__(self) -> Tuple[Any, ...]:
-        # Library handles are not picklable; a fresh instance reloads them.
-        return (type(self), ())
 
     def load(self) -> None:
         if self._module is not None:
@@ -94,11 +89,6 @@ class SnappyCodec(Codec):
         """``cramjam <version>`` or ``snappy <version>`` (python-snappy before 0.7)."""
         self.load()
         return library_version(self._module)
-
-    def native_codec(self) -> Any:
-        """snappy's frame functions (kcodec/codec.h) with cramjam; None with python-snappy before 0.7."""
-        self.load()
-        return self._capsule
 
     def compress(self, data: Buffer, level: Optional[int] = None, magic: int = 2) -> bytes:
         self.check_magic(magic)

@@ -46,7 +46,7 @@ from kcodec._native.codecs import (
     zstd_without_empty_blocks,
 )
 from kcodec.compression._lib import byte_view, import_library, library_version, native_library
-from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, Codec, _native_of
+from kcodec.compression.base import DEFAULT_MAX_DECOMPRESSED_SIZE, Buffer, _LibraryCodec, _native_of
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
 
 __all__ = ["ZstdCodec", "ZSTD_WINDOW_LOG_MAX"]
@@ -58,7 +58,7 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CACHED_LEVELS = 4
 
 
-class ZstdCodec(Codec):
+class ZstdCodec(_LibraryCodec):
     """zstd in one streaming frame, as Kafka's Java client writes it; levels -131072..22."""
 
     id = 4
@@ -72,17 +72,12 @@ class ZstdCodec(Codec):
     def __init__(self) -> None:
         self._zstd: Optional[ModuleType] = None
         self._native: Optional[Tuple[int, ...]] = None
-        self._capsule: Any = None
         # the engine, chosen by load(), which every call runs first
         self._frame: Callable[[memoryview, int], bytes]
         self._decode_frame: Callable[..., Any]
         # Compression and decompression contexts are costly to create and
         # not safe to share between threads: one set per thread.
         self._local = threading.local()
-
-    def __reduce__(self) -> Tuple[Any, ...]:
-        # Library handles and per-thread contexts are not picklable; a fresh instance reloads them.
-        return (type(self), ())
 
     def load(self) -> None:
         # The engine is chosen here, once: libzstd's functions called directly
@@ -98,17 +93,6 @@ class ZstdCodec(Codec):
                 self._frame, self._decode_frame = self._stream_compress, self._api_decode
             self._native = native
             self._zstd = zstd  # last: another thread takes a loaded codec as ready
-
-    def native_codec(self) -> Any:
-        """libzstd's functions (kcodec/codec.h), where python-zstandard's extension exports them."""
-        self.load()
-        return self._capsule
-
-    @property
-    def native(self) -> bool:
-        """Whether libzstd is called directly (its functions found in python-zstandard's CFFI extension)."""
-        self.load()
-        return self._native is not None
 
     @property
     def backend(self) -> str:

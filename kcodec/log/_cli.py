@@ -14,12 +14,23 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from kcodec.log.cluster_metadata import ClusterMetadata, TopicPolicy
 
-__all__ = ["add_target_arguments", "target_partitions", "storage_options", "METADATA_TOPIC",
+__all__ = ["add_partition_command", "add_target_arguments", "target_partitions", "storage_options", "METADATA_TOPIC",
            "add_metadata_log_argument", "metadata_log", "topic_policy", "partition_policy",
            "add_storage_option_argument", "read_metadata_log"]
 
 #: ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft metadata log's topic, never rewritten.
 METADATA_TOPIC = "__cluster_metadata"
+
+
+def add_partition_command(subparsers: Any, name: str, *, help: str, description: str,
+                          metadata_log: bool = False) -> argparse.ArgumentParser:
+    """Register ``kcodec NAME``, a command over partitions: PATH..., ``--topic`` and ``--storage-option``,
+    and ``--metadata-log`` where the command takes topic configs from it."""
+    p = subparsers.add_parser(name, help=help, description=description)
+    add_target_arguments(p)
+    if metadata_log:
+        add_metadata_log_argument(p)
+    return p
 
 
 def add_target_arguments(p: argparse.ArgumentParser, *, many: bool = True) -> None:

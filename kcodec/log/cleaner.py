@@ -374,15 +374,13 @@ _SETTINGS = (
 
 def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec compact``."""
-    from kcodec.log._cli import add_metadata_log_argument, add_target_arguments
-    p = subparsers.add_parser(
-        "compact", help="compact partitions as Kafka's log cleaner does",
+    from kcodec.log._cli import add_partition_command
+    p = add_partition_command(
+        subparsers, "compact", metadata_log=True, help="compact partitions as Kafka's log cleaner does",
         description="One round of Kafka's log cleaner on each partition: the latest record of each key is kept, "
                     "offsets unchanged, tombstones until delete.retention.ms. Settings come from the flags, else "
                     "from --metadata-log (the topic's own), else Kafka's defaults. A log directory that a running "
                     "broker holds locked is refused.")
-    add_target_arguments(p)
-    add_metadata_log_argument(p)
     defaults = CleanerConfig()
     for name, config, kind, text in _SETTINGS:
         p.add_argument("--" + config.replace(".", "-"), dest=name, type=kind, default=None,

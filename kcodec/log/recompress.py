@@ -354,14 +354,13 @@ def swap_in(ops: FileOps, log_dir: str, seg: SegmentInfo, res: SegmentResult, dr
 
 def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec recompress``."""
-    from kcodec.log._cli import add_target_arguments
-    p = subparsers.add_parser(
-        "recompress", help="rewrite the segments of partitions with another codec",
+    from kcodec.log._cli import add_partition_command
+    p = add_partition_command(
+        subparsers, "recompress", help="rewrite the segments of partitions with another codec",
         description="Rewrite every batch of the given partitions with another codec (and level, or magic), "
                     "keeping offsets, timestamps and producer state; each segment is read back and compared (unless "
                     "--no-verify) before it is swapped in, and its indexes are rebuilt. Takes the log directory's "
                     "lock.")
-    add_target_arguments(p)
     p.add_argument("--codec", required=True, help="none, gzip, snappy, lz4 or zstd")
     p.add_argument("--level", type=int, default=None, help="codec level (Kafka's ranges; default: Kafka's)")
     p.add_argument("--to-magic", type=int, choices=(2,), default=None,

@@ -251,17 +251,16 @@ def _retain(ops: FileOps, log_dir: str, policy: RetentionPolicy, now: int, *, dr
 
 def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec retain``."""
-    from kcodec.log._cli import add_metadata_log_argument, add_target_arguments
-    p = subparsers.add_parser(
-        "retain", help="delete a partition's oldest segments by the retention limits you give",
+    from kcodec.log._cli import add_partition_command
+    p = add_partition_command(
+        subparsers, "retain", metadata_log=True,
+        help="delete a partition's oldest segments by the retention limits you give",
         description="Delete the oldest segments of each partition, as a broker's retention would, by the limits "
                     "given and no other: --retention-ms, --retention-bytes, --log-start-offset, or each topic's own "
                     "retention.ms, retention.bytes and cleanup.policy from --metadata-log. At least one is "
                     "required; a size limit alone applies no time limit; a flag wins over the metadata log. "
                     "The newest segment is never deleted. "
                     "A log directory that a running broker holds locked is refused.")
-    add_target_arguments(p)
-    add_metadata_log_argument(p)
     p.add_argument("--retention-ms", type=int, default=None, metavar="MS",
                    help="delete segments whose newest timestamp is more than MS before now; -1 disables")
     p.add_argument("--retention-bytes", type=int, default=None, metavar="BYTES",

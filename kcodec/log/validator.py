@@ -36,15 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from kcodec.compression import CompressionType, TimestampType
-from kcodec.errors import (
-    CorruptCompressedDataError,
-    CorruptRecordError,
-    InvalidRecordError,
-    KcodecError,
-    LimitExceededError,
-    RecordBuilderError,
-    UnsupportedCodecError,
-)
+from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError, UnsupportedCodecError
 from kcodec.records import batch_header, message_header
 from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_entries
 from kcodec.records.rebuild import rebuild_batch
@@ -144,10 +136,11 @@ def _from_reader_error(exc: Exception, tp: str, **ctx: Any) -> RecordValidationE
         # Java throws IllegalArgumentException("Unknown compression type id") here; kcodec
         # answers with the code a client can act on.
         return RecordValidationError("UNSUPPORTED_COMPRESSION_TYPE", msg, **ctx)
-    # A codec failure is a KafkaException("Failed to decompress record stream") in Java,
-    # which the broker reports as UNKNOWN_SERVER_ERROR; builder refusals are
-    # IllegalArgumentExceptions and end the same way.
-    if isinstance(exc, (CorruptCompressedDataError, LimitExceededError, RecordBuilderError, KcodecError)):
+    # A codec failure (CorruptCompressedDataError, LimitExceededError) is a
+    # KafkaException("Failed to decompress record stream") in Java, which the broker
+    # reports as UNKNOWN_SERVER_ERROR; builder refusals (RecordBuilderError) are
+    # IllegalArgumentExceptions and end the same way, as does every other KcodecError.
+    if isinstance(exc, KcodecError):
         return RecordValidationError("UNKNOWN_SERVER_ERROR", msg, **ctx)
     return RecordValidationError("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}", **ctx)
 
