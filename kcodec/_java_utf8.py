@@ -21,6 +21,17 @@ def _cont(b: int) -> bool:
     return (b & 0xC0) == 0x80
 
 
+# The checks of a sequence's second byte, named after the JDK's String.isMalformed3_2 and
+# isMalformed4_2: a bad second byte makes Java resume right after the lead byte.
+def _malformed3_2(b1: int, b2: int) -> bool:
+    return (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2)  # overlong, or not a continuation
+
+
+def _malformed4_2(b1: int, b2: int) -> bool:
+    return (b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF)  # past U+10FFFF, or overlong
+            or (b1 == 0xF4 and (b2 & 0xF0) != 0x80) or not _cont(b2))
+
+
 def decode(data: bytes) -> str:
     """``data`` decoded as JDK 17's ``String(byte[], UTF_8)`` decodes it."""
     try:
@@ -37,40 +48,35 @@ def decode(data: bytes) -> str:
         if b1 < 0x80:
             put(chr(b1))
         elif 0xC2 <= b1 <= 0xDF:  # two bytes
-            if i < n:
-                if _cont(data[i]):
-                    put(chr(((b1 & 0x1F) << 6) | (data[i] & 0x3F)))
-                    i += 1
-                else:
-                    put(_REPL)
-                continue
-            put(_REPL)
-            break
+            if i < n and _cont(data[i]):
+                put(chr(((b1 & 0x1F) << 6) | (data[i] & 0x3F)))
+                i += 1
+            else:
+                put(_REPL)
         elif 0xE0 <= b1 <= 0xEF:  # three bytes
             if i + 1 < n:
                 b2, b3 = data[i], data[i + 1]
-                if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) or not _cont(b3):
+                if _malformed3_2(b1, b2):
                     put(_REPL)
-                    # Java resumes after the lead, or after the lead and a good second byte.
-                    i += 0 if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) else 1
+                elif not _cont(b3):  # Java resumes after the lead and the good second byte
+                    put(_REPL)
+                    i += 1
                 else:
                     c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
                     put(_REPL if 0xD800 <= c <= 0xDFFF else chr(c))
                     i += 2
                 continue
-            if i < n and ((b1 == 0xE0 and (data[i] & 0xE0) == 0x80) or not _cont(data[i])):
-                put(_REPL)
-                continue
+            # The input ends inside the sequence: a good second byte goes into the one replacement.
             put(_REPL)
-            break
+            if i < n and not _malformed3_2(b1, data[i]):
+                break
         elif 0xF0 <= b1 <= 0xF7:  # four bytes
             if i + 2 < n:
                 b2, b3, b4 = data[i], data[i + 1], data[i + 2]
                 uc = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
                 if not (_cont(b2) and _cont(b3) and _cont(b4)) or not 0x10000 <= uc <= 0x10FFFF:
                     put(_REPL)
-                    if (b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF)
-                            or (b1 == 0xF4 and (b2 & 0xF0) != 0x80) or not _cont(b2)):
+                    if _malformed4_2(b1, b2):
                         pass  # resume after the lead
                     elif not _cont(b3):
                         i += 1
@@ -80,15 +86,13 @@ def decode(data: bytes) -> str:
                     put(chr(uc))
                     i += 3
                 continue
-            if b1 > 0xF4 or (i < n and ((b1 == 0xF0 and not 0x90 <= data[i] <= 0xBF)
-                                        or (b1 == 0xF4 and (data[i] & 0xF0) != 0x80) or not _cont(data[i]))):
-                put(_REPL)
-                continue
-            i += 1
+            # The input ends inside the sequence: a good second byte, and a third that is a
+            # continuation, go into the one replacement.
             put(_REPL)
-            if i < n and not _cont(data[i]):
-                continue
-            break
+            if i < n and not _malformed4_2(b1, data[i]):
+                i += 1
+                if i < n and _cont(data[i]):
+                    break
         else:
             put(_REPL)
     return "".join(out)
