@@ -46,11 +46,21 @@ def cli_rst(parser: argparse.ArgumentParser) -> List[str]:
             lines += [_escape(sub.description), ""]
         usage = sub.format_usage().replace("usage: ", "", 1).rstrip()
         lines += [".. code-block:: text", ""] + ["   " + u for u in usage.splitlines()] + [""]
-        for action in sub._actions:
-            if isinstance(action, argparse._HelpAction):
+        for group in sub._action_groups:
+            actions = [a for a in group._group_actions if not isinstance(a, argparse._HelpAction)]
+            if not actions:
                 continue
-            lines += [f"``{_flag(action)}``", "   " + _escape(action.help or ""), ""]
+            if group.title not in _UNTITLED:  # a command's own groups, as its --help shows them
+                lines += [f".. rubric:: {_escape(group.title[:1].upper() + group.title[1:])}", ""]
+                if group.description:
+                    lines += [_escape(group.description[:1].upper() + group.description[1:]) + ".", ""]
+            for action in actions:
+                lines += [f"``{_flag(action)}``", "   " + _escape(action.help or ""), ""]
     return lines
+
+
+# argparse's default groups: their flags are listed without a heading
+_UNTITLED = ("options", "optional arguments", "positional arguments")
 
 
 class KcodecCli(SphinxDirective):

@@ -30,110 +30,125 @@ _PRICE_FLAGS = {
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="*", metavar="input",
+    # Grouped by what an operator decides with them, so that --help reads as the steps of a run.
+    from kcodec.advise.platforms import DEFAULT_PLATFORM, PLATFORMS
+    from kcodec.log._cli import add_metadata_log_argument, add_storage_option_argument
+
+    g = p.add_argument_group("what to read")
+    g.add_argument("inputs", nargs="*", metavar="input",
                    help="broker log directories (log.dirs), or Parquet/JSON with key/value columns "
                         "(default: generate a realistic sample of three topics)")
-    p.add_argument("--format", dest="input_format", help="input format: kafka-log, parquet or json")
-    from kcodec.log._cli import add_storage_option_argument
-
-    add_storage_option_argument(p)
-    p.add_argument("--bootstrap-server", help="read a bounded sample from a live cluster, HOST:PORT")
-    p.add_argument("--topic", help="only the topics this regular expression matches whole (every input kind)")
-    p.add_argument("--timestamp-unit", choices=("s", "ms", "us", "ns"),
+    g.add_argument("--format", dest="input_format", help="input format: kafka-log, parquet or json")
+    add_storage_option_argument(g)
+    g.add_argument("--bootstrap-server", help="read a bounded sample from a live cluster, HOST:PORT")
+    g.add_argument("--topic", help="only the topics this regular expression matches whole (every input kind)")
+    g.add_argument("--timestamp-unit", choices=("s", "ms", "us", "ns"),
                    help="for Parquet/JSON records whose timestamp is a number: seconds, milliseconds, "
                         "microseconds or nanoseconds since the epoch (default: detected when every sampled value "
                         "is a date between 1990 and 2100 in one unit, else this flag is required)")
-    p.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")
-    p.add_argument("--codecs", default=DEFAULT_CODECS, help=f"codecs and levels (default {DEFAULT_CODECS})")
-    p.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES,
-                   help=f"producer batch.size values (default {DEFAULT_BATCH_SIZES})")
-    p.add_argument("--linger-ms", dest="lingers", default=DEFAULT_LINGERS,
-                   help=f"producer linger.ms values (default {DEFAULT_LINGERS})")
-    p.add_argument("--sample", default=DEFAULT_SAMPLE,
+    g.add_argument("--sample", default=DEFAULT_SAMPLE,
                    help=f"bytes sampled per topic from logs or a cluster (default {DEFAULT_SAMPLE})")
-    p.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
-    p.add_argument("--records", type=int, default=100_000, help="sample size when generating (default 100000)")
-    p.add_argument("--seed", type=int, default=7,
+    g.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
+    g.add_argument("--fetch-retry-s", type=float, default=30.0,
+                   help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "
+                        "below the high watermark with no records, before calling the partition unreadable "
+                        "(default 30)")
+    add_metadata_log_argument(g)
+
+    g = p.add_argument_group("the generated sample", "with no input: three topics of realistic records")
+    g.add_argument("--records", type=int, default=100_000, help="sample size when generating (default 100000)")
+    g.add_argument("--seed", type=int, default=7,
                    help="random seed of the generated sample; the same seed gives the same records (default 7)")
-    p.add_argument("--current-codec", default="none",
+
+    g = p.add_argument_group("today's settings, for record inputs",
+                             "Parquet and JSON hold records, not batches: how they are produced today")
+    g.add_argument("--current-codec", default="none",
                    help="for record inputs (no batches): compression.type used today (default none)")
-    p.add_argument("--current-batch-size", default="16k", help="for record inputs: batch.size today (default 16k)")
-    p.add_argument("--current-linger-ms", default="5", help="for record inputs: linger.ms today (default 5)")
-    p.add_argument("--current-size", help="today's stored size of all the data, e.g. 40TB or 40TiB, to project")
-    p.add_argument("--partitions", type=int, default=1, help="for record inputs: partitions per topic (default 1)")
-    from kcodec.advise.platforms import DEFAULT_PLATFORM, PLATFORMS
+    g.add_argument("--current-batch-size", default="16k", help="for record inputs: batch.size today (default 16k)")
+    g.add_argument("--current-linger-ms", default="5", help="for record inputs: linger.ms today (default 5)")
+    g.add_argument("--partitions", type=int, default=1, help="for record inputs: partitions per topic (default 1)")
+    g.add_argument("--current-size", help="today's stored size of all the data, e.g. 40TB or 40TiB, to project")
 
-    p.add_argument("--platform", default=DEFAULT_PLATFORM,
-                   help="whose bill to price: " + "; ".join(f"{k}, {v.title}" for k, v in PLATFORMS.items())
-                        + f" (default {DEFAULT_PLATFORM}); every price is still a flag")
-    p.add_argument("--prices", help="JSON file of prices and per-topic retention, replication, consumers")
-    p.add_argument("--count-consumer-groups", action="store_true",
-                   help="with --bootstrap-server: count the consumer groups with committed offsets on each topic "
-                        "(ListGroups and OffsetFetch, read only) and price that many reads")
-    from kcodec.log._cli import add_metadata_log_argument
-
-    add_metadata_log_argument(p)
-    for flag, (_, text) in _PRICE_FLAGS.items():
-        p.add_argument(flag, type=float, help=text)
-    p.add_argument("--min-compress-mbps", type=float, default=50.0,
-                   help="leave out settings that build batches slower than this, in MB of key, value and header "
-                        "bytes per CPU second of one core (kcodec's CPU model; default 50)")
-    p.add_argument("--min-read-mbps", type=float, default=100.0,
-                   help="leave out settings whose batches a consumer reads slower than this, in MB per CPU second "
-                        "of one core (kcodec's CPU model; default 100)")
-    p.add_argument("--max-linger-ms", type=float, default=100.0,
-                   help="the latency budget: the most linger.ms a recommendation may add to each send, in ms "
-                        "(default 100)")
-    p.add_argument("--knee", default="0.9",
-                   help="the knee: recommend the smallest linger.ms, then batch.size, whose saving is at least "
-                        "this share of the best saving within the budget, e.g. 0.9 or 90%% (default 0.9; 1 picks "
-                        "the cheapest)")
-    p.add_argument("--min-saving", default="0.05",
-                   help="share of today's $/month a change must save, e.g. 0.05 or 5%% (default 0.05)")
-    p.add_argument("--cpu-cost", choices=("model", "measured"), default="model",
-                   help="CPU in the bill and the speed limits: kcodec's CPU model of its builder and reader, the "
-                        "same on every run (default), or this run's measured thread CPU time, which moves with "
-                        "the machine's load")
-    p.add_argument("--producer-partitions", type=int,
-                   help="partitions one producer writes to, for the memory its batches hold (default: the "
-                        "topic's partitions)")
-    p.add_argument("--buffer-memory", default="32m",
-                   help="the producers' buffer.memory, which holds a batch.size per partition (default 32m, "
-                        "Kafka's default)")
-    p.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
-    p.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
-    p.add_argument("--choose", help="setting to use instead of the recommended one, e.g. zstd:3@256k/5ms")
-    p.add_argument("--producer-client", choices=("java", "librdkafka", "auto"), default="auto",
+    g = p.add_argument_group("the settings tried")
+    g.add_argument("--codecs", default=DEFAULT_CODECS, help=f"codecs and levels (default {DEFAULT_CODECS})")
+    g.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES,
+                   help=f"producer batch.size values (default {DEFAULT_BATCH_SIZES})")
+    g.add_argument("--linger-ms", dest="lingers", default=DEFAULT_LINGERS,
+                   help=f"producer linger.ms values (default {DEFAULT_LINGERS})")
+    g.add_argument("--producer-client", choices=("java", "librdkafka", "auto"), default="auto",
                    help="whose batching rules the replay follows and whose configuration names are printed: "
                         "java (estimated compressed fill, compression.<codec>.level) or librdkafka (uncompressed "
                         "fill, batch.num.messages, compression.level); auto tells them apart by the batches' "
                         "framing, else java (default auto)")
-    p.add_argument("--producers", type=int, default=1,
+    g.add_argument("--producers", type=int, default=1,
                    help="producers writing each partition, for batches without a producer id (non-idempotent "
                         "producers write -1); idempotent producers' ids are counted from the batches (default 1)")
-    p.add_argument("--fetch-retry-s", type=float, default=30.0,
-                   help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "
-                        "below the high watermark with no records, before calling the partition unreadable "
-                        "(default 30)")
-    p.add_argument("--top", type=int, default=20,
-                   help="estates of two or more topics: how many topics the summary lists by saving (default 20)")
-    p.add_argument("--all-topics", action="store_true",
-                   help="print every topic's detail before the estate summary (the summary alone by default)")
-    p.add_argument("--group-by", metavar="REGEX",
-                   help="also price one setting per group of topics: the regex's first group (else its match) "
-                        "in the topic name is the group, e.g. '^([^.]+)\\.' for the prefix before a dot")
-    p.add_argument("--same-setting-within", type=float, default=0.02, metavar="SHARE",
-                   help="topics whose best settings cost within their estimates' uncertainty of each other, and "
-                        "at least this share of their $/month, get one setting (default 0.02)")
-    p.add_argument("--min-span-hours", type=float, default=1.0,
+    g.add_argument("--choose", help="setting to use instead of the recommended one, e.g. zstd:3@256k/5ms")
+
+    g = p.add_argument_group("what a recommendation may cost",
+                             "settings past these limits are left out; the rule picks among the rest")
+    g.add_argument("--max-linger-ms", type=float, default=100.0,
+                   help="the latency budget: the most linger.ms a recommendation may add to each send, in ms "
+                        "(default 100)")
+    g.add_argument("--producer-partitions", type=int,
+                   help="partitions one producer writes to, for the memory its batches hold (default: the "
+                        "topic's partitions)")
+    g.add_argument("--buffer-memory", default="32m",
+                   help="the producers' buffer.memory, which holds a batch.size per partition (default 32m, "
+                        "Kafka's default)")
+    g.add_argument("--min-compress-mbps", type=float, default=50.0,
+                   help="leave out settings that build batches slower than this, in MB of key, value and header "
+                        "bytes per CPU second of one core (kcodec's CPU model; default 50)")
+    g.add_argument("--min-read-mbps", type=float, default=100.0,
+                   help="leave out settings whose batches a consumer reads slower than this, in MB per CPU second "
+                        "of one core (kcodec's CPU model; default 100)")
+    g.add_argument("--cpu-cost", choices=("model", "measured"), default="model",
+                   help="CPU in the bill and the speed limits: kcodec's CPU model of its builder and reader, the "
+                        "same on every run (default), or this run's measured thread CPU time, which moves with "
+                        "the machine's load")
+    g.add_argument("--knee", default="0.9",
+                   help="the knee: recommend the smallest linger.ms, then batch.size, whose saving is at least "
+                        "this share of the best saving within the budget, e.g. 0.9 or 90%% (default 0.9; 1 picks "
+                        "the cheapest)")
+    g.add_argument("--min-saving", default="0.05",
+                   help="share of today's $/month a change must save, e.g. 0.05 or 5%% (default 0.05)")
+
+    g = p.add_argument_group("the bill")
+    g.add_argument("--platform", default=DEFAULT_PLATFORM,
+                   help="whose bill to price: " + "; ".join(f"{k}, {v.title}" for k, v in PLATFORMS.items())
+                        + f" (default {DEFAULT_PLATFORM}); every price is still a flag")
+    g.add_argument("--prices", help="JSON file of prices and per-topic retention, replication, consumers")
+    g.add_argument("--count-consumer-groups", action="store_true",
+                   help="with --bootstrap-server: count the consumer groups with committed offsets on each topic "
+                        "(ListGroups and OffsetFetch, read only) and price that many reads")
+    for flag, (_, text) in _PRICE_FLAGS.items():
+        g.add_argument(flag, type=float, help=text)
+    g.add_argument("--bytes-per-day", metavar="SIZE",
+                   help="bytes the producers of each topic send a day, e.g. 120GB, instead of the measured rate")
+    g.add_argument("--volumes", metavar="FILE",
+                   help="bytes per day per topic, one 'topic,SIZE' a line (wins over --bytes-per-day)")
+    g.add_argument("--min-span-hours", type=float, default=1.0,
                    help="a topic whose timestamps span less (a burst, a new topic) is not priced: give its "
                         "volume (default 1)")
-    p.add_argument("--bytes-per-day", metavar="SIZE",
-                   help="bytes the producers of each topic send a day, e.g. 120GB, instead of the measured rate")
-    p.add_argument("--volumes", metavar="FILE",
-                   help="bytes per day per topic, one 'topic,SIZE' a line (wins over --bytes-per-day)")
-    p.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+    g = p.add_argument_group("estates of many topics")
+    g.add_argument("--top", type=int, default=20,
+                   help="estates of two or more topics: how many topics the summary lists by saving (default 20)")
+    g.add_argument("--all-topics", action="store_true",
+                   help="print every topic's detail before the estate summary (the summary alone by default)")
+    g.add_argument("--group-by", metavar="REGEX",
+                   help="also price one setting per group of topics: the regex's first group (else its match) "
+                        "in the topic name is the group, e.g. '^([^.]+)\\.' for the prefix before a dot")
+    g.add_argument("--same-setting-within", type=float, default=0.02, metavar="SHARE",
+                   help="topics whose best settings cost within their estimates' uncertainty of each other, and "
+                        "at least this share of their $/month, get one setting (default 0.02)")
+
+    g = p.add_argument_group("report and run")
+    g.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
+    g.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
+    g.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")
+    g.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -42,7 +42,7 @@ def add_target_arguments(p: argparse.ArgumentParser, *, many: bool = True) -> No
     add_storage_option_argument(p)
 
 
-def add_storage_option_argument(p: argparse.ArgumentParser) -> None:
+def add_storage_option_argument(p: "argparse._ActionsContainer") -> None:
     p.add_argument("--storage-option", metavar="KEY=VALUE", action="append", default=[],
                    help="an fsspec storage option for URLs (repeatable; VALUE may be JSON), "
                         "e.g. endpoint_url=http://127.0.0.1:9000")
@@ -83,7 +83,7 @@ def target_partitions(args: Any) -> List[Partition]:
     return out
 
 
-def add_metadata_log_argument(p: argparse.ArgumentParser) -> None:
+def add_metadata_log_argument(p: "argparse._ActionsContainer") -> None:
     p.add_argument("--metadata-log", metavar="DIR", default=None,
                    help="the KRaft metadata log directory (__cluster_metadata-0) whose topic configs are used; "
                         "a path or a URL")
