@@ -451,6 +451,7 @@ def fixed_cost_report(costs: Dict[str, Dict[str, float]]) -> str:
         for name, t in us.items():
             extra = "" if name == "decode" else f"  +{t - us['decode']:.2f}"
             lines.append(f"    {name:<24} {t:>8.2f}{extra}")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------
