@@ -48,6 +48,24 @@ def test_cut_batches_are_the_batches_built_one_by_one(codec, level):
     assert read["offset"].to_pylist() == list(range(500))
 
 
+def test_a_batch_size_the_replay_asks_for_again_is_not_built_again(monkeypatch):
+    enc = BatchEncoder(_table())
+    built = []
+    batch = BatchEncoder.batch
+
+    def counting(self, a, b, codec, level):
+        built.append((a, b, codec, level))
+        return batch(self, a, b, codec, level)
+
+    monkeypatch.setattr(BatchEncoder, "batch", counting)
+    asked = [(0, 9, "zstd", 3), (9, 40, "zstd", 3), (0, 9, "zstd", 3), (0, 9, "zstd", 1), (0, 9, "lz4", None),
+             (9, 40, "zstd", 3)]
+    sizes = [enc.batch_bytes(*q) for q in asked]
+    assert built == [(0, 9, "zstd", 3), (9, 40, "zstd", 3), (0, 9, "zstd", 1), (0, 9, "lz4", None)]
+    assert sizes == [len(batch(enc, *q)) for q in asked]
+    assert sizes[0] != sizes[3] != sizes[4]  # each codec and level has its own sizes
+
+
 def test_cuts_must_cover_the_rows_in_order():
     enc = BatchEncoder(_table(10))
     cols = (10, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, 2 ** 31 - 1, 1.0, True)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
@@ -123,6 +123,19 @@ class BatchEncoder:
         if hdrs is not None and hdrs.null_count < n:
             self.hdrs, self.hkey, self.hval = header_specs(hdrs, refuse_null_entries=False)
         self.ts = np.ascontiguousarray(timestamps_ms(column(table, "timestamp"), n), dtype=np.int64)
+        self._sizes: Dict[Tuple[str, Any, int, int], int] = {}
+
+    def batch_bytes(self, a: int, b: int, codec: str, level) -> int:
+        """The size of records ``a:b`` as one batch, built once per codec and level.
+
+        The replay asks again and again: warming Java's ratio estimate replays the same records in
+        rounds, and the settings of one codec and level cut many of the same batches.
+        """
+        key = (codec, level, a, b)
+        size = self._sizes.get(key)
+        if size is None:
+            size = self._sizes[key] = len(self.batch(a, b, codec, level))
+        return size
 
     @staticmethod
     def _slice(spec, a: int, b: int):

@@ -83,9 +83,12 @@ def replay_starts(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: S
     sizes = cols["sizes"]
     learns = compressed and client.fill == "estimated"
 
+    # record bytes of a:b in two lookups: the replay asks for thousands of ranges
+    ends = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).tolist() if learns else []
+
     def ratio(a: int, b: int) -> float:
-        built = encoder.batch(a, b, setting.codec, setting.level)
-        return (len(built) - BATCH_OVERHEAD) / max(1, int(sizes[a:b].sum()))
+        built = encoder.batch_bytes(a, b, setting.codec, setting.level)
+        return (built - BATCH_OVERHEAD) / max(1, ends[b] - ends[a])
 
     estimate = warm_estimate(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, ratio,
                              client, sender) if learns else 1.0
