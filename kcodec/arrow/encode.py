@@ -100,7 +100,7 @@ def _encode(table: Any, options: EncodeOptions) -> Union[List[bytes], Iterator[b
 def _attributes(codec: Any, options: EncodeOptions) -> int:
     # DefaultRecordBatch.computeAttributes: the codec id, then the timestamp type and transactional bits.
     attributes = codec.id
-    if TimestampType(options.timestamp_type) == TimestampType.LOG_APPEND_TIME:
+    if options.timestamp_type == TimestampType.LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_MASK
     if options.is_transactional:
         attributes |= TRANSACTIONAL_MASK
@@ -125,7 +125,7 @@ def compressed_batches(encoded: Any, codec: Any, lvl: Optional[int],
     attributes = _attributes(codec, options)
     base_sequence = options.base_sequence
     log_append_time = (options.log_append_time
-                       if TimestampType(options.timestamp_type) == TimestampType.LOG_APPEND_TIME else None)
+                       if options.timestamp_type == TimestampType.LOG_APPEND_TIME else None)
     fields = (attributes, options.producer_id, options.producer_epoch)
     # Per batch: one slice, one compression call and one native call that
     # writes header, CRC and payload into the result.
