@@ -20,6 +20,8 @@ from kcodec.advise.replay import (
     form_batches,
     producer_groups,
 )
+from kcodec.advise.replay.accumulator import update_estimate
+from kcodec.advise.replay.client import LIBRDKAFKA_REQUEST_OVERHEAD
 from kcodec.records import RecordBatchBuilder
 
 BIG = 10 ** 9
@@ -55,6 +57,55 @@ def test_linger_5_java_counts_whole_milliseconds_librdkafka_from_the_first_recor
     assert _cut(ts, [100] * 10, BIG, 5, JAVA, sender["java"]) == [0, 5, 10]
     # librdkafka: 5 ms after the first record (0.5) plus 0.5: taken at 6.0, after the record at 5.5
     assert _cut(ts, [100] * 10, BIG, 5, LIBRDKAFKA, sender["librdkafka"]) == [0, 6, 10]
+
+
+def _one_record_at_a_time(ts, sizes, upper, batch_size, linger, client, estimate, close):
+    """The accumulator as its rules read: each record joins the open batch if it fits and arrives
+    before the sender takes the batch, else opens the next one."""
+    sender = SenderModel.default(client)
+    timed = linger is not None
+    arrival = arrival_ms(ts)
+    closes = sender.close_times(arrival, ts, float(linger)) if timed else None
+    estimated = client.fill == "estimated"
+    overhead = 61 if estimated else LIBRDKAFKA_REQUEST_OVERHEAD
+    own = sizes if estimated else upper - 61
+    most = client.max_records or len(sizes) + 1
+    starts, a = [], 0
+    while a < len(sizes):
+        starts.append(a)
+        factor = estimate * 1.05 if estimated else 1.0
+        limit = max(batch_size, int(upper[a])) if estimated else batch_size
+        b = a + 1
+        while (b < len(sizes) and b - a < most
+               and overhead + float(sizes[a:b].sum()) * factor + int(own[b]) <= limit
+               and (not timed or arrival[b] < closes[a])):
+            b += 1
+        if estimated:
+            estimate = update_estimate(estimate, close(a, b))
+        a = b
+    return starts + [len(sizes)]
+
+
+@pytest.mark.parametrize("client", [JAVA, LIBRDKAFKA], ids=["java", "librdkafka"])
+def test_the_replay_cuts_where_one_record_at_a_time_cuts(client):
+    # Short batches (tried one by one) and long ones (tried in windows of arrays) alike.
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        n = int(rng.integers(1, 600))
+        sizes = rng.integers(10, int(rng.choice([60, 600, 6000])), n)
+        ts = 1_700_000_000_000 + np.cumsum(rng.integers(0, int(rng.choice([1, 4, 30])), n))
+        upper = sizes + 61 + 21
+        batch_size = int(rng.choice([1024, 16384, 1 << 20]))
+        linger = [None, 0, 5, 100][trial % 4]
+        estimate = float(rng.choice([1.0, 0.4]))
+
+        def close(a, b):
+            return 0.2 + (a * 7 + b * 3) % 50 / 100
+
+        got = form_batches(ts, sizes, upper, batch_size, linger, compressed=True, close=close, client=client,
+                           estimate=estimate).tolist()
+        want = _one_record_at_a_time(ts, sizes, upper, batch_size, linger, client, estimate, close)
+        assert got == want, (trial, linger, batch_size)
 
 
 def test_calibration_finds_the_delay_that_cut_todays_batches():

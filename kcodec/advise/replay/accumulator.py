@@ -29,6 +29,7 @@ Everything works on numpy columns; the only loop is one step per batch.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Callable, List, Optional
 
@@ -148,33 +149,43 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
         overhead = LIBRDKAFKA_REQUEST_OVERHEAD
         nxt_size = upper - BATCH_OVERHEAD  # rd_kafka_msg_wire_size: the record's worst case
     max_records = client.max_records or n + 1
+    # The same values as Python numbers, for the per-batch steps: most batches of a short linger.ms
+    # hold a few records, where a NumPy call costs more than the arithmetic it does.
+    cum_l, next_l, upper_l = cum.tolist(), nxt_size.tolist(), upper.tolist()
+    arrival_l, closes_l = (arrival.tolist(), closes.tolist()) if timed else ([], [])
     a = 0
     while a < n:
         starts.append(a)
         factor = estimate * ESTIMATION_FACTOR if (compressed and estimated) else 1.0
-        limit = max(batch_size, int(upper[a])) if estimated else batch_size
+        limit = max(batch_size, upper_l[a]) if estimated else batch_size
         # Records a+1.. join while overhead + factor * (records so far) + their own size fits; past
         # ``hi`` even a 0-byte record would not.
         room = math.floor((limit - overhead) / factor)
-        hi = min(max(int(np.searchsorted(cum, int(cum[a]) + room, side="right")), a + 1), n, a + max_records)
-
-        def fits_at(cand):
-            ok = overhead + (cum[cand] - cum[a]) * factor + nxt_size[cand] <= limit
-            if timed:
-                ok &= arrival[cand] < closes[a]
-            return ok
-
-        b, lo, width = hi, a + 1, 16
-        if lo < hi and not fits_at(lo):
-            lo = b = a + 1  # the next record already starts a new batch: no arrays needed
-        # Look at the candidates in growing windows: a batch that linger closes early costs little.
-        while lo < hi:
-            cand = np.arange(lo, min(lo + width, hi))
-            stop = np.flatnonzero(~fits_at(cand))
-            if len(stop):
-                b = int(cand[stop[0]])
+        hi = min(max(bisect.bisect_right(cum_l, cum_l[a] + room), a + 1), n, a + max_records)
+        # b: the first record from a+1 that does not fit (hi if all do).  The first few are tried
+        # one by one, the rest in growing windows of arrays: a batch that linger closes early costs
+        # little.  Both compute overhead + factor * bytes + size <= limit in the same float64 steps.
+        b, base = hi, cum_l[a]
+        close_a = closes_l[a] if timed else 0.0
+        lo, scalar_end = a + 1, min(a + 17, hi)
+        while lo < scalar_end:
+            if (overhead + (cum_l[lo] - base) * factor + next_l[lo] > limit
+                    or (timed and not arrival_l[lo] < close_a)):
+                b = lo
                 break
-            lo, width = lo + width, width * 4
+            lo += 1
+        else:
+            width = 64
+            while lo < hi:
+                cand = np.arange(lo, min(lo + width, hi))
+                fits = overhead + (cum[cand] - base) * factor + nxt_size[cand] <= limit
+                if timed:
+                    fits &= arrival[cand] < close_a
+                stop = np.flatnonzero(~fits)
+                if len(stop):
+                    b = int(cand[stop[0]])
+                    break
+                lo, width = lo + width, width * 4
         if close is not None:
             ratio = close(a, b)
             if compressed and estimated:
