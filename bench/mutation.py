@@ -418,6 +418,46 @@ def read_equivalents(path: Path) -> Dict[Tuple[str, int, str, str, str], str]:
     return out
 
 
+def check_equivalents(path: Path, fix: bool) -> int:
+    """Entries of the equivalents file whose mutant no longer stands on their line, and where it stands now.
+
+    An edit above a listed line moves it; the entry then names no mutant and its mutant counts as a
+    survivor again.  With ``fix``, an entry whose change (operator, original, mutated) now stands on
+    exactly one line that no other entry names is moved there, its reason kept.  Returns how many
+    entries are left stale.
+    """
+    entries = read_equivalents(path)
+    stale = 0
+    moves: Dict[Tuple[str, int, str, str, str], int] = {}
+    for module in sorted({k[0] for k in entries}):
+        _, rel = module_path(module)
+        current = {m.key for m in make_mutants(module, ROOT / rel)}
+        listed = {k for k in entries if k[0] == module}
+        for key in sorted(listed - current):
+            free = sorted(k[1] for k in current - listed if k[2:] == key[2:])
+            if fix and len(free) == 1:
+                moves[key] = free[0]
+                print(f"{module}:{key[1]} -> line {free[0]}: {key[3]} -> {key[4]}")
+            else:
+                stale += 1
+                where = f"now on lines {free}" if free else "no longer made"
+                print(f"stale {module}:{key[1]}:{key[2]}:{key[3]} -> {key[4]} ({where})")
+    if moves:
+        out = []
+        for raw in path.read_text().splitlines():
+            body, sep, reason = raw.partition("  # ")
+            parts = body.split(":", 3)
+            if not raw.startswith("#") and len(parts) == 4 and parts[1].strip().isdigit():
+                original, _, mutated = parts[3].partition(" -> ")
+                key = (parts[0].strip(), int(parts[1]), parts[2], original.strip(), mutated.strip())
+                if key in moves:
+                    raw = f"{parts[0]}:{moves[key]}:{parts[2]}:{parts[3]}{sep}{reason}"
+            out.append(raw)
+        path.write_text("\n".join(out) + "\n")
+    print(f"{len(entries)} entries, {len(moves)} moved, {stale} stale")
+    return stale
+
+
 def make_scratch(tmp: Path) -> Path:
     scratch = tmp / "tree"
     shutil.copytree(ROOT / "kcodec", scratch / "kcodec",
@@ -451,11 +491,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
     ap.add_argument("--json", type=Path, help="write every mutant's outcome here")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
+    ap.add_argument("--check-equivalents", action="store_true",
+                    help="list the equivalents whose mutant is no longer on their line, and stop (exit 1 if any)")
+    ap.add_argument("--fix-equivalents", action="store_true",
+                    help="as --check-equivalents, and move each entry whose change now stands on one free line")
     args = ap.parse_args(argv)
     # stopped by a signal: unwind, so the running tests go and the scratch tree is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if args.report:
         return report(args.report, args.equivalents)
+    if args.check_equivalents or args.fix_equivalents:
+        return 1 if check_equivalents(args.equivalents, args.fix_equivalents) else 0
     if not args.modules or not (args.tests or args.list):
         ap.error("modules and --tests are required")
 
