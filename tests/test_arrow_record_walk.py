@@ -9,15 +9,13 @@ must give the same rows, or the same error, as the object path.
 """
 from __future__ import annotations
 
-import struct
-
 import pytest
 
 import kcodec
+from builders import batch_around
 from kcodec import KcodecError, read_batches
-from kcodec._native.primitives import crc32c, encode_varint, encode_varlong
-
-T0 = 1_700_000_000_000
+from kcodec._native.primitives import encode_varint, encode_varlong
+from kcodec.records import batch_header
 
 
 def _overlong(value: int, size: int) -> bytes:
@@ -79,16 +77,11 @@ SHAPES = {
 
 
 def _batch(records) -> bytes:
-    b = kcodec.RecordBatchBuilder()
-    b.append(b"k", b"v", T0)
-    buf = bytearray(b.build()[:61] + b"".join(records))
-    struct.pack_into(">i", buf, 8, len(buf) - 12)
-    struct.pack_into(">i", buf, 57, len(records))
-    return _fix_crc(buf)
+    return batch_around(b"".join(records), len(records), compression="none")
 
 
 def _fix_crc(buf: bytearray) -> bytes:
-    struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[21:]))
+    batch_header.seal(buf, 0, len(buf))
     return bytes(buf)
 
 
