@@ -40,9 +40,21 @@ class BucketServer:
     """An object-store server for the tests at ``endpoint``, run by ``proc``: its file system
     (``filesystem()``) and storage options."""
 
+    #: whether ``upload_dir`` issues its puts together (moto: in well under half the time)
+    concurrent_puts = True
+
     def __init__(self, endpoint: str, proc: subprocess.Popen) -> None:
         self.endpoint = endpoint
         self.proc = proc
+        self._fs = None
+
+    def filesystem(self):
+        """The tests' own client of the server (never fsspec's cached instance, which kcodec's calls
+        share), made once: each new one costs a client session, about 0.2 s of CPU, and the crash
+        tests upload a fresh copy of a partition before every crash point."""
+        if self._fs is None:
+            self._fs = self._new_filesystem()
+        return self._fs
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -53,14 +65,21 @@ class BucketServer:
             self.proc.wait()
 
     def upload_dir(self, local: str, url: str) -> None:
-        """Copy a local folder tree to ``url`` (scheme://bucket/prefix), one put per file."""
-        fs = self.filesystem()
+        """Copy a local folder tree to ``url`` (scheme://bucket/prefix), one put per file, the puts
+        issued together where the server takes them so (:attr:`concurrent_puts`)."""
         base = url.split("://", 1)[1].rstrip("/")
+        objects = {}
         for root, _dirs, files in os.walk(local):
             for name in files:
                 rel = os.path.relpath(os.path.join(root, name), local)
                 with open(os.path.join(root, name), "rb") as f:
-                    fs.pipe_file(f"{base}/{rel}", f.read())
+                    objects[f"{base}/{rel}"] = f.read()
+        fs = self.filesystem()
+        if self.concurrent_puts and objects:
+            fs.pipe(objects)
+        else:
+            for key, data in objects.items():
+                fs.pipe_file(key, data)
 
 
 class S3Server(BucketServer):
@@ -69,15 +88,17 @@ class S3Server(BucketServer):
         return {"key": KEY, "secret": SECRET, "endpoint_url": self.endpoint,
                 "client_kwargs": {"region_name": "us-east-1"}}
 
-    def filesystem(self):
+    def _new_filesystem(self):
         import s3fs
         return s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False, **self.storage_options)
 
     def new_bucket(self) -> str:
-        import boto3
         name = "kc-" + uuid.uuid4().hex[:12]
-        boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                     region_name="us-east-1").create_bucket(Bucket=name)
+        if getattr(self, "_client", None) is None:  # a boto3 client, like a file system, is costly to make
+            import boto3
+            self._client = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY,
+                                        aws_secret_access_key=SECRET, region_name="us-east-1")
+        self._client.create_bucket(Bucket=name)
         return name
 
 

@@ -34,6 +34,18 @@ def estate(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def local_advice(spark, s3, estate, tmp_path_factory):
+    """advise on the local estate, once for both tests: the reference profiles for the s3:// runs, and
+    what ``--write s3://...`` puts through the S3 server; (profiles, report folder, written URL)."""
+    out = tmp_path_factory.mktemp("local-advise")
+    url = f"s3://{s3.new_bucket()}/written"
+    opts = [f"--storage-option=key={KEY}", f"--storage-option=secret={SECRET}",
+            f"--storage-option=endpoint_url={s3.endpoint}"]
+    assert main(["advise", str(estate), "--write", url] + opts + FLAGS + ["--out", str(out)]) == 0
+    return _profiles(json.loads((out / "results.json").read_text())), out, url
+
+
 def _kafka_uuid() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
@@ -68,8 +80,8 @@ def _advise(args, out: Path, capsys):
     return _profiles(json.loads((out / "results.json").read_text()))
 
 
-def test_advise_on_s3_matches_local(spark, s3, estate, tmp_path, capsys):
-    local = _advise([str(estate)], tmp_path / "local", capsys)
+def test_advise_on_s3_matches_local(spark, s3, estate, local_advice, tmp_path, capsys):
+    local = local_advice[0]
     assert len(local) == 6 and sum(1 for p in local.values() if p["recommended"]) >= 3
     bucket = s3.new_bucket()
     s3.upload_dir(str(estate), f"s3://{bucket}/kafka")
@@ -99,17 +111,14 @@ def test_advise_names_a_missing_s3_input(s3, capsys):
     assert "--storage-option" in capsys.readouterr().err
 
 
-def test_advise_writes_each_topic_to_s3(spark, s3, estate, tmp_path, capsys):
+def test_advise_writes_each_topic_to_s3(spark, s3, estate, local_advice):
     """``--write s3://...`` puts each recommended topic's segments through the S3 server: the topic's
     records as Spark reads them from the local estate, in the recommended codec, read back from the bucket."""
     from kcodec import get_codec
     from kcodec.log import open_log_dir
 
-    bucket = s3.new_bucket()
-    opts = [f"--storage-option=key={KEY}", f"--storage-option=secret={SECRET}",
-            f"--storage-option=endpoint_url={s3.endpoint}"]
-    url = f"s3://{bucket}/written"
-    profiles = _advise([str(estate), "--write", url] + opts, tmp_path / "rep", capsys)
+    profiles, report, url = local_advice
+    assert SECRET not in (report / "results.json").read_text() + (report / "report.html").read_text()
     chosen = {t: p["recommended"]["codec"] for t, p in profiles.items() if p["recommended"]}
     assert chosen
     written = open_log_dir(url, storage_options=s3.storage_options)

@@ -16,6 +16,8 @@ SCRIPT = "<script>alert(1)</script>"
 ESCAPES = "\x1b[2J\x1b]0;owned\x07"
 
 
+# Spark in a process of its own (the whole command's output is checked): a Spark test all the same
+@pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_advise_with_hostile_topics(tmp_path):
     pytest.importorskip("pyspark")
