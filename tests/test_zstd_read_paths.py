@@ -37,8 +37,8 @@ class _Context:
 
 
 class _Reader:
-    def __init__(self, real: Any, calls: List[Tuple[Any, ...]]) -> None:
-        self.real, self.calls = real, calls
+    def __init__(self, real: Any, calls: List[Tuple[Any, ...]], most: int = 0) -> None:
+        self.real, self.calls, self.most = real, calls, most
 
     def __enter__(self) -> "_Reader":
         self.real.__enter__()
@@ -49,14 +49,14 @@ class _Reader:
 
     def read(self, size: int) -> bytes:
         self.calls.append(("read", size))
-        return self.real.read(size)
+        return self.real.read(min(size, self.most) if self.most else size)
 
 
 class _Decompressor:
     """python-zstandard's ZstdDecompressor: one-shot calls (max_output_size) and streams (read sizes)."""
 
-    def __init__(self, real: Any, calls: List[Tuple[Any, ...]]) -> None:
-        self.real, self.calls = real, calls
+    def __init__(self, real: Any, calls: List[Tuple[Any, ...]], most: int = 0) -> None:
+        self.real, self.calls, self.most = real, calls, most
 
     def decompress(self, view: Any, max_output_size: int = 0) -> bytes:
         self.calls.append(("one call", max_output_size))
@@ -64,7 +64,7 @@ class _Decompressor:
 
     def stream_reader(self, view: Any, **options: Any) -> _Reader:
         self.calls.append(("stream", sorted(options.items())))
-        return _Reader(self.real.stream_reader(view, **options), self.calls)
+        return _Reader(self.real.stream_reader(view, **options), self.calls, self.most)
 
 
 def _direct() -> Any:
@@ -81,10 +81,11 @@ def _api(monkeypatch: Any) -> Any:
     return codec
 
 
-def _recorded(codec: Any, payload: bytes, **limit: int) -> Tuple[Any, List[Tuple[Any, ...]]]:
-    """What ``codec.decompress`` returned (or raised: class, position) and the calls it made, in order."""
+def _recorded(codec: Any, payload: bytes, most: int = 0, **limit: int) -> Tuple[Any, List[Tuple[Any, ...]]]:
+    """What ``codec.decompress`` returned (or raised: class, position) and the calls it made, in order;
+    with ``most``, a stream gives no more than that many bytes a read."""
     calls: List[Tuple[Any, ...]] = []
-    codec._local.decompressor = _Decompressor(codec._decompressor(), calls)
+    codec._local.decompressor = _Decompressor(codec._decompressor(), calls, most)
     if codec.native:
         codec._local.context = _Context(codec._context(), calls)
     try:
@@ -178,6 +179,13 @@ def test_no_piece_is_larger_than_64_mib():
     got, calls = _recorded(_direct(), frame * 2)
     assert calls == [STREAM, ("read", 64 << 20), ("read", 64 << 20), ("read", 1)]
     assert len(got) == 80 << 20 and got.count(0) == len(got)
+
+
+def test_a_stream_that_gives_less_than_asked_is_read_to_its_end():
+    # a short read makes the next ask one byte; a byte back means the data goes on: 64 KiB again
+    got, calls = _recorded(_direct(), _java(TEXT) * 2, most=4096)
+    assert got == TEXT * 2
+    assert calls == [STREAM] + [("read", 65536), ("read", 1)] * 5   # 4 x (4,096 + 1) bytes, then 1,612
 
 
 def test_an_error_of_python_zstandards_one_call_names_the_frame(monkeypatch):
