@@ -142,6 +142,12 @@ def test_one_frame_is_decoded_in_one_call_where_its_engine_can(case, monkeypatch
     assert _recorded(_api(monkeypatch), payload) == (content, api_calls)
 
 
+@pytest.mark.parametrize("payload", [b"", SKIPPABLE, SKIPPABLE * 2])
+def test_no_frame_is_nothing_without_a_call(payload, monkeypatch):
+    assert _recorded(_direct(), payload) == (b"", [])
+    assert _recorded(_api(monkeypatch), payload) == (b"", [])
+
+
 def test_a_bound_at_the_limit_is_decoded_in_one_call_one_over_is_streamed():
     payload = _java(TEXT)
     assert _recorded(_direct(), payload, max_size=131072) == (TEXT, [("one call", 65536, True)])
