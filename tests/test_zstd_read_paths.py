@@ -214,10 +214,11 @@ def test_compressors_are_kept_for_the_last_four_levels_up_to_19(monkeypatch):
     assert list(codec._local.compressors) == [4, 1, 5, 19]
 
 
-def test_native_codec_loads_the_library_first(monkeypatch):
+def test_native_codec_and_native_load_the_library_first(monkeypatch):
     _direct()
     fresh = zstd_module.ZstdCodec()
     assert fresh.native_codec() is not None and fresh.native
+    assert zstd_module.ZstdCodec().native is True   # asked first, too
     assert _api(monkeypatch).native_codec() is None
 
 
