@@ -194,11 +194,18 @@ def test_a_stream_that_gives_less_than_asked_is_read_to_its_end():
     assert calls == [STREAM] + [("read", 65536), ("read", 1)] * 5   # 4 x (4,096 + 1) bytes, then 1,612
 
 
-def test_an_error_of_python_zstandards_one_call_names_the_frame(monkeypatch):
+def _corrupt() -> bytes:
     frame = bytearray(_java(MIXED))
     frame[-12:-3] = b"\xff" * 9  # the sequences that end the compressed block: its header still walks
-    assert _recorded(_direct(), bytes(frame)) == (("CorruptCompressedDataError", 0), [("one call", 131072, False)])
-    assert _recorded(_api(monkeypatch), bytes(frame)) == (("CorruptCompressedDataError", 0), [("one call", 131072)])
+    return bytes(frame)
+
+
+def test_an_error_of_python_zstandards_one_call_names_the_frame(monkeypatch):
+    frame = _corrupt()
+    assert _recorded(_direct(), frame) == (("CorruptCompressedDataError", 0), [("one call", 131072, False)])
+    assert _recorded(_api(monkeypatch), frame) == (("CorruptCompressedDataError", 0), [("one call", 131072)])
+    # streamed (two frames: a bound of 256 KiB, plausible in 2,050 bytes), the error names the payload's start
+    assert _recorded(_direct(), frame * 2) == (("CorruptCompressedDataError", 0), [STREAM, ("read", 262144)])
 
 
 def test_compressors_are_kept_for_the_last_four_levels_up_to_19(monkeypatch):
