@@ -201,11 +201,11 @@ def _corrupt() -> bytes:
 
 
 def test_an_error_of_python_zstandards_one_call_names_the_frame(monkeypatch):
-    frame = _corrupt()
-    assert _recorded(_direct(), frame) == (("CorruptCompressedDataError", 0), [("one call", 131072, False)])
+    frame, direct = _corrupt(), _direct()
+    assert _recorded(direct, frame) == (("CorruptCompressedDataError", 0), [("one call", 131072, False)])
     assert _recorded(_api(monkeypatch), frame) == (("CorruptCompressedDataError", 0), [("one call", 131072)])
     # streamed (two frames: a bound of 256 KiB, plausible in 2,050 bytes), the error names the payload's start
-    assert _recorded(_direct(), frame * 2) == (("CorruptCompressedDataError", 0), [STREAM, ("read", 262144)])
+    assert _recorded(direct, frame * 2) == (("CorruptCompressedDataError", 0), [STREAM, ("read", 262144)])
 
 
 def test_compressors_are_kept_for_the_last_four_levels_up_to_19(monkeypatch):
