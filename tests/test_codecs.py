@@ -1222,6 +1222,7 @@ def test_zstd_self_check_refuses_a_libzstd_that_disagrees(monkeypatch):
     import zstandard
 
     from kcodec._native.codecs import ZSTD_ENTRY_POINTS
+    import kcodec.compression.zstd as zstd_module
     from kcodec.compression.zstd import _native_entry_points
     native, python = _zstd_pair()
     lib = ctypes.CDLL(importlib.util.find_spec("zstandard._cffi").origin)
@@ -1245,6 +1246,12 @@ def test_zstd_self_check_refuses_a_libzstd_that_disagrees(monkeypatch):
     other = tuple(zstandard.ZSTD_VERSION[:2]) + (zstandard.ZSTD_VERSION[2] + 1,)
     assert _native_entry_points(types.SimpleNamespace(ZSTD_VERSION=other), faithful) is None
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert _native_entry_points(zstandard, faithful) is None
+    monkeypatch.undo()
+
+    def unloadable(path):
+        raise OSError(f"{path}: cannot open shared object file")
+    monkeypatch.setattr(zstd_module, "native_library", unloadable)
     assert _native_entry_points(zstandard, faithful) is None
     monkeypatch.undo()
     monkeypatch.setenv("KCODEC_ZSTD_NATIVE", "0")

@@ -108,6 +108,17 @@ def _declared(data: bytes) -> bytes:
     return zstandard.ZstdCompressor().compress(data)
 
 
+def _padded(frame: bytes, size: int) -> bytes:
+    """``frame`` and a skippable frame after it, ``size`` bytes in all."""
+    pad = size - len(frame) - 8
+    return frame + struct.pack("<II", 0x184D2A5F, pad) + bytes(pad)
+
+
+def _declaring_nothing(frame: bytes) -> bytes:
+    """Java's ``frame`` with a 4-byte content size of 0 in its header: its blocks hold more."""
+    return frame[:4] + b"\x80" + frame[5:6] + bytes(4) + frame[6:]
+
+
 def test_the_payloads_are_what_the_cases_say():
     from kcodec._native.codecs import zstd_scan
     assert zstd_scan(_java(TEXT)) == (1, -1, 131072, 0) and len(_java(TEXT)) < 256
@@ -115,6 +126,8 @@ def test_the_payloads_are_what_the_cases_say():
     assert zstd_scan(_java(b"")) == (1, -1, 0, 0)
     assert zstd_scan(_declared(b"")) == (1, 0, 0, 0)
     assert zstd_scan(_java(bytes(2 << 20))) == (1, -1, 2 << 20, 0)
+    assert zstd_scan(_padded(_java(TEXT), 511)) == (1, -1, 131072, 0)
+    assert zstd_scan(_declaring_nothing(_java(TEXT)) * 2) == (2, 0, 262144, 0)
 
 
 # payload, then the calls of the codec that calls libzstd directly and of the one held to python-zstandard
@@ -127,6 +140,9 @@ ONE_FRAME = {
     "a short frame": (_java(TEXT), [("one call", 65536, True)], [STREAM, ("read", 65536), ("read", 1)]),
     # 1,025 bytes plausibly hold more than the bound: the bound, which cannot be too small
     "a frame plausibly holding its bound": (_java(MIXED), [("one call", 131072, False)], [("one call", 131072)]),
+    # 511 bytes (a skippable frame after it) plausibly hold 130,816 bytes, 256 short of the bound
+    "a frame plausibly holding a little less than its bound": (
+        _padded(_java(TEXT), 511), [("one call", 130816, True)], [STREAM, ("read", 130816), ("read", 1)]),
     # 64 KiB was too small: the direct call grows to the bound; python-zstandard streams, doubling
     "a frame holding more than is plausible": (
         _java(bytes(100_000)), [("one call", 65536, True), ("one call", 131072, False)],
@@ -160,6 +176,9 @@ STREAMED = {
     "a skippable frame first": (SKIPPABLE + _java(TEXT), {}, TEXT, [STREAM, ("read", 65536), ("read", 1)]),
     # bounds of 0: no byte expected, one asked for to confirm it
     "two frames of nothing": (_java(b"") * 2, {}, b"", [STREAM, ("read", 1)]),
+    # a declared size of 0 is what is expected, whatever the blocks' bound: one byte asked, which fails
+    "two frames declaring 0 bytes that hold more": (
+        _declaring_nothing(_java(TEXT)) * 2, {}, ("CorruptCompressedDataError", 0), [STREAM, ("read", 1)]),
     # raw blocks: a bound of exactly 1,400 bytes, the limit
     "raw blocks up to the limit": (_java(MIXED[:700]) * 2, {"max_size": 1400}, MIXED[:700] * 2,
                                    [STREAM, ("read", 1400), ("read", 1)]),
