@@ -8,13 +8,16 @@ import pytest
 
 from kcodec.advise.cost import (
     DAYS_PER_MONTH,
+    ECONOMICS_FIELDS,
     GB,
+    PRICE_FIELDS,
     PRICE_LIST,
     MonthlyCost,
     Prices,
     TopicEconomics,
     load_prices,
     monthly_cost,
+    value_problem,
 )
 from kcodec.errors import KcodecError
 
@@ -73,6 +76,16 @@ def test_tiered_storage_keeps_local_days_on_block_storage_and_the_rest_once_on_o
         c = monthly_cost(STORED, RAW, None, None, PRICES,
                          TopicEconomics(retention_days=5, replication_factor=4, local_retention_days=local))
         assert c.storage == pytest.approx(3 * 5 * 4 * 0.1)
+
+
+def test_tiered_storage_under_retention_bytes():
+    # 3 GB a day for 5 days, 2 of them local: retention.bytes caps what is kept, the local part first
+    def storage(cap_gb):
+        econ = TopicEconomics(retention_days=5, replication_factor=4, local_retention_days=2,
+                              max_retained_bytes=cap_gb * GB)
+        return monthly_cost(STORED, RAW, None, None, PRICES, econ).storage
+    assert storage(9) == pytest.approx(3 * 2 * 4 * 0.1 + (9 - 6) * 0.03)   # 2.40 + 0.09
+    assert storage(4.5) == pytest.approx(4.5 * 4 * 0.1)                     # all of it local: 1.80
 
 
 def test_monthly_cost_fields():
@@ -150,3 +163,34 @@ def test_prices_and_economics_are_values():
         with pytest.raises(dataclasses.FrozenInstanceError):
             value.retention_days = 1.0
         assert hash(value) == hash(type(value)())
+
+
+def test_the_fields_a_file_or_flag_may_set():
+    # the billing rules (replication_billed, storage_per_replica) come with a platform, never from a file
+    assert PRICE_FIELDS == {"block_gb_month", "object_gb_month", "cross_zone_gb", "vcpu_hour", "ingress_gb",
+                            "egress_gb"}
+    assert ECONOMICS_FIELDS == {"retention_days", "replication_factor", "consumer_groups", "producer_cross_zone",
+                                "replication_cross_zone", "consumer_cross_zone", "local_retention_days",
+                                "max_retained_bytes", "bytes_per_day"}
+
+
+NEGATIVE = "must be a non-negative number"
+SHARE = "is a share of the traffic: between 0 and 1"
+WHOLE = "must be a whole number, 1 or more"
+POSITIVE = "must be more than 0"
+
+
+@pytest.mark.parametrize("name, value, problem", [
+    ("vcpu_hour", 0, None), ("vcpu_hour", 1e9, None), ("vcpu_hour", None, None),
+    ("vcpu_hour", -1e-9, NEGATIVE), ("vcpu_hour", -1, NEGATIVE), ("vcpu_hour", float("inf"), NEGATIVE),
+    ("vcpu_hour", float("nan"), NEGATIVE),
+    ("producer_cross_zone", 0, None), ("producer_cross_zone", 1, None), ("producer_cross_zone", 1.0001, SHARE),
+    ("replication_cross_zone", 2, SHARE), ("consumer_cross_zone", 1.5, SHARE), ("consumer_cross_zone", -0.5, NEGATIVE),
+    ("consumer_groups", 1.5, None),   # not a share: several groups read
+    ("replication_factor", 1, None), ("replication_factor", 3.0, None), ("replication_factor", 0.999, WHOLE),
+    ("replication_factor", 0, WHOLE), ("replication_factor", 2.5, WHOLE),
+    ("retention_days", 0, POSITIVE), ("retention_days", 0.01, None), ("bytes_per_day", 0, POSITIVE),
+    ("max_retained_bytes", 0, POSITIVE), ("max_retained_bytes", 1, None), ("local_retention_days", 0, None),
+])
+def test_value_problem_at_each_bound(name, value, problem):
+    assert value_problem(name, value) == problem
