@@ -37,12 +37,13 @@ def test_units_are_pinned_by_literals():
 def test_default_prices_are_the_published_list_prices():
     # aws.amazon.com, us-east-1, 2024: EBS gp3 $0.08/GB-month, S3 Standard $0.023/GB-month,
     # inter-AZ $0.01/GB each way, m5.large $0.096/hour for 2 vCPUs
-    p = Prices()
+    # (through load_prices, as advise gets them without a file or flags)
+    p, t, _topics = load_prices(None, {})
     assert (p.block_gb_month, p.object_gb_month, p.cross_zone_gb, p.vcpu_hour) == (0.08, 0.023, 0.02, 0.048)
-    t = TopicEconomics()
+    assert (p.ingress_gb, p.egress_gb, p.replication_billed, p.storage_per_replica) == (0.0, 0.0, True, True)
     assert (t.retention_days, t.replication_factor, t.consumer_groups) == (7.0, 3, 1.0)
     assert (t.producer_cross_zone, t.replication_cross_zone, t.consumer_cross_zone) == (2 / 3, 1.0, 2 / 3)
-    assert t.local_retention_days is None and t.bytes_per_day is None
+    assert t.local_retention_days is None and t.bytes_per_day is None and t.max_retained_bytes is None
 
 
 def test_every_factor_of_the_bill():
@@ -159,7 +160,7 @@ def test_zero_is_a_price(tmp_path):
 def test_prices_and_economics_are_values():
     # load_prices hands one TopicEconomics to every topic without its own: none may change it in place
     import dataclasses
-    for value in (Prices(), TopicEconomics()):
+    for value in load_prices(None, {})[:2]:
         with pytest.raises(dataclasses.FrozenInstanceError):
             value.retention_days = 1.0
         assert hash(value) == hash(type(value)())
@@ -194,3 +195,11 @@ POSITIVE = "must be more than 0"
 ])
 def test_value_problem_at_each_bound(name, value, problem):
     assert value_problem(name, value) == problem
+
+
+def test_star_import_gives_the_public_names():
+    names: dict = {}
+    exec("from kcodec.advise.cost import *", names)
+    assert sorted(n for n in names if n != "__builtins__") == sorted([
+        "Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "load_prices", "read_prices_file", "GB",
+        "PRICE_LIST", "PRICE_FIELDS", "ECONOMICS_FIELDS", "value_problem", "DAYS_PER_MONTH"])
