@@ -136,6 +136,11 @@ def test_null_topics_and_null_fields(tmp_path):
      "defaults: replication_factor must be a non-negative number, not True"),
     (b'{"topics": {"t": {"retention_days": "7"}}}',
      "topic t: retention_days must be a non-negative number, not '7'"),
+    (b'{"defaults": {"producer_cross_zone": 1.5}}',
+     "defaults: producer_cross_zone is a share of the traffic: between 0 and 1, not 1.5"),
+    (b'{"topics": {"t": {"replication_factor": 2.5}}}',
+     "topic t: replication_factor must be a whole number, 1 or more, not 2.5"),
+    (b'{"defaults": {"retention_days": 0}}', "defaults: retention_days must be more than 0, not 0"),
 ])
 def test_bad_prices_files_name_the_file_and_the_field(tmp_path, doc, message):
     f = tmp_path / "p.json"
