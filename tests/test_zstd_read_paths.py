@@ -252,3 +252,5 @@ def test_star_import_gives_the_public_names():
     names: dict = {}
     exec("from kcodec.compression.zstd import *", names)
     assert sorted(n for n in names if n != "__builtins__") == ["ZSTD_WINDOW_LOG_MAX", "ZstdCodec"]
+    codec = names["ZstdCodec"]()
+    assert codec.decompress(codec.compress(b"x" * 100)) == b"x" * 100
