@@ -1221,8 +1221,8 @@ def test_zstd_self_check_refuses_a_libzstd_that_disagrees(monkeypatch):
 
     import zstandard
 
-    from kcodec._native.codecs import ZSTD_ENTRY_POINTS
     import kcodec.compression.zstd as zstd_module
+    from kcodec._native.codecs import ZSTD_ENTRY_POINTS
     from kcodec.compression.zstd import _native_entry_points
     native, python = _zstd_pair()
     lib = ctypes.CDLL(importlib.util.find_spec("zstandard._cffi").origin)

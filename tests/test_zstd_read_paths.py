@@ -20,7 +20,9 @@ import pytest
 
 import kcodec
 import kcodec.compression.zstd as zstd_module
+from builders import batch_around
 from kcodec.errors import CorruptCompressedDataError, LimitExceededError
+from oracle_util import assert_java_refuses, oracle_available
 
 SKIPPABLE = struct.pack("<II", 0x184D2A50, 3) + b"abc"
 
@@ -167,6 +169,24 @@ def test_one_frame_is_decoded_in_one_call_where_its_engine_can(case, monkeypatch
 def test_no_frame_is_nothing_without_a_call(payload, monkeypatch):
     assert _recorded(_direct(), payload) == (b"", [])
     assert _recorded(_api(monkeypatch), payload) == (b"", [])
+
+
+@pytest.mark.parametrize("frame", [_java(TEXT), _java(MIXED)])
+def test_a_frame_declaring_0_bytes_over_blocks_is_streamed_and_refused(frame, monkeypatch):
+    # zstd-jni's stream decodes the blocks and refuses the frame; python-zstandard's one-shot call
+    # returned b"" for it unread (the second frame's bound is plausible in its size: a one-shot call)
+    payload, direct = _declaring(frame, 0), _direct()
+    assert _recorded(direct, payload) == (("CorruptCompressedDataError", 0), [STREAM, ("read", 1)])
+    assert _recorded(_api(monkeypatch), payload) == (("CorruptCompressedDataError", 0), [STREAM, ("read", 1)])
+
+
+
+@pytest.mark.skipif(not oracle_available(), reason="needs Java and the oracle's jars")
+def test_java_refuses_a_frame_declaring_0_bytes_over_blocks():
+    record = kcodec.RecordBatchBuilder(magic=2)
+    record.append(timestamp=1, key=None, value=b"hello")
+    frame = _java(bytes(record.build())[61:])
+    assert_java_refuses(batch_around(_declaring(frame, 0), 1), "Data corruption detected")
 
 
 def test_a_bound_at_the_limit_is_decoded_in_one_call_one_over_is_streamed():
