@@ -204,6 +204,8 @@ STREAMED = {
     # a declared size of 0 is what is expected, whatever the blocks' bound: one byte asked, which fails
     "two frames declaring 0 bytes that hold more": (
         _declaring(_java(TEXT), 0) * 2, {}, ("CorruptCompressedDataError", 0), [STREAM, ("read", 1)]),
+    # raw blocks: a bound of exactly 1,400 bytes, all read at once; one byte confirms the end
+    "raw blocks": (_java(MIXED[:700]) * 2, {}, MIXED[:700] * 2, [STREAM, ("read", 1400), ("read", 1)]),
     # raw blocks: a bound of exactly 1,400 bytes, the limit
     "raw blocks up to the limit": (_java(MIXED[:700]) * 2, {"max_size": 1400}, MIXED[:700] * 2,
                                    [STREAM, ("read", 1400), ("read", 1)]),
