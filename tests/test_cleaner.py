@@ -695,3 +695,12 @@ def test_recovery_after_a_recovery_that_stopped_between_its_renames(tmp_path):
                                   "orphans_removed": 0, "indexes_rebuilt": 0}
     assert open(os.path.join(d, segment_file_name(5, ".index")), "rb").read() == index
     assert [o for o, *_ in dir_records(d)] == [0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13]
+
+
+def test_recovery_star_import_gives_its_one_public_name(tmp_path):
+    names: dict = {}
+    exec("from kcodec.log.recovery import *", names)
+    assert sorted(n for n in names if n != "__builtins__") == ["recover_log_dir"]
+    d = base_log(tmp_path)
+    assert names["recover_log_dir"](d) == {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0,
+                                           "orphans_removed": 0, "indexes_rebuilt": 0}

@@ -1172,6 +1172,17 @@ def test_zstd_native_frames_equal_zstd_jnis_stream(level):
         assert native.decompress(framed) == data == python.decompress(framed)
 
 
+def test_zstd_default_level_is_kafkas():
+    # Kafka's ZstdCompression.DEFAULT_LEVEL is 3; the sample's frames at levels 2 and 4 differ from it
+    # (levels 3 and 4 part only above 128 KiB, where python-zstandard's API may pre-split blocks)
+    native, python = _zstd_pair()
+    data = _zstd_sample(300_000, 3)
+    java = _zstd_jni_stream(data, 3)
+    assert native.compress(data) == java
+    assert java not in (_zstd_jni_stream(data, 2), _zstd_jni_stream(data, 4))
+    assert python.compress(data[:100_000]) == _zstd_jni_stream(data[:100_000], 3) != _zstd_jni_stream(data[:100_000], 2)
+
+
 def test_zstd_native_frames_are_not_pre_split():
     # Text, then noise, then text: libzstd 1.5.7's pre-splitter ends blocks
     # where the data changes, zstd-jni's 1.5.6 only every 128 KiB, so Java's
@@ -1199,6 +1210,55 @@ def _zstd_block_count(frame: bytes) -> int:
         if header & 1:
             assert pos == len(frame)
             return count
+
+
+def test_zstd_self_check_refuses_a_libzstd_that_disagrees(monkeypatch):
+    """libzstd's functions are used only when python-zstandard's extension exports all of them, its
+    libzstd is the version python-zstandard reports, and at levels -5, 3 and 9 the frames of a sample, of
+    its first 1,000 bytes and of nothing equal the streaming path's and read back."""
+    import ctypes
+    import importlib.util
+    import types
+
+    import zstandard
+
+    import kcodec.compression.zstd as zstd_module
+    from kcodec._native.codecs import ZSTD_ENTRY_POINTS
+    from kcodec.compression.zstd import _native_entry_points
+    native, python = _zstd_pair()
+    lib = ctypes.CDLL(importlib.util.find_spec("zstandard._cffi").origin)
+    assert native._native == tuple(ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in ZSTD_ENTRY_POINTS)
+
+    def streaming(change=None):
+        calls = []
+
+        def compress(data, level):
+            calls.append((level, len(data)))
+            frame = python._stream(zstandard, data, level)
+            return frame + b"\0" if (level, len(data)) == change else frame
+        return compress, calls
+
+    faithful, calls = streaming()
+    assert _native_entry_points(zstandard, faithful) == native._native
+    assert [level for level, _ in calls] == [-5] * 3 + [3] * 3 + [9] * 3
+    assert [n for _, n in calls[:3]] * 3 == [n for _, n in calls] and calls[1][1] == 1000 and calls[2][1] == 0
+    for change in calls:
+        assert _native_entry_points(zstandard, streaming(change)[0]) is None, change
+    other = tuple(zstandard.ZSTD_VERSION[:2]) + (zstandard.ZSTD_VERSION[2] + 1,)
+    assert _native_entry_points(types.SimpleNamespace(ZSTD_VERSION=other), faithful) is None
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert _native_entry_points(zstandard, faithful) is None
+    monkeypatch.undo()
+
+    def unloadable(path):
+        raise OSError(f"{path}: cannot open shared object file")
+    monkeypatch.setattr(zstd_module, "native_library", unloadable)
+    assert _native_entry_points(zstandard, faithful) is None
+    monkeypatch.undo()
+    monkeypatch.setenv("KCODEC_ZSTD_NATIVE", "0")
+    assert _native_entry_points(zstandard, faithful) is None
+    monkeypatch.setenv("KCODEC_ZSTD_NATIVE", "1")
+    assert _native_entry_points(zstandard, faithful) == native._native
 
 
 def test_zstd_native_context_checks_and_errors():

@@ -680,6 +680,17 @@ def test_zstd_declared_content_size_over_limit():
         get_codec("zstd").decompress(frame, max_size=1 << 20)
 
 
+def test_zstd_declared_content_size_at_the_limit():
+    # the declared size is refused before any decoding, so only above the limit, and at the frame's start
+    import zstandard
+    frame = zstandard.ZstdCompressor().compress(bytes(2 << 20))
+    assert get_codec("zstd").decompress(frame, max_size=2 << 20) == bytes(2 << 20)
+    with pytest.raises(LimitExceededError, match=f"declare {2 << 20} bytes, more than the limit of {(2 << 20) - 1}"
+                       ) as info:
+        get_codec("zstd").decompress(frame, max_size=(2 << 20) - 1)
+    assert info.value.position == 0
+
+
 @pytest.mark.parametrize("name", CODECS)
 def test_exact_limit_is_allowed(name):
     data = RECORDS * 100

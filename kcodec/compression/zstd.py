@@ -187,12 +187,12 @@ class ZstdCodec(_LibraryCodec):
         # The blocks' bound counts 128 KiB for every compressed block, however
         # short: trusted only up to what the input can plausibly hold.
         plausible = max(_FIRST_GUESS, _FIRST_RATIO * len(view))
-        if frames == 1 and 0 <= bound <= max_size and view[:4] == _ZSTD_MAGIC:
-            # One frame first (as Java writes per batch; zstd_scan allows only
-            # skippable frames after it) whose blocks cannot decode to more
-            # than the limit: one call into an output at its declared size (no
-            # more than the blocks hold, zstd_scan checks), else from a
-            # plausible size growing up to that bound.
+        if frames == 1 and 0 <= bound <= max_size and view[:4] == _ZSTD_MAGIC and (content_size or not bound):
+            # One frame first (as Java writes per batch; zstd_scan allows only skippable frames after
+            # it) whose blocks cannot decode to more than the limit: one call into an output at its
+            # declared size (no more than the blocks hold, zstd_scan checks), else from a plausible
+            # size growing up to that bound.  A declared 0 over blocks is streamed, as zstd-jni reads
+            # it: python-zstandard's one-shot call returns b"" for it without decoding the blocks.
             if content_size >= 0:
                 return self._decode_frame(view, max(content_size, 1), None)
             got = self._decode_frame(view, max(min(bound, plausible), 1), max(bound, 1))
