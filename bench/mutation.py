@@ -418,13 +418,28 @@ def read_equivalents(path: Path) -> Dict[Tuple[str, int, str, str, str], str]:
     return out
 
 
-def check_equivalents(path: Path, fix: bool) -> int:
+def _line_map(rel: Path, rev: str) -> Dict[int, int]:
+    """Line numbers of ``rel`` at git revision ``rev`` -> the same lines in the working tree, where unchanged."""
+    import difflib
+
+    old = subprocess.run(["git", "show", f"{rev}:{rel.as_posix()}"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    new = (ROOT / rel).read_text().splitlines()
+    out: Dict[int, int] = {}
+    for a, b, size in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks():
+        for i in range(size):
+            out[a + i + 1] = b + i + 1
+    return out
+
+
+def check_equivalents(path: Path, fix: bool, since: Optional[str] = None) -> int:
     """Entries of the equivalents file whose mutant no longer stands on their line, and where it stands now.
 
     An edit above a listed line moves it; the entry then names no mutant and its mutant counts as a
     survivor again.  With ``fix``, an entry whose change (operator, original, mutated) now stands on
-    exactly one line that no other entry names is moved there, its reason kept.  Returns how many
-    entries are left stale.
+    exactly one line that no other entry names is moved there, its reason kept; with ``since`` (a git
+    revision the entries were written against), an entry moves to where the diff since then carried
+    its line, if its change stands there.  Returns how many entries are left stale.
     """
     entries = read_equivalents(path)
     stale = 0
@@ -433,8 +448,11 @@ def check_equivalents(path: Path, fix: bool) -> int:
         _, rel = module_path(module)
         current = {m.key for m in make_mutants(module, ROOT / rel)}
         listed = {k for k in entries if k[0] == module}
+        carried = _line_map(rel, since) if fix and since else {}
         for key in sorted(listed - current):
             free = sorted(k[1] for k in current - listed if k[2:] == key[2:])
+            if key[1] in carried and carried[key[1]] in free:
+                free = [carried[key[1]]]
             if fix and len(free) == 1:
                 moves[key] = free[0]
                 print(f"{module}:{key[1]} -> line {free[0]}: {key[3]} -> {key[4]}")
@@ -495,13 +513,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="list the equivalents whose mutant is no longer on their line, and stop (exit 1 if any)")
     ap.add_argument("--fix-equivalents", action="store_true",
                     help="as --check-equivalents, and move each entry whose change now stands on one free line")
+    ap.add_argument("--since", metavar="REV",
+                    help="with --fix-equivalents: the git revision the entries were written against; an entry "
+                         "follows its line through the diff since then")
     args = ap.parse_args(argv)
     # stopped by a signal: unwind, so the running tests go and the scratch tree is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if args.report:
         return report(args.report, args.equivalents)
     if args.check_equivalents or args.fix_equivalents:
-        return 1 if check_equivalents(args.equivalents, args.fix_equivalents) else 0
+        return 1 if check_equivalents(args.equivalents, args.fix_equivalents, args.since) else 0
     if not args.modules or not (args.tests or args.list):
         ap.error("modules and --tests are required")
 

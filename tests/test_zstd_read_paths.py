@@ -11,7 +11,6 @@ The calls are recorded by wrapping the codec's per-thread contexts.
 """
 from __future__ import annotations
 
-import os
 import random
 import struct
 from typing import Any, List, Tuple
