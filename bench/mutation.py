@@ -432,27 +432,32 @@ def _line_map(rel: Path, rev: str) -> Dict[int, int]:
     return out
 
 
-def check_equivalents(path: Path, fix: bool, since: Optional[str] = None) -> int:
+def check_equivalents(path: Path, fix: bool, since: Optional[str] = None,
+                      only: Optional[Set[str]] = None) -> int:
     """Entries of the equivalents file whose mutant no longer stands on their line, and where it stands now.
 
     An edit above a listed line moves it; the entry then names no mutant and its mutant counts as a
     survivor again.  With ``fix``, an entry whose change (operator, original, mutated) now stands on
     exactly one line that no other entry names is moved there, its reason kept; with ``since`` (a git
     revision the entries were written against), an entry moves to where the diff since then carried
-    its line, if its change stands there.  Returns how many entries are left stale.
+    its line, if its change stands there.  ``only`` limits both to these modules (entries of one file
+    may have been written against different revisions).  Returns how many entries are left stale.
     """
     entries = read_equivalents(path)
     stale = 0
     moves: Dict[Tuple[str, int, str, str, str], int] = {}
-    for module in sorted({k[0] for k in entries}):
+    for module in sorted({k[0] for k in entries if only is None or k[0] in only}):
         _, rel = module_path(module)
         current = {m.key for m in make_mutants(module, ROOT / rel)}
         listed = {k for k in entries if k[0] == module}
         carried = _line_map(rel, since) if fix and since else {}
-        for key in sorted(listed - current):
-            free = sorted(k[1] for k in current - listed if k[2:] == key[2:])
-            if key[1] in carried and carried[key[1]] in free:
-                free = [carried[key[1]]]
+        # With the diff at hand every entry follows its line, even one whose key a mutant of another
+        # line now happens to match (a constant 0 mutated to -1 stands on many lines).
+        moved = {k for k in listed if carried.get(k[1], k[1]) != k[1] or (carried and k[1] not in carried)}
+        for key in sorted((listed - current) | moved):
+            free = sorted(k[1] for k in current - (listed - moved) if k[2:] == key[2:])
+            if carried:
+                free = [carried[key[1]]] if carried.get(key[1]) in free else []
             if fix and len(free) == 1:
                 moves[key] = free[0]
                 print(f"{module}:{key[1]} -> line {free[0]}: {key[3]} -> {key[4]}")
@@ -514,15 +519,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--fix-equivalents", action="store_true",
                     help="as --check-equivalents, and move each entry whose change now stands on one free line")
     ap.add_argument("--since", metavar="REV",
-                    help="with --fix-equivalents: the git revision the entries were written against; an entry "
-                         "follows its line through the diff since then")
+                    help="with --fix-equivalents: the git revision the entries (of the modules named, if any) "
+                         "were written against; an entry follows its line through the diff since then")
     args = ap.parse_args(argv)
     # stopped by a signal: unwind, so the running tests go and the scratch tree is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if args.report:
         return report(args.report, args.equivalents)
     if args.check_equivalents or args.fix_equivalents:
-        return 1 if check_equivalents(args.equivalents, args.fix_equivalents, args.since) else 0
+        only = {module_path(m)[0] for m in args.modules} or None
+        return 1 if check_equivalents(args.equivalents, args.fix_equivalents, args.since, only) else 0
     if not args.modules or not (args.tests or args.list):
         ap.error("modules and --tests are required")
 
