@@ -142,7 +142,7 @@ def _offset_ranges(session: BrokerSession, chosen: Sequence[PartitionMeta]) -> L
     by_leader: Dict[Tuple[int, str], List[int]] = {}
     for m in chosen:
         by_leader.setdefault((m.leader, m.topic), []).append(m.partition)
-    out = []
+    out: List[PartitionRange] = []
     for (leader, topic), parts in sorted(by_leader.items()):
         start = session.list_offsets(leader, topic, parts, EARLIEST)
         end = session.list_offsets(leader, topic, parts, LATEST)
@@ -189,7 +189,7 @@ def plan_chunks(ranges: Sequence[PartitionRange], sample_bytes: int, chunk_bytes
         if not filled:
             continue
         n = min(math.ceil(sample_bytes / chunk_bytes), sum(r.end - r.start for r in filled))
-        spans = []
+        spans: List[Tuple[int, int, int, Optional[int]]] = []
         for r, k in zip(filled, _spread(n, [r.end - r.start for r in filled])):
             starts = [r.start + (r.end - r.start) * i // k for i in range(k)]
             spans.extend((r.partition, i, at, starts[i + 1] if i + 1 < k else None) for i, at in enumerate(starts))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from kcodec.errors import ClusterError
 
@@ -197,7 +197,7 @@ class BrokerSession:
         coordinates)."""
         from kafka.protocol.admin import ListGroupsRequest
 
-        groups = set()
+        groups: Set[str] = set()
         for node in sorted(b.node_id for b in self._client.cluster.brokers()):
             request = ListGroupsRequest(states_filter=[], types_filter=[])
             self._version(request, 0)
@@ -229,7 +229,7 @@ class BrokerSession:
             answers = [(g.error_code, g.topics) for g in response.groups]
         else:
             answers = [(response.error_code, response.topics)]
-        topics = set()
+        topics: Set[str] = set()
         for code, found in answers:
             if code:
                 raise ClusterError(f"offsets of group {group!r} at {self.bootstrap}: {error_name(code)}")
