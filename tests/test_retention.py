@@ -173,3 +173,14 @@ def test_policy_text_and_cleanup_policy(tmp_path):
     with pytest.raises(TypeError, match="either policy= or the retention keywords"):
         retain(d, policy=p, retention_ms=1)
     assert len(list_segments(d)) == 4
+
+
+def test_retention_bytes_at_the_limit_deletes_a_leading_empty_segment(tmp_path):
+    # UnifiedLog.deleteRetentionSizeBreachedSegments goes on at size == retention.bytes, with a
+    # difference of 0: a segment whose size fits in it, an empty one, is deleted.
+    d = make_log(tmp_path / "t-0", [(0, []), [batch(10, [kv("a", "x" * 100)], ts=T0)],
+                                    [batch(11, [kv("b", "x" * 100)], ts=T0)]])
+    assert sizes(d)[0] == 0
+    r = retain(d, retention_ms=-1, retention_bytes=sum(sizes(d)), now_ms=T0)
+    assert r.deleted == [0] and r.reasons == ["retention.bytes"]
+    assert [s.base_offset for s in list_segments(d)] == [10, 11]
