@@ -184,3 +184,14 @@ def test_retention_bytes_at_the_limit_deletes_a_leading_empty_segment(tmp_path):
     r = retain(d, retention_ms=-1, retention_bytes=sum(sizes(d)), now_ms=T0)
     assert r.deleted == [0] and r.reasons == ["retention.bytes"]
     assert [s.base_offset for s in list_segments(d)] == [10, 11]
+
+
+def test_retention_ms_is_measured_from_the_clock_when_no_time_is_given(tmp_path):
+    import time
+
+    now = int(time.time() * 1000)
+    hour = 3_600_000
+    d = make_log(tmp_path / "t-0", [[batch(i, [kv("k", "x" * 10)], ts=ts)]
+                                    for i, ts in enumerate((now - 3 * DAY, now - 2 * DAY, now - hour, now))])
+    r = retain(d, retention_ms=DAY)
+    assert r.deleted == [0, 1]  # older than a day by the wall clock; the hour-old segment stays
