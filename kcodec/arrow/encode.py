@@ -126,7 +126,8 @@ def compressed_batches(encoded: Any, codec: Any, lvl: Optional[int],
     base_sequence = options.base_sequence
     log_append_time = (options.log_append_time
                        if options.timestamp_type == TimestampType.LOG_APPEND_TIME else None)
-    fields = (attributes, options.producer_id, options.producer_epoch)
+    producer_id, producer_epoch = options.producer_id, options.producer_epoch
+    leader_epoch = options.partition_leader_epoch
     # Per batch: one slice, one compression call and one native call that
     # writes header, CRC and payload into the result.
     pos, rows, first_ts, max_ts = pos.tolist(), rows.tolist(), first_ts.tolist(), max_ts.tolist()
@@ -140,7 +141,7 @@ def compressed_batches(encoded: Any, codec: Any, lvl: Optional[int],
         seq = base_sequence if base_sequence < 0 else (base_sequence + rows[b]) % 2147483648
         header = (first_off[b], last_off[b] - first_off[b], first_ts[b],
                   max_ts[b] if log_append_time is None else log_append_time, rows[b + 1] - rows[b],
-                  *fields, seq, options.partition_leader_epoch)
+                  attributes, producer_id, producer_epoch, seq, leader_epoch)
         if native is not None:
             yield compressed_batch(native, region, native_level, *header)
         else:
