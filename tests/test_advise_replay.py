@@ -108,6 +108,29 @@ def test_the_replay_cuts_where_one_record_at_a_time_cuts(client):
         assert got == want, (trial, linger, batch_size)
 
 
+def test_the_ratio_estimate_follows_javas_float_arithmetic():
+    # CompressionRatioEstimator.updateEstimation works in float: the same steps in numpy's float32
+    def java(estimate, observed):
+        est, obs = np.float32(estimate), np.float32(observed)
+        if obs > est:
+            return float(max(np.float32(est + np.float32(0.05)), obs))
+        if obs < est:
+            return float(max(np.float32(est - np.float32(0.005)), obs))
+        return float(est)
+
+    rng = np.random.default_rng(5)
+    pairs = rng.uniform(0.05, 1.5, (2000, 2)).tolist()
+    pairs += [(1.0, 1.0), (0.5, 0.5 + 1e-9), (0.3, 0.3 - 1e-9), (1.0, 1.04), (1.0, 1.06), (0.2, 0.197), (0.2, 0.19)]
+    for estimate, observed in pairs:
+        assert update_estimate(estimate, observed) == java(estimate, observed), (estimate, observed)
+    # a run of batches as the replay feeds them, each update from the last
+    est = 1.0
+    for observed in rng.uniform(0.1, 0.9, 500).tolist():
+        want = java(est, observed)
+        est = update_estimate(est, observed)
+        assert est == want
+
+
 def test_calibration_finds_the_delay_that_cut_todays_batches():
     ts = np.repeat(np.arange(100), 4)  # 4 records per millisecond for 100 ms
     # today at linger 0 the producer sent one batch per millisecond: the delay lets the three later

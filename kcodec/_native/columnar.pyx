@@ -3,7 +3,7 @@
 records straight from Arrow buffers.  Python touches only per-batch objects;
 every per-record step is a C loop without the GIL.
 
-The parts are included by concept: Arrow in, the partitioner, column memory, Arrow out
+The parts are included by concept: Arrow in, the partitioner, the accumulator's cuts, column memory, Arrow out
 (gathering), and Arrow C out (the Arrow C data interface over the gathered columns).
 """
 cimport cython
@@ -43,6 +43,7 @@ cnp.import_array()
 
 include "arrow_in.pxi"
 include "partitioner.pxi"
+include "accumulator.pxi"
 include "column_cache.pxi"
 include "arrow_out.pxi"
 include "arrow_out_compressed.pxi"

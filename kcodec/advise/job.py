@@ -388,7 +388,8 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     today = c.current if c.plan.replays_today else None
     today_linger = today.linger_ms if today is not None else None
     producers = o.producers
-    rows = chunks.mapInArrow(lambda it: measure_batches(it, settings, client, today_linger, producers),
+    cpu = o.cpu_cost
+    rows = chunks.mapInArrow(lambda it: measure_batches(it, settings, client, today_linger, producers, cpu),
                              METRICS_DDL).cache()
     with SparkProgress(spark, "measuring chunks", enabled=o.progress):
         try:

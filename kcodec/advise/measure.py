@@ -15,9 +15,13 @@ run, thread CPU time only by their effect on caches.  Neither the builder
 nor the reader hands work to another thread on this path
 (``to_arrow(use_threads=False)``; compression runs on the calling thread with
 the GIL released).  Each chunk is timed once, on the build whose batches
-advise keeps, so measuring costs no more than building and reading; work
-shorter than :data:`MIN_REP_SECONDS` is repeated until it is long enough to
-time.  The spread of a setting's speed is its spread over the sampled chunks.
+advise keeps, so measuring costs no more than building and reading.  Where
+the measurement is billed (``--cpu-cost measured``, or a codec the cost model
+does not cover), work shorter than :data:`MIN_REP_SECONDS` is repeated until
+it is long enough to time; where it is only shown beside the model's speeds,
+each build and read is timed once, so that measuring adds no work to the
+replay's own.  The spread of a setting's speed is its spread over the sampled
+chunks.
 
 These CPU times are what the report shows as this machine's speeds.  They
 still move with load: on a shared 2-core machine the same build moved by
@@ -162,14 +166,15 @@ class BatchEncoder:
 
 
 def measure_build(encoder: BatchEncoder, starts: np.ndarray, codec: str, level,
-                  clock: Optional[Clock] = None) -> Tuple[List[bytes], CpuTime]:
-    """The batches of ``starts`` in ``codec``/``level`` and the CPU time of building them."""
-    return cpu_time(lambda: encoder.build(starts, codec, level), clock=clock)
+                  clock: Optional[Clock] = None, min_seconds: float = MIN_REP_SECONDS) -> Tuple[List[bytes], CpuTime]:
+    """The batches of ``starts`` in ``codec``/``level`` and the CPU time of building them
+    (repeated to ``min_seconds``; 0 times the one build)."""
+    return cpu_time(lambda: encoder.build(starts, codec, level), clock=clock, min_seconds=min_seconds)
 
 
-def measure_read(batches: List[bytes], clock: Optional[Clock] = None) -> CpuTime:
+def measure_read(batches: List[bytes], clock: Optional[Clock] = None, min_seconds: float = MIN_REP_SECONDS) -> CpuTime:
     """CPU time of what a consumer pays for ``batches``: CRC check, decompression and decoding into Arrow."""
     from kcodec.arrow.decode import to_arrow
 
     data = b"".join(batches)
-    return cpu_time(lambda: to_arrow(data, use_threads=False), clock=clock)[1]
+    return cpu_time(lambda: to_arrow(data, use_threads=False), clock=clock, min_seconds=min_seconds)[1]

@@ -14,8 +14,9 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from kcodec.advise.cpu import modelled
 from kcodec.advise.grid import Setting
-from kcodec.advise.measure import BatchEncoder, CpuTime, measure_build, measure_read
+from kcodec.advise.measure import MIN_REP_SECONDS, BatchEncoder, CpuTime, measure_build, measure_read
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS, TodayProfile, profile_chunk, record_columns
 from kcodec.advise.replay import (
     BATCH_OVERHEAD,
@@ -116,14 +117,21 @@ def _sum(times: Sequence[CpuTime]) -> CpuTime:
                    sum(t.best for t in times))
 
 
+def _min_seconds(cpu_cost: str, codec: str, level) -> float:
+    """How long a timing must run: long enough to bill where the bill takes it, one pass where it is only shown."""
+    return MIN_REP_SECONDS if cpu_cost == "measured" or not modelled(codec, level) else 0.0
+
+
 def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings: Sequence[Setting],
-                  client: str = "auto", today_linger_ms: Optional[int] = None, producers: int = 1) -> List[Dict]:
+                  client: str = "auto", today_linger_ms: Optional[int] = None, producers: int = 1,
+                  cpu_cost: str = "model") -> List[Dict]:
     """One row for today's batches and one per setting, for one chunk.
 
     ``client`` is ``java``, ``librdkafka`` or ``auto`` (the stored framing tells, else Java).
     ``today_linger_ms`` is today's linger.ms where known (record inputs), for the sender calibration.
     Each producer id's records are replayed on their own; records without one are split among
-    ``producers`` producers.
+    ``producers`` producers.  ``cpu_cost`` is the bill's source of CPU (``--cpu-cost``): where it is
+    the model, measured times are shown only, and each build and read is timed once.
     """
     from kcodec.arrow.decode import to_arrow
 
@@ -136,8 +144,9 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     replays, calibration = _producer_replays(table, cols, prof, rules, today_linger_ms, producers)
     encoder = BatchEncoder(table)
     plain = sum(len(b) for b in encoder.build(prof.starts, "none", None))
-    _, compress_today = measure_build(encoder, prof.starts, prof.dominant, None)
-    read_today = measure_read([data])
+    today_min = _min_seconds(cpu_cost, prof.dominant, None)
+    _, compress_today = measure_build(encoder, prof.starts, prof.dominant, None, min_seconds=today_min)
+    read_today = measure_read([data], min_seconds=today_min)
     payload = int(cols["payload"].sum())
     n = table.num_rows
     rows = [_row(topic, partition, chunk, TODAY, None, n, payload, plain, len(prof.starts) - 1, prof.stored_bytes,
@@ -145,12 +154,14 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     for s in settings:
         batches: List[bytes] = []
         times: List[CpuTime] = []
+        min_s = _min_seconds(cpu_cost, s.codec, s.level)
         for enc, sub_cols, sender in replays:
-            built, cs = measure_build(enc, replay_starts(enc, sub_cols, s, rules, sender), s.codec, s.level)
+            built, cs = measure_build(enc, replay_starts(enc, sub_cols, s, rules, sender), s.codec, s.level,
+                                      min_seconds=min_s)
             batches += built
             times.append(cs)
         rows.append(_row(topic, partition, chunk, s.label, s, n, payload, plain, len(batches),
-                         sum(len(b) for b in batches), _sum(times), measure_read(batches)))
+                         sum(len(b) for b in batches), _sum(times), measure_read(batches, min_seconds=min_s)))
     return rows
 
 
@@ -186,7 +197,7 @@ def _producer_replays(table, cols, prof: TodayProfile, rules: ClientRules, today
 
 
 def measure_batches(batches: Iterator, settings: Sequence[Setting], client: str = "auto",
-                    today_linger_ms: Optional[int] = None, producers: int = 1):
+                    today_linger_ms: Optional[int] = None, producers: int = 1, cpu_cost: str = "model"):
     """mapInArrow body: chunk rows in, metric rows out."""
     import pyarrow as pa
 
@@ -199,7 +210,7 @@ def measure_batches(batches: Iterator, settings: Sequence[Setting], client: str 
             data = b.column(3)[i].as_buffer()
             try:
                 rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", settings,
-                                     client, today_linger_ms, producers)
+                                     client, today_linger_ms, producers, cpu_cost)
             except KcodecError as exc:
                 # Spark wraps a task's exception in its own; the marked line lets the driver say it in one
                 # line, with the file and byte it knows for the range.

@@ -25,16 +25,16 @@ partitioner's re-spread, :mod:`kcodec.advise.replay.partitioner`, is replayed wh
 records arrive without partitions).  Record sizes count each record's offset and
 timestamp deltas as one byte each, which can move a cut by one record.
 
-Everything works on numpy columns; the only loop is one step per batch.
+Everything works on numpy columns; the cuts are one native loop
+(``replay_cuts``), with one Python call per closed batch where the caller learns its ratio.
 """
 from __future__ import annotations
 
-import bisect
-import math
-from typing import Callable, List, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
+from kcodec._native.columnar import replay_cuts, update_estimate_f32
 from kcodec.advise.replay.client import JAVA, LIBRDKAFKA_REQUEST_OVERHEAD, ClientRules
 from kcodec.advise.replay.sender import SenderModel, arrival_ms
 from kcodec.records.framing import RECORD_BATCH_OVERHEAD
@@ -60,7 +60,6 @@ LIMITS = ("each producer's records are re-batched by their timestamps as its cli
 BATCH_OVERHEAD = RECORD_BATCH_OVERHEAD  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
 IMPROVING_STEP = 0.005  # CompressionRatioEstimator.COMPRESSION_RATIO_IMPROVING_STEP
-DETERIORATE_STEP = 0.05  # CompressionRatioEstimator.COMPRESSION_RATIO_DETERIORATE_STEP
 MAX_RECORD_OVERHEAD = 21  # DefaultRecord.MAX_RECORD_OVERHEAD
 
 
@@ -105,12 +104,7 @@ def record_upper_bounds(key_len: np.ndarray, value_len: np.ndarray,
 def update_estimate(estimate: float, observed: float) -> float:
     """``CompressionRatioEstimator.updateEstimation`` (float32 arithmetic as in Java): a worse ratio
     raises the estimate by at least 0.05, a better one lowers it by 0.005 but never below it."""
-    est, obs = np.float32(estimate), np.float32(observed)
-    if obs > est:
-        return float(max(np.float32(est + np.float32(DETERIORATE_STEP)), obs))
-    if obs < est:
-        return float(max(np.float32(est - np.float32(IMPROVING_STEP)), obs))
-    return float(est)
+    return update_estimate_f32(estimate, observed)
 
 
 def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray, batch_size: int,
@@ -132,15 +126,16 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
     """
     ts = np.asarray(timestamps, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
-    upper = np.asarray(upper_bounds, dtype=np.int64)
+    upper = np.ascontiguousarray(upper_bounds, dtype=np.int64)
     n = len(sizes)
-    cum = np.concatenate(([0], np.cumsum(sizes)))
-    starts: List[int] = []
-    timed = linger_ms is not None and np.isfinite(linger_ms)
-    if timed:
+    cum = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=cum[1:])
+    none = np.zeros(0, np.float64)
+    arrival = closes = none
+    if linger_ms is not None and np.isfinite(linger_ms):
         sender = sender or SenderModel.default(client)
-        arrival = arrival_ms(ts)
-        closes = sender.close_times(arrival, ts, float(linger_ms))
+        arrival = np.ascontiguousarray(arrival_ms(ts), dtype=np.float64)
+        closes = np.ascontiguousarray(sender.close_times(arrival, ts, float(linger_ms)), dtype=np.float64)
     estimated = client.fill == "estimated"
     if estimated:
         overhead = BATCH_OVERHEAD
@@ -148,53 +143,13 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
     else:
         overhead = LIBRDKAFKA_REQUEST_OVERHEAD
         nxt_size = upper - BATCH_OVERHEAD  # rd_kafka_msg_wire_size: the record's worst case
-    max_records = client.max_records or n + 1
-    # The same values as Python numbers, for the per-batch steps: most batches of a short linger.ms
-    # hold a few records, where a NumPy call costs more than the arithmetic it does.
-    cum_l, next_l, upper_l = cum.tolist(), nxt_size.tolist(), upper.tolist()
-    arrival_l, closes_l = (arrival.tolist(), closes.tolist()) if timed else ([], [])
-    a = 0
-    while a < n:
-        starts.append(a)
-        factor = estimate * ESTIMATION_FACTOR if (compressed and estimated) else 1.0
-        limit = max(batch_size, upper_l[a]) if estimated else batch_size
-        # Records a+1.. join while overhead + factor * (records so far) + their own size fits; past
-        # ``hi`` even a 0-byte record would not.
-        room = math.floor((limit - overhead) / factor)
-        hi = min(max(bisect.bisect_right(cum_l, cum_l[a] + room), a + 1), n, a + max_records)
-        # b: the first record from a+1 that does not fit (hi if all do).  The first few are tried
-        # one by one, the rest in growing windows of arrays: a batch that linger closes early costs
-        # little.  Both compute overhead + factor * bytes + size <= limit in the same float64 steps.
-        b, base = hi, cum_l[a]
-        close_a = closes_l[a] if timed else 0.0
-        lo, scalar_end = a + 1, min(a + 17, hi)
-        while lo < scalar_end:
-            if (overhead + (cum_l[lo] - base) * factor + next_l[lo] > limit
-                    or (timed and not arrival_l[lo] < close_a)):
-                b = lo
-                break
-            lo += 1
-        else:
-            width = 64
-            while lo < hi:
-                cand = np.arange(lo, min(lo + width, hi))
-                fits = overhead + (cum[cand] - base) * factor + nxt_size[cand] <= limit
-                if timed:
-                    fits &= arrival[cand] < close_a
-                stop = np.flatnonzero(~fits)
-                if len(stop):
-                    b = int(cand[stop[0]])
-                    break
-                lo, width = lo + width, width * 4
-        if close is not None:
-            ratio = close(a, b)
-            if compressed and estimated:
-                estimate = update_estimate(estimate, ratio)
-        a = b
-    starts.append(n)
+    # The loop is native (one C step per record tried); close() is the only Python call per batch.
+    starts, estimate = replay_cuts(cum, np.ascontiguousarray(nxt_size), upper, arrival, closes, int(batch_size),
+                                   overhead, estimated, bool(compressed and estimated),
+                                   client.max_records or n + 1, float(estimate), close)
     if state is not None:
         state["estimate"] = estimate
-    return np.asarray(starts, dtype=np.int64)
+    return starts
 
 
 #: Most rounds :func:`warm_estimate` replays a chunk's first records.
