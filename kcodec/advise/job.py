@@ -34,7 +34,8 @@ from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_
 from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.advise.replay import LIMITS
-from kcodec.advise.task import CHUNK_ERROR, CODEC_NAMES, HIST_BINS, METRICS_DDL, TODAY, measure_batches
+from kcodec.advise.task import CHUNK_ERROR, METRICS_DDL, TODAY, measure_batches
+from kcodec.advise.today import TODAY_COLUMNS, today_profiles
 from kcodec.advise.topic_config import price_topic
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
@@ -558,50 +559,10 @@ def _aggregate(rows) -> Dict[str, Dict]:
         spread("compress_seconds").alias("compress_spread"), spread("read_seconds").alias("read_spread"),
         F.mean(ratio).alias("ratio_mean"), F.stddev_samp(ratio).alias("ratio_std"), F.count("*").alias("chunks"),
         F.countDistinct("partition").alias("partitions")).collect()
-    today = rows.filter(F.col("setting") == TODAY)
-    span = F.col("max_ts") - F.col("min_ts")
-    profile = today.groupBy("topic").agg(
-        F.min("min_ts").alias("min_ts"), F.max("max_ts").alias("max_ts"),
-        F.mean(F.when(span > 0, F.col("stored_bytes") / span)).alias("partition_rate"),
-        F.sum("log_append_batches").alias("log_append_batches"),
-        *[F.sum(F.col("codec_bytes")[i]).alias(f"codec_{i}") for i in range(len(CODEC_NAMES))],
-        *[F.sum(F.col("magic_batches")[i]).alias(f"magic_{i}") for i in range(3)],
-        *[F.sum(F.col("record_size_hist")[i]).alias(f"hist_{i}") for i in range(HIST_BINS)]).collect()
-    replay = {r["topic"]: r for r in today.groupBy("topic").agg(
-        F.sum("batches").alias("today_batches"), F.sum("replay_batches").alias("replay_batches"),
-        F.percentile_approx("sender_delay_ms", 0.5).alias("delay_ms"),
-        F.mean(F.col("sender_calibrated").cast("double")).alias("calibrated"),
-        F.sort_array(F.collect_set("client")).alias("clients"), F.max("producer_ids").alias("producer_ids"),
-        F.max("producers_replayed").alias("producers_replayed")).collect()}
-    spread = {}
-    for col in ("batch_records", "batch_bytes"):
-        for r in today.select("topic", F.explode(col).alias("v")).groupBy("topic").agg(
-                F.percentile("v", [0.1, 0.5, 0.9]).alias("p"), F.mean("v").alias("mean")).collect():
-            spread.setdefault(r["topic"], {})[col] = {"p10": r["p"][0], "p50": r["p"][1], "p90": r["p"][2],
-                                                      "mean": r["mean"]}
-    out: Dict[str, Dict] = {}
-    for r in profile:
-        d = r.asDict()
-        out[d["topic"]] = {
-            "profile": {
-                "min_ts": d["min_ts"], "max_ts": d["max_ts"], "log_append_batches": d["log_append_batches"],
-                "partition_rate": d["partition_rate"],
-                "codec_bytes": {CODEC_NAMES[i]: d[f"codec_{i}"] for i in range(len(CODEC_NAMES))},
-                "magic_batches": {i: d[f"magic_{i}"] for i in range(3)},
-                "record_size_hist": [d[f"hist_{i}"] for i in range(HIST_BINS)],
-                **spread.get(d["topic"], {}), "replay": _replay_profile(replay.get(d["topic"]))},
-            "settings": []}
+    # One row per chunk: summed on the driver, in a fixed order (kcodec.advise.today).
+    today = rows.filter(F.col("setting") == TODAY).select(*TODAY_COLUMNS).toArrow()
+    out: Dict[str, Dict] = {topic: {"profile": profile, "settings": []}
+                            for topic, profile in today_profiles(today).items()}
     for r in per_setting:
         out[r["topic"]]["settings"].append(r.asDict())
     return out
-
-
-def _replay_profile(r) -> Dict:
-    """The client the replay followed and how well its sender model fits today's batches."""
-    if r is None:
-        return {}
-    clients = list(r["clients"])
-    return {"client": clients[0] if len(clients) == 1 else "java", "clients": clients,
-            "sender_delay_ms": r["delay_ms"], "calibrated_share": r["calibrated"],
-            "calibration_error": r["today_batches"] / max(1, r["replay_batches"]) - 1.0,
-            "producer_ids": r["producer_ids"], "producers_replayed": r["producers_replayed"]}
