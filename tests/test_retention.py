@@ -234,3 +234,20 @@ def test_a_timestamp_beyond_the_calendar_is_named_in_milliseconds(tmp_path):
     (seg, rule, detail), = deletable_segments(segs, {0: far, 5: T0}, now_ms=T0, policy=RetentionPolicy(retention_ms=DAY))
     assert seg.base_offset == 0 and rule == "retention.ms"
     assert detail.startswith(f"largest timestamp {far} ms is {T0 - far} ms before now ")
+
+
+def test_retention_bytes_keeps_a_segment_one_byte_bigger_than_the_excess(tmp_path):
+    # UnifiedLog.deleteRetentionSizeBreachedSegments deletes while diff - segment.size >= 0: a segment
+    # one byte larger than what the log is over stays, and the log stays one byte over.
+    d = four_segments(tmp_path)
+    s = sizes(d)
+    assert retain(d, retention_bytes=sum(s) - (s[0] - 1), dry_run=True).deleted == []
+    r = retain(d, retention_bytes=sum(s) - s[0], dry_run=True)
+    assert r.deleted == [0] and r.bytes_deleted == s[0]
+
+
+def test_a_partition_without_segments_reports_offset_zero(tmp_path):
+    d = tmp_path / "t-0"
+    d.mkdir()
+    r = retain(str(d), retention_ms=0, now_ms=T0)
+    assert (r.deleted, r.bytes_deleted, r.bytes_remaining, r.log_start_offset) == ([], 0, 0, 0)
