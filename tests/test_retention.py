@@ -195,3 +195,59 @@ def test_retention_ms_is_measured_from_the_clock_when_no_time_is_given(tmp_path)
                                     for i, ts in enumerate((now - 3 * DAY, now - 2 * DAY, now - hour, now))])
     r = retain(d, retention_ms=DAY)
     assert r.deleted == [0, 1]  # older than a day by the wall clock; the hour-old segment stays
+
+
+def test_minus_one_disables_each_limit(tmp_path):
+    # LogConfig: retention.ms and retention.bytes of -1 mean "no limit", never "delete everything"
+    d = four_segments(tmp_path)
+    before = sizes(d)
+    for kw in ({"retention_ms": -1}, {"retention_bytes": -1}, {"retention_ms": -1, "retention_bytes": -1}):
+        r = retain(d, now_ms=T0 + 100 * DAY, **kw)
+        assert r.deleted == [] and r.bytes_deleted == 0 and r.bytes_remaining == sum(before)
+        assert r.log_start_offset == 0
+    assert sizes(d) == before
+    # 0 is a limit: everything but the active segment goes
+    assert retain(d, retention_ms=0, now_ms=T0 + 100 * DAY, dry_run=True).deleted == [0, 10, 20]
+    assert retain(d, retention_bytes=0, dry_run=True).deleted == [0, 10, 20]
+
+
+def test_a_result_starts_empty_and_a_policy_cannot_be_changed():
+    import dataclasses
+
+    import pytest
+
+    from kcodec.log.retention import RetentionPolicy, RetentionResult
+
+    r = RetentionResult("d", True)
+    assert (r.segments, r.bytes_deleted, r.bytes_remaining, r.log_start_offset) == ([], 0, 0, 0)
+    assert r.deleted == [] and r.reasons == [] and r.policy == RetentionPolicy()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RetentionPolicy(retention_ms=1).retention_ms = 2
+
+
+def test_a_timestamp_beyond_the_calendar_is_named_in_milliseconds(tmp_path):
+    from kcodec.log.retention import RetentionPolicy, deletable_segments
+    from kcodec.log.segment_list import SegmentInfo
+
+    far = -(2 ** 62)  # no datetime reaches it: the detail prints the number itself
+    segs = [SegmentInfo(0, str(tmp_path), 10, 0.0), SegmentInfo(5, str(tmp_path), 10, 0.0)]
+    (seg, rule, detail), = deletable_segments(segs, {0: far, 5: T0}, now_ms=T0, policy=RetentionPolicy(retention_ms=DAY))
+    assert seg.base_offset == 0 and rule == "retention.ms"
+    assert detail.startswith(f"largest timestamp {far} ms is {T0 - far} ms before now ")
+
+
+def test_retention_bytes_keeps_a_segment_one_byte_bigger_than_the_excess(tmp_path):
+    # UnifiedLog.deleteRetentionSizeBreachedSegments deletes while diff - segment.size >= 0: a segment
+    # one byte larger than what the log is over stays, and the log stays one byte over.
+    d = four_segments(tmp_path)
+    s = sizes(d)
+    assert retain(d, retention_bytes=sum(s) - (s[0] - 1), dry_run=True).deleted == []
+    r = retain(d, retention_bytes=sum(s) - s[0], dry_run=True)
+    assert r.deleted == [0] and r.bytes_deleted == s[0]
+
+
+def test_a_partition_without_segments_reports_offset_zero(tmp_path):
+    d = tmp_path / "t-0"
+    d.mkdir()
+    r = retain(str(d), retention_ms=0, now_ms=T0)
+    assert (r.deleted, r.bytes_deleted, r.bytes_remaining, r.log_start_offset) == ([], 0, 0, 0)
