@@ -351,3 +351,11 @@ def test_default_chunks_predict_what_the_whole_partition_predicts(monkeypatch):
     monkeypatch.setattr(measure, "warm_estimate", lambda *a, **k: 1.0)
     _, cold_rpb = _predict(chunks, setting)
     assert cold_rpb < 0.8 * whole_rpb
+
+
+def test_an_estimate_near_zero_fills_the_batch_without_overflowing_the_bound():
+    # Java's factor estimate * 1.05 divides the room left: near 0 the room is past any log, never garbage
+    sizes = np.full(50, 100)
+    got = form_batches(np.zeros(50, np.int64), sizes, sizes + 82, 1000, None, compressed=True,
+                       close=lambda a, b: 1e-30, estimate=1e-30)
+    assert got.tolist() == [0, 50]

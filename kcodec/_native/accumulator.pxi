@@ -57,7 +57,7 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
     out = np.empty(n + 1, dtype=np.int64)
     cdef int64_t[::1] starts = out
     cdef int64_t a = 0, b, lo, hi, limit, room, base, count = 0
-    cdef double factor, close_a, total
+    cdef double factor, close_a, total, q
     cdef double est = estimate  # rounded to float only by an update, as the Python reading does
     while a < n:
         starts[count] = a
@@ -67,7 +67,9 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
         if estimated and upper[a] > limit:
             limit = upper[a]
         # past hi even a record of 0 bytes would not fit
-        room = <int64_t>floor(<double>(limit - overhead) / factor)
+        q = floor(<double>(limit - overhead) / factor)
+        # an estimate near 0 would make room past any log; NaN fails both tests and is clamped too
+        room = <int64_t>q if -4e18 < q < 4e18 else (<int64_t>-4e18 if q <= -4e18 else <int64_t>4e18)
         hi = _first_above(&cum[0], 0, n + 1, cum[a] + room)
         if hi < a + 1:
             hi = a + 1
