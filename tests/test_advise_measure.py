@@ -48,22 +48,55 @@ def test_cut_batches_are_the_batches_built_one_by_one(codec, level):
     assert read["offset"].to_pylist() == list(range(500))
 
 
-def test_a_batch_size_the_replay_asks_for_again_is_not_built_again(monkeypatch):
+def test_a_batch_size_the_replay_asks_for_again_is_not_sized_again():
     enc = BatchEncoder(_table())
-    built = []
-    batch = BatchEncoder.batch
+    asked_native = []
 
-    def counting(self, a, b, codec, level):
-        built.append((a, b, codec, level))
-        return batch(self, a, b, codec, level)
+    class Counting:
+        def __init__(self, sizer):
+            self.sizer = sizer
 
-    monkeypatch.setattr(BatchEncoder, "batch", counting)
+        def batch_size(self, a, b, native, level):
+            asked_native.append((a, b, native.name, level))
+            return self.sizer.batch_size(a, b, native, level)
+
+    enc._sizer = Counting(enc._sizer)
     asked = [(0, 9, "zstd", 3), (9, 40, "zstd", 3), (0, 9, "zstd", 3), (0, 9, "zstd", 1), (0, 9, "lz4", None),
              (9, 40, "zstd", 3)]
     sizes = [enc.batch_bytes(*q) for q in asked]
-    assert built == [(0, 9, "zstd", 3), (9, 40, "zstd", 3), (0, 9, "zstd", 1), (0, 9, "lz4", None)]
-    assert sizes == [len(batch(enc, *q)) for q in asked]
+    # each codec at its resolved level, as the builder passes it (lz4's default is Kafka's 9)
+    assert asked_native == [(0, 9, "zstd", 3), (9, 40, "zstd", 3), (0, 9, "zstd", 1), (0, 9, "lz4", 9)]
+    assert sizes == [len(enc.batch(*q)) for q in asked]
     assert sizes[0] != sizes[3] != sizes[4]  # each codec and level has its own sizes
+
+
+@pytest.mark.parametrize("codec,level", [("gzip", 1), ("gzip", None), ("snappy", None), ("lz4", None), ("zstd", 3),
+                                         ("zstd", 1)])
+def test_a_sized_batch_is_as_long_as_the_batch_built(codec, level):
+    # keys, null keys, headers and none, one record and many, timestamps apart: the size the replay
+    # learns from is the built batch's length, for every range
+    table = _table(300)
+    enc = BatchEncoder(table)
+    rng = np.random.default_rng(8)
+    ranges = [(0, 1), (0, 300), (299, 300), (17, 18)] + [tuple(sorted(rng.choice(301, 2, replace=False)))
+                                                          for _ in range(60)]
+    for a, b in ranges:
+        assert enc.batch_bytes(int(a), int(b), codec, level) == len(enc.batch(int(a), int(b), codec, level)), (a, b)
+
+
+def test_the_sizer_refuses_a_range_outside_its_records():
+    from kcodec._native.columnar import BatchSizer
+    from kcodec._native.native_codec import native_of
+    from kcodec.compression import get_codec
+
+    enc = BatchEncoder(_table(10))
+    sizer = BatchSizer(10, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts)
+    zstd = native_of(get_codec("zstd"))
+    for a, b in ((5, 5), (-1, 3), (3, 11), (7, 2)):
+        with pytest.raises(ValueError, match="records"):
+            sizer.batch_size(a, b, zstd, 3)
+    with pytest.raises(ValueError, match="one timestamp per record"):
+        BatchSizer(11, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts)
 
 
 def test_cuts_must_cover_the_rows_in_order():

@@ -95,3 +95,112 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
         a = b
     starts[count] = n
     return out[:count + 1], est
+
+
+cdef class BatchSizer:
+    """The size of records ``a:b`` of Arrow columns as one compressed v2 batch, without making the batch.
+
+    The replay asks this of every batch it closes, to learn Java's ratio: the records region is
+    encoded and compressed into buffers kept between calls, and only the length comes back.  The
+    columns are those of ``encode_columnar``; records are numbered from 0 within the batch, as
+    ``encode_columnar`` numbers a batch built from offset ``a``.
+    """
+    cdef list keep
+    cdef _Col ck, cv, chl, chk, chv
+    cdef bint has_key, has_h
+    cdef const int64_t *ts
+    cdef Py_ssize_t n
+    cdef int32_t *bodies
+    cdef uint8_t *records
+    cdef Py_ssize_t records_cap
+    cdef uint8_t *frame
+    cdef Py_ssize_t frame_cap
+
+    def __cinit__(self, Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps):
+        cdef const int64_t[::1] ts = timestamps
+        if ts.shape[0] != n:
+            raise ValueError("BatchSizer: one timestamp per record")
+        self.keep = [timestamps]
+        self.n = n
+        memset(&self.ck, 0, sizeof(_Col))
+        memset(&self.chl, 0, sizeof(_Col))
+        memset(&self.chk, 0, sizeof(_Col))
+        memset(&self.chv, 0, sizeof(_Col))
+        self.has_key = key is not None
+        self.has_h = hdr_list is not None
+        if self.has_key:
+            _col_from(key, &self.ck, self.keep)
+        _col_from(value, &self.cv, self.keep)
+        if self.has_h:
+            _col_from(hdr_list, &self.chl, self.keep)
+            _col_from(hkey, &self.chk, self.keep)
+            _col_from(hval, &self.chv, self.keep)
+        self.ts = &ts[0] if n else NULL
+        self.bodies = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
+        if self.bodies == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.bodies)
+        free(self.records)
+        free(self.frame)
+
+    cdef int _grow(self, uint8_t **buf, Py_ssize_t *cap, Py_ssize_t want) except -1:
+        cdef uint8_t *p
+        if want <= cap[0]:
+            return 0
+        want = max(want, 2 * cap[0], 4096)
+        p = <uint8_t *>realloc(buf[0], want)
+        if p == NULL:
+            raise MemoryError()
+        buf[0] = p
+        cap[0] = want
+        return 0
+
+    def batch_size(self, Py_ssize_t a, Py_ssize_t b, NativeCodec codec, int level) -> int:
+        """Bytes of records ``a:b`` as one v2 batch compressed by ``codec`` at ``level``."""
+        if not (0 <= a < b <= self.n):
+            raise ValueError(f"BatchSizer: records {a}:{b} of {self.n}")
+        cdef Py_ssize_t i, j, h0, h1
+        cdef int32_t kl, vl, hkl, hc
+        cdef int64_t hs, body, total = 0, bound, written
+        cdef int64_t first_ts = self.ts[a]
+        cdef Py_ssize_t bad = -1
+        cdef char err[256]
+        err[0] = 0
+        with nogil:
+            for i in range(a, b):
+                kl = kc_col_len(&self.ck, i) if self.has_key else -1
+                vl = kc_col_len(&self.cv, i)
+                hs = 0
+                hc = 0
+                if self.has_h and kc_bit_valid(self.chl.valid, self.chl.voff, i):
+                    h0 = kc_off(&self.chl, i)
+                    h1 = kc_off(&self.chl, i + 1)
+                    hc = <int32_t>(h1 - h0)
+                    for j in range(h0, h1):
+                        hkl = kc_col_len(&self.chk, j)
+                        if hkl < 0:
+                            bad = i
+                            break
+                        hs += kc_header_size(hkl, kc_col_len(&self.chv, j))
+                if bad >= 0:
+                    break
+                body = kc_record_body_size(self.ts[i] - first_ts, <int32_t>(i - a), kl, vl, hc, hs)
+                self.bodies[i] = <int32_t>body
+                total += kc_varint_size(<int32_t>body) + body
+        if bad >= 0:
+            raise RecordBuilderError(f"row {bad}: header keys must not be null")
+        self._grow(&self.records, &self.records_cap, total)
+        with nogil:
+            kc_encode_rows(self.records, a, b, self.bodies, &self.ck, self.has_key, &self.cv, &self.chl,
+                           self.has_h, &self.chk, &self.chv, self.ts, first_ts, NULL, 0, a)
+            bound = codec.api.compress_bound(codec.api.state, total, level, 2)
+        if bound < 0:
+            raise codec._error(bound, err, True)
+        self._grow(&self.frame, &self.frame_cap, bound)
+        with nogil:
+            written = codec.call_compress(self.records, total, self.frame, bound, level, 2, err, sizeof(err))
+        if written < 0 or written > bound:
+            raise codec._error(written if written < 0 else KCODEC_CODEC_DST_TOO_SMALL, err, True)
+        return KC_BATCH_OVERHEAD + written

@@ -42,7 +42,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
-from kcodec._native.columnar import encode_columnar
+from kcodec._native.columnar import BatchSizer, encode_columnar
+from kcodec._native.native_codec import native_of
 
 __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
            "ONE_BATCH"]
@@ -128,6 +129,7 @@ class BatchEncoder:
             self.hdrs, self.hkey, self.hval = header_specs(hdrs, refuse_null_entries=False)
         self.ts = np.ascontiguousarray(timestamps_ms(column(table, "timestamp"), n), dtype=np.int64)
         self._sizes: Dict[Tuple[str, Any, int, int], int] = {}
+        self._sizer = BatchSizer(n, self.key, self.value, self.hdrs, self.hkey, self.hval, self.ts)
 
     def batch_bytes(self, a: int, b: int, codec: str, level) -> int:
         """The size of records ``a:b`` as one batch, built once per codec and level.
@@ -138,7 +140,12 @@ class BatchEncoder:
         key = (codec, level, a, b)
         size = self._sizes.get(key)
         if size is None:
-            size = self._sizes[key] = len(self.batch(a, b, codec, level))
+            c, lvl = _codec(codec, level)
+            native = native_of(c) if c.id != 0 else None
+            # A native codec sizes the batch without making it; another builds it.
+            size = (self._sizer.batch_size(a, b, native, 0 if lvl is None else lvl) if native is not None
+                    else len(self.batch(a, b, codec, level)))
+            self._sizes[key] = size
         return size
 
     @staticmethod
