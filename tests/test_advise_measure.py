@@ -43,6 +43,14 @@ def test_cut_batches_are_the_batches_built_one_by_one(codec, level):
     starts = np.array([0, 1, 2, 9, 10, 200, 201, 499, 500], np.int64)
     one_by_one = [enc.batch(a, b, codec, level) for a, b in zip(starts[:-1], starts[1:])]
     assert enc.build(starts, codec, level) == one_by_one
+    if codec != "none":
+        # the bytes of from_arrow's own path (compressed_batches, a step per batch), batch for batch
+        from kcodec.arrow.encode import compressed_batches
+        from kcodec.compression import get_codec
+
+        c = get_codec(codec)
+        cols = (500, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, 2 ** 31 - 1, 1.0, True)
+        assert one_by_one == list(compressed_batches(encode_columnar(*cols, cuts=starts), c, c.resolve_level(level)))
     read = kcodec.to_arrow(b"".join(one_by_one))
     assert read["value"].to_pylist() == table["value"].to_pylist()
     assert read["offset"].to_pylist() == list(range(500))
@@ -341,3 +349,31 @@ def test_same_settings_and_dollars_on_every_run_while_cores_are_busy(spark, logs
     assert answers[0][1]["events"]  # the uncompressed topic is told to change
     assert len(answers[0][2]) == 2 * 7
     assert answers[1] == answers[0] and answers[2] == answers[0]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_the_batch_list_writes_compressed_batches_header_fields(codec):
+    from kcodec._native.columnar import compressed_batch_list
+    from kcodec._native.native_codec import native_of
+    from kcodec.arrow.encode import compressed_batches
+    from kcodec.arrow.options import EncodeOptions
+    from kcodec.compression import TimestampType, get_codec
+
+    enc = BatchEncoder(_table(200))
+    c = get_codec(codec)
+    lvl = c.resolve_level(None)
+    starts = np.array([0, 3, 4, 90, 200], np.int64)
+    cols = (200, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 40, 2 ** 31 - 1, 1.0, True)
+    for pid, epoch, seq, leader, lat in ((-1, -1, -1, -1, None), (7, 2, 2147483600, 5, None), (9, 0, 0, 1, 123)):
+        options = EncodeOptions(producer_id=pid, producer_epoch=epoch, base_sequence=seq, partition_leader_epoch=leader,
+                                timestamp_type=TimestampType.LOG_APPEND_TIME if lat is not None else
+                                TimestampType.CREATE_TIME, log_append_time=lat)
+        want = list(compressed_batches(encode_columnar(*cols, cuts=starts), c, lvl, options))
+        attributes = c.id | (8 if lat is not None else 0)
+        got = compressed_batch_list(native_of(c), encode_columnar(*cols, cuts=starts), lvl or 0, attributes, pid, epoch,
+                                    seq, leader, -1 if lat is None else lat)
+        assert got == want
+        if seq == 2147483600:
+            # the sequence wraps past 2**31 - 1 as Kafka's incrementSequence does
+            assert [b.base_sequence for b in kcodec.read_batches(b"".join(got))] == [
+                2147483600, 2147483603, 2147483604, 42]

@@ -231,7 +231,8 @@ def test_a_timestamp_beyond_the_calendar_is_named_in_milliseconds(tmp_path):
 
     far = -(2 ** 62)  # no datetime reaches it: the detail prints the number itself
     segs = [SegmentInfo(0, str(tmp_path), 10, 0.0), SegmentInfo(5, str(tmp_path), 10, 0.0)]
-    (seg, rule, detail), = deletable_segments(segs, {0: far, 5: T0}, now_ms=T0, policy=RetentionPolicy(retention_ms=DAY))
+    policy = RetentionPolicy(retention_ms=DAY)
+    (seg, rule, detail), = deletable_segments(segs, {0: far, 5: T0}, now_ms=T0, policy=policy)
     assert seg.base_offset == 0 and rule == "retention.ms"
     assert detail.startswith(f"largest timestamp {far} ms is {T0 - far} ms before now ")
 

@@ -344,3 +344,42 @@ def compressed_batch(NativeCodec codec, records, int level, int64_t base_offset,
         _write_batch(p, n - KC_BATCH_OVERHEAD, base_offset, last_offset_delta, first_timestamp, max_timestamp, count,
                      attributes, producer_id, producer_epoch, base_sequence, partition_leader_epoch)
     return batch
+
+
+def compressed_batch_list(NativeCodec codec, encoded, int level, int16_t attributes, int64_t producer_id,
+                          int16_t producer_epoch, int32_t base_sequence, int32_t partition_leader_epoch,
+                          int64_t log_append_time=-1) -> list:
+    """Every batch of ``encode_columnar``'s records regions (``encoded``), compressed by a native codec,
+    as a list: ``compressed_batches``' batches in one call, without a Python step per batch.
+
+    A ``base_sequence`` of 0 or more is the first batch's, each later one adds the records before
+    it (``DefaultRecordBatch.incrementSequence``); ``log_append_time`` of 0 or more is every batch's
+    max timestamp.
+    """
+    out_buf, rows, pos, first_ts, max_ts, first_off, last_off = encoded
+    cdef const uint8_t[::1] data = out_buf
+    cdef const int64_t[::1] r = rows
+    cdef const int64_t[::1] p = pos
+    cdef const int64_t[::1] fts = first_ts
+    cdef const int64_t[::1] mts = max_ts
+    cdef const int64_t[::1] fo = first_off
+    cdef const int64_t[::1] lo = last_off
+    cdef Py_ssize_t nb = fts.shape[0], b
+    if r.shape[0] != nb + 1 or p.shape[0] != nb + 1:
+        raise ValueError("compressed_batch_list: encode_columnar's row and byte starts need one value per batch, "
+                         "and one more")
+    cdef list out = []
+    cdef bytes batch
+    cdef int32_t seq
+    cdef uint8_t *q
+    cdef const uint8_t *src
+    for b in range(nb):
+        src = &data[0] + p[b] if p[b + 1] > p[b] else <const uint8_t *>""
+        batch = codec.compress_after(src, p[b + 1] - p[b], level, 2, KC_BATCH_OVERHEAD)
+        seq = base_sequence if base_sequence < 0 else <int32_t>((<int64_t>base_sequence + r[b]) % 2147483648)
+        q = <uint8_t *>PyBytes_AS_STRING(batch)
+        _write_batch(q, PyBytes_GET_SIZE(batch) - KC_BATCH_OVERHEAD, fo[b], <int32_t>(lo[b] - fo[b]), fts[b],
+                     mts[b] if log_append_time < 0 else log_append_time, <int32_t>(r[b + 1] - r[b]), attributes,
+                     producer_id, producer_epoch, seq, partition_leader_epoch)
+        out.append(batch)
+    return out

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
-from kcodec._native.columnar import BatchSizer, encode_columnar
+from kcodec._native.columnar import BatchSizer, compressed_batch_list, encode_columnar
 from kcodec._native.native_codec import native_of
 
 __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
@@ -169,7 +169,12 @@ class BatchEncoder:
         cols = (n, key, value, hdrs, self.hkey, self.hval, ts, None, base_offset, ONE_BATCH, 1.0, c.id != 0)
         if c.id == 0:
             return encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts)
-        return list(compressed_batches(encode_columnar(*cols, cuts=cuts), c, lvl))
+        native = native_of(c)
+        if native is None:
+            return list(compressed_batches(encode_columnar(*cols, cuts=cuts), c, lvl))
+        # from_arrow's batches with its default header fields, every batch in one native call
+        return compressed_batch_list(native, encode_columnar(*cols, cuts=cuts), 0 if lvl is None else lvl, c.id,
+                                     -1, -1, -1, -1)
 
 
 def measure_build(encoder: BatchEncoder, starts: np.ndarray, codec: str, level,
