@@ -517,3 +517,59 @@ def test_open_partition_takes_the_names_given(tmp_path, log_at):
         skipped.reason = "other"
     assert {skipped, SkippedFolder(str(tmp_path / "bad topic-0"), "not a partition folder name")} == {skipped}
     found[("t", 0)].close()
+
+
+def test_writer_takes_message_sets_as_a_broker_appends_them(tmp_path):
+    """Each append is one message set: a partial batch in it is refused whole, the segment is named by its
+    first offset (a v2 batch's base offset, a v0/v1 entry's offset), and offsets must increase."""
+    from builders import batch, kv, legacy_batch
+    from kcodec.errors import CorruptRecordError
+    sets, starts = _five_record_sets(3)
+    w = LogWriter(tmp_path / "t-0")
+    w.append(b"")  # nothing to append, nothing to name a segment by
+    with pytest.raises(CorruptRecordError) as e:
+        w.append(sets[0] + sets[1][:30])
+    assert e.value.position == len(sets[0])
+    w.append(sets[0] + sets[1])
+    with pytest.raises(CorruptDataError, match="offset order: offset 9 after 9"):
+        w.append(batch(9, [kv(b"k", b"v")]))
+    w.append(sets[2])
+    assert [p.name for p in w.close()] == [segment_file_name(0)]
+    assert (tmp_path / "t-0" / segment_file_name(0)).read_bytes() == b"".join(sets)
+    assert LogWriter(tmp_path / "t-1").close() == [] and os.listdir(tmp_path / "t-1") == []
+    legacy = legacy_batch(0, [kv(b"k%d" % i, b"v") for i in range(3)], magic=1)  # three entries, offsets 0-2
+    assert [p.name for p in write_partition(tmp_path / "t-2", [legacy])] == [segment_file_name(0)]
+    mixed = sets[0] + legacy_batch(5, [kv(b"k", b"v")], magic=1)
+    assert [p.name for p in write_partition(tmp_path / "t-3", [mixed])] == [segment_file_name(0)]
+
+
+def test_writer_rolls_when_an_offset_no_longer_fits_the_index(tmp_path):
+    """A relative offset is a 4-byte int: an append ending 2**31 - 1 past the base still fits
+    (LogSegment.canConvertToRelativeOffset), one further rolls; far from offset 0 alike."""
+    from builders import batch, kv
+    for base in (0, 3_000_000_000):
+        sets = [batch(base + o, [kv(b"k", b"v")]) for o in (0, 2 ** 31 - 1, 2 ** 31, 2 ** 31 + 5)]
+        written = write_partition(tmp_path / f"t-{base}", sets)
+        assert [offset_from_file_name(p.name) for p in written] == [base, base + 2 ** 31]
+
+
+def test_writer_indexes_the_first_batch_of_the_largest_timestamp(tmp_path):
+    """Within one message set the time index names the first batch reaching the largest timestamp, even
+    a timestamp of 0 (LogValidator's shallowOffsetOfMaxTimestamp starts below every timestamp)."""
+    from builders import batch
+    cases = {"t-0": ([0] * 5, [0] * 5, [(0, 4)]), "t-1": ([7] * 5, [7] * 5, [(7, 4)]),
+             "t-2": ([7] * 5, [8] * 5, [(8, 9)])}
+    for name, (first, second, expected) in cases.items():
+        message_set = batch(0, [(b"k", b"v", t) for t in first]) + batch(5, [(b"k", b"v", t) for t in second])
+        write_partition(tmp_path / name, [message_set])
+        index = TimeIndex.open(tmp_path / name / segment_file_name(0, ".timeindex"), 0)
+        assert [(int(t), int(r)) for t, r in index.entries.tolist()] == expected
+
+
+def test_writer_refuses_a_negative_base_offset(tmp_path):
+    from builders import batch, kv
+    from kcodec.errors import InvalidNameError
+    with pytest.raises(InvalidNameError, match="segment base offset") as e:
+        LogWriter(tmp_path / "t-0").append(batch(-5, [kv(b"k", b"v")]))
+    assert e.value.source == str(tmp_path / "t-0")
+    assert os.listdir(tmp_path / "t-0") == []
