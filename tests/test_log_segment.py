@@ -403,15 +403,30 @@ def test_start_position_at_a_partial_batch(tmp_path, log_at, tail):
     assert [b.base_offset for b in seg.batches(7)] == [5, 10]
 
 
-def test_a_corrupt_index_warns_at_the_caller(log_at):
-    from kcodec.errors import CorruptIndexWarning
+def test_warnings_name_the_callers_line(tmp_path, log_at):
+    """However deep in kcodec (properties, generators, helpers) a warning is raised, it names the
+    caller's file."""
+    from kcodec.errors import CorruptIndexWarning, InvalidNameWarning
+    from kcodec.log import find_partitions, require_partitions
     sets, starts = _five_record_sets(3)
-    seg = log_at("t-0", sets).segments[0]
-    with open(seg.index_path, "ab") as f:
+    part = log_at("t-0", sets)
+    with open(part.segments[0].index_path, "ab") as f:
         f.write(b"\0")
-    with pytest.warns(CorruptIndexWarning, match="not a multiple of 8") as caught:
-        assert seg.start_position(12) == 0
+    reads = {"start_position": lambda seg: seg.start_position(12), "offset_index": lambda seg: seg.offset_index,
+             "byte_ranges": lambda seg: seg.byte_ranges(1), "batches": lambda seg: list(seg.batches(12))}
+    for what, read in reads.items():
+        seg = log_at("t-0", []).segments[0]
+        with pytest.warns(CorruptIndexWarning, match="not a multiple of 8") as caught:
+            read(seg)
+        assert [w.filename for w in caught] == [__file__], what
+    with pytest.warns(CorruptIndexWarning) as caught:
+        assert [b.base_offset for b in log_at("t-0", []).batches(12)] == [10]
     assert [w.filename for w in caught] == [__file__]
+    write_partition(tmp_path / "bad topic-0", sets[:1])
+    for read in (open_log_dir, find_partitions, require_partitions):
+        with pytest.warns(InvalidNameWarning, match="bad topic-0") as caught:
+            read(tmp_path)
+        assert [w.filename for w in caught] == [__file__], read.__name__
 
 
 def test_errors_name_the_segment_and_the_byte(tmp_path, log_at):
