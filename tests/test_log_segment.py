@@ -588,3 +588,31 @@ def test_writer_refuses_a_negative_base_offset(tmp_path):
         LogWriter(tmp_path / "t-0").append(batch(-5, [kv(b"k", b"v")]))
     assert e.value.source == str(tmp_path / "t-0")
     assert os.listdir(tmp_path / "t-0") == []
+
+
+def test_rebuild_indexes_truncates_only_what_recovery_does(tmp_path):
+    """LogSegment.recover checks each batch's size and checksum (ensureValid), not its records; a batch
+    whose offsets no index can hold throws past the truncation (LogLoader splits that segment)."""
+    import kcodec
+    from builders import batch, batch_around, kv
+    first, after = (batch(o, [kv(b"k%d" % j, b"v" * 40) for j in range(5)]) for o in (0, 6))
+    # offset 5, one record that does not parse, under a valid checksum (which starts after the offset)
+    sealed = struct.pack(">q", 5) + batch_around(b"\x7f" * 20, 1, "none")[8:]
+    with pytest.raises(CorruptDataError):
+        list(next(iter(kcodec.read_batches(sealed))))
+    d = tmp_path / "t-0"
+    d.mkdir()
+    log = d / segment_file_name(0)
+    log.write_bytes(first + sealed + after + first[:40])
+    assert rebuild_indexes(log, truncate=False) == len(first + sealed + after)
+    assert log.stat().st_size == len(first + sealed + after) + 40  # kept, as asked
+    assert rebuild_indexes(log, index_interval_bytes=1) == len(first + sealed + after)
+    assert log.read_bytes() == first + sealed + after
+    index = OffsetIndex.open(d / segment_file_name(0, ".index"), 0)
+    assert list(zip(index.offsets.tolist(), index.positions.tolist())) == [(5, len(first)), (10, len(first + sealed))]
+    far = batch(2 ** 31, [kv(b"k", b"v")])
+    log.write_bytes(first + far + after[:40])
+    with pytest.raises(CorruptDataError, match=r"offset 2147483648 cannot be stored relative to base offset 0") as e:
+        rebuild_indexes(log)
+    assert (e.value.source, e.value.position) == (str(log), len(first))
+    assert log.read_bytes() == first + far + after[:40]  # nothing truncated

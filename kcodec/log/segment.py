@@ -619,15 +619,21 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
     seg = LogSegment(log_path)
     with open(seg.path, "rb") as f:
         data = f.read()
-    valid = 0
+    valid, beyond = 0, None
     try:
+        # size and checksum, as LogSegment.recover's ensureValid: it does not parse the records
         for batch in read_batches(data, validate=True):
-            for _ in batch:  # deep validation, as recovery iterates records
-                pass
-            relative_offset(batch.last_offset, seg.base_offset)  # an index must be able to hold it
+            try:
+                relative_offset(batch.last_offset, seg.base_offset)  # an index must be able to hold it
+            except CorruptDataError as exc:
+                beyond = exc
+                break
             valid += batch.size_in_bytes
-    except KcodecError:
+    except CorruptDataError:  # LogSegment.recover truncates at CorruptRecordException/InvalidRecordException only
         pass
+    if beyond is not None:
+        # LogSegment.ensureOffsetInRange throws past the truncation (LogLoader splits such a segment)
+        raise beyond.with_context(source=str(seg.path), position=valid)
     size = len(data)
     if truncate and valid < size:
         with open(log_path, "r+b") as f:
