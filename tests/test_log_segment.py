@@ -616,3 +616,16 @@ def test_rebuild_indexes_truncates_only_what_recovery_does(tmp_path):
         rebuild_indexes(log)
     assert (e.value.source, e.value.position) == (str(log), len(first))
     assert log.read_bytes() == first + far + after[:40]  # nothing truncated
+
+
+def test_writer_puts_the_log_last(tmp_path, monkeypatch):
+    """On a local disk a segment's .log appears after its indexes, so a crash leaves no .log with a
+    half-written index beside it (recovery rebuilds missing ones)."""
+    from kcodec.storage import LocalStorage
+    puts = []
+    real_put = LocalStorage.put
+    monkeypatch.setattr(LocalStorage, "put", lambda self, path, data: (puts.append(os.path.basename(path)),
+                                                                         real_put(self, path, data)))
+    sets, _ = _five_record_sets(4)
+    write_partition(tmp_path / "t-0", sets, segment_bytes=2 * len(sets[0]))
+    assert puts == [segment_file_name(base, suffix) for base in (0, 10) for suffix in (".index", ".timeindex", ".log")]

@@ -214,6 +214,30 @@ def test_a_segment_in_a_bucket_reads_as_on_disk(tmp_path, s3):
     on_disk.close()
 
 
+def test_a_writer_puts_the_log_before_its_indexes(tmp_path, s3, monkeypatch):
+    """In an object store each file of a segment is one put, the .log before its indexes; the objects
+    hold the bytes a local writer writes."""
+    from kcodec.log import LogWriter, write_partition
+    from kcodec.storage import ObjectStorage
+    puts = []
+    real_put = ObjectStorage.put
+    monkeypatch.setattr(ObjectStorage, "put", lambda self, path, data: (puts.append(path.rsplit("/", 1)[1]),
+                                                                          real_put(self, path, data)))
+    sets = [batch(i * 5, [kv(b"k%d" % j, b"v" * 40) for j in range(5)]) for i in range(4)]
+    bucket = s3.new_bucket()
+    written = write_partition(f"s3://{bucket}/t-0", sets, segment_bytes=2 * len(sets[0]),
+                              storage_options=s3.storage_options)
+    names = ["%020d%s" % (base, suffix) for base in (0, 10) for suffix in (".log", ".index", ".timeindex")]
+    assert puts == names and [str(p) for p in written] == [f"{bucket}/t-0/{n}" for n in names[::3]]
+    local = tmp_path / "t-0"
+    write_partition(local, sets, segment_bytes=2 * len(sets[0]))
+    storage, inner = resolve(f"s3://{bucket}/t-0", s3.storage_options)
+    assert {n: storage.read_bytes(f"{inner}/{n}") for n in names} == {n: (local / n).read_bytes() for n in names}
+    # the folder of a topic-partition in a log directory, its names checked as on a local disk
+    writer = LogWriter.in_log_dir(f"s3://{bucket}/kafka", "orders", 3, storage_options=s3.storage_options)
+    assert str(writer.path) == f"{bucket}/kafka/orders-3"
+
+
 @pytest.mark.spark  # the data source's reader is PySpark's
 def test_data_source_reads_an_object_in_few_large_ranged_reads(tmp_path, s3):
     """A task fetches its bytes in reads of about fetchBytes, cut at batch starts through the index:
