@@ -201,3 +201,47 @@ def test_settings_sort_with_a_default_and_numbered_levels_of_one_codec():
                                                 "zstd:3@16KiB/0ms", "zstd:19@16KiB/5ms"]
     assert Setting("zstd", None, 1, 0) < Setting("zstd", 1, 1, 0)
     assert Setting("zstd", 2, 1, 0) > Setting("zstd", 1, 9, 0)
+
+
+def test_rule_is_a_value_and_states_its_knee():
+    import dataclasses
+    rule = Rule(knee=0.8)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rule.knee = 1.0  # type: ignore[misc]
+    assert {rule, Rule(knee=0.8)} == {rule}
+    assert rule.text().startswith(
+        "the smallest linger.ms, then batch.size, saving at least 80% of what the lowest $/month (storage + network "
+        "+ CPU) saves (--knee) among settings that build at 50 MB/s of CPU per core or more")
+    assert Rule(knee=0.125).text().startswith("the smallest linger.ms, then batch.size, saving at least 12.5% of")
+    assert Rule(knee=1.0).text().startswith("the lowest $/month (storage + network + CPU) among settings")
+
+
+def test_measured_without_a_cost_and_its_spreads():
+    m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
+    assert (m.cost, m.stored_per_day, m.cpu, m.compress_spread, m.read_spread) == (None, 0.0, None, 0.0, 0.0)
+    assert (m.cost_uncertainty, m.cpu_source) == (0.0, "measured")
+    m.compress_spread, m.read_spread = 1.8, 0.35
+    # the spreads relative to the medians: 1.8 of 2 s and 0.35 of 0.5 s
+    assert (m.compress_spread_share, m.read_spread_share) == (pytest.approx(0.9), pytest.approx(0.7))
+    assert m.measured_text() == "3+/-90%/12+/-70%"
+
+
+def test_cost_uncertainty_of_the_cpu_model_and_of_the_sample():
+    from kcodec.advise.cost import MonthlyCost
+    from kcodec.advise.cpu import MODEL_ERROR, CpuCost
+    m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.0, 0.4, 4)
+    assert m.cost_uncertainty == 0.0  # no cost yet
+    m.cost = MonthlyCost(storage=30.0, network=10.0, cpu=5.0)
+    # measured CPU: no model error; the ratio's spread over 4 chunks: 0.4 / 2.0 / sqrt(4) = 0.1 of 40 $
+    assert m.cost_uncertainty == pytest.approx(4.0)
+    m.cpu = CpuCost(1.0, 1.0, "model")
+    assert m.cpu_source == "model"
+    assert m.cost_uncertainty == pytest.approx(5.0 * MODEL_ERROR + 4.0)
+    m.cpu = CpuCost(1.0, 1.0, "measured")
+    assert m.cost_uncertainty == pytest.approx(4.0)
+    # one chunk, no mean ratio, or an infinite spread tell nothing about sampling
+    for chunks, mean, std in ((1, 2.0, 0.4), (4, 0.0, 0.4), (4, 2.0, float("inf"))):
+        m.chunks, m.ratio_mean, m.ratio_std = chunks, mean, std
+        assert m.cost_uncertainty == 0.0
+    m.chunks, m.ratio_mean, m.ratio_std = 2, 0.5, 0.5
+    assert m.cost_uncertainty == pytest.approx(40.0 / 2 ** 0.5)
