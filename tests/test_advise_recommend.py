@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcodec.advise.cost import Prices, TopicEconomics, monthly_cost
+from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.recommend import Measured, Rule, advise_topic, kafka_config
 
@@ -227,7 +227,6 @@ def test_measured_without_a_cost_and_its_spreads():
 
 
 def test_cost_uncertainty_of_the_cpu_model_and_of_the_sample():
-    from kcodec.advise.cost import MonthlyCost
     from kcodec.advise.cpu import MODEL_ERROR, CpuCost
     m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.0, 0.4, 4)
     assert m.cost_uncertainty == 0.0  # no cost yet
@@ -245,3 +244,32 @@ def test_cost_uncertainty_of_the_cpu_model_and_of_the_sample():
         assert m.cost_uncertainty == 0.0
     m.chunks, m.ratio_mean, m.ratio_std = 2, 0.5, 0.5
     assert m.cost_uncertainty == pytest.approx(40.0 / 2 ** 0.5)
+
+
+def test_topic_advice_built_by_hand_is_priced_and_keeps_today():
+    from kcodec.advise.recommend import TopicAdvice
+    today = Measured(None, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
+    a = TopicAdvice("t", {"codec_bytes": {"none": 0, "lz4": 0}}, today, [], None, None, "rule", 1e9, "given", 3)
+    assert (a.priced, a.notes, a.recompress_cpu, a.volume_source, a.cheapest, a.rule) == (True, [], 0.0, "", None, None)
+    assert (a.saving, a.config(), a.codec_mix, a.timestamp_type) == (0.0, {}, {}, "CreateTime")
+
+
+def _costed(setting, total=10.0, cpu=1.0):
+    m = Measured(setting, 1, 1, 1, 1, 1, 1.0, 1.0, 0.0, 0.0, 1)
+    m.cost = MonthlyCost(total - cpu, 0.0, cpu)
+    return m
+
+
+def test_equal_costs_go_to_the_default_level_then_the_lowest():
+    from kcodec.advise.recommend import pick
+
+    def zstd(level):
+        return _costed(Setting("zstd", level, 16384, 5))
+
+    assert pick([]) is None
+    assert pick([zstd(3), zstd(None), zstd(-5)]).setting.level is None
+    assert pick([zstd(3), zstd(-5), zstd(1)]).setting.level == -5  # zstd's negative levels count too
+    assert pick([zstd(1), zstd(0)]).setting.level == 0
+    assert pick([zstd(0), zstd(-1)]).setting.level == -1
+    # a plugin's codec comes after Kafka's five
+    assert pick([_costed(Setting("brotli", None, 16384, 5)), zstd(None)]).setting.codec == "zstd"
