@@ -273,3 +273,31 @@ def test_equal_costs_go_to_the_default_level_then_the_lowest():
     assert pick([zstd(0), zstd(-1)]).setting.level == -1
     # a plugin's codec comes after Kafka's five
     assert pick([_costed(Setting("brotli", None, 16384, 5)), zstd(None)]).setting.codec == "zstd"
+
+
+def test_costs_within_both_uncertainties_are_equal():
+    from kcodec.advise.recommend import pick
+
+    def sampled(setting, storage, cpu, spread):
+        # over 4 chunks at a mean ratio of 1: an uncertainty of storage x spread / 2
+        m = Measured(setting, 1, 1, 1, 1, 1, 1.0, 1.0, 1.0, spread, 4)
+        m.cost = MonthlyCost(storage, 0.0, cpu)
+        return m
+
+    cheap = sampled(ZSTD19, 9.0, 1.0, 0.1)    # $10.00 +/- 0.45
+    lean = sampled(ZSTD, 10.0, 0.5, 0.02)     # $10.50 +/- 0.10, with less CPU
+    assert pick([cheap, lean]) is lean        # 0.50 apart, within 0.45 + 0.10
+    lean.cost = MonthlyCost(10.06, 0.0, 0.5)  # 0.56 apart: no longer equal
+    assert pick([cheap, lean]) is cheap
+
+
+def test_each_setting_keeps_its_row():
+    rows = [row(None, 1_000_000_000, 1.0, 2.0), dict(row(ZSTD, 250_000_000, 4.0, 1.0), ratio_mean=4.0, ratio_std=0.8,
+                                                     compress_spread=0.4, read_spread=0.1, chunks=9)]
+    a = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    (m,) = a.results
+    assert (m.setting, m.records, m.payload_bytes, m.plain_bytes, m.batches, m.stored_bytes) == \
+        (ZSTD, 100_000, 1_000_000_000, 1_100_000_000, 1000, 250_000_000)
+    assert (m.compress_seconds, m.read_seconds, m.ratio_mean, m.ratio_std, m.chunks, m.compress_spread,
+            m.read_spread) == (4.0, 1.0, 4.0, 0.8, 9, 0.4, 0.1)
+    assert (a.today.ratio_mean, a.today.ratio_std, a.today.compress_spread) == (0.0, 0.5, 0.0)

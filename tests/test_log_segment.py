@@ -1,6 +1,7 @@
 """Segment files and indexes (``LogSegment``, ``OffsetIndex``, ``TimeIndex``)."""
 import os
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -311,8 +312,11 @@ def test_close_unmaps_and_reading_again_reopens(log_at):
 
     mapped = seg.data
     assert bytes(mapped[:12]) == sets[0][:12] and fds() == 2  # the file, and the map's own duplicate
-    seg.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        seg.close()
     assert mapped.closed and fds() == 0
+    assert [w.message for w in caught if issubclass(w.category, ResourceWarning)] == []  # closed, not collected
     assert bytes(seg.data) == b"".join(sets)  # reading again maps the file again
     with seg:
         again = seg.data
