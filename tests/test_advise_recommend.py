@@ -301,3 +301,45 @@ def test_each_setting_keeps_its_row():
     assert (m.compress_seconds, m.read_seconds, m.ratio_mean, m.ratio_std, m.chunks, m.compress_spread,
             m.read_spread) == (4.0, 1.0, 4.0, 0.8, 9, 0.4, 0.1)
     assert (a.today.ratio_mean, a.today.ratio_std, a.today.compress_spread) == (0.0, 0.5, 0.0)
+
+
+T0 = 1_700_000_000_000
+
+
+def test_bytes_per_day_from_a_clusters_offsets():
+    rule, econ = Rule(cpu="measured"), TopicEconomics()
+    a = advise_topic("t", agg(min_ts=T0, max_ts=T0 + 2 * DAY), None, econ, Prices(), rule, topic_offsets=300_000)
+    # 300,000 offsets at the sample's 1e9 / 100,000 = 10,000 stored bytes per record, over 2 days
+    assert (a.stored_per_day, a.volume_source, a.priced) == (1.5e9, "offsets over 2 days", True)
+    assert a.per_day_source == ("300000 offsets from each partition's earliest (ListOffsets) to its high watermark at "
+                                "the sample's 10000 stored bytes per record, over their timestamps' span of 2 days")
+    # without timestamps the offsets' bytes are one day's; without sampled records they tell no bytes
+    flat = advise_topic("t", agg(min_ts=None), None, econ, Prices(), rule, topic_offsets=300_000)
+    assert (flat.stored_per_day, flat.volume_source) == (3e9, "no timestamps")
+    rows = [dict(row(None, 1_000_000_000, 1.0, 2.0), records=0), row(ZSTD, 250_000_000, 4.0, 1.0)]
+    empty = advise_topic("t", agg(rows, min_ts=T0, max_ts=T0 + 2 * DAY), None, econ, Prices(), rule,
+                         topic_offsets=300_000)
+    assert empty.stored_per_day == 5e8
+
+
+def test_a_short_span_is_costed_but_not_priced():
+    rule, econ = Rule(cpu="measured"), TopicEconomics()
+    prof = {"min_ts": T0, "max_ts": T0 + 2 * DAY}
+    a = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=2 * DAY + 1)
+    assert (a.priced, a.volume_source, a.stored_per_day) == (False, "not priced: span 2 days", 5e8)
+    assert a.notes[0] == ("not priced: the timestamps span 2 days, too short to know a daily volume (--min-span-hours "
+                          "48); the dollars shown extrapolate 953.7MiB to 476.8MiB/day and are left out of the "
+                          "estate's total: give --bytes-per-day or a --volumes file")
+    assert a.best.setting == ZSTD19  # ranked as at any volume
+    exact = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=2 * DAY)
+    assert (exact.priced, exact.volume_source) == (True, "records over 2 days")
+    given = advise_topic("t", agg(**prof), None, TopicEconomics(bytes_per_day=7e8), Prices(), rule,
+                         min_span_ms=3 * DAY)
+    assert (given.priced, given.volume_source) == (True, "given, --prices")
+
+
+def test_span_text_units():
+    from kcodec.advise.recommend import _span_text
+    assert [_span_text(ms) for ms in (2 * DAY, DAY, DAY - 1, 3_600_000, 5_400_000, 60_000, 90_000, 1000, 1500, 999,
+                                      20)] == \
+        ["2 days", "1 days", "24 h", "1 h", "1.5 h", "1 min", "1.5 min", "1 s", "1.5 s", "999 ms", "20 ms"]
