@@ -319,7 +319,9 @@ def test_bytes_per_day_from_a_clusters_offsets():
     rows = [dict(row(None, 1_000_000_000, 1.0, 2.0), records=0), row(ZSTD, 250_000_000, 4.0, 1.0)]
     empty = advise_topic("t", agg(rows, min_ts=T0, max_ts=T0 + 2 * DAY), None, econ, Prices(), rule,
                          topic_offsets=300_000)
-    assert empty.stored_per_day == 5e8
+    assert empty.stored_per_day == 5e8 and "at the sample's 1000000000 stored bytes per record" in empty.per_day_source
+    instant = advise_topic("t", agg(min_ts=T0, max_ts=T0 + 1), None, econ, Prices(), rule, topic_offsets=300_000)
+    assert (instant.stored_per_day, instant.volume_source) == (3e9 * DAY, "offsets over 1 ms")
 
 
 def test_a_short_span_is_costed_but_not_priced():
@@ -333,6 +335,8 @@ def test_a_short_span_is_costed_but_not_priced():
     assert a.best.setting == ZSTD19  # ranked as at any volume
     exact = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=2 * DAY)
     assert (exact.priced, exact.volume_source) == (True, "records over 2 days")
+    flat = advise_topic("t", agg(min_ts=None), None, econ, Prices(), rule, min_span_ms=DAY)
+    assert (flat.priced, flat.volume_source) == (False, "not priced: span 0 ms")
     given = advise_topic("t", agg(**prof), None, TopicEconomics(bytes_per_day=7e8), Prices(), rule,
                          min_span_ms=3 * DAY)
     assert (given.priced, given.volume_source) == (True, "given, --prices")
