@@ -335,11 +335,19 @@ def test_a_short_span_is_costed_but_not_priced():
     assert a.best.setting == ZSTD19  # ranked as at any volume
     exact = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=2 * DAY)
     assert (exact.priced, exact.volume_source) == (True, "records over 2 days")
-    flat = advise_topic("t", agg(min_ts=None), None, econ, Prices(), rule, min_span_ms=DAY)
+    flat = advise_topic("t", agg(min_ts=None), None, econ, Prices(), rule, min_span_ms=1)
     assert (flat.priced, flat.volume_source) == (False, "not priced: span 0 ms")
+    for hours in (100.0005, 100.0015):  # --min-span-hours, noted to six significant figures
+        note = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=hours * 3_600_000).notes[0]
+        assert "(--min-span-hours 100.001);" in note
     given = advise_topic("t", agg(**prof), None, TopicEconomics(bytes_per_day=7e8), Prices(), rule,
                          min_span_ms=3 * DAY)
     assert (given.priced, given.volume_source) == (True, "given, --prices")
+
+
+def test_a_span_of_one_millisecond_is_a_span():
+    a = advise_topic("t", agg(min_ts=T0, max_ts=T0 + 1), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    assert (a.stored_per_day, a.volume_source) == (1e9 * DAY, "records over 1 ms")
 
 
 def test_span_text_units():
