@@ -389,6 +389,14 @@ def test_start_position_of_a_legacy_wrapper(log_at):
         assert seg.start_position(11) == starts[2] and seg.start_position(14) == starts[2]
         assert [r.offset for b in seg.batches(9) for r in b] == list(range(8, 16))
     assert len(seg.offset_index) == 1
+    # uncompressed v1 messages have no lastOffsetDelta: the bytes there are the timestamp's and key length's
+    plain = [legacy_batch(i, [kv(b"k", b"v" * 30)], magic=1, ts=1_000_000 + i) for i in range(6)]
+    starts = [sum(len(s) for s in plain[:i]) for i in range(6)]
+    seg = log_at("u-0", plain, index=[(2, starts[2]), (4, starts[4])]).segments[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert seg.start_position(3) == starts[2] and seg.start_position(5) == starts[4]
+        assert [b.base_offset for b in seg.batches(3)] == [3, 4, 5]
 
 
 @pytest.mark.parametrize("tail", [10, 16, 20])
