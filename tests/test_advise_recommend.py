@@ -355,3 +355,16 @@ def test_span_text_units():
     assert [_span_text(ms) for ms in (2 * DAY, DAY, DAY - 1, 3_600_000, 5_400_000, 60_000, 90_000, 1000, 1500, 999,
                                       20)] == \
         ["2 days", "1 days", "24 h", "1 h", "1.5 h", "1 min", "1.5 min", "1 s", "1.5 s", "999 ms", "20 ms"]
+
+
+def test_a_sample_of_few_stored_bytes_scales_payload_by_them():
+    """The payload per day is the stored bytes per day times the sample's payload over stored bytes."""
+    econ, rule = TopicEconomics(bytes_per_day=7e8), Rule(cpu="measured")
+    rows = [row(None, 1, 1.0, 2.0, payload=3), row(ZSTD, 1, 4.0, 1.0, payload=3)]
+    a = advise_topic("t", agg(rows), None, econ, Prices(), rule)
+    assert a.today.stored_per_day == a.stored_per_day == 7e8
+    today = monthly_cost(7e8, 2.1e9, None, a.today.read_mbps, Prices(), econ)
+    assert a.today.cost.cpu == pytest.approx(today.cpu) and a.today.cost.total == pytest.approx(today.total)
+    (m,) = a.results
+    assert m.stored_per_day == 7e8
+    assert m.cost.total == pytest.approx(monthly_cost(7e8, 2.1e9, m.compress_mbps, m.read_mbps, Prices(), econ).total)
