@@ -368,3 +368,10 @@ def test_a_sample_of_few_stored_bytes_scales_payload_by_them():
     (m,) = a.results
     assert m.stored_per_day == 7e8
     assert m.cost.total == pytest.approx(monthly_cost(7e8, 2.1e9, m.compress_mbps, m.read_mbps, Prices(), econ).total)
+
+
+def test_a_sample_that_stored_nothing_costs_nothing():
+    rows = [row(None, 0, 1.0, 2.0), row(ZSTD, 0, 4.0, 1.0)]
+    a = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    assert (a.stored_per_day, a.today.stored_per_day, a.results[0].stored_per_day) == (0.0, 0.0, 0.0)
+    assert a.today.cost.storage == a.results[0].cost.storage == 0.0
