@@ -375,3 +375,24 @@ def test_a_sample_that_stored_nothing_costs_nothing():
     a = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
     assert (a.stored_per_day, a.today.stored_per_day, a.results[0].stored_per_day) == (0.0, 0.0, 0.0)
     assert a.today.cost.storage == a.results[0].cost.storage == 0.0
+
+
+def test_settings_outside_the_cpu_model_are_named():
+    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule())
+    assert a.rule == Rule() and {m.setting: m.cpu_source for m in a.results} == \
+        {ZSTD19: "measured", ZSTD: "model", GZIP: "model", LZ4: "model"}
+    assert ("zstd:19: not in kcodec's CPU model; their CPU cost is this run's measurement, which moves with the "
+            "machine's load") in a.notes
+    measured = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    assert not [n for n in measured.notes if "CPU model" in n]
+
+
+def test_the_setting_for_older_clients_must_save_something():
+    """Today's batches measured as zstd at its default level cost what that setting costs: no saving,
+    so clients before 3.8 are told nothing."""
+    rows = [row(None, 260_000_000, 5.0, 1.0), row(ZSTD19, 250_000_000, 4.0, 1.0), row(ZSTD, 260_000_000, 5.0, 1.0)]
+    a = advise_topic("t", agg(rows, codec_bytes={"zstd": 1}), None, TopicEconomics(), Prices(),
+                     Rule(cpu="measured", min_saving=0.01))
+    zstd = next(m for m in a.results if m.setting == ZSTD)
+    assert a.best.setting == ZSTD19 and zstd.cost.total == a.today.cost.total
+    assert a.best_without_level is None
