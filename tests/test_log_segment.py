@@ -448,11 +448,13 @@ def test_errors_name_the_segment_and_the_byte(tmp_path, log_at):
     data = bytearray(log.read_bytes())
     data[starts[2] + 70] ^= 0x01  # in a record of the third batch: its CRC no longer matches
     log.write_bytes(bytes(data))
-    seg = log_at("t-0", []).segments[0]
+    part = log_at("t-0", [])
+    seg = part.segments[0]
     for start in (None, 12):  # from the first byte, and from the index entry of offset 9
-        with pytest.raises(CorruptDataError) as e:
-            list(seg.batches(start))
-        assert (e.value.source, e.value.position, e.value.batch_offset) == (str(log), starts[2], 10)
+        for reader in (seg, part):
+            with pytest.raises(CorruptDataError) as e:
+                list(reader.batches(start))
+            assert (e.value.source, e.value.position, e.value.batch_offset) == (str(log), starts[2], 10)
     assert seg.start_position(12) == starts[1]
     data[starts[3] + 8:starts[3] + 12] = struct.pack(">i", 3)  # a size below the 14 bytes of any entry
     log.write_bytes(bytes(data))
