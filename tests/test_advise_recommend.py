@@ -352,9 +352,11 @@ def test_a_span_of_one_millisecond_is_a_span():
 
 def test_span_text_units():
     from kcodec.advise.recommend import _span_text
-    assert [_span_text(ms) for ms in (2 * DAY, DAY, DAY - 1, 3_600_000, 5_400_000, 60_000, 90_000, 1000, 1500, 999,
-                                      20)] == \
-        ["2 days", "1 days", "24 h", "1 h", "1.5 h", "1 min", "1.5 min", "1 s", "1.5 s", "999 ms", "20 ms"]
+    # each unit from exactly one of it: just below, the smaller unit rounds up to 60 (or 24 h, 1000 ms)
+    spans = {2 * DAY: "2 days", DAY: "1 days", DAY - 1: "24 h", 3_600_000: "1 h", 3_599_999: "60 min",
+             5_400_000: "1.5 h", 60_000: "1 min", 59_999: "60 s", 90_000: "1.5 min", 1000: "1 s", 1500: "1.5 s",
+             999: "999 ms", 20: "20 ms"}
+    assert {ms: _span_text(ms) for ms in spans} == spans
 
 
 def test_a_sample_of_few_stored_bytes_scales_payload_by_them():
