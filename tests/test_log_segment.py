@@ -643,3 +643,17 @@ def test_writer_puts_the_log_last(tmp_path, monkeypatch):
     sets, _ = _five_record_sets(4)
     write_partition(tmp_path / "t-0", sets, segment_bytes=2 * len(sets[0]))
     assert puts == [segment_file_name(base, suffix) for base in (0, 10) for suffix in (".index", ".timeindex", ".log")]
+
+
+def test_a_folder_with_broker_segments_is_a_broker_partition(tmp_path, log_at):
+    """A tiered-storage name (``<offset>-<segment id>.log``) beside broker segments does not make the
+    folder a tiered one."""
+    from kcodec.log import open_partition
+    sets, _ = _five_record_sets(2)
+    log_at("t-0", sets)
+    stray = tmp_path / "t-0" / ("%020d-%s.log" % (5, "A" * 22))
+    stray.write_bytes(sets[1])
+    part = open_partition(tmp_path / "t-0")
+    assert (part.layout, part.topic_id) == ("broker", None)
+    assert [s.path.name for s in part.segments] == [segment_file_name(0)]
+    part.close()

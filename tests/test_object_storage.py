@@ -233,7 +233,11 @@ def test_a_writer_puts_the_log_before_its_indexes(tmp_path, s3, monkeypatch):
     write_partition(local, sets, segment_bytes=2 * len(sets[0]))
     storage, inner = resolve(f"s3://{bucket}/t-0", s3.storage_options)
     assert {n: storage.read_bytes(f"{inner}/{n}") for n in names} == {n: (local / n).read_bytes() for n in names}
-    # the folder of a topic-partition in a log directory, its names checked as on a local disk
+    # the folder of a topic-partition in a log directory: an object key, whatever a local folder of the
+    # same name holds (here a symlink leading out of it)
+    (tmp_path / bucket / "kafka").mkdir(parents=True)
+    (tmp_path / bucket / "kafka" / "orders-3").symlink_to(tmp_path / "t-0")
+    monkeypatch.chdir(tmp_path)
     writer = LogWriter.in_log_dir(f"s3://{bucket}/kafka", "orders", 3, storage_options=s3.storage_options)
     assert str(writer.path) == f"{bucket}/kafka/orders-3"
 
