@@ -348,8 +348,6 @@ def test_byte_ranges_cut_at_the_first_entry_target_bytes_on(log_at):
 def test_start_position_trusts_only_entries_a_broker_writes(log_at):
     """An entry names the position of a batch ending by its offset (LogSegment.append indexes an
     append's largest offset at its first byte); the lookup below the first entry is (base, 0)."""
-    import warnings
-
     from kcodec.errors import CorruptIndexWarning
     sets, starts = _five_record_sets(6)
     seg = log_at("t-0", sets, index=[(14, starts[2]), (24, starts[4])]).segments[0]
@@ -376,8 +374,6 @@ def test_start_position_trusts_only_entries_a_broker_writes(log_at):
 
 def test_start_position_of_a_legacy_wrapper(log_at):
     """A v0/v1 wrapper's offset is its last inner offset: an entry at it is a batch ending by it."""
-    import warnings
-
     from builders import kv, legacy_batch
     sets = [legacy_batch(i * 4, [kv(b"k%d" % j, b"v" * 30) for j in range(4)], magic=1, codec="gzip")
             for i in range(4)]  # wrappers at offsets 3, 7, 11, 15
