@@ -652,8 +652,8 @@ def _stacklevel() -> int:
     partition reader, ``read_arrow``), so no constant depth names the user's line every time.
     """
     import sys
-
-    frame, level = sys._getframe(1), 1
+    frame: Any = sys._getframe(1)  # None past the outermost frame
+    level = 1
     while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "kcodec":
         frame, level = frame.f_back, level + 1
     return level
