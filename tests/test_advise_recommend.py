@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcodec.advise.cost import Prices, TopicEconomics, monthly_cost
+from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.recommend import Measured, Rule, advise_topic, kafka_config
 
@@ -201,3 +201,200 @@ def test_settings_sort_with_a_default_and_numbered_levels_of_one_codec():
                                                 "zstd:3@16KiB/0ms", "zstd:19@16KiB/5ms"]
     assert Setting("zstd", None, 1, 0) < Setting("zstd", 1, 1, 0)
     assert Setting("zstd", 2, 1, 0) > Setting("zstd", 1, 9, 0)
+
+
+def test_rule_is_a_value_and_states_its_knee():
+    import dataclasses
+    rule = Rule(knee=0.8)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rule.knee = 1.0  # type: ignore[misc]
+    assert {rule, Rule(knee=0.8)} == {rule}
+    assert rule.text().startswith(
+        "the smallest linger.ms, then batch.size, saving at least 80% of what the lowest $/month (storage + network "
+        "+ CPU) saves (--knee) among settings that build at 50 MB/s of CPU per core or more")
+    assert Rule(knee=0.125).text().startswith("the smallest linger.ms, then batch.size, saving at least 12.5% of")
+    assert Rule(knee=1.0).text().startswith("the lowest $/month (storage + network + CPU) among settings")
+
+
+def test_measured_without_a_cost_and_its_spreads():
+    m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
+    assert (m.cost, m.stored_per_day, m.cpu, m.compress_spread, m.read_spread) == (None, 0.0, None, 0.0, 0.0)
+    assert (m.cost_uncertainty, m.cpu_source) == (0.0, "measured")
+    m.compress_spread, m.read_spread = 1.8, 0.35
+    # the spreads relative to the medians: 1.8 of 2 s and 0.35 of 0.5 s
+    assert (m.compress_spread_share, m.read_spread_share) == (pytest.approx(0.9), pytest.approx(0.7))
+    assert m.measured_text() == "3+/-90%/12+/-70%"
+
+
+def test_cost_uncertainty_of_the_cpu_model_and_of_the_sample():
+    from kcodec.advise.cpu import MODEL_ERROR, CpuCost
+    m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.0, 0.4, 4)
+    assert m.cost_uncertainty == 0.0  # no cost yet
+    m.cost = MonthlyCost(storage=30.0, network=10.0, cpu=5.0)
+    # measured CPU: no model error; the ratio's spread over 4 chunks: 0.4 / 2.0 / sqrt(4) = 0.1 of 40 $
+    assert m.cost_uncertainty == pytest.approx(4.0)
+    m.cpu = CpuCost(1.0, 1.0, "model")
+    assert m.cpu_source == "model"
+    assert m.cost_uncertainty == pytest.approx(5.0 * MODEL_ERROR + 4.0)
+    m.cpu = CpuCost(1.0, 1.0, "measured")
+    assert m.cost_uncertainty == pytest.approx(4.0)
+    # one chunk, no mean ratio, or an infinite spread tell nothing about sampling
+    for chunks, mean, std in ((1, 2.0, 0.4), (4, 0.0, 0.4), (4, 2.0, float("inf"))):
+        m.chunks, m.ratio_mean, m.ratio_std = chunks, mean, std
+        assert m.cost_uncertainty == 0.0
+    m.chunks, m.ratio_mean, m.ratio_std = 2, 0.5, 0.5
+    assert m.cost_uncertainty == pytest.approx(40.0 / 2 ** 0.5)
+
+
+def test_topic_advice_built_by_hand_is_priced_and_keeps_today():
+    from kcodec.advise.recommend import TopicAdvice
+    today = Measured(None, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
+    a = TopicAdvice("t", {"codec_bytes": {"none": 0, "lz4": 0}}, today, [], None, None, "rule", 1e9, "given", 3)
+    assert (a.priced, a.notes, a.recompress_cpu, a.volume_source, a.cheapest, a.rule) == (True, [], 0.0, "", None, None)
+    assert (a.saving, a.config(), a.codec_mix, a.timestamp_type) == (0.0, {}, {}, "CreateTime")
+
+
+def _costed(setting, total=10.0, cpu=1.0):
+    m = Measured(setting, 1, 1, 1, 1, 1, 1.0, 1.0, 0.0, 0.0, 1)
+    m.cost = MonthlyCost(total - cpu, 0.0, cpu)
+    return m
+
+
+def test_equal_costs_go_to_the_default_level_then_the_lowest():
+    from kcodec.advise.recommend import pick
+
+    def zstd(level):
+        return _costed(Setting("zstd", level, 16384, 5))
+
+    assert pick([]) is None
+    assert pick([zstd(3), zstd(None), zstd(-5)]).setting.level is None
+    assert pick([zstd(3), zstd(-5), zstd(1)]).setting.level == -5  # zstd's negative levels count too
+    assert pick([zstd(1), zstd(0)]).setting.level == 0
+    assert pick([zstd(0), zstd(-1)]).setting.level == -1
+    # a plugin's codec comes after Kafka's five
+    assert pick([_costed(Setting("brotli", None, 16384, 5)), zstd(None)]).setting.codec == "zstd"
+
+
+def test_costs_within_both_uncertainties_are_equal():
+    from kcodec.advise.recommend import pick
+
+    def sampled(setting, storage, cpu, spread):
+        # over 4 chunks at a mean ratio of 1: an uncertainty of storage x spread / 2
+        m = Measured(setting, 1, 1, 1, 1, 1, 1.0, 1.0, 1.0, spread, 4)
+        m.cost = MonthlyCost(storage, 0.0, cpu)
+        return m
+
+    cheap = sampled(ZSTD19, 9.0, 1.0, 0.1)    # $10.00 +/- 0.45
+    lean = sampled(ZSTD, 10.0, 0.5, 0.02)     # $10.50 +/- 0.10, with less CPU
+    assert pick([cheap, lean]) is lean        # 0.50 apart, within 0.45 + 0.10
+    lean.cost = MonthlyCost(10.06, 0.0, 0.5)  # 0.56 apart: no longer equal
+    assert pick([cheap, lean]) is cheap
+
+
+def test_each_setting_keeps_its_row():
+    rows = [row(None, 1_000_000_000, 1.0, 2.0), dict(row(ZSTD, 250_000_000, 4.0, 1.0), ratio_mean=4.0, ratio_std=0.8,
+                                                     compress_spread=0.4, read_spread=0.1, chunks=9)]
+    a = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    (m,) = a.results
+    assert (m.setting, m.records, m.payload_bytes, m.plain_bytes, m.batches, m.stored_bytes) == \
+        (ZSTD, 100_000, 1_000_000_000, 1_100_000_000, 1000, 250_000_000)
+    assert (m.compress_seconds, m.read_seconds, m.ratio_mean, m.ratio_std, m.chunks, m.compress_spread,
+            m.read_spread) == (4.0, 1.0, 4.0, 0.8, 9, 0.4, 0.1)
+    assert (a.today.ratio_mean, a.today.ratio_std, a.today.compress_spread) == (0.0, 0.5, 0.0)
+
+
+T0 = 1_700_000_000_000
+
+
+def test_bytes_per_day_from_a_clusters_offsets():
+    rule, econ = Rule(cpu="measured"), TopicEconomics()
+    a = advise_topic("t", agg(min_ts=T0, max_ts=T0 + 2 * DAY), None, econ, Prices(), rule, topic_offsets=300_000)
+    # 300,000 offsets at the sample's 1e9 / 100,000 = 10,000 stored bytes per record, over 2 days
+    assert (a.stored_per_day, a.volume_source, a.priced) == (1.5e9, "offsets over 2 days", True)
+    assert a.per_day_source == ("300000 offsets from each partition's earliest (ListOffsets) to its high watermark at "
+                                "the sample's 10000 stored bytes per record, over their timestamps' span of 2 days")
+    # without timestamps the offsets' bytes are one day's; without sampled records they tell no bytes
+    flat = advise_topic("t", agg(min_ts=None), None, econ, Prices(), rule, topic_offsets=300_000)
+    assert (flat.stored_per_day, flat.volume_source) == (3e9, "no timestamps")
+    rows = [dict(row(None, 1_000_000_000, 1.0, 2.0), records=0), row(ZSTD, 250_000_000, 4.0, 1.0)]
+    empty = advise_topic("t", agg(rows, min_ts=T0, max_ts=T0 + 2 * DAY), None, econ, Prices(), rule,
+                         topic_offsets=300_000)
+    assert empty.stored_per_day == 5e8 and "at the sample's 1000000000 stored bytes per record" in empty.per_day_source
+    instant = advise_topic("t", agg(min_ts=T0, max_ts=T0 + 1), None, econ, Prices(), rule, topic_offsets=300_000)
+    assert (instant.stored_per_day, instant.volume_source) == (3e9 * DAY, "offsets over 1 ms")
+
+
+def test_a_short_span_is_costed_but_not_priced():
+    rule, econ = Rule(cpu="measured"), TopicEconomics()
+    prof = {"min_ts": T0, "max_ts": T0 + 2 * DAY}
+    a = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=2 * DAY + 1)
+    assert (a.priced, a.volume_source, a.stored_per_day) == (False, "not priced: span 2 days", 5e8)
+    assert a.notes[0] == ("not priced: the timestamps span 2 days, too short to know a daily volume (--min-span-hours "
+                          "48); the dollars shown extrapolate 953.7MiB to 476.8MiB/day and are left out of the "
+                          "estate's total: give --bytes-per-day or a --volumes file")
+    assert a.best.setting == ZSTD19  # ranked as at any volume
+    exact = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=2 * DAY)
+    assert (exact.priced, exact.volume_source) == (True, "records over 2 days")
+    flat = advise_topic("t", agg(min_ts=None), None, econ, Prices(), rule, min_span_ms=1)
+    assert (flat.priced, flat.volume_source) == (False, "not priced: span 0 ms")
+    for hours in (100.0005, 100.0015):  # --min-span-hours, noted to six significant figures
+        note = advise_topic("t", agg(**prof), None, econ, Prices(), rule, min_span_ms=hours * 3_600_000).notes[0]
+        assert "(--min-span-hours 100.001);" in note
+    given = advise_topic("t", agg(**prof), None, TopicEconomics(bytes_per_day=7e8), Prices(), rule,
+                         min_span_ms=3 * DAY)
+    assert (given.priced, given.volume_source) == (True, "given, --prices")
+
+
+def test_a_span_of_one_millisecond_is_a_span():
+    a = advise_topic("t", agg(min_ts=T0, max_ts=T0 + 1), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    assert (a.stored_per_day, a.volume_source) == (1e9 * DAY, "records over 1 ms")
+
+
+def test_span_text_units():
+    from kcodec.advise.recommend import _span_text
+    # each unit from exactly one of it: just below, the smaller unit rounds up to 60 (or 24 h, 1000 ms)
+    spans = {2 * DAY: "2 days", DAY: "1 days", DAY - 1: "24 h", 3_600_000: "1 h", 3_599_999: "60 min",
+             5_400_000: "1.5 h", 60_000: "1 min", 59_999: "60 s", 90_000: "1.5 min", 1000: "1 s", 1500: "1.5 s",
+             999: "999 ms", 20: "20 ms"}
+    assert {ms: _span_text(ms) for ms in spans} == spans
+
+
+def test_a_sample_of_few_stored_bytes_scales_payload_by_them():
+    """The payload per day is the stored bytes per day times the sample's payload over stored bytes."""
+    econ, rule = TopicEconomics(bytes_per_day=7e8), Rule(cpu="measured")
+    rows = [row(None, 1, 1.0, 2.0, payload=3), row(ZSTD, 1, 4.0, 1.0, payload=3)]
+    a = advise_topic("t", agg(rows), None, econ, Prices(), rule)
+    assert a.today.stored_per_day == a.stored_per_day == 7e8
+    today = monthly_cost(7e8, 2.1e9, None, a.today.read_mbps, Prices(), econ)
+    assert a.today.cost.cpu == pytest.approx(today.cpu) and a.today.cost.total == pytest.approx(today.total)
+    (m,) = a.results
+    assert m.stored_per_day == 7e8
+    assert m.cost.total == pytest.approx(monthly_cost(7e8, 2.1e9, m.compress_mbps, m.read_mbps, Prices(), econ).total)
+
+
+def test_a_sample_that_stored_nothing_costs_nothing():
+    rows = [row(None, 0, 1.0, 2.0), row(ZSTD, 0, 4.0, 1.0)]
+    a = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    assert (a.stored_per_day, a.today.stored_per_day, a.results[0].stored_per_day) == (0.0, 0.0, 0.0)
+    assert a.today.cost.storage == a.results[0].cost.storage == 0.0
+
+
+def test_settings_outside_the_cpu_model_are_named():
+    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule())
+    assert a.rule == Rule() and {m.setting: m.cpu_source for m in a.results} == \
+        {ZSTD19: "measured", ZSTD: "model", GZIP: "model", LZ4: "model"}
+    assert ("zstd:19: not in kcodec's CPU model; their CPU cost is this run's measurement, which moves with the "
+            "machine's load") in a.notes
+    measured = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    assert not [n for n in measured.notes if "CPU model" in n]
+
+
+def test_the_setting_for_older_clients_must_save_something():
+    """Today's batches measured as zstd at its default level cost what that setting costs: no saving,
+    so clients before 3.8 are told nothing."""
+    rows = [row(None, 260_000_000, 5.0, 1.0), row(ZSTD19, 250_000_000, 4.0, 1.0), row(ZSTD, 260_000_000, 5.0, 1.0)]
+    a = advise_topic("t", agg(rows, codec_bytes={"zstd": 1}), None, TopicEconomics(), Prices(),
+                     Rule(cpu="measured", min_saving=0.01))
+    zstd = next(m for m in a.results if m.setting == ZSTD)
+    assert a.best.setting == ZSTD19 and zstd.cost.total == a.today.cost.total
+    assert a.best_without_level is None

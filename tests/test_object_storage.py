@@ -175,6 +175,73 @@ def test_ranged_reads_through_the_index(tmp_path, s3):
     assert io_stats.bytes_read < end - start + 8 * len(seg.offset_index) + 12 * len(seg.time_index) + 4096
 
 
+def test_a_segment_in_a_bucket_reads_as_on_disk(tmp_path, s3):
+    """LogSegment on an object store: the bytes, indexes and aborted transactions of the local files;
+    a range is one ranged GET until the whole object is fetched (once), then a view of it."""
+    from kcodec.log import LogSegment, write_partition
+    from kcodec.log.transaction_index import AbortedTxn, encode_txn_index
+    local = tmp_path / "t-0"
+    sets = [batch(i * 5, [kv(b"k%d" % j, b"v" * 40) for j in range(5)]) for i in range(6)]
+    n = len(sets[0])
+    write_partition(local, sets, segment_bytes=3 * n, index_interval_bytes=1)
+    (local / "00000000000000000015.txnindex").write_bytes(encode_txn_index([AbortedTxn(PID, 16, 18, 20)]))
+    (local / "00000000000000000015.index").unlink()  # the second segment lost its offset index
+    url = f"s3://{s3.new_bucket()}/t-0"
+    s3.upload_dir(str(local), url)
+    part = open_log_dir(url, storage_options=s3.storage_options)[("t", 0)]
+    first, second = part.segments
+    assert first.url == f"{url}/00000000000000000000.log" and repr(first) == f"LogSegment({first.url!r})"
+    io_stats.reset()
+    assert first.size == 3 * n and io_stats.requests == 0  # from the listing
+    assert bytes(first.read_range(n, 2 * n)) == sets[1]
+    assert (io_stats.requests, io_stats.bytes_read) == (1, n)
+    io_stats.reset()
+    assert first.data == b"".join(sets[:3]) and first.data is first.data
+    assert (io_stats.requests, io_stats.bytes_read) == (1, 3 * n)
+    assert bytes(first.read_range(n, 2 * n)) == sets[1] and io_stats.requests == 1
+    first.close()
+    assert bytes(first.read_range(2 * n, 3 * n)) == sets[2] and (io_stats.requests, io_stats.bytes_read) == (2, 4 * n)
+    on_disk = LogSegment(local / "00000000000000000000.log")
+    assert first.offset_index.entries.tobytes() == on_disk.offset_index.entries.tobytes() != b""
+    assert first.time_index.entries.tobytes() == on_disk.time_index.entries.tobytes() != b""
+    assert len(second.offset_index) == 0 and len(second.time_index) > 0
+    assert first.start_position(12) == n and second.start_position(27) == 0
+    assert [b.base_offset for b in part.batches(17)] == [15, 20, 25]
+    assert first.aborted_transactions() == [] and second.aborted_transactions() == [(PID, 16, 18)]
+    first.sanity_check()
+    second.sanity_check()
+    part.close()
+    on_disk.close()
+
+
+def test_a_writer_puts_the_log_before_its_indexes(tmp_path, s3, monkeypatch):
+    """In an object store each file of a segment is one put, the .log before its indexes; the objects
+    hold the bytes a local writer writes."""
+    from kcodec.log import LogWriter, write_partition
+    from kcodec.storage import ObjectStorage
+    puts = []
+    real_put = ObjectStorage.put
+    monkeypatch.setattr(ObjectStorage, "put", lambda self, path, data: (puts.append(path.rsplit("/", 1)[1]),
+                                                                          real_put(self, path, data)))
+    sets = [batch(i * 5, [kv(b"k%d" % j, b"v" * 40) for j in range(5)]) for i in range(4)]
+    bucket = s3.new_bucket()
+    written = write_partition(f"s3://{bucket}/t-0", sets, segment_bytes=2 * len(sets[0]),
+                              storage_options=s3.storage_options)
+    names = ["%020d%s" % (base, suffix) for base in (0, 10) for suffix in (".log", ".index", ".timeindex")]
+    assert puts == names and [str(p) for p in written] == [f"{bucket}/t-0/{n}" for n in names[::3]]
+    local = tmp_path / "t-0"
+    write_partition(local, sets, segment_bytes=2 * len(sets[0]))
+    storage, inner = resolve(f"s3://{bucket}/t-0", s3.storage_options)
+    assert {n: storage.read_bytes(f"{inner}/{n}") for n in names} == {n: (local / n).read_bytes() for n in names}
+    # the folder of a topic-partition in a log directory: an object key, whatever a local folder of the
+    # same name holds (here a symlink leading out of it)
+    (tmp_path / bucket / "kafka").mkdir(parents=True)
+    (tmp_path / bucket / "kafka" / "orders-3").symlink_to(tmp_path / "t-0")
+    monkeypatch.chdir(tmp_path)
+    writer = LogWriter.in_log_dir(f"s3://{bucket}/kafka", "orders", 3, storage_options=s3.storage_options)
+    assert str(writer.path) == f"{bucket}/kafka/orders-3"
+
+
 @pytest.mark.spark  # the data source's reader is PySpark's
 def test_data_source_reads_an_object_in_few_large_ranged_reads(tmp_path, s3):
     """A task fetches its bytes in reads of about fetchBytes, cut at batch starts through the index:

@@ -192,7 +192,7 @@ class LogSegment:
             return index
         except CorruptIndexError as exc:
             warnings.warn(f"kcodec: not using {self.storage.url(str(path))!r}, reading the segment from its "
-                          f"start: {exc.message}", CorruptIndexWarning, stacklevel=4)
+                          f"start: {exc.message}", CorruptIndexWarning, stacklevel=_stacklevel())
             return cls.empty(self.base_offset)
 
     @property
@@ -239,7 +239,7 @@ class LogSegment:
             return entry.position
         warnings.warn(f"kcodec: not using {self.storage.url(str(self.index_path))!r}, reading the segment from "
                       f"its start: its entry ({entry.offset}, {entry.position}) does not point at a batch ending "
-                      f"by offset {entry.offset}", CorruptIndexWarning, stacklevel=2)
+                      f"by offset {entry.offset}", CorruptIndexWarning, stacklevel=_stacklevel())
         self._offset_index = OffsetIndex.empty(self.base_offset)
         return 0
 
@@ -443,7 +443,7 @@ def _add_partition(out: LogDir, storage: Storage, path: str, layout: str,
     except InvalidNameError as exc:
         where = storage.url(path)
         out.skipped.append(SkippedFolder(where, exc.message))
-        warnings.warn(f"kcodec: skipped {where!r}: {exc.message}", InvalidNameWarning, stacklevel=4)
+        warnings.warn(f"kcodec: skipped {where!r}: {exc.message}", InvalidNameWarning, stacklevel=_stacklevel())
         return
     out[(part.topic, part.partition)] = part
 
@@ -619,15 +619,21 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
     seg = LogSegment(log_path)
     with open(seg.path, "rb") as f:
         data = f.read()
-    valid = 0
+    valid, beyond = 0, None
     try:
+        # size and checksum, as LogSegment.recover's ensureValid: it does not parse the records
         for batch in read_batches(data, validate=True):
-            for _ in batch:  # deep validation, as recovery iterates records
-                pass
-            relative_offset(batch.last_offset, seg.base_offset)  # an index must be able to hold it
+            try:
+                relative_offset(batch.last_offset, seg.base_offset)  # an index must be able to hold it
+            except CorruptDataError as exc:
+                beyond = exc
+                break
             valid += batch.size_in_bytes
-    except KcodecError:
+    except CorruptDataError:  # LogSegment.recover truncates at CorruptRecordException/InvalidRecordException only
         pass
+    if beyond is not None:
+        # LogSegment.ensureOffsetInRange throws past the truncation (LogLoader splits such a segment)
+        raise beyond.with_context(source=str(seg.path), position=valid)
     size = len(data)
     if truncate and valid < size:
         with open(log_path, "r+b") as f:
@@ -637,3 +643,17 @@ def rebuild_indexes(log_path: PathLike, *, index_interval_bytes: int = DEFAULT_I
     atomic_write_bytes(seg.index_path, index)
     atomic_write_bytes(seg.time_index_path, time_index)
     return valid
+
+
+def _stacklevel() -> int:
+    """``stacklevel`` for a ``warnings.warn`` in the calling function: the first frame outside kcodec.
+
+    The same warning is reached through properties, generators and other kcodec modules (the
+    partition reader, ``read_arrow``), so no constant depth names the user's line every time.
+    """
+    import sys
+    frame: Any = sys._getframe(1)  # None past the outermost frame
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "kcodec":
+        frame, level = frame.f_back, level + 1
+    return level
