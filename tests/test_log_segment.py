@@ -159,6 +159,30 @@ def test_recovery_truncates_at_corrupt_batch(tmp_path):
     assert (d / segment_file_name(0)).stat().st_size == pos
 
 
+def test_a_truncated_segment_is_flushed_to_disk_before_its_indexes_are_written(tmp_path, monkeypatch):
+    # LogSegment.recover truncates and then flushes: a crash after the indexes are written must not
+    # find the log still holding the bytes the new indexes left out
+    import kcodec.log.segment as segment_module
+
+    data, doc, _ = _batches("segment_mixed")
+    d = tmp_path / "t-0"
+    d.mkdir()
+    log = d / segment_file_name(0)
+    pos = doc["batches"][40]["position"]
+    log.write_bytes(data[:pos + 30])  # a partial batch at the end
+    synced = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append((os.path.realpath(f"/proc/self/fd/{fd}"), os.fstat(fd).st_size,
+                       (d / segment_file_name(0, ".index")).exists()))
+        real(fd)
+
+    monkeypatch.setattr(segment_module.os, "fsync", fsync)
+    assert rebuild_indexes(log) == pos
+    assert synced[0] == (str(log.resolve()), pos, False)
+
+
 def test_writer_rejects_out_of_order(tmp_path):
     _, _, batches = _batches()
     w = LogWriter(tmp_path / "t-0")
