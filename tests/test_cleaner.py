@@ -704,3 +704,198 @@ def test_recovery_star_import_gives_its_one_public_name(tmp_path):
     d = base_log(tmp_path)
     assert names["recover_log_dir"](d) == {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0,
                                            "orphans_removed": 0, "indexes_rebuilt": 0}
+
+
+# --------------------------------------------------------------------------------------------
+# the cleaner's filter at its edges (Cleaner.cleanInto's logCleanerFilter, Cleaner.shouldRetainRecord)
+
+def test_clean_result_counts_what_the_round_read_and_wrote(tmp_path):
+    import dataclasses
+    d = base_log(tmp_path)
+    sizes = [s.size for s in list_segments(d)]
+    r = run(d)
+    after = [s.size for s in list_segments(d)]
+    # the three segments below the active one are read whole and become one of 314 bytes: batch 0
+    # goes, batches 3 and 5 lose a record each and are rebuilt, 7 and 10 are copied
+    assert (r.bytes_read, r.bytes_written) == (sum(sizes[:3]), after[0]) == (425, 314)
+    assert [(b.base_offset, b.size_in_bytes) for b in dir_batches(d)][:4] == [(3, 71), (5, 71), (7, 91), (10, 81)]
+    got = dataclasses.asdict(r)
+    assert got.pop("seconds") > 0
+    assert got == {
+        "log_dir": d, "cleaned": True, "reason": "cleaned", "first_dirty_offset": 0, "first_uncleanable_offset": 12,
+        "cleanable_ratio": 1.0, "clean_bytes": 0, "cleanable_bytes": 425, "map_keys": 7, "groups": [[0, 5, 10]],
+        "bytes_read": 425, "bytes_written": 314, "messages_read": 12, "messages_written": 7, "invalid_records": 0,
+        "batches_rebuilt": 2, "batches_emptied": 0, "segments_before": 4, "segments_after": 2}
+
+
+def test_clean_result_counts_an_emptied_batch(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "1")]), batch(1, [(None, b"no key")])],
+        [batch(2, [kv("x")])],
+    ])
+    r = run(d)
+    # 70 and 74 bytes read; the first batch is copied, the second kept as a 61-byte header
+    assert (r.bytes_read, r.bytes_written) == (70 + 74, 70 + 61)
+    assert (r.messages_read, r.messages_written, r.batches_rebuilt, r.batches_emptied) == (2, 1, 0, 1)
+    assert (r.invalid_records, r.segments_before, r.segments_after) == (1, 2, 2)
+    dry = compact(d, now_ms=T0, force=True, dry_run=True)
+    assert (dry.bytes_read, dry.bytes_written, dry.messages_read, dry.messages_written, dry.batches_rebuilt,
+            dry.batches_emptied, dry.invalid_records) == (0, 0, 0, 0, 0, 0, 0)
+
+
+def test_tombstone_and_marker_go_at_exactly_their_horizon(tmp_path):
+    # a tombstone stays while now < its horizon; a removable marker goes once its horizon <= now
+    cfg = dict(producer_id_expiration_ms=1, delete_retention_ms=DAY)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a"), kv("b")]),
+         batch(2, [kv("k", "txn")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True),
+         marker(3, PID, 0, commit=True)],
+        [batch(4, [kv("a", None), kv("k", "newer")])],
+        [batch(6, [kv("x")])],
+    ])
+    now = T0 + 1000
+    run(d, now=now, **cfg)   # the tombstone gets its horizon; the marker saw its data go in this pass
+    run(d, now=now + 10, **cfg)   # the marker gets its own horizon
+    horizons = {b.base_offset: b.delete_horizon_ms for b in dir_batches(d)}
+    assert (horizons[3], horizons[4]) == (now + 10 + DAY, now + DAY)
+    run(d, now=now + DAY, **cfg)
+    assert [(o, k) for o, k, _v in dir_records(d) if o != 3] == [(1, b"b"), (5, b"k"), (6, b"x")]
+    assert [b.base_offset for b in dir_batches(d) if b.is_control] == [3]
+    run(d, now=now + 10 + DAY, **cfg)
+    assert [b.base_offset for b in dir_batches(d)] == [0, 4, 6]
+
+
+def test_last_batch_of_producer_id_zero_kept_empty(tmp_path):
+    # 0 is a producer id like any other: only -1 (RecordBatch.NO_PRODUCER_ID) has none
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "1")], producer_id=0, producer_epoch=0, base_sequence=0), batch(1, [kv("b")])],
+        [batch(2, [kv("a", "2")])],
+        [batch(3, [kv("x")])],
+    ])
+    run(d, producer_id_expiration_ms=10 * DAY)
+    assert [(b.base_offset, b.record_count, b.size_in_bytes, b.producer_id) for b in dir_batches(d)][:2] == \
+        [(0, 0, 61, 0), (1, 1, 70, -1)]
+
+
+def test_marker_of_an_epoch_bump_kept_empty_while_its_producer_is_active(tmp_path):
+    # The coordinator aborted with a bumped epoch: the producer's state has no data batch of that epoch,
+    # so the marker holds its epoch and is kept as an empty header once it could go (isBatchLastRecordOfProducer).
+    cfg = dict(producer_id_expiration_ms=10 * DAY, delete_retention_ms=DAY)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "aborted")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True),
+         marker(1, PID, 1, commit=False)],
+        [batch(2, [kv("a", "new")])],
+        [batch(3, [kv("x")])],
+    ])
+    now = T0 + 1000
+
+    def first():
+        b = dir_batches(d)[0]
+        return (b.base_offset, b.is_control, b.record_count, b.size_in_bytes, b.producer_epoch, b.delete_horizon_ms)
+    run(d, now=now, **cfg)
+    assert first() == (1, True, 1, 78, 1, None)
+    run(d, now=now + 10, **cfg)
+    assert first() == (1, True, 1, 81, 1, now + 10 + DAY)
+    r = run(d, now=now + 10 + DAY, **cfg)
+    assert first() == (1, True, 0, 61, 1, None) and r.batches_emptied == 1
+    assert [(o, v) for o, _k, v in dir_records(d)] == [(2, b"new"), (3, b"v")]
+    check_dir_with_java(d)
+
+
+def test_aborted_last_batch_of_an_active_producer_kept_without_its_records(tmp_path):
+    # discarded data that must stay for its producer's sequence: an empty header, not the aborted records
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "ok")]),
+         batch(1, [kv("a", "aborted"), kv("q", "aborted")], producer_id=PID, producer_epoch=0, base_sequence=0,
+               is_transactional=True)],
+        [marker(3, PID, 0, commit=False)],
+        [batch(4, [kv("x")])],
+    ])
+    r = run(d, producer_id_expiration_ms=10 * DAY)
+    assert [(b.base_offset, b.last_offset, b.record_count, b.size_in_bytes, b.producer_id, b.base_sequence)
+            for b in dir_batches(d)][:2] == [(0, 0, 1, 71, -1, -1), (1, 2, 0, 61, PID, 0)]
+    assert [(o, v) for o, _k, v in dir_records(d) if o != 3] == [(0, b"ok"), (4, b"v")]
+    assert (r.messages_written, r.batches_emptied) == (2, 1)
+    check_dir_with_java(d)
+
+
+def test_marker_kept_whatever_a_data_record_with_its_key_says(tmp_path):
+    # A data record may carry the 4 bytes of a COMMIT marker's key; the offset map never holds
+    # control records, and the filter never asks it about them (shouldRetainRecord's isControlBatch).
+    commit_key = struct.pack(">hh", 0, 1)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("t", "txn")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True),
+         marker(1, PID, 0, commit=True)],
+        [batch(2, [(commit_key, b"data")])],
+        [batch(3, [kv("x")])],
+    ])
+    r = run(d, producer_id_expiration_ms=1)
+    assert [(b.base_offset, b.is_control, b.record_count) for b in dir_batches(d)] == \
+        [(0, False, 1), (1, True, 1), (2, False, 1), (3, False, 1)]
+    assert (r.messages_written, r.invalid_records) == (3, 0)
+
+
+def test_records_past_the_maps_latest_offset_are_kept(tmp_path):
+    # A map that ends early, as Kafka's SkimpyOffsetMap does when it fills: Cleaner.shouldRetainRecord
+    # keeps every record past its latest offset, duplicates and null keys too.
+    from kcodec.log.cleaner import CleanerRunner
+    from kcodec.log.offset_map import OffsetMap
+    from kcodec.log.transaction_index import CleanedTransactionMetadata
+
+    class FirstSegmentOnly(CleanerRunner):
+        def offset_map(self, plan):
+            omap = OffsetMap()
+            omap.add_segment(plan.dirty[0], CleanedTransactionMetadata(), plan.first_dirty)
+            return omap
+
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "a0"), kv("b", "b0"), kv("a", "a1")])],
+        [batch(3, [kv("a", "a2"), (None, b"n"), kv("a", "a3")])],
+        [batch(6, [kv("x")])],
+    ])
+    r = compact(d, now_ms=T0, force=True, runner=FirstSegmentOnly())
+    assert r.map_keys == 2
+    assert [(o, k, v) for o, k, v in dir_records(d)] == [
+        (1, b"b", b"b0"), (2, b"a", b"a1"), (3, b"a", b"a2"), (4, None, b"n"), (5, b"a", b"a3"), (6, b"x", b"v")]
+    assert r.invalid_records == 0
+
+
+def test_legacy_tombstones_go_from_segments_older_than_the_horizon(tmp_path):
+    # the legacy horizon is the last clean segment's time minus delete.retention.ms: segment 0 was last
+    # modified before it and loses its tombstone; segment 2, after it, keeps its own
+    d = make_log(tmp_path / "t-0", [[legacy_batch(0, [kv("a")]), legacy_batch(1, [(b"b", None)])]],
+                 mtime=(T0 - 10 * DAY) / 1000)
+    make_log(d, [[legacy_batch(2, [(b"c", None)])]], mtime=(T0 - DAY + 1000) / 1000)
+    make_log(d, [[batch(3, [kv("d")])], [batch(4, [kv("x")])]], mtime=T0 / 1000)
+    r = compact(d, config=CleanerConfig(delete_retention_ms=DAY), now_ms=T0, first_dirty_offset=3, force=True)
+    assert r.cleaned and r.first_dirty_offset == 3
+    assert dir_records(d) == [(0, b"a", b"v"), (2, b"c", None), (3, b"d", b"v"), (4, b"x", b"v")]
+    check_dir_with_java(d)
+
+
+def test_clean_group_alone(tmp_path):
+    # what a Spark task runs (no FileOps given): a group's .cleaned files, and its trailing members
+    # that keep nothing left out of the swap for the caller to delete
+    import kcodec
+    from kcodec.log.cleaner import CleanerRunner, clean_group
+    from kcodec.log.cleaner_plan import plan_clean
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("c"), kv("a")])],
+        [batch(2, [kv("a"), kv("b")])],
+        [batch(4, [kv("a"), kv("b")])],
+        [batch(6, [kv("x")])],
+    ])
+    plan = plan_clean(d, CleanerConfig(), T0)
+    omap = CleanerRunner().offset_map(plan)
+    segs = list_segments(d)
+    before = sorted(os.listdir(d))
+    out = clean_group(d, segs[1:2], plan.state, omap, CleanerConfig(), T0, 0, plan.first_uncleanable)
+    assert (out.base_offset, out.replaced, out.emptied, out.written) == (2, [], segs[1:2], False)
+    assert sorted(os.listdir(d)) == before
+    out = clean_group(d, segs[:2], plan.state, omap, CleanerConfig(), T0, 0, plan.first_uncleanable)
+    assert (out.base_offset, out.replaced, out.emptied, out.written) == (0, segs[:1], segs[1:2], True)
+    assert (out.stats.messages_read, out.stats.messages_retained, out.invalid_records) == (4, 1, 0)
+    assert sorted(set(os.listdir(d)) - set(before)) == [segment_file_name(0, s) + ".cleaned"
+                                                        for s in (".index", ".log", ".timeindex", ".txnindex")]
+    with open(os.path.join(d, segment_file_name(0) + ".cleaned"), "rb") as f:
+        assert [(r.offset, r.key) for b in kcodec.read_batches(f.read()) for r in b] == [(0, b"c")]
