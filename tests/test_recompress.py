@@ -4,7 +4,7 @@ import os
 import pytest
 
 import kcodec
-from builders import batch, check_dir_with_java, check_indexes, dir_batches, kv, make_log, marker
+from builders import T0, batch, check_dir_with_java, check_indexes, dir_batches, kv, legacy_batch, make_log, marker
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.log import recompress as rc
 from kcodec.log.cleaner import AbortedTxn, encode_txn_index, list_segments, read_txn_index, segment_file_name
@@ -180,3 +180,152 @@ def test_spark_recompress_matches_local(tmp_path, spark):
     assert full_records(local) == before
     check_indexes(remote)
     check_dir_with_java(remote)
+
+
+# --------------------------------------------------------------------------------------------
+# options, totals, the digest and the read-back
+
+def three_records(tmp_path):
+    return make_log(tmp_path / "t-0", [[batch(0, [kv("a", "x" * 300)]), batch(1, [kv("b", "y" * 300)])],
+                                       [batch(2, [kv("c", "z" * 300)])]])
+
+
+def test_options_refused_before_anything_is_written(tmp_path):
+    from kcodec.errors import UnsupportedCodecError
+    d = three_records(tmp_path)
+    before = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
+    with pytest.raises(ValueError, match=r"^recompression converts legacy data up to magic 2 only "
+                                         r"\(to_magic must be None or 2\)$"):
+        recompress(d, "gzip", to_magic=1)
+    with pytest.raises(UnsupportedCodecError, match="invalid gzip level 10"):
+        recompress(d, "gzip", level=10)
+    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)} == before
+
+
+def test_result_totals_and_swaps(tmp_path):
+    d = three_records(tmp_path)
+    dry = recompress(d, "gzip", dry_run=True)
+    r = recompress(d, "gzip")
+    sizes = [s.size for s in list_segments(d)]
+    for res in (dry, r):
+        # 742 and 371 bytes of 300-byte values become 190 and 95 bytes of gzip
+        assert [(s.base_offset, s.bytes_before, s.bytes_after, s.records, s.batches_rebuilt, s.batches_kept)
+                for s in res.segments] == [(0, 742, 190, 2, 2, 0), (2, 371, 95, 1, 1, 0)]
+        assert (res.bytes_before, res.bytes_after, res.bytes_saved, res.records) == (1113, 285, 828, 3)
+    assert sizes == [190, 95]
+    assert [(s.swapped, s.digest) for s in dry.segments] == [(False, ""), (False, "")]
+    assert [s.swapped for s in r.segments] == [True, True]
+    assert (dry.dry_run, r.dry_run) == (True, False)
+
+
+def test_digest_covers_offset_timestamp_key_value_and_headers(tmp_path):
+    import hashlib
+    import struct
+    recs = [(b"k", None, T0, [("h", b"hv"), ("e", None)]), (None, b"v", T0 + 7, [])]
+    data = batch(5, recs)
+
+    def field(b):
+        return b"\xff" * 8 if b is None else struct.pack(">q", len(b)) + b
+    h = hashlib.blake2b(digest_size=32)
+    for offset, (key, value, ts, headers) in zip((5, 6), recs):
+        h.update(struct.pack(">qq", offset, ts) + field(key) + field(value) + struct.pack(">q", len(headers)))
+        for hk, hv in headers:
+            h.update(field(hk.encode()) + field(hv))
+    assert records_digest(data) == "2:" + h.hexdigest()
+    d = make_log(tmp_path / "t-0", [[data]])
+    assert recompress(d, "lz4").segments[0].digest == "2:" + h.hexdigest()
+
+
+def test_a_segment_that_does_not_read_back_is_refused(tmp_path, monkeypatch):
+    d = three_records(tmp_path)
+    before = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
+
+    def flipped(buf, options, digest=None, stats=None):
+        for out in rc_rewrite(buf, options, digest, stats):
+            out = bytearray(out)
+            out[-1] ^= 1   # the last byte of the records: the CRC no longer matches
+            yield bytes(out)
+    rc_rewrite = rc.rewrite_records
+    monkeypatch.setattr(rc, "rewrite_records", flipped)
+    with pytest.raises(RecompressVerificationError, match="^rewritten segment does not read back: ") as e:
+        recompress(d, "gzip")
+    assert e.value.source == os.path.join(d, segment_file_name(0))
+    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)} == before
+
+
+def test_a_corrupt_batch_is_named_and_nothing_is_left(tmp_path):
+    from kcodec.errors import CorruptDataError
+    bad = bytearray(batch(1, [kv("b", "y" * 300)]))
+    bad[-1] ^= 1
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a", "x" * 300)]), bytes(bad)], [batch(2, [kv("c")])]])
+    before = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
+    with pytest.raises(CorruptDataError, match=r"^Record is corrupt \(stored crc = ") as e:
+        recompress(d, "gzip")
+    # the second batch, after the first's 371 bytes
+    assert str(e.value).endswith(f"(in {os.path.join(d, segment_file_name(0))}, at byte 371, "
+                                 "in the batch with base offset 1)")
+    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d) if not n.endswith(".cleaned")} == before
+
+
+# --------------------------------------------------------------------------------------------
+# legacy messages packed into wrappers
+
+def legacy_shapes(path):
+    return [(b.base_offset, b.magic, CompressionType.of(b.compression).name, [r.offset for r in b])
+            for b in dir_batches(path)]
+
+
+def test_legacy_messages_packed_up_to_max_batch_bytes(tmp_path):
+    # 136-byte v1 and 128-byte v0 messages: a wrapper takes messages while their sizes add up to at most
+    # max_batch_bytes, and a run ends where the format changes or a batch that is not packed comes
+    segs = [legacy_batch(i, [kv("k%d" % i, "x" * 100)]) for i in range(5)]
+    segs += [legacy_batch(i, [kv("k%d" % i, "x" * 100)], magic=0) for i in (5, 6)]
+    segs += [batch(7, [kv("z")]), legacy_batch(8, [kv("k8", "x" * 100)])]
+    assert [len(s) for s in segs] == [136] * 5 + [128, 128, 70, 136]
+    d = make_log(tmp_path / "t-0", [segs])
+    before = full_records(d)
+    r = recompress(d, "gzip", max_batch_bytes=2 * 136)
+    assert legacy_shapes(d) == [(0, 1, "GZIP", [0, 1]), (2, 1, "GZIP", [2, 3]), (4, 1, "GZIP", [4]),
+                                (5, 0, "GZIP", [5, 6]), (7, 2, "GZIP", [7]), (8, 1, "GZIP", [8])]
+    assert (r.segments[0].batches_rebuilt, r.segments[0].batches_kept, r.records) == (6, 0, 9)
+    assert full_records(d) == before
+    check_dir_with_java(d)
+
+
+def test_legacy_messages_packed_into_wrappers_of_1_mib_by_default(tmp_path):
+    # 65,536-byte messages: sixteen make exactly 1 MiB
+    d = make_log(tmp_path / "t-0", [[legacy_batch(i, [kv("k", "x" * 65501)]) for i in range(33)]])
+    assert list_segments(d)[0].size == 33 * 65536
+    recompress(d, "gzip")
+    assert [(b.base_offset, b.record_count) for b in dir_batches(d)] == [(0, 16), (16, 16), (32, 1)]
+
+
+def test_uncompressed_legacy_data_kept_when_the_target_is_none(tmp_path):
+    segs = [legacy_batch(0, [kv("a")]), legacy_batch(1, [kv("b")], magic=0), legacy_batch(2, [kv("c"), kv("d")],
+                                                                                          codec="gzip")]
+    d = make_log(tmp_path / "t-0", [segs])
+    before = full_records(d)
+    r = recompress(d, "none")
+    # the two uncompressed messages stay as they are; the gzip wrapper becomes two v1 messages
+    data = open(list_segments(d)[0].path(), "rb").read()
+    assert data.startswith(segs[0] + segs[1])
+    assert legacy_shapes(d) == [(0, 1, "NONE", [0]), (1, 0, "NONE", [1]), (2, 1, "NONE", [2]), (3, 1, "NONE", [3])]
+    assert (r.segments[0].batches_kept, r.segments[0].batches_rebuilt) == (2, 1)
+    assert full_records(d) == before
+
+
+def test_a_crash_point_once_half_the_segment_is_written(tmp_path):
+    # the fault-injection tests crash at "write-partial": the new .log then holds just over half of the
+    # old segment's size in whole batches
+    from kcodec.log.cleaner import FileOps
+    d = make_log(tmp_path / "t-0", [[batch(i, [kv("k%d" % i, "x" * 100)]) for i in range(4)]])
+    size = list_segments(d)[0].size
+    seen = []
+
+    def hook(op, path):
+        if op.startswith("write"):
+            seen.append((op, os.path.basename(path), os.path.getsize(path)))
+    recompress(d, "none", ops=FileOps(hook=hook))
+    assert size == 4 * 172
+    assert seen[:2] == [("write-partial", segment_file_name(0) + ".cleaned", 3 * 172),
+                        ("write", segment_file_name(0) + ".cleaned", 4 * 172)]
