@@ -861,12 +861,13 @@ def test_records_past_the_maps_latest_offset_are_kept(tmp_path):
 
 
 def test_legacy_tombstones_go_from_segments_older_than_the_horizon(tmp_path):
-    # the legacy horizon is the last clean segment's time minus delete.retention.ms: segment 0 was last
-    # modified before it and loses its tombstone; segment 2, after it, keeps its own
+    # The legacy horizon is the last clean segment's time (segment 2's, T0) minus delete.retention.ms:
+    # segment 0, last modified at exactly that time, loses its tombstone (Kafka keeps legacy deletes
+    # only in a segment modified after it); segment 2 keeps its own.
     d = make_log(tmp_path / "t-0", [[legacy_batch(0, [kv("a")]), legacy_batch(1, [(b"b", None)])]],
-                 mtime=(T0 - 10 * DAY) / 1000)
-    make_log(d, [[legacy_batch(2, [(b"c", None)])]], mtime=(T0 - DAY + 1000) / 1000)
-    make_log(d, [[batch(3, [kv("d")])], [batch(4, [kv("x")])]], mtime=T0 / 1000)
+                 mtime=(T0 - DAY) / 1000)
+    make_log(d, [[legacy_batch(2, [(b"c", None)])]], mtime=T0 / 1000)
+    make_log(d, [[batch(3, [kv("d")])], [batch(4, [kv("x")])]], mtime=(T0 + DAY) / 1000)
     r = compact(d, config=CleanerConfig(delete_retention_ms=DAY), now_ms=T0, first_dirty_offset=3, force=True)
     assert r.cleaned and r.first_dirty_offset == 3
     assert dir_records(d) == [(0, b"a", b"v"), (2, b"c", None), (3, b"d", b"v"), (4, b"x", b"v")]
