@@ -900,3 +900,62 @@ def test_clean_group_alone(tmp_path):
                                                         for s in (".index", ".log", ".timeindex", ".txnindex")]
     with open(os.path.join(d, segment_file_name(0) + ".cleaned"), "rb") as f:
         assert [(r.offset, r.key) for b in kcodec.read_batches(f.read()) for r in b] == [(0, b"c")]
+
+
+def test_a_given_offset_map_covers_the_whole_dirty_range(tmp_path):
+    # a map built elsewhere, its latest offset never set: the round still reaches the end of the
+    # dirty range, and only the keys the map holds are cleaned
+    from kcodec.log.offset_map import OffsetMap
+    d = base_log(tmp_path)
+    omap = OffsetMap()
+    omap.put(b"a", 9)
+    omap.put(b"b", 11)
+    r = compact(d, now_ms=T0, force=True, offset_map=omap)
+    assert (r.map_keys, omap.latest_offset) == (2, 11)
+    assert [o for o, _k, _v in dir_records(d)] == [2, 4, 6, 7, 8, 9, 10, 11, 12, 13]
+
+
+def test_groups_that_keep_nothing_are_deleted(tmp_path):
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a")])],
+                                    [batch(3, [kv("a"), kv("b")])], [batch(5, [kv("x")])]])
+    r = run(d, segment_bytes=100)
+    assert r.groups == [[0], [2], [3]] and (r.segments_before, r.segments_after) == (4, 2)
+    assert sorted(os.listdir(d)) == sorted([segment_file_name(3, s) for s in (".log", ".index", ".timeindex",
+                                                                             ".txnindex")]
+                                           + [segment_file_name(5, s) for s in (".log", ".index", ".timeindex")])
+    assert dir_records(d) == [(3, b"a", b"v"), (4, b"b", b"v"), (5, b"x", b"v")]
+
+
+def test_a_corrupt_batch_in_the_clean_section_is_named_and_nothing_is_left(tmp_path):
+    # the offset map never reads below the first dirty offset: the rewrite is the first to decompress it
+    from kcodec.errors import CorruptCompressedDataError
+    from kcodec.records import batch_header
+    bad = bytearray(batch(2, [kv("b", "y" * 200), kv("c", "z" * 200)], codec="gzip"))
+    bad[-12] ^= 0xff
+    batch_header.seal(bad, 0, len(bad))   # a valid CRC over a deflate stream that does not decode
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(bad)], [batch(4, [kv("b")])],
+                                    [batch(5, [kv("x")])]])
+    before = tree_digest(tmp_path)
+    with pytest.raises(CorruptCompressedDataError, match="^gzip: invalid deflate data") as e:
+        compact(d, now_ms=T0, first_dirty_offset=4, force=True)
+    assert (e.value.batch_offset, e.value.source) == (2, os.path.join(d, segment_file_name(0)))
+    assert tree_digest(tmp_path) == before
+
+
+def test_compact_names_the_metadata_logs_topic_whose_setting_is_not_a_number(tmp_path, capsys):
+    import uuid
+
+    import kraft_metadata as km
+    from kcodec.cli import main
+    tid = uuid.UUID(int=1)
+    meta = tmp_path / "meta" / "__cluster_metadata-0"
+    km.write_segment(meta, 0, km.log_batches([km.topic_record("users", tid), km.partition_record(tid, 0, [1]),
+                                              km.config_record(km.TOPIC, "users", "cleanup.policy", "compact"),
+                                              km.config_record(km.TOPIC, "users", "segment.bytes", "lots")]))
+    d = base_log(tmp_path / "logs", "users-0")
+    before = tree_digest(tmp_path / "logs")
+    assert main(["compact", d, "--metadata-log", str(meta), "--force"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kcodec compact: --metadata-log {meta}: topic users: invalid literal for int() with base 10: "
+                   "'lots'"]
+    assert tree_digest(tmp_path / "logs") == before
