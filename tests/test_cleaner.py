@@ -959,3 +959,47 @@ def test_compact_names_the_metadata_logs_topic_whose_setting_is_not_a_number(tmp
     assert err == [f"kcodec compact: --metadata-log {meta}: topic users: invalid literal for int() with base 10: "
                    "'lots'"]
     assert tree_digest(tmp_path / "logs") == before
+
+
+def test_a_batch_whose_crc_no_longer_matches_is_copied_as_it_is(tmp_path):
+    # Cleaner.cleanInto filters MemoryRecords.readableRecords(...) without ensureValid(): a damaged
+    # batch whose records all stay is copied byte for byte, as Kafka copies it
+    damaged = bytearray(batch(2, [kv("b", "xx"), kv("c")]))
+    damaged[bytes(damaged).index(b"xx")] ^= 1
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(damaged)], [batch(4, [kv("x")])]])
+    r = run(d)
+    import kcodec
+    data = open(os.path.join(d, segment_file_name(0)), "rb").read()
+    assert data[-len(damaged):] == bytes(damaged)
+    assert [(r.offset, r.key) for b in kcodec.read_batches(data[:-len(damaged)]) for r in b] == [(0, b"a")]
+    assert (r.messages_read, r.messages_written) == (4, 3)
+
+
+def test_the_crash_point_of_a_group_comes_after_its_first_member_that_keeps_something(tmp_path):
+    # the fault-injection tests crash at "write-partial": the new .log then ends after a whole member
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("c", "x" * 50)])],
+                                    [batch(3, [kv("a"), kv("b")])], [batch(5, [kv("x")])]])
+    seen = []
+
+    def hook(op, path):
+        if path.endswith(".log.cleaned") and op.startswith("write"):
+            seen.append((op, os.path.getsize(path)))
+    compact(d, now_ms=T0, force=True, ops=FileOps(hook=hook))
+    kept = [len(batch(2, [kv("c", "x" * 50)])), len(batch(3, [kv("a"), kv("b")]))]
+    assert seen == [("write-partial", kept[0]), ("write", sum(kept))]
+
+
+def test_clean_group_refuses_a_segment_that_ends_in_a_partial_batch(tmp_path):
+    # planned on a whole segment, handed a torn one (a Spark task reads the file again): nothing is written
+    from kcodec.log.cleaner import CleanerRunner, PartialTailError, clean_group
+    from kcodec.log.cleaner_plan import plan_clean
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a")])], [batch(3, [kv("x")])]])
+    plan = plan_clean(d, CleanerConfig(), T0)
+    omap = CleanerRunner().offset_map(plan)
+    with open(os.path.join(d, segment_file_name(2)), "ab") as f:
+        f.write(batch(3, [kv("b")])[:30])
+    before = sorted(os.listdir(d))
+    with pytest.raises(PartialTailError, match="ends in 30 bytes that are not a complete batch") as e:
+        clean_group(d, list_segments(d)[:2], plan.state, omap, CleanerConfig(), T0, 0, plan.first_uncleanable)
+    assert (e.value.source, e.value.position) == (os.path.join(d, segment_file_name(2)), 70)
+    assert sorted(os.listdir(d)) == before
