@@ -918,8 +918,16 @@ def test_a_given_offset_map_covers_the_whole_dirty_range(tmp_path):
 def test_groups_that_keep_nothing_are_deleted(tmp_path):
     d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a")])],
                                     [batch(3, [kv("a"), kv("b")])], [batch(5, [kv("x")])]])
-    r = run(d, segment_bytes=100)
+    seen = []
+    r = compact(d, config=CleanerConfig(segment_bytes=100), now_ms=T0 + 1000, force=True,
+                ops=FileOps(hook=lambda op, p: seen.append((op, os.path.basename(p)))))
     assert r.groups == [[0], [2], [3]] and (r.segments_before, r.segments_after) == (4, 2)
+    # a group that keeps nothing swaps nothing in: its empty .cleaned log goes, then its segment
+    name = segment_file_name(0)[:-len(".log")]
+    assert [(op, p) for op, p in seen if p.startswith(name)] == [
+        ("write", name + ".log.cleaned"), ("delete", name + ".log.cleaned")] + [
+        ("rename", name + s + ".deleted") for s in (".log", ".index", ".timeindex")] + [
+        ("delete", name + s + ".deleted") for s in (".log", ".index", ".timeindex")]
     assert sorted(os.listdir(d)) == sorted([segment_file_name(3, s) for s in (".log", ".index", ".timeindex",
                                                                              ".txnindex")]
                                            + [segment_file_name(5, s) for s in (".log", ".index", ".timeindex")])
