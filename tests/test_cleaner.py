@@ -1011,3 +1011,26 @@ def test_clean_group_refuses_a_segment_that_ends_in_a_partial_batch(tmp_path):
         clean_group(d, list_segments(d)[:2], plan.state, omap, CleanerConfig(), T0, 0, plan.first_uncleanable)
     assert (e.value.source, e.value.position) == (os.path.join(d, segment_file_name(2)), 70)
     assert sorted(os.listdir(d)) == before
+
+
+def test_a_folder_the_checkpoint_cannot_name_is_refused_before_anything_changes(tmp_path):
+    from kcodec.errors import InvalidNameError
+    d = with_leftovers(tmp_path)
+    bad = os.path.join(tmp_path, "not_a_partition")
+    os.rename(d, bad)
+    before = tree_digest(tmp_path)
+    with pytest.raises(InvalidNameError, match="^'not_a_partition' is not a partition folder name") as e:
+        compact(bad, now_ms=T0, force=True, use_checkpoint=True)
+    assert e.value.source == bad
+    assert tree_digest(tmp_path) == before   # not even recovered
+
+
+def test_without_a_clock_the_horizon_is_stamped_from_now(tmp_path):
+    import time
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a", None)])],
+                                    [batch(3, [kv("x")])]])
+    earliest = int(time.time() * 1000)
+    compact(d, config=CleanerConfig(delete_retention_ms=DAY), force=True)
+    latest = int(time.time() * 1000)
+    horizon = [b.delete_horizon_ms for b in dir_batches(d) if b.base_offset == 2][0]
+    assert earliest + DAY <= horizon <= latest + DAY
