@@ -193,6 +193,8 @@ def three_records(tmp_path):
 def test_options_refused_before_anything_is_written(tmp_path):
     from kcodec.errors import UnsupportedCodecError
     d = three_records(tmp_path)
+    # a leftover of a crashed run: refused options must not even recover the directory
+    open(os.path.join(d, segment_file_name(0) + ".cleaned"), "wb").write(b"junk")
     before = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
     with pytest.raises(ValueError, match=r"^recompression converts legacy data up to magic 2 only "
                                          r"\(to_magic must be None or 2\)$"):
@@ -203,6 +205,7 @@ def test_options_refused_before_anything_is_written(tmp_path):
 
 
 def test_result_totals_and_swaps(tmp_path):
+    import dataclasses
     d = three_records(tmp_path)
     dry = recompress(d, "gzip", dry_run=True)
     r = recompress(d, "gzip")
@@ -214,6 +217,13 @@ def test_result_totals_and_swaps(tmp_path):
         assert (res.bytes_before, res.bytes_after, res.bytes_saved, res.records) == (1113, 285, 828, 3)
     assert sizes == [190, 95]
     assert [(s.swapped, s.digest) for s in dry.segments] == [(False, ""), (False, "")]
+    fields = dataclasses.asdict(dry)
+    assert fields.pop("seconds") > 0
+    assert fields == {"log_dir": d, "dry_run": True, "segments": [
+        {"base_offset": 0, "bytes_before": 742, "bytes_after": 190, "records": 2, "batches_rebuilt": 2,
+         "batches_kept": 0, "batches_unsupported": 0, "digest": "", "swapped": False},
+        {"base_offset": 2, "bytes_before": 371, "bytes_after": 95, "records": 1, "batches_rebuilt": 1,
+         "batches_kept": 0, "batches_unsupported": 0, "digest": "", "swapped": False}]}
     assert [s.swapped for s in r.segments] == [True, True]
     assert (dry.dry_run, r.dry_run) == (True, False)
 
@@ -243,7 +253,7 @@ def test_a_segment_that_does_not_read_back_is_refused(tmp_path, monkeypatch):
     def flipped(buf, options, digest=None, stats=None):
         for out in rc_rewrite(buf, options, digest, stats):
             out = bytearray(out)
-            out[-1] ^= 1   # the last byte of the records: the CRC no longer matches
+            out[17] ^= 1   # the stored CRC: every record still decodes, the batch is not valid
             yield bytes(out)
     rc_rewrite = rc.rewrite_records
     monkeypatch.setattr(rc, "rewrite_records", flipped)
@@ -290,6 +300,10 @@ def test_legacy_messages_packed_up_to_max_batch_bytes(tmp_path):
     assert (r.segments[0].batches_rebuilt, r.segments[0].batches_kept, r.records) == (6, 0, 9)
     assert full_records(d) == before
     check_dir_with_java(d)
+    # a byte less and no two messages fit: each goes alone, from the first run on
+    d = make_log(tmp_path / "t-1", [segs])
+    recompress(d, "gzip", max_batch_bytes=2 * 136 - 1)
+    assert [offsets for *_, offsets in legacy_shapes(d)] == [[0], [1], [2], [3], [4], [5, 6], [7], [8]]
 
 
 def test_legacy_messages_packed_into_wrappers_of_1_mib_by_default(tmp_path):
@@ -329,3 +343,66 @@ def test_a_crash_point_once_half_the_segment_is_written(tmp_path):
     assert size == 4 * 172
     assert seen[:2] == [("write-partial", segment_file_name(0) + ".cleaned", 3 * 172),
                         ("write", segment_file_name(0) + ".cleaned", 4 * 172)]
+
+
+def test_rewrite_records_alone():
+    from kcodec.log.recompress import RecompressOptions, SegmentResult, rewrite_records
+    data = batch(0, [kv("a")], codec="gzip") + batch(1, [kv("b")])
+    stats = SegmentResult(0, len(data), 0, 0)
+    out = list(rewrite_records(data, RecompressOptions("gzip"), stats=stats))
+    # by default a batch already in the target codec is rebuilt too (at the codec's default level)
+    assert (stats.records, stats.batches_rebuilt, stats.batches_kept) == (2, 2, 0)
+    assert [records_digest(b) for b in out] == [records_digest(batch(0, [kv("a")])), records_digest(batch(1, [kv("b")]))]
+    assert [len(b) for b in rewrite_records(data, RecompressOptions("lz4"))] == [85, 85]
+    with pytest.raises(ValueError, match="to_magic must be None or 2"):
+        list(rewrite_records(data, RecompressOptions("gzip", to_magic=0)))
+
+
+def test_skip_same_codec_still_converts_legacy_data_to_v2(tmp_path):
+    segs = [legacy_batch(0, [kv("a"), kv("b")], codec="gzip"), batch(2, [kv("c")], codec="gzip")]
+    d = make_log(tmp_path / "t-0", [segs])
+    r = recompress(d, "gzip", to_magic=2, skip_same_codec=True)
+    assert (r.segments[0].batches_rebuilt, r.segments[0].batches_kept) == (1, 1)
+    assert [(b.base_offset, b.magic) for b in dir_batches(d)] == [(0, 2), (2, 2)]
+    assert open(list_segments(d)[0].path(), "rb").read().endswith(segs[1])
+
+
+def test_v0_messages_up_converted_get_create_time_without_timestamps(tmp_path):
+    # Kafka's up-conversion of magic 0: CREATE_TIME, every timestamp NO_TIMESTAMP (-1)
+    segs = [legacy_batch(0, [kv("a")], magic=0), legacy_batch(1, [kv("b")], magic=0),
+            legacy_batch(2, [kv("c"), kv("d")], magic=0, codec="gzip")]
+    d = make_log(tmp_path / "t-0", [segs])
+    recompress(d, "lz4", to_magic=2)
+    assert [(b.base_offset, b.magic, b.timestamp_type, b.max_timestamp, [(r.offset, r.timestamp) for r in b])
+            for b in dir_batches(d)] == [(0, 2, TimestampType.CREATE_TIME, -1, [(0, -1), (1, -1)]),
+                                         (2, 2, TimestampType.CREATE_TIME, -1, [(2, -1), (3, -1)])]
+    check_dir_with_java(d)
+
+
+def test_a_dry_run_leaves_a_crashed_runs_files_alone(tmp_path):
+    d = three_records(tmp_path)
+    open(os.path.join(d, segment_file_name(0) + ".cleaned"), "wb").write(b"junk")
+    before = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
+    assert recompress(d, "gzip", dry_run=True).bytes_after == 285
+    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)} == before
+
+
+def test_a_segment_ending_in_a_partial_batch_is_refused(tmp_path):
+    from kcodec.log.segment_list import PartialTailError
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")]), batch(1, [kv("b")])[:30]]])
+    before = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
+    with pytest.raises(PartialTailError, match="ends in 30 bytes that are not a complete batch") as e:
+        recompress(d, "gzip")
+    assert (e.value.source, e.value.position) == (os.path.join(d, segment_file_name(0)), 70)
+    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)} == before
+
+
+def test_recompress_segment_alone(tmp_path):
+    # what a Spark task runs (no FileOps given): the verified .cleaned files, nothing swapped
+    from kcodec.log.recompress import RecompressOptions, recompress_segment
+    d = three_records(tmp_path)
+    seg = list_segments(d)[0]
+    res = recompress_segment(d, seg, RecompressOptions("gzip"))
+    assert (res.bytes_before, res.bytes_after, res.records, res.swapped) == (742, 190, 2, False)
+    assert sorted(n for n in os.listdir(d) if n.endswith(".cleaned")) == [
+        segment_file_name(0, s) + ".cleaned" for s in (".index", ".log", ".timeindex", ".txnindex")]
