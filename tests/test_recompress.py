@@ -185,8 +185,8 @@ def test_spark_recompress_matches_local(tmp_path, spark):
 # --------------------------------------------------------------------------------------------
 # options, totals, the digest and the read-back
 
-def three_records(tmp_path):
-    return make_log(tmp_path / "t-0", [[batch(0, [kv("a", "x" * 300)]), batch(1, [kv("b", "y" * 300)])],
+def three_records(tmp_path, name="t-0"):
+    return make_log(tmp_path / name, [[batch(0, [kv("a", "x" * 300)]), batch(1, [kv("b", "y" * 300)])],
                                        [batch(2, [kv("c", "z" * 300)])]])
 
 
@@ -406,3 +406,34 @@ def test_recompress_segment_alone(tmp_path):
     assert (res.bytes_before, res.bytes_after, res.records, res.swapped) == (742, 190, 2, False)
     assert sorted(n for n in os.listdir(d) if n.endswith(".cleaned")) == [
         segment_file_name(0, s) + ".cleaned" for s in (".index", ".log", ".timeindex", ".txnindex")]
+
+
+def test_command_line_flags_and_report(tmp_path, capsys, monkeypatch):
+    import re
+
+    from kcodec.cli import main
+    root = tmp_path / "data"
+    for p in ("t-0", "t-1"):
+        three_records(root, p)
+
+    def out():
+        return [re.sub(r" in \d+\.\d\d s$", " in S s", line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["recompress", str(root), "--codec", "gzip", "--dry-run"]) == 0
+    assert out() == [f"{root}/t-0: 2 segments, 3 records, 1113 -> 285 bytes, would save 828 (74.4%) in S s",
+                     f"{root}/t-1: 2 segments, 3 records, 1113 -> 285 bytes, would save 828 (74.4%) in S s",
+                     "total: 2 partitions, 2226 -> 570 bytes, would save 1656"]
+    # --no-verify reads nothing back; --skip-active leaves the newest segment alone
+    monkeypatch.setattr(rc, "records_digest", lambda buf: pytest.fail("read back"))
+    assert main(["recompress", str(root / "t-0"), "--codec", "gzip", "--skip-active", "--no-verify"]) == 0
+    assert out() == [f"{root}/t-0: 1 segments, 2 records, 742 -> 190 bytes, saved 552 (74.4%) in S s"]
+    monkeypatch.undo()
+    # gzip at level 1 is kept with --skip-same-codec; rebuilt, it would be gzip at the default level
+    value = "x" * 300 + "abcabcabd" * 20
+    fast = batch(0, [kv("a", value)], codec="gzip", level=1)
+    assert fast != batch(0, [kv("a", value)], codec="gzip")
+    d = make_log(root / "fast-0", [[fast], [batch(1, [kv("b")])]])
+    assert main(["recompress", d, "--codec", "gzip", "--skip-same-codec"]) == 0
+    assert out() == [f"{d}: 2 segments, 2 records, 174 -> 194 bytes, saved -20 (-11.5%) in S s"]
+    assert open(list_segments(d)[0].path(), "rb").read() == fast
+    assert main(["recompress", str(root / "t-1"), "--codec", "gzip", "--level", "10"]) == 1
+    assert "invalid gzip level 10" in capsys.readouterr().err
