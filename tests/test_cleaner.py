@@ -1034,3 +1034,14 @@ def test_without_a_clock_the_horizon_is_stamped_from_now(tmp_path):
     latest = int(time.time() * 1000)
     horizon = [b.delete_horizon_ms for b in dir_batches(d) if b.base_offset == 2][0]
     assert earliest + DAY <= horizon <= latest + DAY
+
+
+def test_the_checkpoint_is_read_only_when_asked_and_no_offset_is_given(tmp_path):
+    d = base_log(tmp_path, "orders-3")
+    compact(d, now_ms=T0, force=True, use_checkpoint=True)
+    assert read_cleaner_checkpoint(d) == 12
+    make_log(d, [[batch(14, [kv("a", "a4")])], [batch(15, [kv("q")])]])
+    assert compact(d, now_ms=T0, force=True, dry_run=True).first_dirty_offset == 0
+    assert compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True).first_dirty_offset == 12
+    assert compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True,
+                   first_dirty_offset=13).first_dirty_offset == 13
