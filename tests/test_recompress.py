@@ -206,9 +206,12 @@ def test_options_refused_before_anything_is_written(tmp_path):
 
 def test_result_totals_and_swaps(tmp_path):
     import dataclasses
+    import time
     d = three_records(tmp_path)
     dry = recompress(d, "gzip", dry_run=True)
+    started = time.perf_counter()
     r = recompress(d, "gzip")
+    assert 0 < r.seconds <= time.perf_counter() - started   # the run's own time, within the call's
     sizes = [s.size for s in list_segments(d)]
     for res in (dry, r):
         # 742 and 371 bytes of 300-byte values become 190 and 95 bytes of gzip
@@ -437,3 +440,7 @@ def test_command_line_flags_and_report(tmp_path, capsys, monkeypatch):
     assert open(list_segments(d)[0].path(), "rb").read() == fast
     assert main(["recompress", str(root / "t-1"), "--codec", "gzip", "--level", "10"]) == 1
     assert "invalid gzip level 10" in capsys.readouterr().err
+    legacy = make_log(root / "old-0", [[legacy_batch(0, [kv("a")], codec="gzip")]])
+    assert main(["recompress", legacy, "--codec", "zstd", "--to-magic", "2"]) == 0
+    assert out() == [f"{legacy}: 1 segments, 1 records, 77 -> 82 bytes, saved -5 (-6.5%) in S s"]
+    assert [(b.magic, CompressionType.of(b.compression)) for b in dir_batches(legacy)] == [(2, CompressionType.ZSTD)]
