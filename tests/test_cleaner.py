@@ -1050,3 +1050,39 @@ def test_the_checkpoint_is_read_only_when_asked_and_no_offset_is_given(tmp_path)
     assert compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True).first_dirty_offset == 12
     assert compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True,
                    first_dirty_offset=13).first_dirty_offset == 13
+
+
+def test_compact_command_reports_each_partition(tmp_path, capsys):
+    import re
+    import uuid
+
+    import kraft_metadata as km
+    from kcodec.cli import main
+    meta = tmp_path / "meta" / "__cluster_metadata-0"
+    records = []
+    for i, (name, configs) in enumerate([("users", {"cleanup.policy": "compact", "segment.bytes": "200"}),
+                                         ("logs", {"cleanup.policy": "delete"}), ("plain", {})]):
+        tid = uuid.UUID(int=i + 1)
+        records += [km.topic_record(name, tid), km.partition_record(tid, 0, [1])]
+        records += [km.config_record(km.TOPIC, name, k, v) for k, v in configs.items()]
+    km.write_segment(meta, 0, km.log_batches(records))
+    logs = tmp_path / "logs"
+    for name in ("users", "logs", "plain"):
+        base_log(logs, name + "-0")
+    before = tree_digest(logs / "plain-0")
+
+    def out():
+        return [re.sub(r"; \d+\.\d\d s$", "; S s", line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["compact", str(logs), "--metadata-log", str(meta), "--force", "--now-ms", str(T0)]) == 0
+    assert out() == [
+        f"{logs}/logs-0: not compacted: cleanup.policy = delete (topic config in the metadata log {meta})",
+        f"{logs}/plain-0: not compacted: cleanup.policy = delete (Kafka default) (the brokers' server.properties "
+        "may say otherwise: compact without --metadata-log to clean it anyway)",
+        f"{logs}/users-0: cleaned [segment.bytes = 200 (topic config in the metadata log)]",
+        "  dirty range [0, 12), cleanable ratio 1.000 (425 cleanable of 425 bytes)",
+        "  12 records read, 7 kept; 425 -> 314 bytes; 7 keys; segments 4 -> 4; S s"]
+    assert tree_digest(logs / "plain-0") == before
+    assert main(["compact", str(logs / "plain-0"), "--now-ms", str(T0), "--first-dirty-offset", "10"]) == 0
+    assert out() == [f"{logs}/plain-0: cleanable ratio 0.191 does not exceed min.cleanable.dirty.ratio 0.5",
+                     "  dirty range [10, 12), cleanable ratio 0.191 (81 cleanable of 425 bytes)"]
+    assert tree_digest(logs / "plain-0") == before
