@@ -918,6 +918,15 @@ def test_a_given_offset_map_covers_the_whole_dirty_range(tmp_path):
     r = compact(d, now_ms=T0, force=True, offset_map=omap)
     assert (r.map_keys, omap.latest_offset) == (2, 11)
     assert [o for o, _k, _v in dir_records(d)] == [2, 4, 6, 7, 8, 9, 10, 11, 12, 13]
+    # a map that read up to offset 1 and knows of a later record (here, in the active segment): it is
+    # raised to the round's last offset, whose record goes too
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a")])], [batch(3, [kv("a")])]])
+    omap = OffsetMap()
+    omap.put(b"a", 3)
+    omap.put(b"b", 1)
+    omap.update_latest(1)
+    compact(d, now_ms=T0, force=True, offset_map=omap)
+    assert [(o, k) for o, k, _v in dir_records(d)] == [(1, b"b"), (3, b"a")]
 
 
 def test_groups_that_keep_nothing_are_deleted(tmp_path):
