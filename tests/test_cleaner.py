@@ -1095,3 +1095,14 @@ def test_compact_command_reports_each_partition(tmp_path, capsys):
     assert out() == [f"{logs}/plain-0: cleanable ratio 0.191 does not exceed min.cleanable.dirty.ratio 0.5",
                      "  dirty range [10, 12), cleanable ratio 0.191 (81 cleanable of 425 bytes)"]
     assert tree_digest(logs / "plain-0") == before
+
+
+def test_a_cleaned_segment_keeps_its_groups_last_modification_time(tmp_path):
+    # Cleaner.cleanSegments: cleaned.lastModified = segments.last.lastModified (the legacy delete horizon reads it)
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])]], mtime=(T0 - 3 * DAY) / 1000)
+    make_log(d, [[batch(2, [kv("a")])]], mtime=(T0 - 2 * DAY) / 1000)
+    make_log(d, [[batch(3, [kv("c")])]], mtime=(T0 - DAY) / 1000)
+    make_log(d, [[batch(4, [kv("x")])]], mtime=T0 / 1000)
+    r = run(d)
+    assert r.groups == [[0, 2, 3]]
+    assert [(s.base_offset, int(s.mtime * 1000)) for s in list_segments(d)] == [(0, T0 - DAY), (4, T0)]
