@@ -1106,3 +1106,18 @@ def test_a_cleaned_segment_keeps_its_groups_last_modification_time(tmp_path):
     r = run(d)
     assert r.groups == [[0, 2, 3]]
     assert [(s.base_offset, int(s.mtime * 1000)) for s in list_segments(d)] == [(0, T0 - DAY), (4, T0)]
+
+
+def test_a_corrupt_batch_in_the_dirty_range_is_named_and_nothing_is_left(tmp_path):
+    # the offset map is the first to decompress it
+    from kcodec.errors import CorruptCompressedDataError
+    from kcodec.records import batch_header
+    bad = bytearray(batch(2, [kv("b", "y" * 200), kv("c", "z" * 200)], codec="gzip"))
+    bad[-12] ^= 0xff
+    batch_header.seal(bad, 0, len(bad))
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(bad)], [batch(4, [kv("x")])]])
+    before = tree_digest(tmp_path)
+    with pytest.raises(CorruptCompressedDataError, match="^gzip: invalid deflate data") as e:
+        run(d)
+    assert (e.value.batch_offset, e.value.source) == (2, os.path.join(d, segment_file_name(0)))
+    assert tree_digest(tmp_path) == before
