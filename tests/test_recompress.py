@@ -277,7 +277,7 @@ def test_a_corrupt_batch_is_named_and_nothing_is_left(tmp_path):
     # the second batch, after the first's 371 bytes
     assert str(e.value).endswith(f"(in {os.path.join(d, segment_file_name(0))}, at byte 371, "
                                  "in the batch with base offset 1)")
-    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d) if not n.endswith(".cleaned")} == before
+    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)} == before
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,3 +444,37 @@ def test_command_line_flags_and_report(tmp_path, capsys, monkeypatch):
     assert main(["recompress", legacy, "--codec", "zstd", "--to-magic", "2"]) == 0
     assert out() == [f"{legacy}: 1 segments, 1 records, 77 -> 82 bytes, saved -5 (-6.5%) in S s"]
     assert [(b.magic, CompressionType.of(b.compression)) for b in dir_batches(legacy)] == [(2, CompressionType.ZSTD)]
+
+
+def test_a_segment_its_indexes_cannot_hold_is_named_and_nothing_is_left(tmp_path):
+    # a batch 2^33 above its segment's base (Kafka would have rolled a segment): no .index can hold it
+    from kcodec.errors import CorruptDataError
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a")])], [batch(2 ** 33 + 1, [kv("z")])]])
+    with open(os.path.join(d, segment_file_name(0)), "wb") as f:
+        f.write(batch(0, [kv("a")]) + batch(2 ** 33, [kv("b")], ts=T0 + 1))
+    before = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
+    with pytest.raises(CorruptDataError, match=f"^offset {2 ** 33} cannot be stored relative to base offset 0 ") as e:
+        recompress(d, "gzip")
+    assert e.value.source == os.path.join(d, segment_file_name(0))
+    assert {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)} == before
+
+
+def test_log_append_time_messages_keep_their_times(tmp_path):
+    # A LogAppendTime wrapper gives every record its one time: uncompressed v1 messages appended at
+    # different times each get a wrapper of their own, those appended together share one.
+    lat = dict(timestamp_type=TimestampType.LOG_APPEND_TIME)
+    segs = [legacy_batch(0, [kv("a")]), legacy_batch(1, [kv("b")], log_append_time=T0 + 5, **lat),
+            legacy_batch(2, [kv("c")], log_append_time=T0 + 9, **lat),
+            legacy_batch(3, [kv("d")], log_append_time=T0 + 9, **lat),
+            legacy_batch(4, [kv("e"), kv("f")], codec="gzip", log_append_time=T0 + 20, **lat)]
+    for to_magic, magic in ((None, 1), (2, 2)):
+        d = make_log(tmp_path / f"t-{magic}", [segs])
+        before = full_records(d)
+        recompress(d, "gzip", to_magic=to_magic)
+        assert full_records(d) == before
+        assert [(b.base_offset, b.magic, b.timestamp_type, b.max_timestamp, [r.offset for r in b])
+                for b in dir_batches(d)] == [
+            (0, magic, TimestampType.CREATE_TIME, T0, [0]), (1, magic, TimestampType.LOG_APPEND_TIME, T0 + 5, [1]),
+            (2, magic, TimestampType.LOG_APPEND_TIME, T0 + 9, [2, 3]),
+            (4, magic, TimestampType.LOG_APPEND_TIME, T0 + 20, [4, 5])]
+        check_dir_with_java(d)
