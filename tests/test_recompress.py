@@ -291,7 +291,7 @@ def legacy_shapes(path):
 def test_legacy_messages_packed_up_to_max_batch_bytes(tmp_path):
     # 136-byte v1 and 128-byte v0 messages: a wrapper takes messages while their sizes add up to at most
     # max_batch_bytes, and a run ends where the format changes or a batch that is not packed comes
-    segs = [legacy_batch(i, [kv("k%d" % i, "x" * 100)]) for i in range(5)]
+    segs = [legacy_batch(i, [kv("k%d" % i, "x" * 100)], ts=T0 + i) for i in range(5)]
     segs += [legacy_batch(i, [kv("k%d" % i, "x" * 100)], magic=0) for i in (5, 6)]
     segs += [batch(7, [kv("z")]), legacy_batch(8, [kv("k8", "x" * 100)])]
     assert [len(s) for s in segs] == [136] * 5 + [128, 128, 70, 136]
