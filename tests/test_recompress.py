@@ -355,7 +355,8 @@ def test_rewrite_records_alone():
     out = list(rewrite_records(data, RecompressOptions("gzip"), stats=stats))
     # by default a batch already in the target codec is rebuilt too (at the codec's default level)
     assert (stats.records, stats.batches_rebuilt, stats.batches_kept) == (2, 2, 0)
-    assert [records_digest(b) for b in out] == [records_digest(batch(0, [kv("a")])), records_digest(batch(1, [kv("b")]))]
+    assert [records_digest(b) for b in out] == [records_digest(batch(0, [kv("a")])),
+                                                records_digest(batch(1, [kv("b")]))]
     assert [len(b) for b in rewrite_records(data, RecompressOptions("lz4"))] == [85, 85]
     with pytest.raises(ValueError, match="to_magic must be None or 2"):
         list(rewrite_records(data, RecompressOptions("gzip", to_magic=0)))
