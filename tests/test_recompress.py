@@ -479,3 +479,15 @@ def test_log_append_time_messages_keep_their_times(tmp_path):
             (2, magic, TimestampType.LOG_APPEND_TIME, T0 + 9, [2, 3]),
             (4, magic, TimestampType.LOG_APPEND_TIME, T0 + 20, [4, 5])]
         check_dir_with_java(d)
+
+
+def test_options_are_a_value():
+    # frozen: one RecompressOptions is handed to every segment's rewrite (and every Spark task) unchanged
+    import dataclasses
+
+    from kcodec.log.recompress import RecompressOptions
+    opts = RecompressOptions("zstd", 3)
+    assert opts == RecompressOptions("zstd", 3) and hash(opts) == hash(RecompressOptions("zstd", 3))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.level = 19
+    assert (opts.codec, opts.effective_level, RecompressOptions("zstd").effective_level) == (CompressionType.ZSTD, 3, 3)
