@@ -491,3 +491,58 @@ def test_options_are_a_value():
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.level = 19
     assert (opts.codec, opts.effective_level, RecompressOptions("zstd").effective_level) == (CompressionType.ZSTD, 3, 3)
+
+
+def test_recompress_segment_alone_verifies_and_indexes_at_kafkas_defaults(tmp_path, monkeypatch):
+    # index.interval.bytes 4096: an entry goes before a batch once more than 4096 bytes follow the last
+    import struct
+
+    from kcodec.log.recompress import RecompressOptions, recompress_segment
+
+    def sized(offset, size):
+        data = batch(offset, [kv("k", "x" * (size - 71))])
+        assert len(data) == size
+        return data
+    d = make_log(tmp_path / "t-0", [[sized(i, 4096) for i in range(3)], [sized(3 + i, 4097) for i in range(3)],
+                                    [batch(6, [kv("z")])]])
+    for seg, want in zip(list_segments(d), (struct.pack(">ii", 2, 8192), struct.pack(">iiii", 1, 4097, 2, 8194))):
+        recompress_segment(d, seg, RecompressOptions("none"))
+        assert open(seg.path(".index") + ".cleaned", "rb").read() == want
+    real = rc.rewrite_records
+
+    def lossy(buf, options, digest=None, stats=None):
+        for out in real(buf, options, digest, stats):
+            yield out[:-1] + bytes([out[-1] ^ 1])
+    monkeypatch.setattr(rc, "rewrite_records", lossy)
+    with pytest.raises(RecompressVerificationError):
+        recompress_segment(d, list_segments(d)[2], RecompressOptions("none"))
+
+
+def test_recompress_and_its_steps_at_their_defaults(tmp_path):
+    # recompress() builds indexes at index.interval.bytes 4096; segments_to_recompress recovers first (at that
+    # interval too) and takes the active segment; swap_in swaps
+    import struct
+
+    from kcodec.log.cleaner import FileOps, build_indexes
+    from kcodec.log.recompress import RecompressOptions, recompress_segment, segments_to_recompress, swap_in
+
+    def sized(offset, size):
+        return batch(offset, [kv("k", "x" * (size - 71))])
+    want = (struct.pack(">ii", 2, 8192), struct.pack(">iiii", 1, 4097, 2, 8194))
+    segs = [[sized(i, 4096) for i in range(3)], [sized(3 + i, 4097) for i in range(3)], [batch(6, [kv("z")])]]
+    d = make_log(tmp_path / "t-0", segs)
+    recompress(d, "none")
+    assert [open(s.path(".index"), "rb").read() for s in list_segments(d)[:2]] == list(want)
+
+    d = make_log(tmp_path / "t-1", segs)
+    os.remove(os.path.join(d, segment_file_name(3, ".index")))
+    open(os.path.join(d, segment_file_name(0) + ".cleaned"), "wb").write(b"junk")
+    got = segments_to_recompress(FileOps(), d)
+    assert [s.base_offset for s in got] == [0, 3, 6]
+    assert open(os.path.join(d, segment_file_name(3, ".index")), "rb").read() == want[1]
+    assert not os.path.exists(os.path.join(d, segment_file_name(0) + ".cleaned"))
+    res = recompress_segment(d, got[2], RecompressOptions("gzip"))
+    assert swap_in(FileOps(), d, got[2], res) is res and res.swapped
+    data = open(os.path.join(d, segment_file_name(6)), "rb").read()
+    assert [CompressionType.of(b.compression) for b in kcodec.read_batches(data)] == [CompressionType.GZIP]
+    assert open(os.path.join(d, segment_file_name(6, ".index")), "rb").read() == build_indexes(data, 6)[0]
