@@ -546,3 +546,12 @@ def test_recompress_and_its_steps_at_their_defaults(tmp_path):
     data = open(os.path.join(d, segment_file_name(6)), "rb").read()
     assert [CompressionType.of(b.compression) for b in kcodec.read_batches(data)] == [CompressionType.GZIP]
     assert open(os.path.join(d, segment_file_name(6, ".index")), "rb").read() == build_indexes(data, 6)[0]
+
+
+def test_the_codec_is_a_required_flag(tmp_path, capsys):
+    from kcodec.cli import main
+    d = three_records(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["recompress", d])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("error: the following arguments are required: --codec")
