@@ -1,6 +1,7 @@
 """Log compaction of a partition directory: the rules of Kafka's ``Cleaner``."""
 import os
 import struct
+import time
 
 import pytest
 
@@ -704,3 +705,462 @@ def test_recovery_star_import_gives_its_one_public_name(tmp_path):
     d = base_log(tmp_path)
     assert names["recover_log_dir"](d) == {"cleaned_removed": 0, "swaps_completed": 0, "deleted_removed": 0,
                                            "orphans_removed": 0, "indexes_rebuilt": 0}
+
+
+# --------------------------------------------------------------------------------------------
+# the cleaner's filter at its edges (Cleaner.cleanInto's logCleanerFilter, Cleaner.shouldRetainRecord)
+
+def test_clean_result_counts_what_the_round_read_and_wrote(tmp_path):
+    import dataclasses
+    d = base_log(tmp_path)
+    sizes = [s.size for s in list_segments(d)]
+    started = time.perf_counter()
+    r = run(d)
+    elapsed = time.perf_counter() - started
+    after = [s.size for s in list_segments(d)]
+    # the three segments below the active one are read whole and become one of 314 bytes: batch 0
+    # goes, batches 3 and 5 lose a record each and are rebuilt, 7 and 10 are copied
+    assert (r.bytes_read, r.bytes_written) == (sum(sizes[:3]), after[0]) == (425, 314)
+    assert [(b.base_offset, b.size_in_bytes) for b in dir_batches(d)][:4] == [(3, 71), (5, 71), (7, 91), (10, 81)]
+    got = dataclasses.asdict(r)
+    assert 0 < got.pop("seconds") <= elapsed   # the round's own time, within the call's
+    assert got == {
+        "log_dir": d, "cleaned": True, "reason": "cleaned", "first_dirty_offset": 0, "first_uncleanable_offset": 12,
+        "cleanable_ratio": 1.0, "clean_bytes": 0, "cleanable_bytes": 425, "map_keys": 7, "groups": [[0, 5, 10]],
+        "bytes_read": 425, "bytes_written": 314, "messages_read": 12, "messages_written": 7, "invalid_records": 0,
+        "batches_rebuilt": 2, "batches_emptied": 0, "segments_before": 4, "segments_after": 2}
+
+
+def test_clean_result_counts_an_emptied_batch(tmp_path):
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "1")]), batch(1, [(None, b"no key")])],
+        [batch(2, [kv("x")])],
+    ])
+    r = run(d)
+    # 70 and 74 bytes read; the first batch is copied, the second kept as a 61-byte header
+    assert (r.bytes_read, r.bytes_written) == (70 + 74, 70 + 61)
+    assert (r.messages_read, r.messages_written, r.batches_rebuilt, r.batches_emptied) == (2, 1, 0, 1)
+    assert (r.invalid_records, r.segments_before, r.segments_after) == (1, 2, 2)
+    started = time.perf_counter()
+    dry = compact(d, now_ms=T0, force=True, dry_run=True)
+    assert 0 < dry.seconds <= time.perf_counter() - started
+    assert (dry.bytes_read, dry.bytes_written, dry.messages_read, dry.messages_written, dry.batches_rebuilt,
+            dry.batches_emptied, dry.invalid_records) == (0, 0, 0, 0, 0, 0, 0)
+
+
+def test_tombstone_and_marker_go_at_exactly_their_horizon(tmp_path):
+    # a tombstone stays while now < its horizon; a removable marker goes once its horizon <= now
+    cfg = dict(producer_id_expiration_ms=1, delete_retention_ms=DAY)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a"), kv("b")]),
+         batch(2, [kv("k", "txn")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True),
+         marker(3, PID, 0, commit=True)],
+        [batch(4, [kv("a", None), kv("k", "newer")])],
+        [batch(6, [kv("x")])],
+    ])
+    now = T0 + 1000
+    run(d, now=now, **cfg)   # the tombstone gets its horizon; the marker saw its data go in this pass
+    run(d, now=now + 10, **cfg)   # the marker gets its own horizon
+    horizons = {b.base_offset: b.delete_horizon_ms for b in dir_batches(d)}
+    assert (horizons[3], horizons[4]) == (now + 10 + DAY, now + DAY)
+    run(d, now=now + DAY, **cfg)
+    assert [(o, k) for o, k, _v in dir_records(d) if o != 3] == [(1, b"b"), (5, b"k"), (6, b"x")]
+    assert [b.base_offset for b in dir_batches(d) if b.is_control] == [3]
+    run(d, now=now + 10 + DAY, **cfg)
+    assert [b.base_offset for b in dir_batches(d)] == [0, 4, 6]
+
+
+def test_last_batch_of_producer_id_zero_kept_empty(tmp_path):
+    # 0 is a producer id like any other: only -1 (RecordBatch.NO_PRODUCER_ID) has none
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "1")], producer_id=0, producer_epoch=0, base_sequence=0), batch(1, [kv("b")])],
+        [batch(2, [kv("a", "2")])],
+        [batch(3, [kv("x")])],
+    ])
+    run(d, producer_id_expiration_ms=10 * DAY)
+    assert [(b.base_offset, b.record_count, b.size_in_bytes, b.producer_id) for b in dir_batches(d)][:2] == \
+        [(0, 0, 61, 0), (1, 1, 70, -1)]
+
+
+def test_marker_of_an_epoch_bump_kept_empty_while_its_producer_is_active(tmp_path):
+    # The coordinator aborted with a bumped epoch: the producer's state has no data batch of that epoch,
+    # so the marker holds its epoch and is kept as an empty header once it could go (isBatchLastRecordOfProducer).
+    cfg = dict(producer_id_expiration_ms=10 * DAY, delete_retention_ms=DAY)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "aborted")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True),
+         marker(1, PID, 1, commit=False)],
+        [batch(2, [kv("a", "new")])],
+        [batch(3, [kv("x")])],
+    ])
+    now = T0 + 1000
+
+    def first():
+        b = dir_batches(d)[0]
+        return (b.base_offset, b.is_control, b.record_count, b.size_in_bytes, b.producer_epoch, b.delete_horizon_ms)
+    run(d, now=now, **cfg)
+    assert first() == (1, True, 1, 78, 1, None)
+    run(d, now=now + 10, **cfg)
+    assert first() == (1, True, 1, 81, 1, now + 10 + DAY)
+    r = run(d, now=now + 10 + DAY, **cfg)
+    assert first() == (1, True, 0, 61, 1, None) and r.batches_emptied == 1
+    assert [(o, v) for o, _k, v in dir_records(d)] == [(2, b"new"), (3, b"v")]
+    check_dir_with_java(d)
+
+
+def test_aborted_last_batch_of_an_active_producer_kept_without_its_records(tmp_path):
+    # discarded data that must stay for its producer's sequence: an empty header, not the aborted records
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "ok")]),
+         batch(1, [kv("a", "aborted"), kv("q", "aborted")], producer_id=PID, producer_epoch=0, base_sequence=0,
+               is_transactional=True)],
+        [marker(3, PID, 0, commit=False)],
+        [batch(4, [kv("x")])],
+    ])
+    r = run(d, producer_id_expiration_ms=10 * DAY)
+    assert [(b.base_offset, b.last_offset, b.record_count, b.size_in_bytes, b.producer_id, b.base_sequence)
+            for b in dir_batches(d)][:2] == [(0, 0, 1, 71, -1, -1), (1, 2, 0, 61, PID, 0)]
+    assert [(o, v) for o, _k, v in dir_records(d) if o != 3] == [(0, b"ok"), (4, b"v")]
+    assert (r.messages_written, r.batches_emptied) == (2, 1)
+    check_dir_with_java(d)
+
+
+def test_marker_kept_whatever_a_data_record_with_its_key_says(tmp_path):
+    # A data record may carry the 4 bytes of a COMMIT marker's key; the offset map never holds
+    # control records, and the filter never asks it about them (shouldRetainRecord's isControlBatch).
+    commit_key = struct.pack(">hh", 0, 1)
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("t", "txn")], producer_id=PID, producer_epoch=0, base_sequence=0, is_transactional=True),
+         marker(1, PID, 0, commit=True)],
+        [batch(2, [(commit_key, b"data")])],
+        [batch(3, [kv("x")])],
+    ])
+    r = run(d, producer_id_expiration_ms=1)
+    assert [(b.base_offset, b.is_control, b.record_count) for b in dir_batches(d)] == \
+        [(0, False, 1), (1, True, 1), (2, False, 1), (3, False, 1)]
+    assert (r.messages_written, r.invalid_records) == (3, 0)
+
+
+def test_records_past_the_maps_latest_offset_are_kept(tmp_path):
+    # A map that ends early, as Kafka's SkimpyOffsetMap does when it fills: Cleaner.shouldRetainRecord
+    # keeps every record past its latest offset, duplicates and null keys too.
+    from kcodec.log.cleaner import CleanerRunner
+    from kcodec.log.offset_map import OffsetMap
+    from kcodec.log.transaction_index import CleanedTransactionMetadata
+
+    class FirstSegmentOnly(CleanerRunner):
+        def offset_map(self, plan):
+            omap = OffsetMap()
+            omap.add_segment(plan.dirty[0], CleanedTransactionMetadata(), plan.first_dirty)
+            return omap
+
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("a", "a0"), kv("b", "b0"), kv("a", "a1")])],
+        [batch(3, [kv("a", "a2"), (None, b"n"), kv("a", "a3")])],
+        [batch(6, [kv("x")])],
+    ])
+    r = compact(d, now_ms=T0, force=True, runner=FirstSegmentOnly())
+    assert r.map_keys == 2
+    assert [(o, k, v) for o, k, v in dir_records(d)] == [
+        (1, b"b", b"b0"), (2, b"a", b"a1"), (3, b"a", b"a2"), (4, None, b"n"), (5, b"a", b"a3"), (6, b"x", b"v")]
+    assert r.invalid_records == 0
+
+
+def test_legacy_tombstones_go_from_segments_older_than_the_horizon(tmp_path):
+    # The legacy horizon is the last clean segment's time (segment 2's, T0) minus delete.retention.ms:
+    # segment 0, last modified at exactly that time, loses its tombstone (Kafka keeps legacy deletes
+    # only in a segment modified after it); segment 2 keeps its own.
+    d = make_log(tmp_path / "t-0", [[legacy_batch(0, [kv("a")]), legacy_batch(1, [(b"b", None)])]],
+                 mtime=(T0 - DAY) / 1000)
+    make_log(d, [[legacy_batch(2, [(b"c", None)])]], mtime=T0 / 1000)
+    make_log(d, [[batch(3, [kv("d")])], [batch(4, [kv("x")])]], mtime=(T0 + DAY) / 1000)
+    r = compact(d, config=CleanerConfig(delete_retention_ms=DAY), now_ms=T0, first_dirty_offset=3, force=True)
+    assert r.cleaned and r.first_dirty_offset == 3
+    assert dir_records(d) == [(0, b"a", b"v"), (2, b"c", None), (3, b"d", b"v"), (4, b"x", b"v")]
+    check_dir_with_java(d)
+
+
+def test_clean_group_alone(tmp_path):
+    # what a Spark task runs (no FileOps given): a group's .cleaned files, and its trailing members
+    # that keep nothing left out of the swap for the caller to delete
+    import kcodec
+    from kcodec.log.cleaner import CleanerRunner, clean_group
+    from kcodec.log.cleaner_plan import plan_clean
+    d = make_log(tmp_path / "t-0", [
+        [batch(0, [kv("c"), kv("a")])],
+        [batch(2, [kv("a"), kv("b")])],
+        [batch(4, [kv("a"), kv("b")])],
+        [batch(6, [kv("x")])],
+    ])
+    plan = plan_clean(d, CleanerConfig(), T0)
+    omap = CleanerRunner().offset_map(plan)
+    segs = list_segments(d)
+    before = sorted(os.listdir(d))
+    out = clean_group(d, segs[1:2], plan.state, omap, CleanerConfig(), T0, 0, plan.first_uncleanable)
+    assert (out.base_offset, out.replaced, out.emptied, out.written) == (2, [], segs[1:2], False)
+    assert sorted(os.listdir(d)) == before
+    out = clean_group(d, segs[:2], plan.state, omap, CleanerConfig(), T0, 0, plan.first_uncleanable)
+    assert (out.base_offset, out.replaced, out.emptied, out.written) == (0, segs[:1], segs[1:2], True)
+    assert (out.stats.messages_read, out.stats.messages_retained, out.invalid_records) == (4, 1, 0)
+    assert sorted(set(os.listdir(d)) - set(before)) == [segment_file_name(0, s) + ".cleaned"
+                                                        for s in (".index", ".log", ".timeindex", ".txnindex")]
+    with open(os.path.join(d, segment_file_name(0) + ".cleaned"), "rb") as f:
+        assert [(r.offset, r.key) for b in kcodec.read_batches(f.read()) for r in b] == [(0, b"c")]
+
+
+def test_a_given_offset_map_covers_the_whole_dirty_range(tmp_path):
+    # a map built elsewhere, its latest offset never set: the round still reaches the end of the
+    # dirty range, and only the keys the map holds are cleaned
+    from kcodec.log.offset_map import OffsetMap
+    d = base_log(tmp_path)
+    omap = OffsetMap()
+    omap.put(b"a", 9)
+    omap.put(b"b", 11)
+    r = compact(d, now_ms=T0, force=True, offset_map=omap)
+    assert (r.map_keys, omap.latest_offset) == (2, 11)
+    assert [o for o, _k, _v in dir_records(d)] == [2, 4, 6, 7, 8, 9, 10, 11, 12, 13]
+    # a map that read up to offset 1 and knows of a later record (here, in the active segment): it is
+    # raised to the round's last offset, whose record goes too
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a")])], [batch(3, [kv("a")])]])
+    omap = OffsetMap()
+    omap.put(b"a", 3)
+    omap.put(b"b", 1)
+    omap.update_latest(1)
+    compact(d, now_ms=T0, force=True, offset_map=omap)
+    assert [(o, k) for o, k, _v in dir_records(d)] == [(1, b"b"), (3, b"a")]
+
+
+def test_groups_that_keep_nothing_are_deleted(tmp_path):
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a")])],
+                                    [batch(3, [kv("a"), kv("b")])], [batch(5, [kv("x")])]])
+    seen = []
+    r = compact(d, config=CleanerConfig(segment_bytes=100), now_ms=T0 + 1000, force=True,
+                ops=FileOps(hook=lambda op, p: seen.append((op, os.path.basename(p)))))
+    assert r.groups == [[0], [2], [3]] and (r.segments_before, r.segments_after) == (4, 2)
+    # a group that keeps nothing swaps nothing in: its empty .cleaned log goes, then its segment
+    name = segment_file_name(0)[:-len(".log")]
+    assert [(op, p) for op, p in seen if p.startswith(name)] == [
+        ("write", name + ".log.cleaned"), ("delete", name + ".log.cleaned")] + [
+        ("rename", name + s + ".deleted") for s in (".log", ".index", ".timeindex")] + [
+        ("delete", name + s + ".deleted") for s in (".log", ".index", ".timeindex")]
+    assert sorted(os.listdir(d)) == sorted([segment_file_name(3, s) for s in (".log", ".index", ".timeindex",
+                                                                             ".txnindex")]
+                                           + [segment_file_name(5, s) for s in (".log", ".index", ".timeindex")])
+    assert dir_records(d) == [(3, b"a", b"v"), (4, b"b", b"v"), (5, b"x", b"v")]
+
+
+def test_a_corrupt_batch_in_the_clean_section_is_named_and_nothing_is_left(tmp_path):
+    # the offset map never reads below the first dirty offset: the rewrite is the first to decompress it
+    from kcodec.errors import CorruptCompressedDataError
+    from kcodec.records import batch_header
+    bad = bytearray(batch(2, [kv("b", "y" * 200), kv("c", "z" * 200)], codec="gzip"))
+    bad[-12] ^= 0xff
+    batch_header.seal(bad, 0, len(bad))   # a valid CRC over a deflate stream that does not decode
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(bad)], [batch(4, [kv("b")])],
+                                    [batch(5, [kv("x")])]])
+    before = tree_digest(tmp_path)
+    with pytest.raises(CorruptCompressedDataError, match="^gzip: invalid deflate data") as e:
+        compact(d, now_ms=T0, first_dirty_offset=4, force=True)
+    assert (e.value.batch_offset, e.value.source) == (2, os.path.join(d, segment_file_name(0)))
+    assert tree_digest(tmp_path) == before
+
+
+def test_compact_names_the_metadata_logs_topic_whose_setting_is_not_a_number(tmp_path, capsys):
+    import uuid
+
+    import kraft_metadata as km
+    from kcodec.cli import main
+    tid = uuid.UUID(int=1)
+    meta = tmp_path / "meta" / "__cluster_metadata-0"
+    km.write_segment(meta, 0, km.log_batches([km.topic_record("users", tid), km.partition_record(tid, 0, [1]),
+                                              km.config_record(km.TOPIC, "users", "cleanup.policy", "compact"),
+                                              km.config_record(km.TOPIC, "users", "segment.bytes", "lots")]))
+    d = base_log(tmp_path / "logs", "users-0")
+    before = tree_digest(tmp_path / "logs")
+    assert main(["compact", d, "--metadata-log", str(meta), "--force"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kcodec compact: --metadata-log {meta}: topic users: invalid literal for int() with base 10: "
+                   "'lots'"]
+    assert tree_digest(tmp_path / "logs") == before
+
+
+def test_a_batch_whose_crc_no_longer_matches_is_copied_as_it_is(tmp_path):
+    # Cleaner.cleanInto filters MemoryRecords.readableRecords(...) without ensureValid(): a damaged
+    # batch whose records all stay is copied byte for byte, as Kafka copies it
+    damaged = bytearray(batch(2, [kv("b", "xx"), kv("c")]))
+    damaged[bytes(damaged).index(b"xx")] ^= 1
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(damaged)], [batch(4, [kv("x")])]])
+    r = run(d)
+    import kcodec
+    data = open(os.path.join(d, segment_file_name(0)), "rb").read()
+    assert data[-len(damaged):] == bytes(damaged)
+    assert [(r.offset, r.key) for b in kcodec.read_batches(data[:-len(damaged)]) for r in b] == [(0, b"a")]
+    assert (r.messages_read, r.messages_written) == (4, 3)
+
+
+def test_the_crash_point_of_a_group_comes_after_its_first_member_that_keeps_something(tmp_path):
+    # the fault-injection tests crash at "write-partial": the new .log then ends after a whole member
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("c", "x" * 50)])],
+                                    [batch(3, [kv("a"), kv("b")])], [batch(5, [kv("x")])]])
+    seen = []
+
+    def hook(op, path):
+        if path.endswith(".log.cleaned") and op.startswith("write"):
+            seen.append((op, os.path.getsize(path)))
+    compact(d, now_ms=T0, force=True, ops=FileOps(hook=hook))
+    kept = [len(batch(2, [kv("c", "x" * 50)])), len(batch(3, [kv("a"), kv("b")]))]
+    assert seen == [("write-partial", kept[0]), ("write", sum(kept))]
+
+
+def test_clean_group_refuses_a_segment_that_ends_in_a_partial_batch(tmp_path):
+    # planned on a whole segment, handed a torn one (a Spark task reads the file again): nothing is written
+    from kcodec.log.cleaner import CleanerRunner, PartialTailError, clean_group
+    from kcodec.log.cleaner_plan import plan_clean
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a")])], [batch(3, [kv("x")])]])
+    plan = plan_clean(d, CleanerConfig(), T0)
+    omap = CleanerRunner().offset_map(plan)
+    with open(os.path.join(d, segment_file_name(2)), "ab") as f:
+        f.write(batch(3, [kv("b")])[:30])
+    before = sorted(os.listdir(d))
+    with pytest.raises(PartialTailError, match="ends in 30 bytes that are not a complete batch") as e:
+        clean_group(d, list_segments(d)[:2], plan.state, omap, CleanerConfig(), T0, 0, plan.first_uncleanable)
+    assert (e.value.source, e.value.position) == (os.path.join(d, segment_file_name(2)), 70)
+    assert sorted(os.listdir(d)) == before
+
+
+def test_a_folder_the_checkpoint_cannot_name_is_refused_before_anything_changes(tmp_path):
+    from kcodec.errors import InvalidNameError
+    d = with_leftovers(tmp_path)
+    bad = os.path.join(tmp_path, "not_a_partition")
+    os.rename(d, bad)
+    before = tree_digest(tmp_path)
+    with pytest.raises(InvalidNameError, match="^'not_a_partition' is not a partition folder name") as e:
+        compact(bad, now_ms=T0, force=True, use_checkpoint=True)
+    assert e.value.source == bad
+    assert tree_digest(tmp_path) == before   # not even recovered
+
+
+def test_without_a_clock_the_horizon_is_stamped_from_now(tmp_path):
+    import time
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])], [batch(2, [kv("a", None)])],
+                                    [batch(3, [kv("x")])]])
+    earliest = int(time.time() * 1000)
+    compact(d, config=CleanerConfig(delete_retention_ms=DAY), force=True)
+    latest = int(time.time() * 1000)
+    horizon = [b.delete_horizon_ms for b in dir_batches(d) if b.base_offset == 2][0]
+    assert earliest + DAY <= horizon <= latest + DAY
+
+
+def test_the_checkpoint_is_read_only_when_asked_and_no_offset_is_given(tmp_path):
+    d = base_log(tmp_path, "orders-3")
+    compact(d, now_ms=T0, force=True, use_checkpoint=True)
+    assert read_cleaner_checkpoint(d) == 12
+    make_log(d, [[batch(14, [kv("a", "a4")])], [batch(15, [kv("q")])]])
+    assert compact(d, now_ms=T0, force=True, dry_run=True).first_dirty_offset == 0
+    assert compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True).first_dirty_offset == 12
+    assert compact(d, now_ms=T0, force=True, dry_run=True, use_checkpoint=True,
+                   first_dirty_offset=13).first_dirty_offset == 13
+
+
+def test_compact_command_reports_each_partition(tmp_path, capsys):
+    import re
+    import uuid
+
+    import kraft_metadata as km
+    from kcodec.cli import main
+    meta = tmp_path / "meta" / "__cluster_metadata-0"
+    records = []
+    for i, (name, configs) in enumerate([("users", {"cleanup.policy": "compact", "segment.bytes": "200"}),
+                                         ("logs", {"cleanup.policy": "delete"}), ("plain", {})]):
+        tid = uuid.UUID(int=i + 1)
+        records += [km.topic_record(name, tid), km.partition_record(tid, 0, [1])]
+        records += [km.config_record(km.TOPIC, name, k, v) for k, v in configs.items()]
+    km.write_segment(meta, 0, km.log_batches(records))
+    logs = tmp_path / "logs"
+    for name in ("users", "logs", "plain"):
+        base_log(logs, name + "-0")
+    before = tree_digest(logs / "plain-0")
+
+    def out():
+        return [re.sub(r"; \d+\.\d\d s$", "; S s", line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["compact", str(logs), "--metadata-log", str(meta), "--force", "--now-ms", str(T0)]) == 0
+    assert out() == [
+        f"{logs}/logs-0: not compacted: cleanup.policy = delete (topic config in the metadata log {meta})",
+        f"{logs}/plain-0: not compacted: cleanup.policy = delete (Kafka default) (the brokers' server.properties "
+        "may say otherwise: compact without --metadata-log to clean it anyway)",
+        f"{logs}/users-0: cleaned [segment.bytes = 200 (topic config in the metadata log)]",
+        "  dirty range [0, 12), cleanable ratio 1.000 (425 cleanable of 425 bytes)",
+        "  12 records read, 7 kept; 425 -> 314 bytes; 7 keys; segments 4 -> 4; S s"]
+    assert tree_digest(logs / "plain-0") == before
+    assert main(["compact", str(logs / "plain-0"), "--now-ms", str(T0), "--first-dirty-offset", "10"]) == 0
+    assert out() == [f"{logs}/plain-0: cleanable ratio 0.191 does not exceed min.cleanable.dirty.ratio 0.5",
+                     "  dirty range [10, 12), cleanable ratio 0.191 (81 cleanable of 425 bytes)"]
+    assert tree_digest(logs / "plain-0") == before
+
+
+def test_a_cleaned_segment_keeps_its_groups_last_modification_time(tmp_path):
+    # Cleaner.cleanSegments: cleaned.lastModified = segments.last.lastModified (the legacy delete horizon reads it)
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")])]], mtime=(T0 - 3 * DAY) / 1000)
+    make_log(d, [[batch(2, [kv("a")])]], mtime=(T0 - 2 * DAY) / 1000)
+    make_log(d, [[batch(3, [kv("c")])]], mtime=(T0 - DAY) / 1000)
+    make_log(d, [[batch(4, [kv("x")])]], mtime=T0 / 1000)
+    r = run(d)
+    assert r.groups == [[0, 2, 3]]
+    assert [(s.base_offset, int(s.mtime * 1000)) for s in list_segments(d)] == [(0, T0 - DAY), (4, T0)]
+
+
+def test_a_corrupt_batch_in_the_dirty_range_is_named_and_nothing_is_left(tmp_path):
+    # the offset map is the first to decompress it
+    from kcodec.errors import CorruptCompressedDataError
+    from kcodec.records import batch_header
+    bad = bytearray(batch(2, [kv("b", "y" * 200), kv("c", "z" * 200)], codec="gzip"))
+    bad[-12] ^= 0xff
+    batch_header.seal(bad, 0, len(bad))
+    d = make_log(tmp_path / "t-0", [[batch(0, [kv("a"), kv("b")]), bytes(bad)], [batch(4, [kv("x")])]])
+    before = tree_digest(tmp_path)
+    with pytest.raises(CorruptCompressedDataError, match="^gzip: invalid deflate data") as e:
+        run(d)
+    assert (e.value.batch_offset, e.value.source) == (2, os.path.join(d, segment_file_name(0)))
+    assert tree_digest(tmp_path) == before
+
+
+def test_compact_takes_every_partitions_lock_before_it_changes_one(tmp_path, capsys):
+    # another process holds the second partition's lock: the first is not compacted either
+    import subprocess
+    import sys
+
+    from kcodec.cli import main
+    from kcodec.log.lock import PARTITION_LOCK
+    archive = tmp_path / "archive"
+    first, second = base_log(archive, "a-0"), base_log(archive, "b-0")
+    before = tree_digest(archive)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys\n"
+                               "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)\n"
+                               "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+                               "print('locked', flush=True)\nsys.stdin.read()\n",
+                               os.path.join(second, PARTITION_LOCK)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        held = tree_digest(archive)
+        # a settings flag gives every partition a source line; the locks do not depend on it
+        assert main(["compact", str(archive), "--force", "--delete-retention-ms", "5", "--now-ms", str(T0)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is being rewritten" in err[0] and second in err[0]
+        assert tree_digest(archive) == held
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    os.remove(os.path.join(second, PARTITION_LOCK))
+    assert tree_digest(archive) == before
+    assert main(["compact", str(archive), "--force", "--now-ms", str(T0)]) == 0
+    assert [o for o, _k, _v in dir_records(first)] == [4, 6, 7, 8, 9, 10, 11, 12, 13]
+
+
+def test_compact_settings_flags_apply(tmp_path, capsys):
+    from kcodec.cli import main
+    d = base_log(tmp_path, "t-0")
+    # segment 10 alone is dirty: a ratio of 0.191, under Kafka's 0.5 but over the flag's 0.1
+    assert main(["compact", d, "--now-ms", str(T0), "--first-dirty-offset", "10",
+                 "--min-cleanable-dirty-ratio", "0.1"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"{d}: cleaned [min.cleanable.dirty.ratio 0.1 " \
+                                                      "(--min-cleanable-dirty-ratio)]"

@@ -36,7 +36,7 @@ from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log.files import FileOps, ops_for
 from kcodec.log.lock import rewrite_lock
-from kcodec.log.names import CLEANED, segment_file_name
+from kcodec.log.names import CLEANED, SEGMENT_SUFFIXES, segment_file_name
 from kcodec.log.recovery import recover_log_dir
 from kcodec.log.segment_list import SegmentInfo, check_complete, list_segments, open_log
 from kcodec.log.swap import replace_segments, write_segment_files
@@ -179,16 +179,16 @@ def rewrite_records(buf: Any, options: RecompressOptions, digest: Optional[_Dige
     level = options.effective_level
     stats = stats if stats is not None else SegmentResult(0, 0, 0, 0)
     run: List[Any] = []  # pending uncompressed legacy records to pack
-    run_info: Optional[Tuple[int, TimestampType]] = None
+    run_info: Optional[Tuple[int, TimestampType, Optional[int]]] = None
     run_bytes = 0
 
     def flush() -> Iterator[bytes]:
         nonlocal run, run_info, run_bytes
         if run and run_info is not None:  # set together with the first record of a run
-            magic, ts_type = run_info
+            magic, ts_type, append_time = run_info
             out_magic = options.to_magic if options.to_magic is not None else magic
             yield rebuild_batch(run, magic=out_magic, compression=codec, level=level,
-                                base_offset=run[0].offset, timestamp_type=ts_type,
+                                base_offset=run[0].offset, timestamp_type=ts_type, log_append_time=append_time,
                                 offsets=[r.offset for r in run])
             stats.batches_rebuilt += 1
         run, run_info, run_bytes = [], None, 0
@@ -215,7 +215,9 @@ def rewrite_records(buf: Any, options: RecompressOptions, digest: Optional[_Dige
             if codec == CompressionType.NONE and out_magic == magic:
                 keep = True
             else:
-                info = (magic, _legacy_run_type(batch))
+                ts_type = _legacy_run_type(batch)
+                # a LogAppendTime wrapper gives its records one time: only messages appended together share one
+                info = (magic, ts_type, batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else None)
                 size = batch.size_in_bytes
                 if run and (info != run_info or run_bytes + size > options.max_batch_bytes):
                     yield from flush()
@@ -274,6 +276,8 @@ def recompress_segment(log_dir: str, seg: SegmentInfo, options: RecompressOption
                     if w.size > seg.size // 2:
                         w.checkpoint()
         except KcodecError as exc:
+            if not dry_run:
+                _discard(ops, log_dir, seg.base_offset)
             raise exc.with_context(source=source)
     res.bytes_after = storage.size(log_path)
     res.digest = digest.hexdigest()
@@ -298,8 +302,18 @@ def recompress_segment(log_dir: str, seg: SegmentInfo, options: RecompressOption
         txn = storage.read_bytes(seg.path(".txnindex"))
     except FileNotFoundError:
         txn = b""
-    write_segment_files(ops, log_dir, seg.base_offset, log_path, txn, index_interval_bytes, log_buf=written)
+    try:
+        write_segment_files(ops, log_dir, seg.base_offset, log_path, txn, index_interval_bytes, log_buf=written)
+    except KcodecError as exc:   # the indexes cannot hold the segment's offsets
+        _discard(ops, log_dir, seg.base_offset)
+        raise exc.with_context(source=source)
     return res
+
+
+def _discard(ops: FileOps, log_dir: str, base: int) -> None:
+    """Bad data, not a crash: delete the ``.cleaned`` files written so far, leaving nothing for recovery."""
+    for suffix in SEGMENT_SUFFIXES:
+        ops.delete(ops.storage.join(log_dir, segment_file_name(base, suffix) + CLEANED))
 
 
 def recompress(log_dir: str, compression: Union[CompressionType, int, str], level: Optional[int] = None, *,
