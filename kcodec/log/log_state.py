@@ -11,12 +11,10 @@ transactional batch after the previous marker to its ABORT marker), not from
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from kcodec.errors import KcodecError
-from kcodec.log.segment_list import SegmentInfo, list_segments, open_log
+from kcodec.log.segment_list import SegmentInfo, errors_name, list_segments, open_log
 from kcodec.log.transaction_index import AbortedTxn
 from kcodec.storage import Storage
 
@@ -65,15 +63,6 @@ def _control_type(batch: Any) -> Optional[int]:
     return None
 
 
-@contextmanager
-def _naming(seg: SegmentInfo) -> Iterator[None]:
-    """Errors from reading ``seg`` name its file."""
-    try:
-        yield
-    except KcodecError as exc:
-        raise exc.with_context(source=seg.storage.url(seg.path()))
-
-
 def scan_log(log_dir: str, segments: Optional[List[SegmentInfo]] = None,
              storage: Optional[Storage] = None) -> LogState:
     """Read every batch header of the log (and the record of each control batch)."""
@@ -89,7 +78,7 @@ def scan_log(log_dir: str, segments: Optional[List[SegmentInfo]] = None,
     for seg in segments:
         seg_max = -1
         seg_next = seg.base_offset
-        with open_log(seg.path(), seg.storage) as buf, _naming(seg):
+        with open_log(seg.path(), seg.storage) as buf, errors_name(seg):
             for batch in read_batches(buf, validate=False):
                 last = batch.last_offset
                 seg_next = last + 1

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
-from kcodec.log.log_state import LogState, _naming
-from kcodec.log.segment_list import SegmentInfo, open_log
+from kcodec.log.log_state import LogState
+from kcodec.log.segment_list import SegmentInfo, errors_name, open_log
 from kcodec.log.transaction_index import CleanedTransactionMetadata
 
 __all__ = ["OffsetMap", "build_offset_map", "dirty_ranges"]
@@ -43,7 +43,7 @@ class OffsetMap:
         """``buildOffsetMapForSegment``: put the key of every data record at or after ``start``
         outside aborted transactions (``meta`` follows the transactions through the batches)."""
         from kcodec.records import read_batches
-        with open_log(seg.path(), seg.storage) as buf, _naming(seg):
+        with open_log(seg.path(), seg.storage) as buf, errors_name(seg):
             for batch in read_batches(buf, validate=False):
                 if batch.is_control:
                     meta.on_control_batch(batch)

@@ -7,15 +7,16 @@ ends in a partial batch before anything rewrites it.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.log.names import parse_segment_file_name, segment_file_name
 from kcodec.records.framing import valid_bytes
 from kcodec.storage import LOCAL, Storage
 
-__all__ = ["PartialTailError", "SegmentInfo", "list_segments", "open_log", "check_complete"]
+__all__ = ["PartialTailError", "SegmentInfo", "list_segments", "open_log", "check_complete", "errors_name"]
 
 
 class PartialTailError(CorruptDataError):
@@ -80,3 +81,12 @@ def check_complete(buf: Any, source: str) -> None:
         raise PartialTailError(
             f"the segment ends in {size - valid} bytes that are not a complete batch (a partial write a broker "
             "truncates when it recovers the log); nothing was changed", position=valid, source=source)
+
+
+@contextmanager
+def errors_name(seg: SegmentInfo) -> Iterator[None]:
+    """A kcodec error raised while reading ``seg`` names its file."""
+    try:
+        yield
+    except KcodecError as exc:
+        raise exc.with_context(source=seg.storage.url(seg.path()))
