@@ -49,6 +49,13 @@ def batch(offset: int, records: Iterable[Sequence[Any]], ts: int = T0, codec: st
     return bytes(b.build())
 
 
+def sized_batch(offset: int, size: int) -> bytes:
+    """A one-record uncompressed v2 batch of exactly ``size`` bytes (a key "k" and a value of "x")."""
+    data = batch(offset, [kv("k", "x" * (size - 71))])
+    assert len(data) == size
+    return data
+
+
 def legacy_batch(offset: int, records: Iterable[Sequence[Any]], magic: int = 1, ts: int = T0, codec: str = "none",
                  **kw: Any) -> bytes:
     """One v0 or v1 entry at ``offset`` (a wrapper when ``codec`` compresses); ``kw`` goes to

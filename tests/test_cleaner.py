@@ -19,6 +19,7 @@ from builders import (
     legacy_batch,
     make_log,
     marker,
+    sized_batch,
 )
 from kcodec.compression import CompressionType
 from kcodec.log.cleaner import (
@@ -641,11 +642,8 @@ def test_offset_map_reads_batches_without_checking_their_crc(tmp_path):
 
 def test_recovery_rebuilds_at_kafkas_default_interval(tmp_path):
     # batches of 4096 and 4097 bytes: an index entry after more than index.interval.bytes (4096)
-    def sized(offset, size):
-        data = batch(offset, [kv("k", "x" * (size - 71))])
-        assert len(data) == size
-        return data
-    d = make_log(tmp_path / "t-0", [[sized(i, 4096) for i in range(3)], [sized(3 + i, 4097) for i in range(3)],
+    d = make_log(tmp_path / "t-0", [[sized_batch(i, 4096) for i in range(3)],
+                                    [sized_batch(3 + i, 4097) for i in range(3)],
                                     [batch(6, [kv("z")])]])
     for base in (0, 3):
         os.remove(os.path.join(d, segment_file_name(base, ".index")))

@@ -4,7 +4,18 @@ import os
 import pytest
 
 import kcodec
-from builders import T0, batch, check_dir_with_java, check_indexes, dir_batches, kv, legacy_batch, make_log, marker
+from builders import (
+    T0,
+    batch,
+    check_dir_with_java,
+    check_indexes,
+    dir_batches,
+    kv,
+    legacy_batch,
+    make_log,
+    marker,
+    sized_batch,
+)
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.log import recompress as rc
 from kcodec.log.cleaner import AbortedTxn, encode_txn_index, list_segments, read_txn_index, segment_file_name
@@ -499,11 +510,8 @@ def test_recompress_segment_alone_verifies_and_indexes_at_kafkas_defaults(tmp_pa
 
     from kcodec.log.recompress import RecompressOptions, recompress_segment
 
-    def sized(offset, size):
-        data = batch(offset, [kv("k", "x" * (size - 71))])
-        assert len(data) == size
-        return data
-    d = make_log(tmp_path / "t-0", [[sized(i, 4096) for i in range(3)], [sized(3 + i, 4097) for i in range(3)],
+    d = make_log(tmp_path / "t-0", [[sized_batch(i, 4096) for i in range(3)],
+                                    [sized_batch(3 + i, 4097) for i in range(3)],
                                     [batch(6, [kv("z")])]])
     for seg, want in zip(list_segments(d), (struct.pack(">ii", 2, 8192), struct.pack(">iiii", 1, 4097, 2, 8194))):
         recompress_segment(d, seg, RecompressOptions("none"))
@@ -526,10 +534,11 @@ def test_recompress_and_its_steps_at_their_defaults(tmp_path):
     from kcodec.log.cleaner import FileOps, build_indexes
     from kcodec.log.recompress import RecompressOptions, recompress_segment, segments_to_recompress, swap_in
 
-    def sized(offset, size):
+    def sized_batch(offset, size):
         return batch(offset, [kv("k", "x" * (size - 71))])
     want = (struct.pack(">ii", 2, 8192), struct.pack(">iiii", 1, 4097, 2, 8194))
-    segs = [[sized(i, 4096) for i in range(3)], [sized(3 + i, 4097) for i in range(3)], [batch(6, [kv("z")])]]
+    segs = [[sized_batch(i, 4096) for i in range(3)], [sized_batch(3 + i, 4097) for i in range(3)],
+            [batch(6, [kv("z")])]]
     d = make_log(tmp_path / "t-0", segs)
     recompress(d, "none")
     assert [open(s.path(".index"), "rb").read() for s in list_segments(d)[:2]] == list(want)
