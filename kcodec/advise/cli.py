@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.advise.grid import DEFAULT_BATCH_SIZES, DEFAULT_CHUNK, DEFAULT_CODECS, DEFAULT_LINGERS, DEFAULT_SAMPLE
+from kcodec.advise.auto_sample import DEFAULT_CAP, DEFAULT_PRECISION
+from kcodec.advise.grid import (
+    CLUSTER_SAMPLE,
+    DEFAULT_BATCH_SIZES,
+    DEFAULT_CHUNK,
+    DEFAULT_CODECS,
+    DEFAULT_LINGERS,
+    DEFAULT_SAMPLE,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -47,7 +55,15 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                         "microseconds or nanoseconds since the epoch (default: detected when every sampled value "
                         "is a date between 1990 and 2100 in one unit, else this flag is required)")
     g.add_argument("--sample", default=DEFAULT_SAMPLE,
-                   help=f"bytes sampled per topic from logs or a cluster (default {DEFAULT_SAMPLE})")
+                   help="per topic, from logs or a cluster: 'auto' reads chunks spread over partitions and time "
+                        "until the recommended setting's ratio is known to --sample-precision, at most "
+                        "--sample-cap; or a fixed SIZE such as 64MiB "
+                        f"(default {DEFAULT_SAMPLE}; a live cluster under auto: {CLUSTER_SAMPLE})")
+    g.add_argument("--sample-precision", type=float, default=DEFAULT_PRECISION, metavar="SHARE",
+                   help="--sample auto: the 95%% interval's half-width the ratio is known to, as a share "
+                        f"(default {DEFAULT_PRECISION:g}, i.e. +/-1%%)")
+    g.add_argument("--sample-cap", default=DEFAULT_CAP, metavar="SIZE",
+                   help=f"--sample auto: the most bytes read per topic (default {DEFAULT_CAP})")
     g.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
     g.add_argument("--fetch-retry-s", type=float, default=30.0,
                    help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "

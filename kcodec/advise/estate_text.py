@@ -6,7 +6,7 @@ the topics saving most, and what was left out and where to find it.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from kcodec.advise.estate import Estate, SharedSetting
 from kcodec.advise.grid import format_size
@@ -15,7 +15,7 @@ from kcodec.advise.recommend import TopicAdvice
 from kcodec.advise.topic_text import config_text
 from kcodec.escape import terminal_text
 
-__all__ = ["DEFAULT_TOP", "estate_text", "volume_tag"]
+__all__ = ["DEFAULT_TOP", "estate_text", "sample_line", "volume_tag"]
 
 DEFAULT_TOP = 20
 _SETTINGS_SHOWN = 12
@@ -44,6 +44,25 @@ def _shared_line(s: SharedSetting, indent: str) -> str:
             f"{money(s.per_topic_saving)} ({money(s.cost)} more)")
 
 
+def sample_line(topics: Sequence[TopicAdvice]) -> Optional[str]:
+    """How far --sample auto read, over the estate, in one line; None where it did not sample."""
+    reach = [(a.topic, a.sample) for a in topics if a.sample is not None]
+    if not reach:
+        return None
+    whole = sum(1 for _, r in reach if r.stop == "whole")
+    within = [r for _, r in reach if r.stop == "precision"]
+    capped = [(t, r) for t, r in reach if r.stop == "cap"]
+    parts = [f"{whole} topics measured whole"]
+    if within:
+        lo, hi = min(r.chunks for r in within), max(r.chunks for r in within)
+        parts.append(f"{len(within)} within the target after {lo if lo == hi else f'{lo}-{hi}'} chunks")
+    if capped:
+        topic, widest = max(capped, key=lambda x: (x[1].half_width, x[0]))
+        parts.append(f"{len(capped)} stopped by --sample-cap (widest +/-{widest.half_width * 100:.2f}%: "
+                     f"{terminal_text(topic)})")
+    return f"  sampled (--sample auto, +/-{reach[0][1].target * 100:g}% at 95%): {'; '.join(parts)}"
+
+
 def estate_text(estate: Estate, top: int = DEFAULT_TOP, out_dir: Optional[str] = None,
                 current_bytes: Optional[int] = None, current_size_text: Optional[str] = None) -> str:
     """The bounded summary of an estate of two or more topics."""
@@ -63,6 +82,9 @@ def estate_text(estate: Estate, top: int = DEFAULT_TOP, out_dir: Optional[str] =
         after_stored = sum((a.best or a.today).stored_bytes for a in priced)
         lines.append(f"  today's {current_size_text} would become "
                      f"{format_size(current_bytes * after_stored / max(1, today_stored))}")
+    sampled = sample_line(estate.topics)
+    if sampled:
+        lines.append(sampled)
     lines.append("")
     within = " of one --group-by group" if estate.group_by else ""
     lines.append(f"what to set: one line per setting (topics{within} whose best settings differ by less than their "

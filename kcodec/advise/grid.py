@@ -10,12 +10,15 @@ from kcodec.compression import CompressionType
 from kcodec.errors import UnsupportedCodecError
 
 __all__ = ["Setting", "parse_codecs", "parse_batch_sizes", "parse_lingers", "parse_size", "parse_share",
-           "format_size", "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS", "DEFAULT_CHUNK", "DEFAULT_SAMPLE"]
+           "format_size", "DEFAULT_CODECS", "DEFAULT_BATCH_SIZES", "DEFAULT_LINGERS", "DEFAULT_CHUNK", "DEFAULT_SAMPLE",
+           "CLUSTER_SAMPLE"]
 
 DEFAULT_CODECS = "none,gzip,snappy,lz4,zstd:1,3,9"
 DEFAULT_BATCH_SIZES = "16k,1m"
 DEFAULT_LINGERS = "0,5,20,100"
-DEFAULT_SAMPLE = "64MiB"  # per topic, from logs or a cluster
+DEFAULT_SAMPLE = "auto"  # per topic, from logs: until the answer is known (kcodec.advise.auto_sample)
+# per topic, from a cluster under --sample auto: its topics' sizes are not known before a fetch
+CLUSTER_SAMPLE = "64MiB"
 DEFAULT_CHUNK = "4MiB"  # a sampled range holds several of the largest default batch.size
 # IEC units (KiB, MiB, ...) and the one-letter forms Kafka users write for batch.size (16k) are
 # powers of 1024; SI units (kB, MB, GB, TB) are powers of 1000, as storage is sold.

@@ -96,7 +96,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
 <p>Today: {e(codec_mix_text(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
-{e(a.timestamp_type)}.</p>
+{e(a.timestamp_type)}.</p>{f"<p>Sample: {e(a.sample.text())}</p>" if a.sample is not None else ""}
 <p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>. {saves}</p>
 <ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 {img}

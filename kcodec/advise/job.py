@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from kcodec.advise import cost as costs
+from kcodec.advise.aggregate import aggregate_rows
 from kcodec.advise.assumptions import bill_assumptions, flag_name, topic_assumptions
+from kcodec.advise.auto_sample import DEFAULT_CAP, DEFAULT_PRECISION, AutoSampler, SampleTarget, nested_order
 from kcodec.advise.cpu import REFERENCE
 from kcodec.advise.grid import (
+    CLUSTER_SAMPLE,
     DEFAULT_BATCH_SIZES,
     DEFAULT_CHUNK,
     DEFAULT_CODECS,
@@ -35,7 +38,6 @@ from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.task import CHUNK_ERROR, METRICS_DDL, TODAY, measure_batches
-from kcodec.advise.today import TODAY_COLUMNS, today_profiles
 from kcodec.advise.topic_config import price_topic
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
@@ -66,6 +68,8 @@ class Options:
     current_size: Optional[str] = None
     partitions: int = 1
     sample: str = DEFAULT_SAMPLE
+    sample_precision: float = DEFAULT_PRECISION
+    sample_cap: str = DEFAULT_CAP
     chunk: str = DEFAULT_CHUNK
     prices: Optional[str] = None
     platform: str = "ec2"
@@ -103,7 +107,7 @@ class Options:
 class Checked:
     settings: List[Setting]
     current: Setting
-    sample_bytes: int
+    sample_bytes: Optional[int]  #: None: --sample auto
     chunk_bytes: int
     current_bytes: Optional[int]
     choose: Optional[Setting]
@@ -121,6 +125,7 @@ class Checked:
     topic_fields: Dict[str, Set[str]] = field(default_factory=dict)  #: fields each --prices topic sets
     cluster: Dict[str, object] = field(default_factory=dict)  #: topic -> TopicSettings from --bootstrap-server
     buffer_memory: int = DEFAULT_BUFFER_MEMORY
+    target: SampleTarget = field(default_factory=SampleTarget)  #: --sample auto's
 
 
 def _flag(name: str, fn, value):
@@ -144,12 +149,17 @@ def check_options(o: Options) -> Checked:
                       _flag("--current-linger-ms", parse_lingers, o.current_linger_ms)[0])
     if not 1 <= current.batch_bytes <= 2 ** 31 - 1:
         raise KcodecError(f"--current-batch-size {o.current_batch_size}: batch.size must be between 1 byte and 2 GiB")
-    sample_bytes = _flag("--sample", parse_size, o.sample)
-    if sample_bytes < 1024:
-        raise KcodecError(f"--sample {o.sample}: at least 1KiB")
+    sample_bytes = None if str(o.sample).strip().lower() == "auto" else _flag("--sample", parse_size, o.sample)
+    if sample_bytes is not None and sample_bytes < 1024:
+        raise KcodecError(f"--sample {o.sample}: at least 1KiB, or auto")
     chunk_bytes = _flag("--chunk", parse_size, o.chunk)
     if chunk_bytes < 1024:
         raise KcodecError(f"--chunk {o.chunk}: at least 1KiB")
+    cap_bytes = _flag("--sample-cap", parse_size, o.sample_cap)
+    if cap_bytes < chunk_bytes:
+        raise KcodecError(f"--sample-cap {o.sample_cap}: at least one --chunk ({o.chunk})")
+    if not 0 < o.sample_precision < 1:
+        raise KcodecError(f"--sample-precision {o.sample_precision:g}: a share above 0 and below 1, e.g. 0.01")
     current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size is not None else None
     if current_bytes is not None and current_bytes < 1:
         raise KcodecError(f"--current-size {o.current_size}: more than 0 bytes")
@@ -233,7 +243,8 @@ def check_options(o: Options) -> Checked:
     cluster = plan.topic_settings(o.count_consumer_groups)
     return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
                    rule, plan, set(overrides), metadata, volumes=volumes, bytes_per_day=bytes_per_day, bill=bill,
-                   file_defaults=file_defaults, topic_fields=topic_fields, cluster=cluster, buffer_memory=buffer_memory)
+                   file_defaults=file_defaults, topic_fields=topic_fields, cluster=cluster, buffer_memory=buffer_memory,
+                   target=SampleTarget(o.sample_precision, cap_bytes))
 
 
 
@@ -261,7 +272,8 @@ def _check_master(master: Optional[str], timeout_s: float) -> None:
 
 def _sampling(o: Options, c: Checked, tasks: int) -> Sampling:
     """How much of the input the job reads, from the checked flags."""
-    return Sampling(c.sample_bytes, c.chunk_bytes, tasks, c.current, o.partitions, o.records, o.seed,
+    fixed = c.sample_bytes if c.sample_bytes is not None else parse_size(CLUSTER_SAMPLE)
+    return Sampling(fixed, c.chunk_bytes, tasks, c.current, o.partitions, o.records, o.seed,
                     o.fetch_retry_s)
 
 
@@ -358,7 +370,6 @@ class _Interrupts:
 
 
 def _run_advise(options: Optional[Options], log: Callable[[str], None], interrupts: _Interrupts, **kwargs) -> Dict:
-    from kcodec.advise.progress import SparkProgress
     from kcodec.advise.report import summary_text, write_reports
     from kcodec.spark.session import get_session
 
@@ -381,8 +392,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         from kcodec.advise.write import check_topics
 
         check_topics(spark, c.plan, _sampling(o, c, tasks), o.write_dir)
-    chunks, n_chunks = c.plan.chunks(spark, _sampling(o, c, tasks))
-    topic_bytes = c.plan.topic_bytes
+    sampling = _sampling(o, c, tasks)
     settings = list(c.settings)
     client = o.producer_client
     # Record inputs were batched here at --current-linger-ms; logs and clusters do not record theirs.
@@ -390,45 +400,34 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     today_linger = today.linger_ms if today is not None else None
     producers = o.producers
     cpu = o.cpu_cost
-    rows = chunks.mapInArrow(lambda it: measure_batches(it, settings, client, today_linger, producers, cpu),
-                             METRICS_DDL).cache()
-    with SparkProgress(spark, "measuring chunks", enabled=o.progress):
-        try:
-            measured = rows.count()
-        except Exception as exc:  # Spark's wrapper of a task's error: a kcodec error is said in one line
-            err = kcodec_error_in(exc)
-            if err is None:
-                raise
-            if err.message.startswith(CHUNK_ERROR):
-                raise _chunk_error(err.message[len(CHUNK_ERROR):], c.plan) from None
-            raise err from None  # e.g. a cluster's partition that could not be fetched
-    if measured == 0:
+
+    def measure(frame, label: str):
+        rows = frame.mapInArrow(lambda it: measure_batches(it, settings, client, today_linger, producers, cpu),
+                                METRICS_DDL)
+        return _collect(rows, label, spark, c.plan, o.progress)
+
+    reach: Dict[str, object] = {}
+    if c.sample_bytes is None and c.plan.samples_in_rounds:
+        table, reach = _measure_in_rounds(spark, c, o, sampling, measure, today)
+        n_chunks = sum(r.chunks for r in reach.values())
+    else:
+        chunks, n_chunks = c.plan.chunks(spark, sampling)
+        table = measure(chunks, "measuring chunks")
+    if table.num_rows == 0:
         raise KcodecError(f"{c.plan.description}: no records to measure")
-    aggregates = _aggregate(rows)
-    rows.unpersist()
+    measured = int(sum(1 for s in table["setting"].to_pylist() if s == TODAY))
+    aggregates = aggregate_rows(table)
     tails = c.plan.tail_notes(spark, sorted(aggregates))
     advice: List[TopicAdvice] = []
-    min_span_ms = o.min_span_hours * 3_600_000 if c.plan.real_time else 0.0
     for topic in sorted(aggregates):
-        priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
-                             c.file_defaults, c.topic_fields, o.prices)
-        econ, given = _volume(topic, priced.economics, c, o)
-        if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
-            aggregates[topic]["profile"]["min_ts"], aggregates[topic]["profile"]["max_ts"] = \
-                c.plan.topic_span_ms[topic]
-        advice.append(advise_topic(topic, aggregates[topic], topic_bytes.get(topic), econ, c.prices, c.rule,
-                                   today, c.choose, c.plan.rate_partitions(topic),
-                                   min_span_ms=min_span_ms, topic_offsets=_offsets(c.plan, topic),
-                                   given=given))
-        advice[-1].notes.extend(priced.notes)
-        advice[-1].notes.extend(tails.get(topic, []))
-        a = advice[-1]
+        a = _advise_one(topic, aggregates[topic], c, o, today)
+        a.notes.extend(tails.get(topic, []))
+        a.sample = reach.get(topic)
         if a.best is not None:
             writes_to = o.producer_partitions or c.plan.topic_partitions.get(topic) or (
                 o.partitions if c.plan.replays_today else a.partitions)
             a.memory = producer_memory(a.best.setting.batch_bytes, writes_to, c.buffer_memory)
-        advice[-1].assumptions = topic_assumptions(econ, priced.sources, advice[-1].stored_per_day,
-                                                   advice[-1].per_day_source, c.prices)
+        advice.append(a)
     estate = None
     if len(advice) > 1:
         from kcodec.advise.estate import plan_estate
@@ -437,7 +436,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
             _harmonise(advice, c, o)
         estate = plan_estate(advice, c.rule, o.group_by, o.same_setting_within)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
-               "sample per topic": "all records" if c.plan.reads_every_record else o.sample,
+               "sample per topic": _sample_text(c, o),
                "rule": c.rule.text(), "assumptions": [a.doc() for a in c.bill],
                "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
                               f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
@@ -473,6 +472,90 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     return {"advice": advice, "paths": paths, "written": written, "seconds": elapsed, "chunks": n_chunks}
 
 
+def _advise_one(topic: str, agg: Dict, c: Checked, o: Options, today: Optional[Setting]) -> TopicAdvice:
+    """One topic's advice from its aggregate, priced from every source of its economics."""
+    priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
+                         c.file_defaults, c.topic_fields, o.prices)
+    econ, given = _volume(topic, priced.economics, c, o)
+    if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
+        agg["profile"]["min_ts"], agg["profile"]["max_ts"] = c.plan.topic_span_ms[topic]
+    min_span_ms = o.min_span_hours * 3_600_000 if c.plan.real_time else 0.0
+    a = advise_topic(topic, agg, c.plan.topic_bytes.get(topic), econ, c.prices, c.rule, today, c.choose,
+                     c.plan.rate_partitions(topic), min_span_ms=min_span_ms, topic_offsets=_offsets(c.plan, topic),
+                     given=given)
+    a.notes.extend(priced.notes)
+    a.assumptions = topic_assumptions(econ, priced.sources, a.stored_per_day, a.per_day_source, c.prices)
+    return a
+
+
+def _collect(rows, label: str, spark, plan: Source, progress: bool):
+    """Every metrics row of a measuring job, on the driver as one Arrow table; a task's kcodec error in one line."""
+    from kcodec.advise.progress import SparkProgress
+
+    with SparkProgress(spark, label, enabled=progress):
+        try:
+            return rows.toArrow()
+        except Exception as exc:  # Spark's wrapper of a task's error: a kcodec error is said in one line
+            err = kcodec_error_in(exc)
+            if err is None:
+                raise
+            if err.message.startswith(CHUNK_ERROR):
+                raise _chunk_error(err.message[len(CHUNK_ERROR):], plan) from None
+            raise err from None  # e.g. a cluster's partition that could not be fetched
+
+
+def _measure_in_rounds(spark, c: Checked, o: Options, sampling: Sampling, measure, today: Optional[Setting]):
+    """``--sample auto``: rounds of chunks until each topic's recommended setting's ratio is known
+    (:mod:`kcodec.advise.auto_sample`); every measured row, and each topic's reach."""
+    import pyarrow as pa
+
+    candidates, population = c.plan.sample_candidates(c.target.cap_bytes)
+    ordered = {t: nested_order(us, lambda u: u.partition, lambda u: u.chunk) for t, us in candidates.items()}
+    sampler = AutoSampler(ordered, population, lambda u: u.size, c.target)
+    tables = []
+    while True:
+        chunks = sampler.next_round()
+        if not chunks:
+            break
+        label = "measuring chunks" + (f", round {sampler.rounds}" if sampler.rounds > 1 else "")
+        tables.append(measure(c.plan.read_sampled(spark, sampling, chunks), label))
+        table = pa.concat_tables(tables)
+        aggregates = aggregate_rows(table)
+        for topic in sampler.open_topics:
+            setting = ""
+            if topic in aggregates:
+                a = _advise_one(topic, aggregates[topic], c, o, today)
+                pick = a.best or min(a.results, key=lambda m: (m.cost.total, m.setting))
+                setting = pick.label
+            plain, stored = _chunk_sizes(table, topic, setting)
+            sampler.settle(topic, setting, plain, stored)
+    return pa.concat_tables(tables), sampler.reach
+
+
+def _chunk_sizes(table, topic: str, setting: str):
+    """Plain and stored bytes of each measured chunk of ``topic`` under ``setting``, in (partition, chunk) order."""
+    import pyarrow.compute as pc
+
+    if not setting:
+        return [], []
+    mine = table.filter(pc.and_(pc.equal(table["topic"], topic), pc.equal(table["setting"], setting)))
+    rows = sorted(zip(mine["partition"].to_pylist(), mine["chunk"].to_pylist(), mine["plain_bytes"].to_pylist(),
+                      mine["stored_bytes"].to_pylist()))
+    return [r[2] for r in rows], [r[3] for r in rows]
+
+
+def _sample_text(c: Checked, o: Options) -> str:
+    if c.plan.reads_every_record:
+        return "all records"
+    if c.sample_bytes is not None:
+        return o.sample
+    if not c.plan.samples_in_rounds:
+        return (f"{CLUSTER_SAMPLE} (--sample auto reads a live cluster at a fixed size: its topics' sizes are not "
+                f"known before a fetch; give --sample SIZE to change it)")
+    return (f"auto: chunks spread over partitions and time until the recommended setting's ratio is known to "
+            f"+/-{c.target.precision * 100:g}% (95% interval), at most {o.sample_cap} per topic (--sample-cap)")
+
+
 def _offsets(plan: Source, topic: str) -> Optional[int]:
     """A cluster topic's offsets, where the span they cover is known too."""
     return plan.topic_offsets.get(topic) if topic in plan.topic_span_ms else None
@@ -501,8 +584,11 @@ def _harmonise(advice: List[TopicAdvice], c: Checked, o: Options) -> None:
         if m is None or m is a.best:
             continue
         own = a.best
-        a.notes.append(f"set as topics like it: {m.label} costs {_money(m.cost.total - own.cost.total)}/month "
-                       f"more than this topic's own best, {own.label}, within the estimates' uncertainty "
+        diff = m.cost.total - own.cost.total
+        # The topic's own pick can be the knee's, not its cheapest: the shared setting may then cost less.
+        a.notes.append(f"set as topics like it: {m.label} costs {_money(abs(diff))}/month "
+                       f"{'more' if diff >= 0 else 'less'} than this topic's own pick, {own.label}, within the "
+                       f"estimates' uncertainty "
                        f"(--same-setting-within {o.same_setting_within:g})")
         a.best = m
         # The CPU of brokers rebuilding batches does not depend on the topic's economics: only on its bytes,
@@ -540,29 +626,3 @@ def _chunk_error(line: str, plan: Source) -> KcodecError:
     position = start + pos if pos is not None else None
     return KcodecError(f"{topic}-{partition}: {message}", position=position, batch_offset=batch_offset,
                        source=path)
-
-
-def _aggregate(rows) -> Dict[str, Dict]:
-    """Per topic: the profile of today's batches and one line per setting (sums, ratio mean and spread)."""
-    from pyspark.sql import functions as F
-
-    ratio = F.col("plain_bytes") / F.col("stored_bytes")
-
-    def spread(col: str):
-        # a measured speed's spread: its relative spread over the sampled chunks, as seconds
-        per_byte = F.col(col) / F.col("payload_bytes")
-        return F.coalesce(F.stddev_samp(per_byte) / F.mean(per_byte) * F.sum(col), F.lit(0.0))
-
-    per_setting = rows.groupBy("topic", "setting", "codec", "level", "batch_size", "linger_ms").agg(
-        *[F.sum(c).alias(c) for c in ("records", "payload_bytes", "plain_bytes", "batches", "stored_bytes",
-                                      "compress_seconds", "read_seconds")],
-        spread("compress_seconds").alias("compress_spread"), spread("read_seconds").alias("read_spread"),
-        F.mean(ratio).alias("ratio_mean"), F.stddev_samp(ratio).alias("ratio_std"), F.count("*").alias("chunks"),
-        F.countDistinct("partition").alias("partitions")).collect()
-    # One row per chunk: summed on the driver, in a fixed order (kcodec.advise.today).
-    today = rows.filter(F.col("setting") == TODAY).select(*TODAY_COLUMNS).toArrow()
-    out: Dict[str, Dict] = {topic: {"profile": profile, "settings": []}
-                            for topic, profile in today_profiles(today).items()}
-    for r in per_setting:
-        out[r["topic"]]["settings"].append(r.asDict())
-    return out

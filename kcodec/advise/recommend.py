@@ -188,6 +188,7 @@ class TopicAdvice:
     curve: List = field(default_factory=list)  # kcodec.advise.latency.LingerPoint per linger.ms of the grid
     memory: Optional[object] = None  # kcodec.advise.latency.ProducerMemory of the recommended batch.size
     rule: Optional[Rule] = None  # the rule the choice followed, to mark the rows it left out
+    sample: Optional[object] = None  # kcodec.advise.auto_sample.SampleReach: how far --sample auto read
 
     @property
     def codec_mix(self) -> Dict[str, float]:

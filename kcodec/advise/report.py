@@ -62,6 +62,8 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
         replay = _replay_text(a)
         if replay:
             lines.append(f"  replay     {replay}")
+        if a.sample is not None:
+            lines.append(f"  sample     {a.sample.text()}")
         if a.best is not None:
             forced = "" if a.chosen_by == "rule" else f"chosen by {a.chosen_by}, not by the rule: "
             if a.saving < 0:
@@ -174,6 +176,7 @@ def _doc(a: TopicAdvice) -> Dict:
     return {"topic": a.topic, "partitions": a.partitions, "timestamps": a.timestamp_type,
             "stored_per_day": a.stored_per_day, "per_day_source": a.per_day_source, "priced": a.priced,
             "volume_source": a.volume_source, "codec_mix": a.codec_mix,
+            "sample": a.sample.doc() if a.sample is not None else None,
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
             "config": client_config_of(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,

@@ -49,6 +49,8 @@ class LogSource(Source):
     """Log directories (paths or URLs), each listed once: every range of every segment, each topic's
     stored bytes and time span, and where each partition's last batch could be cut short."""
 
+    samples_in_rounds = True
+
     def __init__(self, paths: Sequence[str], listings: Sequence[Any], chunk_bytes: int,
                  storage_options: Optional[Dict[str, Any]] = None) -> None:
         """``listings``: each path's :class:`~kcodec.log.segment.LogDir`, as opened when its kind was told."""
@@ -138,6 +140,18 @@ class LogSource(Source):
         picked = plan_sample(self.ranges, sampling.sample_bytes)
         frame = read_chunks(spark, picked, task_count([r.size for r in picked], sampling.tasks), self.storage_options)
         return frame, len(picked)
+
+    def sample_candidates(self, cap_bytes: int) -> Tuple[Dict[str, List[ChunkRange]], Dict[str, int]]:
+        candidates: Dict[str, List[ChunkRange]] = {}
+        for r in plan_sample(self.ranges, cap_bytes):
+            candidates.setdefault(r.topic, []).append(r)
+        population: Dict[str, int] = {}
+        for r in self.ranges:
+            population[r.topic] = population.get(r.topic, 0) + 1
+        return candidates, population
+
+    def read_sampled(self, spark, sampling: Sampling, chunks: Sequence[ChunkRange]):
+        return read_chunks(spark, chunks, task_count([r.size for r in chunks], sampling.tasks), self.storage_options)
 
     def write_records(self, spark, sampling: Sampling):
         reader = spark.read.format("kafka-log")

@@ -24,7 +24,7 @@ __all__ = ["Source", "Sampling", "ReplayedSource", "compile_topics"]
 class Sampling:
     """How much of an input to read, and how record inputs are batched today."""
 
-    sample_bytes: int  #: --sample, per topic
+    sample_bytes: int  #: --sample, per topic (under --sample auto, the fixed size of inputs not sampled in rounds)
     chunk_bytes: int  #: --chunk
     tasks: int  #: Spark tasks to spread the work over
     current: Setting  #: --current-codec, --current-batch-size, --current-linger-ms
@@ -54,6 +54,8 @@ class Source(ABC):
     real_time = True
     #: its topic names were checked where they were read (log folders, the generated sample)
     topic_names_checked = True
+    #: every chunk of every topic is listed before reading, with its size: --sample auto reads it in rounds
+    samples_in_rounds = False
 
     def __init__(self, description: str, storage_options: Optional[Dict[str, Any]] = None) -> None:
         self.description = description
@@ -114,6 +116,16 @@ class Source(ABC):
     @abstractmethod
     def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
         """The chunk DataFrame of the sample, and how many chunks it holds where known before Spark runs."""
+
+    def sample_candidates(self, cap_bytes: int) -> Tuple[Dict[str, List[Any]], Dict[str, int]]:
+        """For ``--sample auto``: each topic's candidate chunks (at most ``cap_bytes``, spread over its
+        partitions and time; each with ``topic``, ``partition``, ``chunk`` and ``size``) and how many
+        chunks the whole topic has. Only inputs that :attr:`samples_in_rounds`."""
+        raise NotImplementedError(f"{self.description} is not sampled in rounds")
+
+    def read_sampled(self, spark, sampling: Sampling, chunks: Sequence[Any]):
+        """The chunk DataFrame of some of :meth:`sample_candidates`'s chunks."""
+        raise NotImplementedError(f"{self.description} is not sampled in rounds")
 
     # -- --write ----------------------------------------------------------------------------------
     def check_write(self, out: str) -> None:
