@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, Generic, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 __all__ = ["SampleTarget", "SampleReach", "AutoSampler", "nested_order", "ratio_interval", "t_quantile",
            "DEFAULT_CAP", "DEFAULT_PRECISION", "FIRST_CHUNKS"]
@@ -142,7 +142,7 @@ class SampleReach:
                 "target": self.target}
 
 
-class AutoSampler:
+class AutoSampler(Generic[U]):
     """The rounds of ``--sample auto`` over every topic's candidates.
 
     ``candidates`` maps each topic to its candidate chunks in :func:`nested_order`;
