@@ -496,12 +496,27 @@ def _collect(rows, label: str, spark, plan: Source, progress: bool):
         try:
             return rows.toArrow()
         except Exception as exc:  # Spark's wrapper of a task's error: a kcodec error is said in one line
+            if _interrupted(exc):
+                raise KeyboardInterrupt from None
             err = kcodec_error_in(exc)
             if err is None:
                 raise
             if err.message.startswith(CHUNK_ERROR):
                 raise _chunk_error(err.message[len(CHUNK_ERROR):], plan) from None
             raise err from None  # e.g. a cluster's partition that could not be fetched
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while handling a Ctrl-C: PySpark's Arrow collect ends its stream in a
+    ``finally`` that asks the JVM, already ending, for its result, and that error replaces the interrupt."""
+    seen = set()
+    at: Optional[BaseException] = exc
+    while at is not None and id(at) not in seen:
+        if isinstance(at, KeyboardInterrupt):
+            return True
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return False
 
 
 def _measure_in_rounds(spark, c: Checked, o: Options, sampling: Sampling, measure, today: Optional[Setting]):
