@@ -266,3 +266,22 @@ def test_sample_flags_are_checked(tmp_path):
                         (dict(sample_precision=1.5), "--sample-precision 1.5: a share above 0 and below 1")):
         with pytest.raises(KcodecError, match=message.replace("(", r"\(").replace(")", r"\)")):
             check_options(Options(**kw))
+
+
+def test_the_estate_says_how_far_sampling_read_in_one_line():
+    from kcodec.advise.auto_sample import SampleReach
+    from kcodec.advise.estate_text import sample_line
+    from kcodec.advise.recommend import TopicAdvice
+
+    def topic(name, reach):
+        return TopicAdvice(name, {}, None, [], None, None, "rule", 0.0, "", 1, sample=reach)
+
+    def reach(stop, chunks, half):
+        return SampleReach(chunks, 64, chunks << 22, half, "zstd@16KiB/5ms", stop, 2, 0.01)
+
+    topics = [topic("a", reach("whole", 3, 0.0)), topic("b", reach("precision", 4, 0.004)),
+              topic("c", reach("precision", 16, 0.009)), topic("d", reach("cap", 64, 0.031)),
+              topic("e", reach("cap", 64, 0.012)), topic("f", None)]
+    assert sample_line(topics) == ("  sampled (--sample auto, +/-1% at 95%): 1 topics measured whole; 2 within the "
+                                   "target after 4-16 chunks; 2 stopped by --sample-cap (widest +/-3.10%: d)")
+    assert sample_line([topic("f", None)]) is None
