@@ -149,6 +149,14 @@ def test_the_cap_stops_a_topic_larger_than_it():
     assert "--sample-cap reached" in reach.text() and "6 of 6 chunks" in reach.text()
 
 
+def test_a_cap_of_one_chunk_tells_no_interval():
+    s = _sampler({"big": 1}, population={"big": 50})
+    s.next_round()
+    reach = s.settle("big", "lz4", [10], [5])
+    assert reach.stop == "cap" and reach.half_width == math.inf
+    assert "too few chunks to know lz4's ratio's interval" in reach.text()
+
+
 def test_reach_text():
     s = _sampler({"t": 20}, precision=0.02)
     s.next_round()

@@ -130,7 +130,8 @@ class SampleReach:
         read = f"{self.chunks} of {self.candidates} chunks ({format_size(self.sampled_bytes)})"
         if self.stop == "whole":
             return f"{read}: the whole topic, no sampling error"
-        within = f"{self.setting}'s ratio known to +/-{self.half_width * 100:.2f}% (95%)"
+        within = (f"{self.setting}'s ratio known to +/-{self.half_width * 100:.2f}% (95%)"
+                  if math.isfinite(self.half_width) else f"too few chunks to know {self.setting}'s ratio's interval")
         if self.stop == "precision":
             return f"{read} in {self.rounds} round(s): {within}, inside the target of +/-{self.target * 100:g}%"
         return (f"{read}: --sample-cap reached with {within}, wider than the target of +/-{self.target * 100:g}%; "
