@@ -155,6 +155,7 @@ def test_a_cap_of_one_chunk_tells_no_interval():
     reach = s.settle("big", "lz4", [10], [5])
     assert reach.stop == "cap" and reach.half_width == math.inf
     assert "too few chunks to know lz4's ratio's interval" in reach.text()
+    assert reach.doc()["half_width"] is None  # JSON has no infinity
 
 
 def test_reach_text():

@@ -139,7 +139,7 @@ class SampleReach:
 
     def doc(self) -> Dict[str, object]:
         return {"chunks": self.chunks, "candidates": self.candidates, "sampled_bytes": self.sampled_bytes,
-                "half_width": self.half_width, "setting": self.setting, "stop": self.stop, "rounds": self.rounds,
+                "half_width": self.half_width if math.isfinite(self.half_width) else None, "setting": self.setting, "stop": self.stop, "rounds": self.rounds,
                 "target": self.target}
 
 
