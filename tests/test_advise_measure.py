@@ -92,6 +92,33 @@ def test_a_sized_batch_is_as_long_as_the_batch_built(codec, level):
         assert enc.batch_bytes(int(a), int(b), codec, level) == len(enc.batch(int(a), int(b), codec, level)), (a, b)
 
 
+
+@pytest.mark.parametrize("codec,level", [("gzip", None), ("lz4", None), ("zstd", 3), ("none", None)])
+def test_the_native_ratios_are_the_python_ratios_and_cut_alike(codec, level):
+    from kcodec._native.columnar import BatchRatios
+    from kcodec.advise.replay import BATCH_OVERHEAD, form_batches
+
+    table = _table(300)
+    cols = record_columns(table)
+    ends = np.concatenate(([0], np.cumsum(cols["sizes"]))).astype(np.int64)
+    enc = BatchEncoder(table)
+    native = enc.ratios(codec, level, ends, BATCH_OVERHEAD)
+    assert isinstance(native, BatchRatios) == (codec != "none")
+    bounds = ends.tolist()
+
+    def python(a, b):
+        return (enc.batch_bytes(a, b, codec, level) - BATCH_OVERHEAD) / max(1, bounds[b] - bounds[a])
+
+    rng = np.random.default_rng(2)
+    for a, b in [(0, 1), (0, 300), (299, 300)] + [tuple(sorted(rng.choice(301, 2, replace=False))) for _ in range(40)]:
+        assert native(int(a), int(b)) == python(int(a), int(b))  # the same double, not an approximation
+    for batch_size in (600, 4000):
+        cut = [form_batches(cols["ts"], cols["sizes"], cols["upper"], batch_size, 2, compressed=True, close=close,
+                            estimate=0.5).tolist() for close in (native, python)]
+        assert cut[0] == cut[1] and len(cut[0]) > 3
+    with pytest.raises(ValueError, match="records 5:5"):
+        enc.ratios("zstd", 3, ends, BATCH_OVERHEAD)(5, 5)
+
 def test_the_sizer_refuses_a_range_outside_its_records():
     from kcodec._native.columnar import BatchSizer
     from kcodec._native.native_codec import native_of

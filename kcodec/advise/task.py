@@ -91,18 +91,16 @@ def replay_starts(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: S
     sizes = cols["sizes"]
     learns = compressed and client.fill == "estimated"
 
-    # record bytes of a:b in two lookups: the replay asks for thousands of ranges
-    ends = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).tolist() if learns else []
-
-    def ratio(a: int, b: int) -> float:
-        built = encoder.batch_bytes(a, b, setting.codec, setting.level)
-        return (built - BATCH_OVERHEAD) / max(1, ends[b] - ends[a])
-
+    if not learns:
+        return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
+                            compressed=compressed, client=client, sender=sender)
+    # the records' bytes from 0, so the ratio of a:b is two lookups: the replay asks for thousands of ranges
+    ratio = encoder.ratios(setting.codec, setting.level, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
+                           BATCH_OVERHEAD)
     estimate = warm_estimate(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, ratio,
-                             client, sender) if learns else 1.0
+                             client, sender)
     return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
-                        compressed=compressed, close=ratio if learns else None, client=client, sender=sender,
-                        estimate=estimate)
+                        compressed=compressed, close=ratio, client=client, sender=sender, estimate=estimate)
 
 
 def _row(topic, partition, chunk, name, setting, records, payload, plain, batches, stored, cs: CpuTime,
