@@ -275,3 +275,33 @@ def test_cluster_volume_from_the_whole_span(spark, kafka_broker, tmp_path):
                              bytes_per_day="5GB"), log=lambda s: None)
     (a,) = out["advice"]
     assert a.priced and a.stored_per_day == 5e9 and a.per_day_source == "given (--bytes-per-day)"
+
+
+def test_charts_drawn_by_forked_processes_are_the_charts_drawn_here(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import kcodec.advise.report as report
+
+    grid = [Setting(c, None, b, 5) for c in ("lz4", "zstd") for b in (16384, 1048576)]
+    advice = [_profiled(topic(f"t-{i}", {s: 40.0 + (i * 7 + j * 13) % 30 for j, s in enumerate(grid)}))
+              for i in range(6)]
+    estate = plan_estate(advice, FREE)
+
+    def files(root: Path):
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    here, pooled, broken = tmp_path / "here", tmp_path / "pooled", tmp_path / "broken"
+    with monkeypatch.context() as m:
+        m.setattr(os, "cpu_count", lambda: 1)
+        report.write_reports(here, advice, {"input": "hand-built"}, estate, top=4)
+    forks, fork = [], os.fork
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or fork())
+    report.write_reports(pooled, advice, {"input": "hand-built"}, estate, top=4)
+    assert len(forks) == 2
+    # a worker that dies leaves its charts to the writer
+    parent, draw = os.getpid(), report._draw
+    monkeypatch.setattr(report, "_draw", lambda chart: os._exit(1) if os.getpid() != parent else draw(chart))
+    report.write_reports(broken, advice, {"input": "hand-built"}, estate, top=4)
+    want = files(here)
+    assert sum(name.endswith(".png") for name in want) == 1 + 4
+    assert files(pooled) == want and files(broken) == want

@@ -92,6 +92,33 @@ def test_a_sized_batch_is_as_long_as_the_batch_built(codec, level):
         assert enc.batch_bytes(int(a), int(b), codec, level) == len(enc.batch(int(a), int(b), codec, level)), (a, b)
 
 
+
+@pytest.mark.parametrize("codec,level", [("gzip", None), ("lz4", None), ("zstd", 3), ("none", None)])
+def test_the_native_ratios_are_the_python_ratios_and_cut_alike(codec, level):
+    from kcodec._native.columnar import BatchRatios
+    from kcodec.advise.replay import BATCH_OVERHEAD, form_batches
+
+    table = _table(300)
+    cols = record_columns(table)
+    ends = np.concatenate(([0], np.cumsum(cols["sizes"]))).astype(np.int64)
+    enc = BatchEncoder(table)
+    native = enc.ratios(codec, level, ends, BATCH_OVERHEAD)
+    assert isinstance(native, BatchRatios) == (codec != "none")
+    bounds = ends.tolist()
+
+    def python(a, b):
+        return (enc.batch_bytes(a, b, codec, level) - BATCH_OVERHEAD) / max(1, bounds[b] - bounds[a])
+
+    rng = np.random.default_rng(2)
+    for a, b in [(0, 1), (0, 300), (299, 300)] + [tuple(sorted(rng.choice(301, 2, replace=False))) for _ in range(40)]:
+        assert native(int(a), int(b)) == python(int(a), int(b))  # the same double, not an approximation
+    for batch_size in (600, 4000):
+        cut = [form_batches(cols["ts"], cols["sizes"], cols["upper"], batch_size, 2, compressed=True, close=close,
+                            estimate=0.5).tolist() for close in (native, python)]
+        assert cut[0] == cut[1] and len(cut[0]) > 3
+    with pytest.raises(ValueError, match="records 5:5"):
+        enc.ratios("zstd", 3, ends, BATCH_OVERHEAD)(5, 5)
+
 def test_the_sizer_refuses_a_range_outside_its_records():
     from kcodec._native.columnar import BatchSizer
     from kcodec._native.native_codec import native_of
@@ -169,6 +196,37 @@ def test_measured_build_and_read_are_the_batches_measured():
     built, t = measure_build(enc, starts, "gzip", None, clock=clock)
     assert built == enc.build(starts, "gzip", None) and t.seconds == 0.006
     assert measure_read(built, clock=clock).seconds == 0.006
+
+
+
+def test_settings_that_cut_alike_are_replayed_and_built_once_and_measure_as_alone(monkeypatch):
+    import pyarrow as pa
+
+    import kcodec.advise.task as task
+
+    # two bursts an hour apart: lingers of 5 to 100 ms end a batch at its burst's end (today's
+    # batches, one a burst, calibrate the sender), and 16 KiB and 1 MiB hold a burst alike
+    table = _table(200)
+    ts = np.repeat([1_700_000_000_000, 1_700_003_600_000], 100) * 1000
+    table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp",
+                             pa.array(ts, table.schema.field("timestamp").type))
+    data = b"".join(kcodec.from_arrow(table, compression="lz4", max_batch_bytes=8192))
+    grid = [Setting(c, lvl, b, g) for c, lvl in (("zstd", 1), ("none", None)) for b in (16384, 1 << 20)
+            for g in (5, 20, 100)]
+    built, read, warmed = [], [], []
+    real_build, real_read, real_warm = task.measure_build, task.measure_read, task.warm_estimate
+    monkeypatch.setattr(task, "measure_build", lambda *a, **k: built.append(a[2]) or real_build(*a, **k))
+    monkeypatch.setattr(task, "measure_read", lambda *a, **k: read.append(1) or real_read(*a, **k))
+    monkeypatch.setattr(task, "warm_estimate", lambda *a, **k: warmed.append(a[3]) or real_warm(*a, **k))
+    rows = measure_chunk("t", 0, 0, data, grid)
+    # Java's estimate is learnt once per batch.size; today's batches and one build per codec, read once each
+    assert sorted(warmed) == [16384, 1 << 20]
+    assert sorted(built) == ["lz4", "none", "zstd"] and len(read) == 3
+    assert {r["batches"] for r in rows[1:]} == {2}
+    times = ("compress_seconds", "compress_spread", "read_seconds", "read_spread")
+    for s, row in zip(grid, rows[1:]):
+        alone = measure_chunk("t", 0, 0, data, [s])[1]
+        assert {k: v for k, v in row.items() if k not in times} == {k: v for k, v in alone.items() if k not in times}
 
 
 # --- profile: header fields from the batch layout's one home ------------------------------------------

@@ -19,6 +19,7 @@ from kcodec.advise.replay import (
     detect_client,
     form_batches,
     producer_groups,
+    time_limits,
 )
 from kcodec.advise.replay.accumulator import update_estimate
 from kcodec.advise.replay.client import LIBRDKAFKA_REQUEST_OVERHEAD
@@ -33,6 +34,33 @@ def _cut(ts, sizes, batch_size, linger, client=JAVA, sender=None, **kw):
     return form_batches(np.asarray(ts), sizes, upper, batch_size, linger, client=client, sender=sender,
                         **kw).tolist()
 
+
+
+def test_lingers_with_the_same_time_limits_cut_alike_and_others_do_not():
+    # bursts of ten records 0.2 ms apart, a second between bursts: any linger from 2 ms up to far
+    # below a second ends each batch at its burst's end
+    ts = (np.repeat(np.arange(6) * 1000, 10) + np.tile(np.arange(10) // 5, 6)).astype(np.int64)
+    sizes = np.random.default_rng(4).integers(50, 400, len(ts))
+    sender = SenderModel(JAVA, 0.5, 0.05)
+    limits = {g: time_limits(ts, g, JAVA, sender) for g in (0, 2, 5, 20, 500, 2000)}
+    assert limits[2].tolist() == limits[5].tolist() == limits[20].tolist() == limits[500].tolist()
+    assert limits[0].tolist() != limits[5].tolist() != limits[2000].tolist()
+    for batch_size in (300, 1000, BIG):
+        for estimate in (0.3, 1.0):
+            ratio = lambda a, b: 0.4 + 0.01 * (b - a)  # noqa: E731  (a ratio that moves the estimate)
+            got = {g: _cut(ts, sizes, batch_size, g, sender=sender, compressed=True, close=ratio, estimate=estimate)
+                   for g in limits}
+            assert got[2] == got[5] == got[20] == got[500]
+            # where the limits differ the cuts may too, and here they do
+            assert batch_size != BIG or got[0] != got[5] != got[2000]
+
+
+def test_time_limits_say_nothing_where_arrivals_are_out_of_order():
+    sender = SenderModel(JAVA, 0.5, 0.05)
+    assert time_limits(np.array([0, 5, 3, 9]), 5, JAVA, sender) is None
+    # Java's batch opened in millisecond 0 is taken at 5.5: the record arriving then is too late
+    assert time_limits(np.array([0, 3, 5, 9]), 5, JAVA, sender).tolist() == [2, 3, 4, 4]
+    assert time_limits(np.array([0, 3, 5, 9]), None, JAVA, sender).tolist() == []
 
 # --- the sender ------------------------------------------------------------------------------------
 

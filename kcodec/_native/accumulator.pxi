@@ -49,6 +49,9 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
     updates the estimate when ``learns``.
     """
     cdef Py_ssize_t n = next_size.shape[0]
+    # A BatchRatios is asked without a Python call per batch: the replay asks tens of thousands of them.
+    cdef BatchRatios ratios = close if isinstance(close, BatchRatios) else None
+    cdef double observed
     if cum.shape[0] != n + 1 or upper.shape[0] != n:
         raise ValueError("replay_cuts: cum needs one value more than the records, upper one per record")
     cdef bint timed = arrival.shape[0] > 0
@@ -88,7 +91,11 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
                 b = lo
                 break
             lo += 1
-        if close is not None:
+        if ratios is not None:
+            observed = ratios.ratio(a, b)
+            if learns:
+                est = _update_estimate(<float>est, <float>observed)
+        elif close is not None:
             ratio = close(a, b)
             if learns:
                 est = _update_estimate(<float>est, <float><double>ratio)
@@ -204,3 +211,43 @@ cdef class BatchSizer:
         if written < 0 or written > bound:
             raise codec._error(written if written < 0 else KCODEC_CODEC_DST_TOO_SMALL, err, True)
         return KC_BATCH_OVERHEAD + written
+
+
+cdef class BatchRatios:
+    """Java's observed ratio of records ``a:b`` built as one batch by one native codec at one level.
+
+    ``(batch bytes - overhead) / (ends[b] - ends[a])``, each range's batch sized once by
+    ``sizer`` and kept in ``sizes`` (keyed ``a * (n + 1) + b``, shared with whoever else sizes
+    ranges of this codec and level).  Callable as ``close(a, b)``; ``replay_cuts`` asks it
+    without a Python call, since warming up and replaying one chunk asks tens of thousands.
+    """
+    cdef object sizer
+    cdef NativeCodec codec
+    cdef int level
+    cdef const int64_t[::1] ends
+    cdef dict sizes
+    cdef int64_t stride
+    cdef int64_t overhead
+
+    def __cinit__(self, sizer, NativeCodec codec, int level, const int64_t[::1] ends, dict sizes,
+                  int64_t overhead):
+        if ends.shape[0] < 1:
+            raise ValueError("BatchRatios: ends start at 0, one more than the records")
+        self.sizer, self.codec, self.level, self.ends, self.sizes = sizer, codec, level, ends, sizes
+        self.stride = ends.shape[0]
+        self.overhead = overhead
+
+    cdef double ratio(self, int64_t a, int64_t b) except? -1.0:
+        if not (0 <= a < b < self.stride):
+            raise ValueError(f"BatchRatios: records {a}:{b} of {self.stride - 1}")
+        key = a * self.stride + b
+        size = self.sizes.get(key)
+        if size is None:
+            size = self.sizer.batch_size(a, b, self.codec, self.level)
+            self.sizes[key] = size
+        cdef int64_t raw = self.ends[b] - self.ends[a]
+        # the Python reading's true division of two exact integers: the same double
+        return <double>(<int64_t>size - self.overhead) / <double>(raw if raw > 1 else 1)
+
+    def __call__(self, int64_t a, int64_t b) -> float:
+        return self.ratio(a, b)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
-from kcodec._native.columnar import BatchSizer, compressed_batch_list, encode_columnar
+from kcodec._native.columnar import BatchRatios, BatchSizer, compressed_batch_list, encode_columnar
 from kcodec._native.native_codec import native_of
 
 __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
@@ -128,7 +128,8 @@ class BatchEncoder:
         if hdrs is not None and hdrs.null_count < n:
             self.hdrs, self.hkey, self.hval = header_specs(hdrs, refuse_null_entries=False)
         self.ts = np.ascontiguousarray(timestamps_ms(column(table, "timestamp"), n), dtype=np.int64)
-        self._sizes: Dict[Tuple[str, Any, int, int], int] = {}
+        # per codec and level: batch bytes of records a:b, keyed a * (n + 1) + b (BatchRatios shares them)
+        self._sizes: Dict[Tuple[str, Any], Dict[int, int]] = {}
         self._sizer = BatchSizer(n, self.key, self.value, self.hdrs, self.hkey, self.hval, self.ts)
 
     def batch_bytes(self, a: int, b: int, codec: str, level) -> int:
@@ -137,16 +138,37 @@ class BatchEncoder:
         The replay asks again and again: warming Java's ratio estimate replays the same records in
         rounds, and the settings of one codec and level cut many of the same batches.
         """
-        key = (codec, level, a, b)
-        size = self._sizes.get(key)
+        sizes = self._sizes.setdefault((codec, level), {})
+        key = a * (self.n + 1) + b
+        size = sizes.get(key)
         if size is None:
             c, lvl = _codec(codec, level)
             native = native_of(c) if c.id != 0 else None
             # A native codec sizes the batch without making it; another builds it.
             size = (self._sizer.batch_size(a, b, native, 0 if lvl is None else lvl) if native is not None
                     else len(self.batch(a, b, codec, level)))
-            self._sizes[key] = size
+            sizes[key] = size
         return size
+
+    def ratios(self, codec: str, level, ends: np.ndarray, overhead: int) -> Callable[[int, int], float]:
+        """``close(a, b)`` for the replay: ``(batch bytes - overhead) / (ends[b] - ends[a])`` of records
+        ``a:b`` (at least 1 below), with the sizes of :meth:`batch_bytes`.
+
+        For a native codec it is a :class:`BatchRatios`, which the native replay asks without a
+        Python call per batch.
+        """
+        c, lvl = _codec(codec, level)
+        native = native_of(c) if c.id != 0 else None
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        if native is not None and len(ends) == self.n + 1:
+            return BatchRatios(self._sizer, native, 0 if lvl is None else lvl, ends,
+                               self._sizes.setdefault((codec, level), {}), overhead)
+        bounds = ends.tolist()
+
+        def ratio(a: int, b: int) -> float:
+            return (self.batch_bytes(a, b, codec, level) - overhead) / max(1, bounds[b] - bounds[a])
+
+        return ratio
 
     @staticmethod
     def _slice(spec, a: int, b: int):

@@ -6,10 +6,15 @@ are decoded once into Arrow columns; today's batches are profiled
 every setting (:mod:`kcodec.advise.replay`), and the replayed batches are
 built and read back with kcodec's own builder and reader
 (:mod:`kcodec.advise.measure`).  This module only passes values between
-those stages.
+those stages, and does each piece of work once: settings that replay alike
+(the same codec where Java learns its ratio, the same ``batch.size``, and
+``linger.ms`` values that end each batch at the same record) share one
+replay, and settings whose cuts come out the same share one build, read and
+timing, since they are the same bytes.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -28,7 +33,9 @@ from kcodec.advise.replay import (
     detect_client,
     form_batches,
     producer_groups,
+    time_limits,
     warm_estimate,
+    warm_records,
 )
 from kcodec.errors import KcodecError
 from kcodec.escape import json_text
@@ -84,18 +91,16 @@ def replay_starts(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: S
     sizes = cols["sizes"]
     learns = compressed and client.fill == "estimated"
 
-    # record bytes of a:b in two lookups: the replay asks for thousands of ranges
-    ends = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).tolist() if learns else []
-
-    def ratio(a: int, b: int) -> float:
-        built = encoder.batch_bytes(a, b, setting.codec, setting.level)
-        return (built - BATCH_OVERHEAD) / max(1, ends[b] - ends[a])
-
+    if not learns:
+        return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
+                            compressed=compressed, client=client, sender=sender)
+    # the records' bytes from 0, so the ratio of a:b is two lookups: the replay asks for thousands of ranges
+    ratio = encoder.ratios(setting.codec, setting.level, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
+                           BATCH_OVERHEAD)
     estimate = warm_estimate(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, ratio,
-                             client, sender) if learns else 1.0
+                             client, sender)
     return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
-                        compressed=compressed, close=ratio if learns else None, client=client, sender=sender,
-                        estimate=estimate)
+                        compressed=compressed, close=ratio, client=client, sender=sender, estimate=estimate)
 
 
 def _row(topic, partition, chunk, name, setting, records, payload, plain, batches, stored, cs: CpuTime,
@@ -151,22 +156,89 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     n = table.num_rows
     rows = [_row(topic, partition, chunk, TODAY, None, n, payload, plain, len(prof.starts) - 1, prof.stored_bytes,
                  compress_today, read_today, **calibration, **prof.fields())]
+    reads: Dict[Tuple, CpuTime] = {}
     for s in settings:
-        batches: List[bytes] = []
-        times: List[CpuTime] = []
         min_s = _min_seconds(cpu_cost, s.codec, s.level)
-        for enc, sub_cols, sender in replays:
-            built, cs = measure_build(enc, replay_starts(enc, sub_cols, s, rules, sender), s.codec, s.level,
-                                      min_seconds=min_s)
-            batches += built
-            times.append(cs)
-        rows.append(_row(topic, partition, chunk, s.label, s, n, payload, plain, len(batches),
-                         sum(len(b) for b in batches), _sum(times), measure_read(batches, min_seconds=min_s)))
+        built = [p.build(s, min_s) for p in replays]
+        # Settings whose replays cut alike build the same batches: built, read and timed once.
+        key = tuple(b.key for b in built)
+        read = reads.get(key)
+        if read is None:
+            batches = [x for p, b in zip(replays, built) for x in p.batches(b)]
+            read = reads[key] = measure_read(batches, min_seconds=min_s)
+        rows.append(_row(topic, partition, chunk, s.label, s, n, payload, plain, sum(b.count for b in built),
+                         sum(b.stored for b in built), _sum([b.seconds for b in built]), read))
     return rows
 
 
+@dataclass(frozen=True)
+class _Built:
+    """One producer's batches under a setting, as counted and timed (the batches themselves are not kept)."""
+
+    key: Tuple
+    count: int
+    stored: int
+    seconds: CpuTime
+
+
+class _Producer:
+    """One producer's records of a chunk, replayed and built per setting.
+
+    Settings that replay alike share the replay, and settings whose cuts come out the same share
+    the build: the batches are the same bytes, so their counts, sizes and times are too.
+    """
+
+    def __init__(self, encoder: BatchEncoder, cols: Dict[str, np.ndarray], rules: ClientRules,
+                 sender: SenderModel) -> None:
+        self.encoder, self.cols, self.rules, self.sender = encoder, cols, rules, sender
+        self._limits: Dict[int, Optional[Tuple[bytes, bytes]]] = {}
+        self._starts: Dict[Tuple, np.ndarray] = {}
+        self._built: Dict[Tuple, _Built] = {}
+        self._fresh: Optional[Tuple[Tuple, List[bytes]]] = None
+
+    def _time_key(self, linger_ms) -> Optional[Tuple[bytes, bytes]]:
+        """What the replay takes from ``linger_ms``, over the chunk and over the records the warm-up replays."""
+        if linger_ms not in self._limits:
+            ts = self.cols["ts"]
+            whole = time_limits(ts, linger_ms, self.rules, self.sender)
+            warm = time_limits(ts[:warm_records(self.cols["sizes"])], linger_ms, self.rules, self.sender)
+            self._limits[linger_ms] = None if whole is None or warm is None else (whole.tobytes(), warm.tobytes())
+        return self._limits[linger_ms]
+
+    def starts(self, s: Setting) -> np.ndarray:
+        """The replay's cuts under ``s``."""
+        limits = self._time_key(s.linger_ms)
+        if limits is None:
+            return replay_starts(self.encoder, self.cols, s, self.rules, self.sender)
+        compressed = s.codec != "none"
+        # Only Java's compressed fill learns the ratio, the one step that depends on the codec and level.
+        learns = compressed and self.rules.fill == "estimated"
+        key = (compressed, (s.codec, s.level) if learns else None, s.batch_bytes, limits)
+        got = self._starts.get(key)
+        if got is None:
+            got = self._starts[key] = replay_starts(self.encoder, self.cols, s, self.rules, self.sender)
+        return got
+
+    def build(self, s: Setting, min_seconds: float) -> _Built:
+        starts = self.starts(s)
+        key = (s.codec, s.level, starts.tobytes())
+        got = self._built.get(key)
+        if got is None:
+            batches, cs = measure_build(self.encoder, starts, s.codec, s.level, min_seconds=min_seconds)
+            got = self._built[key] = _Built(key, len(batches), sum(len(b) for b in batches), cs)
+            self._fresh = (key, batches)
+        return got
+
+    def batches(self, b: _Built) -> List[bytes]:
+        """The batches of ``b``: those just built, else built again (untimed)."""
+        if self._fresh is not None and self._fresh[0] == b.key:
+            return self._fresh[1]
+        codec, level, _ = b.key
+        return self.encoder.build(np.frombuffer(b.key[2], dtype=np.int64), codec, level)
+
+
 def _producer_replays(table, cols, prof: TodayProfile, rules: ClientRules, today_linger_ms: Optional[int],
-                      producers: int) -> Tuple[List[Tuple[BatchEncoder, Dict[str, np.ndarray], SenderModel]], Dict]:
+                      producers: int) -> Tuple[List["_Producer"], Dict]:
     """Per producer: its encoder, columns and calibrated sender; and the calibration's row fields."""
     import pyarrow as pa
 
@@ -186,7 +258,7 @@ def _producer_replays(table, cols, prof: TodayProfile, rules: ClientRules, today
         else:  # records without a producer id were split in turn: a share of today's batches each
             mine = max(1, round(today_batches * len(g) / n))
         cal = calibrate(sub_cols["ts"], mine, today_linger_ms, rules)
-        out.append((BatchEncoder(sub), sub_cols, cal.model(rules)))
+        out.append(_Producer(BatchEncoder(sub), sub_cols, rules, cal.model(rules)))
         delays.append(cal.delay_ms)
         fits.append(cal)
     fields = {"client": rules.name, "sender_delay_ms": float(np.median(delays)),

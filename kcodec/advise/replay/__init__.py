@@ -24,9 +24,11 @@ from kcodec.advise.replay.accumulator import (
     form_batches,
     record_sizes,
     record_upper_bounds,
+    time_limits,
     update_estimate,
     varint_sizes,
     warm_estimate,
+    warm_records,
 )
 from kcodec.advise.replay.client import (
     CLIENTS,
@@ -42,6 +44,6 @@ from kcodec.advise.replay.producers import producer_groups
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
 
 __all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
-           "update_estimate", "varint_sizes", "warm_estimate", "CLIENTS", "JAVA", "LIBRDKAFKA", "ClientRules",
-           "client_config", "client_rules", "detect_client", "assign_partitions", "producer_groups", "Calibration",
-           "SenderModel", "arrival_ms", "calibrate", "time_cuts"]
+           "time_limits", "update_estimate", "varint_sizes", "warm_estimate", "warm_records", "CLIENTS", "JAVA",
+           "LIBRDKAFKA", "ClientRules", "client_config", "client_rules", "detect_client", "assign_partitions",
+           "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate", "time_cuts"]

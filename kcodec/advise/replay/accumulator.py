@@ -30,7 +30,7 @@ Everything works on numpy columns; the cuts are one native loop
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
@@ -49,6 +49,8 @@ __all__ = [
     "update_estimate",
     "form_batches",
     "warm_estimate",
+    "warm_records",
+    "time_limits",
 ]
 
 LIMITS = ("each producer's records are re-batched by their timestamps as its client (Java or librdkafka) would, "
@@ -124,6 +126,18 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
     ``estimate`` is the ratio estimate the first batch is cut with (1.0 for a
     producer that just started); ``state["estimate"]`` receives the last one.
     """
+    starts, estimate = _cutter(timestamps, sizes, upper_bounds, batch_size, linger_ms, compressed, close, client,
+                               sender)(estimate)
+    if state is not None:
+        state["estimate"] = estimate
+    return starts
+
+
+def _cutter(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray, batch_size: int,
+            linger_ms: float, compressed: bool, close: Optional[Callable[[int, int], float]], client: ClientRules,
+            sender: Optional[SenderModel]) -> Callable[[float], Tuple[np.ndarray, float]]:
+    """:func:`form_batches` as a function of the starting estimate: its columns are prepared once for the
+    rounds of :func:`warm_estimate`, which replay the same records from different estimates."""
     ts = np.asarray(timestamps, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
     upper = np.ascontiguousarray(upper_bounds, dtype=np.int64)
@@ -143,13 +157,40 @@ def form_batches(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nda
     else:
         overhead = LIBRDKAFKA_REQUEST_OVERHEAD
         nxt_size = upper - BATCH_OVERHEAD  # rd_kafka_msg_wire_size: the record's worst case
-    # The loop is native (one C step per record tried); close() is the only Python call per batch.
-    starts, estimate = replay_cuts(cum, np.ascontiguousarray(nxt_size), upper, arrival, closes, int(batch_size),
-                                   overhead, estimated, bool(compressed and estimated),
-                                   client.max_records or n + 1, float(estimate), close)
-    if state is not None:
-        state["estimate"] = estimate
-    return starts
+    nxt_size = np.ascontiguousarray(nxt_size)
+    learns = bool(compressed and estimated)
+    most = client.max_records or n + 1
+
+    def cut(estimate: float) -> Tuple[np.ndarray, float]:
+        # The loop is native (one C step per record tried); close() is the only Python call per batch.
+        return replay_cuts(cum, nxt_size, upper, arrival, closes, int(batch_size), overhead, estimated, learns,
+                           most, float(estimate), close)
+
+    return cut
+
+
+def time_limits(timestamps: np.ndarray, linger_ms: Optional[float], client: ClientRules = JAVA,
+                sender: Optional[SenderModel] = None) -> Optional[np.ndarray]:
+    """For each record, the first later record that arrives too late for the batch it would open.
+
+    This is all that :func:`form_batches` takes from ``linger_ms`` and the sender: two of them
+    that give the same limits give the same cuts for any batch.size, codec and estimate, so a
+    replay under one stands for the other.  Empty where linger does not apply (``None``, not
+    finite); None where arrivals are out of order or a close time is not a number, when only
+    the replay itself tells.
+    """
+    if linger_ms is None or not np.isfinite(linger_ms):
+        return np.zeros(0, np.int64)
+    ts = np.asarray(timestamps, dtype=np.int64)
+    n = len(ts)
+    sender = sender or SenderModel.default(client)
+    arrival = np.ascontiguousarray(arrival_ms(ts), dtype=np.float64)
+    closes = np.ascontiguousarray(sender.close_times(arrival, ts, float(linger_ms)), dtype=np.float64)
+    if n > 1 and (bool(np.any(arrival[1:] < arrival[:-1])) or bool(np.isnan(closes).any())):
+        return None
+    # In arrival order the first record at or after a close time is found by bisection; the replay
+    # looks from the record after the one that opened the batch.
+    return np.maximum(np.searchsorted(arrival, closes, side="left"), np.arange(1, n + 1))
 
 
 #: Most rounds :func:`warm_estimate` replays a chunk's first records.
@@ -173,18 +214,23 @@ def warm_estimate(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nd
     sizes = np.asarray(sizes, dtype=np.int64)
     if client.fill != "estimated" or len(sizes) == 0:
         return 1.0
+    n = warm_records(sizes)
     cum = np.cumsum(sizes)
-    n = int(np.searchsorted(cum, WARM_BYTES, side="right")) + 1
-    n = min(n, len(sizes))
     first = max(1, min(n, int(np.searchsorted(cum, batch_size, side="right"))))
     estimate = float(np.float32(ratio(0, first)))
-    ts, up = np.asarray(timestamps)[:n], np.asarray(upper_bounds)[:n]
+    cut = _cutter(np.asarray(timestamps)[:n], sizes[:n], np.asarray(upper_bounds)[:n], batch_size, linger_ms,
+                  True, ratio, client, sender)
     for _ in range(WARM_ROUNDS):
-        state: dict = {}
-        form_batches(ts, sizes[:n], up, batch_size, linger_ms, compressed=True, close=ratio, client=client,
-                     sender=sender, estimate=estimate, state=state)
-        moved = abs(state["estimate"] - estimate)
-        estimate = state["estimate"]
+        last = cut(estimate)[1]
+        moved = abs(last - estimate)
+        estimate = last
         if moved < IMPROVING_STEP:
             break
     return estimate
+
+
+def warm_records(sizes: np.ndarray) -> int:
+    """How many of a chunk's first records :func:`warm_estimate` replays."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n = int(np.searchsorted(np.cumsum(sizes), WARM_BYTES, side="right")) + 1
+    return min(n, len(sizes))
