@@ -146,3 +146,13 @@ def test_a_cluster_is_listed_once(kafka_broker, monkeypatch):
     with pytest.raises(KcodecError, match=r"^--write out: needs log directories or record files, "
                                           r"not --bootstrap-server"):
         source.check_write("out")
+
+
+def test_task_count_is_a_multiple_of_the_cores():
+    from kcodec.advise.inputs.logs import task_count
+
+    assert task_count([52_000] * 500, 2) == 8  # 26 MB: 7 tasks' worth, and one more so that no task runs alone
+    assert task_count([1 << 20] * 100, 3) == 27
+    assert task_count([4 << 20] * 3, 2) == 3  # never more tasks than ranges
+    assert task_count([100] * 10, 2) == 4  # at least two per core
+    assert task_count([], 2) == 1

@@ -309,7 +309,8 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict, e
                                "recommended": sum((a.best or a.today).cost.total for a in advice if a.priced)}}
         if estate is not None:
             doc["estate"] = _estate_doc(estate)
-        _atomic_write(paths["json"], json_text(doc, indent=1, default=str).encode(), mask)
+        # No indent: Python encodes indented JSON in Python, seconds for an estate of hundreds of topics.
+        _atomic_write(paths["json"], json_text(doc, default=str).encode(), mask)
         _atomic_write(paths["csv"], _csv(advice).encode(), mask)
         if not children:
             for path, chart in charts:

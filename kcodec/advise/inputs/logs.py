@@ -162,10 +162,13 @@ class LogSource(Source):
 
 def task_count(sizes: Sequence[int], parallelism: int) -> int:
     """Spark tasks for ranges of ``sizes`` bytes: about :data:`TASK_BYTES` each, at least two per core
-    while there are ranges enough, never more than ranges."""
+    while there are ranges enough, a multiple of the cores (so no last task runs alone while the
+    other cores wait), never more than ranges."""
     if not sizes:
         return 1
-    return max(1, min(len(sizes), max(2 * parallelism, -(-sum(sizes) // TASK_BYTES))))
+    want = max(2 * parallelism, -(-sum(sizes) // TASK_BYTES))
+    want = -(-want // max(1, parallelism)) * max(1, parallelism)
+    return max(1, min(len(sizes), want))
 
 
 def plan_sample(ranges: Sequence[ChunkRange], sample_bytes: Optional[int]) -> List[ChunkRange]:
