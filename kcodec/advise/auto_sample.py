@@ -139,8 +139,8 @@ class SampleReach:
 
     def doc(self) -> Dict[str, object]:
         return {"chunks": self.chunks, "candidates": self.candidates, "sampled_bytes": self.sampled_bytes,
-                "half_width": self.half_width if math.isfinite(self.half_width) else None, "setting": self.setting, "stop": self.stop, "rounds": self.rounds,
-                "target": self.target}
+                "half_width": self.half_width if math.isfinite(self.half_width) else None,
+                "setting": self.setting, "stop": self.stop, "rounds": self.rounds, "target": self.target}
 
 
 class AutoSampler(Generic[U]):
