@@ -26,7 +26,7 @@ from typing import Callable, Dict, Generic, Iterable, List, Optional, Sequence, 
 __all__ = ["SampleTarget", "SampleReach", "AutoSampler", "nested_order", "ratio_interval", "t_quantile",
            "DEFAULT_CAP", "DEFAULT_PRECISION", "FIRST_CHUNKS"]
 
-DEFAULT_CAP = "256MiB"  #: per topic
+DEFAULT_CAP = "64MiB"  #: per topic: never more than a fixed --sample read before auto
 DEFAULT_PRECISION = 0.01  #: the 95% interval's half-width, as a share of the ratio
 FIRST_CHUNKS = 4  #: the first round's chunks per topic: the fewest that tell a spread at all
 
@@ -107,7 +107,7 @@ class SampleTarget:
     """``--sample auto``'s target and bounds."""
 
     precision: float = DEFAULT_PRECISION  #: --sample-precision
-    cap_bytes: int = 256 << 20  #: --sample-cap, per topic
+    cap_bytes: int = 64 << 20  #: --sample-cap, per topic
     first_chunks: int = FIRST_CHUNKS
 
 
