@@ -154,19 +154,19 @@ def _plugin_for_id(codec_id: int) -> Optional[_Entry]:
 
 def get_codec(key: Union[int, str, "object"]) -> Codec:
     """The active codec for an id, a name or a ``CompressionType``."""
-    kind = type(key)
-    if kind is int or kind is str:
-        found = _resolved.get(key)
-        if found is not None:
-            return found
-        with _lock:
-            generation = _generation
-        codec = _get_codec(key)
-        with _lock:
-            if generation == _generation:
-                _resolved[key] = codec
-        return codec
-    return _get_codec(key)
+    # Only plain ids and names are remembered: True equals 1 as a key, and get_codec refuses it.
+    if type(key) is not int and type(key) is not str:
+        return _get_codec(key)
+    found = _resolved.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        generation = _generation
+    codec = _get_codec(key)
+    with _lock:
+        if generation == _generation:
+            _resolved[key] = codec
+    return codec
 
 
 def _changed() -> None:
