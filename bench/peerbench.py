@@ -96,8 +96,10 @@ def run(args: argparse.Namespace) -> Tuple[dict, Optional[dict]]:
     for rnd in range(args.rounds):
         for workload in args.workload or ["w1", "w2", "w3"]:
             order = trees if rnd % 2 == 0 else trees[::-1]
-            for i, (label, tree) in enumerate(order):
-                impls = list(IMPLS) if (rnd + i) % 2 == 0 else list(IMPLS)[::-1]
+            for label, tree in order:
+                # Each tree's implementations run in the other order every round (indexing by the
+                # position in `order`, which itself flips, gave every tree one order for good).
+                impls = list(IMPLS) if (rnd + trees.index((label, tree))) % 2 == 0 else list(IMPLS)[::-1]
                 doc = _run_once(root, tree, impls, workload, args.codec, args.min_reps,
                                 out.with_name(f"{out.stem}-{label}-{workload}-{rnd}.json"))
                 docs[label].append(doc)

@@ -220,6 +220,35 @@ def test_replacing_a_builtin_needs_replace():
     assert type(get_codec(1)) is GzipCodec
 
 
+def test_lookups_remembered_before_a_registration_follow_it():
+    """get_codec remembers its answers for ids and names; registering and unregistering forget
+    them, so the builder and the readers (which look a codec up per batch) follow at once."""
+    class CountingGzip(GzipCodec):
+        calls = 0
+
+        def native_codec(self):
+            return None  # through decompress(), where the calls are counted
+
+        def decompress(self, data, magic=2, max_size=kcodec.DEFAULT_MAX_DECOMPRESSED_SIZE):
+            CountingGzip.calls += 1
+            return super().decompress(data, magic, max_size)
+
+    builtin = get_codec(1)
+    assert get_codec("gzip") is builtin is get_codec(1)
+    builder = kcodec.RecordBatchBuilder(compression="gzip")
+    builder.append(b"k", b"v" * 100, 1)
+    batch = builder.build()
+    assert [r.value for b in kcodec.read_batches(batch) for r in b] == [b"v" * 100]
+    mine = register_codec(CountingGzip(), replace=True)
+    assert get_codec(1) is mine and get_codec("gzip") is mine
+    assert [r.value for b in kcodec.read_batches(batch) for r in b] == [b"v" * 100]
+    assert CountingGzip.calls == 1
+    unregister_codec(1)
+    assert get_codec(1) is builtin and get_codec("gzip") is builtin
+    assert [r.value for b in kcodec.read_batches(batch) for r in b] == [b"v" * 100]
+    assert CountingGzip.calls == 1
+
+
 def test_registering_nonsense_fails():
     class NoId(BrotliCodec):
         id = 9

@@ -27,6 +27,7 @@ from kcodec._native.codecs import xxh32
 from kcodec._native.native_codec import native_of
 from kcodec._native.primitives import crc32, crc32c, decode_varint, decode_varlong
 from kcodec.compression.lz4 import LZ4_FRAME_HEADER, LZ4_FRAME_HEADER_V0
+from kcodec.compression.snappy import SNAPPY_JAVA_HEADER
 from kcodec.errors import UnsupportedCodecError
 from oracle_util import FIXTURES, load_case, manifest, oracle_available, oracle_verify, zstd_matches_java
 
@@ -194,8 +195,6 @@ def _java_identical(codec: str, level: int, size: int) -> bool:
 
     Where they do not, the framing still matches (see _framing) and only the
     compressor's choice of matches differs:
-    - snappy: cramjam's Rust encoder and snappy-java's libsnappy 1.1.10 pick
-      different matches for some inputs (16 of the 46 vectors are identical);
     - lz4 level 9: lz4-java's fast compressor differs from liblz4 1.9.4's
       LZ4_compress_default (8 of 45 identical), while LZ4HC is identical;
     - zstd level 3: libzstd 1.5.7 differs from zstd-jni's 1.5.6 on larger
@@ -208,7 +207,8 @@ def _java_identical(codec: str, level: int, size: int) -> bool:
         # The vectors' JDK deflated with Debian 12's system zlib 1.2.13.
         return zlib.ZLIB_RUNTIME_VERSION == "1.2.13"
     if codec == "snappy":
-        return False
+        # kcodec's encoder (csrc/kc_snappy.h) chooses the matches of snappy-java's libsnappy 1.1.10.
+        return True
     if codec == "lz4":
         return level != 9
     return zstd_matches_java(level, size)
@@ -286,7 +286,7 @@ def test_byte_identity_where_the_compressor_is_the_same():
         same[key] = same.get(key, 0) + (codec.compress(plain, level=level, magic=item["magic"]) == item["payload"])
     assert same["lz4:hc"] == 9
     assert same["gzip:-1"] == 46 or zlib.ZLIB_RUNTIME_VERSION != "1.2.13"
-    assert same["snappy:None"] >= 16
+    assert same["snappy:None"] == sum(1 for n, _ in IDENTITY if _codec_of(n) == "snappy")
 
 
 def test_java_headers():
@@ -361,6 +361,57 @@ def test_snappy_chunks_cut_every_32k():
         sizes.append(usize)
         pos += 4 + n
     assert sizes == [32768, 32768, 32768, 100_000 - 3 * 32768]
+
+
+#: Raw blocks written by libsnappy 1.1.10 (snappy-java 1.1.10.x's native library): short and
+#: long literals, one- and two-byte offsets, copies longer than 64 bytes.
+SNAPPY_1_1_10_BLOCKS = [
+    (b"abc", "0308616263"),
+    (b"a" * 100, "640061fe01008a0100"),
+    (b"hello world " * 10, "782c68656c6c6f20776f726c6420fe0c00ae0c00"),
+    (bytes(range(256)) * 3, "8006f40501" + bytes(range(256)).hex() + "000102030405"
+     + "fe0001" * 7 + "e60001"),
+    (b"0123456789abcdef" * 300, "c0253c" + b"0123456789abcdef".hex() + "fe1000" * 74 + "be1000"),
+]
+
+
+@pytest.mark.parametrize("data,block", SNAPPY_1_1_10_BLOCKS)
+def test_snappy_encoder_writes_libsnappy_blocks(data, block):
+    from kcodec._native.codecs import snappy_compress_raw
+
+    assert snappy_compress_raw(data).hex() == block
+    framed = get_codec("snappy").compress(data)
+    assert framed == SNAPPY_JAVA_HEADER + struct.pack(">I", len(block) // 2) + bytes.fromhex(block)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_snappy_encoder_round_trips_through_another_decoder(seed):
+    """Every element kind and size class, literal lengths around 60 and 16, matches at the input's
+    end, offsets around 2048, inputs over one 64 KiB fragment: cramjam decodes what kcodec writes."""
+    import cramjam
+
+    from kcodec._native.codecs import snappy_compress_raw
+
+    rng = random.Random(seed)
+    pieces: List[bytes] = []
+    for _ in range(400):
+        kind = rng.randrange(4)
+        if kind == 0 or not pieces:
+            pieces.append(bytes(rng.getrandbits(8) for _ in range(rng.choice([1, 15, 16, 17, 59, 60, 61, 300]))))
+        elif kind == 1:
+            pieces.append(pieces[rng.randrange(len(pieces))][: rng.randrange(1, 200)])
+        elif kind == 2:
+            pieces.append(bytes([rng.getrandbits(8)]) * rng.choice([4, 11, 12, 64, 67, 68, 69, 200]))
+        else:
+            joined = b"".join(pieces)
+            back = rng.choice([2047, 2048, 2049, 65535])
+            pieces.append(joined[-back:][:40])
+    data = b"".join(pieces)
+    for n in sorted({0, 1, 14, 15, 16, 31, 32, 33, len(data) // 3, 65535, 65536, 65537, len(data)}):
+        block = snappy_compress_raw(data[:n])
+        assert bytes(cramjam.snappy.decompress_raw(block)) == data[:n], n
+        assert get_codec("snappy").decompress(block) == data[:n], n
+        assert len(block) <= 5 + 32 + n + n // 6
 
 
 def test_snappy_framing_into_one_result_checks_the_library():

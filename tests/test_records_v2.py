@@ -400,3 +400,22 @@ def test_property_roundtrip(records, codec, base):
         offset += gap
     batch = one(b.build())
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in batch] == expected
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_records_read_from_a_buffer_that_shrank(codec):
+    """A compressed batch is decompressed straight from its source buffer: one that lost the
+    batch's end since the batch was made is refused, never read past its end."""
+    builder = kcodec.RecordBatchBuilder(compression=codec, base_offset=7)
+    for i in range(50):
+        builder.append(b"k%d" % i, b"value %d " % i * 20, 1000 + i)
+    buf = bytearray(b"\0" * 5) + bytearray(builder.build())
+    batch = kcodec.RecordBatch(buf, 5)
+    whole = next(iter(kcodec.read_batches(bytes(buf[5:]))))
+    assert len(list(batch)) == 50 and batch.records_data() == whole.records_data()
+    del buf[len(buf) - 3:]
+    with pytest.raises(CorruptRecordError, match="shrank") as info:
+        batch.records_data()
+    assert info.value.position == 5 and info.value.batch_offset == 7
+    with pytest.raises(CorruptRecordError, match="shrank"):
+        list(batch)

@@ -47,6 +47,8 @@ cdef class NativeCodec:
 
     cdef object compress_after(self, const uint8_t *src, Py_ssize_t n, int level, int magic, Py_ssize_t headroom)
     cdef object decompress_buffer(self, object data, int magic, int64_t max_size, object pool=*)
+    cdef object decompress_at(self, const uint8_t *src, Py_ssize_t n, int magic, int64_t max_size, object pool,
+                              object owner, Py_ssize_t start)
     cdef int64_t call_compress(self, const uint8_t *src, Py_ssize_t n, uint8_t *dst, Py_ssize_t cap, int level,
                                int magic, char *err, size_t err_cap) noexcept nogil
     cdef int64_t call_decompress(self, const uint8_t *src, Py_ssize_t n, uint8_t *dst, Py_ssize_t cap,

@@ -31,8 +31,34 @@ _known = weakref.WeakKeyDictionary()
 _making = threading.Lock()
 
 
+# The answers of _known again, by id(codec) with a weak reference that tells whether the object
+# at that address is still the one asked about: the readers and the builder ask once per batch,
+# and WeakKeyDictionary.get runs Python code (about a microsecond) where this is two C calls.
+cdef dict _by_address = {}
+
+
+cdef void _remember(object codec, object found):
+    key = id(codec)
+    try:
+        ref = weakref.ref(codec, lambda r, key=key: _forget(key, r))
+    except TypeError:
+        return
+    _by_address[key] = (ref, found)
+
+
+def _forget(key, ref):
+    # The codec has died: its address may be reused, by an object that is not it.
+    entry = _by_address.get(key)
+    if entry is not None and entry[0] is ref:
+        del _by_address[key]
+
+
 cpdef NativeCodec native_of(object codec):
     """The NativeCodec of ``codec``, made once per codec object; None when it has no capsule."""
+    entry = _by_address.get(id(codec))
+    if entry is not None and (<tuple>entry)[0]() is codec:
+        found = (<tuple>entry)[1]
+        return found if found is not False else None
     try:
         found = _known.get(codec)
     except TypeError:  # not weakly referenceable or not hashable: asked every time
@@ -50,6 +76,7 @@ cpdef NativeCodec native_of(object codec):
                     _known[codec] = found
                 except TypeError:
                     pass
+    _remember(codec, found)
     return found if found is not False else None
 
 
@@ -158,44 +185,51 @@ cdef class NativeCodec:
         error, which names the byte; the native message stands if it has none.
         """
         cdef Py_buffer view
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        try:
+            return self.decompress_at(<const uint8_t *>view.buf, view.len, magic, max_size, pool, data, -1)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef object decompress_at(self, const uint8_t *src, Py_ssize_t n, int magic, int64_t max_size, object pool,
+                              object owner, Py_ssize_t start):
+        """decompress_buffer of the ``n`` bytes at ``src``, which the caller holds: ``owner[start:start + n]``
+        (``owner`` itself when ``start`` < 0), viewed only to report an error."""
         cdef int64_t guess = -1, cap, room, got = 0
         cdef char err[_ERR_CAP]
         cdef PyObject *out = NULL
         cdef uint8_t *dst
         store = None
         err[0] = 0
-        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
-        try:
-            if self.api.decompressed_size != NULL:
-                with nogil:
-                    guess = self.api.decompressed_size(self.api.state, <const uint8_t *>view.buf, view.len, magic)
-            cap = guess if guess >= 0 else max(4 * <int64_t>view.len, <int64_t>_FIRST_GUESS_MIN)
-            cap = min(cap, max_size)
-            while True:
-                if pool is None:
-                    out = _raw_bytes(NULL, cap)
-                    dst = <uint8_t *>_raw_bytes_data(out)
-                    room = cap
-                else:
-                    store = pool.get(cap)
-                    dst = <uint8_t *>PyByteArray_AS_STRING(store)
-                    room = min(<int64_t>PyByteArray_GET_SIZE(store), max_size)
-                with nogil:
-                    got = self.call_decompress(<const uint8_t *>view.buf, view.len, dst, room, magic, err, _ERR_CAP)
-                if got >= 0:
-                    break
-                if pool is None:
-                    Py_DECREF(<object>out)
-                    out = NULL
-                else:
-                    pool.put(store)
-                if got != KCODEC_CODEC_DST_TOO_SMALL or room >= max_size:
-                    break
-                cap = min(max(room * 4, <int64_t>_FIRST_GUESS_MIN), max_size)
-        finally:
-            PyBuffer_Release(&view)
+        if self.api.decompressed_size != NULL:
+            with nogil:
+                guess = self.api.decompressed_size(self.api.state, src, n, magic)
+        cap = guess if guess >= 0 else max(4 * <int64_t>n, <int64_t>_FIRST_GUESS_MIN)
+        cap = min(cap, max_size)
+        while True:
+            if pool is None:
+                out = _raw_bytes(NULL, cap)
+                dst = <uint8_t *>_raw_bytes_data(out)
+                room = cap
+            else:
+                store = pool.get(cap)
+                dst = <uint8_t *>PyByteArray_AS_STRING(store)
+                room = min(<int64_t>PyByteArray_GET_SIZE(store), max_size)
+            with nogil:
+                got = self.call_decompress(src, n, dst, room, magic, err, _ERR_CAP)
+            if got >= 0:
+                break
+            if pool is None:
+                Py_DECREF(<object>out)
+                out = NULL
+            else:
+                pool.put(store)
+            if got != KCODEC_CODEC_DST_TOO_SMALL or room >= max_size:
+                break
+            cap = min(max(room * 4, <int64_t>_FIRST_GUESS_MIN), max_size)
         if got < 0:
-            self._decompress_failed(got, err, data, magic, max_size)
+            self._decompress_failed(got, err, owner if start < 0 else memoryview(owner).cast("B")[start:start + n],
+                                    magic, max_size)
         if pool is not None:
             return store, got
         kc_bytes_shrink(&out, got)

@@ -214,22 +214,35 @@ cdef class RecordBatchBase:
 
     def records_data(self):
         """The uncompressed records region (a view into the source when stored uncompressed)."""
+        return self._records_data()
+
+    cdef object _records_data(self):
         cdef int cid = self.attributes & 0x07
         cdef NativeCodec native
-        payload = self.payload
+        cdef Py_buffer view
+        cdef Py_ssize_t start
         if cid == 0:
-            return payload
+            return self.payload
         try:
             codec = get_codec(cid)
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
         try:
             native = native_of(codec)
-            if native is not None:
-                return native.decompress_buffer(payload, 2, self._max_size)
-            return codec.decompress(payload, magic=2, max_size=self._max_size)
+            if native is None:
+                return codec.decompress(self.payload, magic=2, max_size=self._max_size)
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+        # Straight from the source buffer: no view objects for the payload.
+        start = self.position + min(<Py_ssize_t>KC_BATCH_OVERHEAD, self.size_in_bytes)
+        self._acquire(&view)  # its error names the batch already
+        try:
+            return native.decompress_at(<const uint8_t *>view.buf + start, self.position + self.size_in_bytes - start,
+                                        2, self._max_size, None, self._src, start)
+        except KcodecError as exc:
+            raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+        finally:
+            PyBuffer_Release(&view)
 
     def _pooled_records(self):
         """:meth:`records_data`, decompressed into a buffer of the batch's pool where it has one
@@ -257,7 +270,7 @@ cdef class RecordBatchBase:
         lat = (self.attributes & 0x08) != 0
         tstype = _LOG_APPEND_TIME if lat else _CREATE_TIME
         if compressed:
-            return RecordIterator(self.records_data(), self.record_count, self.base_offset, self.base_timestamp,
+            return RecordIterator(self._records_data(), self.record_count, self.base_offset, self.base_timestamp,
                                   tstype, lat, self.max_timestamp, self.base_sequence, False, True,
                                   self.position, self.base_offset, True)
         return RecordIterator(self._src, self.record_count, self.base_offset, self.base_timestamp, tstype, lat,

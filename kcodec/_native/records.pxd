@@ -159,3 +159,4 @@ cdef class RecordBatchBase:
                     object max_decompressed_size, object pool)
     cdef uint32_t _checksum_at(self, const uint8_t *batch) noexcept
     cdef int _ensure_valid_at(self, const uint8_t *batch) except -1
+    cdef object _records_data(self)

@@ -2,6 +2,13 @@
 # framed and decoded, and the snappy codec's kcodec/codec.h capsule.
 # Part of kcodec._native.codecs (included by codecs.pyx).
 
+cdef extern from "kc_snappy.h" nogil:
+    ctypedef struct kc_snappy_table_t:
+        pass
+    size_t kc_snappy_bound(size_t n)
+    size_t kc_snappy_compress(const uint8_t *src, size_t n, uint8_t *dst, kc_snappy_table_t *t)
+
+
 # -- the stream scanner --------------------------------------------------------
 
 cdef enum:
@@ -319,17 +326,10 @@ cdef int64_t _snappy_block(const uint8_t *p, int64_t n, uint8_t *o, int64_t ulen
     return op if op == ulen else -1
 
 
-cdef struct _SnappyNative:
-    kcodec_codec_v1 api
-    PyObject *compress_into   # the library's block compressor (Python), a strong reference
-    int64_t max_block_out
-
-
 cdef int64_t _snappy_n_bound(void *state, int64_t n, int level, int magic) noexcept nogil:
-    cdef _SnappyNative *st = <_SnappyNative *>state
     if n < 0:
         return KCODEC_CODEC_ERROR
-    return 16 + ((n + 32767) // 32768) * (4 + st.max_block_out)
+    return 16 + ((n + 32767) // 32768) * (4 + <int64_t>kc_snappy_bound(32768))
 
 
 cdef int64_t _snappy_frame_into(object compress_into, int64_t max_block_out, const uint8_t *src, int64_t n,
@@ -360,17 +360,58 @@ cdef int64_t _snappy_frame_into(object compress_into, int64_t max_block_out, con
 
 cdef int64_t _snappy_n_compress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int level,
                                 int magic, char *err, size_t err_cap) noexcept nogil:
-    # The block compressor is a Python library (cramjam has no C interface): this one takes the GIL.
-    cdef _SnappyNative *st = <_SnappyNative *>state
+    # snappy-java's stream: its header, then per 32 KiB of input a big-endian length and a raw
+    # block, compressed here (kc_snappy.h) as snappy-java's libsnappy compresses it.
+    cdef kc_snappy_table_t *table
+    cdef int64_t pos = 16, start, size
+    cdef size_t written
     if cap < _snappy_n_bound(state, n, level, magic):
         return KCODEC_CODEC_DST_TOO_SMALL
-    with gil:
+    table = <kc_snappy_table_t *>malloc(sizeof(kc_snappy_table_t))
+    if table == NULL:
+        return _fail(KCODEC_CODEC_ERROR, err, err_cap, "snappy: out of memory", NULL, -1)
+    memcpy(dst, _SNAPPY_HEADER, 16)
+    start = 0
+    while start < n:
+        size = min(n - start, <int64_t>32768)
+        written = kc_snappy_compress(src + start, <size_t>size, dst + pos + 4, table)
+        kc_store_be32(dst + pos, <uint32_t>written)
+        pos += 4 + <int64_t>written
+        start += size
+    free(table)
+    return pos
+
+
+def snappy_compress_raw(data) -> bytes:
+    """One raw snappy block of ``data`` (length preamble, then elements), as libsnappy 1.1.10
+    writes it; at most 2**32 - 1 bytes."""
+    cdef Py_buffer view
+    cdef kc_snappy_table_t *table
+    cdef size_t written
+    cdef PyObject *out
+    cdef uint8_t *dst
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+    try:
+        if view.len > 0xFFFFFFFF:
+            raise ValueError(f"snappy blocks hold at most 2**32 - 1 bytes, not {view.len}")
+        table = <kc_snappy_table_t *>malloc(sizeof(kc_snappy_table_t))
+        if table == NULL:
+            raise MemoryError()
         try:
-            return _snappy_frame_into(<object>st.compress_into, st.max_block_out, src, n, dst, cap,
-                                      _SNAPPY_HEADER, 16, 32768)
-        except BaseException as exc:
-            message = f"snappy: {exc}".encode("utf-8", "replace")
-            return _fail(KCODEC_CODEC_ERROR, err, err_cap, message, NULL, -1)
+            out = _raw_bytes(NULL, <Py_ssize_t>kc_snappy_bound(<size_t>view.len))
+        except BaseException:
+            free(table)
+            raise
+        dst = <uint8_t *>_raw_bytes_data(out)
+        with nogil:
+            written = kc_snappy_compress(<const uint8_t *>view.buf, <size_t>view.len, dst, table)
+        free(table)
+        kc_bytes_shrink(&out, <Py_ssize_t>written)
+        result = <object>out
+        Py_DECREF(result)
+        return result
+    finally:
+        PyBuffer_Release(&view)
 
 
 cdef int64_t _snappy_n_size(void *state, const uint8_t *src, int64_t n, int magic) noexcept nogil:
@@ -413,22 +454,16 @@ cdef int64_t _snappy_n_decompress(void *state, const uint8_t *src, int64_t n, ui
 
 
 cdef void _free_snappy(object capsule) noexcept:
-    cdef _SnappyNative *st = <_SnappyNative *>PyCapsule_GetPointer(capsule, KCODEC_CODEC_CAPSULE_NAME)
-    Py_XDECREF(st.compress_into)
-    free(st)
+    free(PyCapsule_GetPointer(capsule, KCODEC_CODEC_CAPSULE_NAME))
 
 
-def snappy_native_codec(compress_into, Py_ssize_t max_block_out):
-    """The snappy codec's kcodec/codec.h capsule: blocks decoded in C without the GIL; blocks
-    compressed by ``compress_into(block, out) -> int`` (cramjam), under the GIL."""
-    cdef _SnappyNative *st = <_SnappyNative *>calloc(1, sizeof(_SnappyNative))
-    if st == NULL:
+def snappy_native_codec():
+    """The snappy codec's kcodec/codec.h capsule: blocks compressed and decoded in C, without the GIL."""
+    cdef kcodec_codec_v1 *api = <kcodec_codec_v1 *>calloc(1, sizeof(kcodec_codec_v1))
+    if api == NULL:
         raise MemoryError()
-    Py_INCREF(compress_into)
-    st.compress_into = <PyObject *>compress_into
-    st.max_block_out = max_block_out
-    st.api.compress_bound = _snappy_n_bound
-    st.api.compress = _snappy_n_compress
-    st.api.decompressed_size = _snappy_n_size
-    st.api.decompress = _snappy_n_decompress
-    return _capsule(&st.api, st, KCODEC_CODEC_THREAD_SAFE, _free_snappy)
+    api.compress_bound = _snappy_n_bound
+    api.compress = _snappy_n_compress
+    api.decompressed_size = _snappy_n_size
+    api.decompress = _snappy_n_decompress
+    return _capsule(api, NULL, KCODEC_CODEC_THREAD_SAFE, _free_snappy)

@@ -69,6 +69,11 @@ _registered: Dict[int, _Entry] = {}
 _plugins: Optional[Dict[str, List[_Entry]]] = None  # name -> entries, sorted
 _plugin_ids: Dict[int, _Entry] = {}  # ids of loaded non-builtin plugins
 _builtin_cache: Dict[int, Codec] = {}
+# get_codec's answers for int ids and names, read without the lock: the builder and the
+# readers look a codec up once per batch, and the full lookup (lock, plugin tables) costs
+# microseconds.  Emptied, under the lock, by every change of what get_codec would answer.
+_resolved: Dict[Union[int, str], Codec] = {}
+_generation = 0
 
 
 def _instantiate(obj: Any) -> Codec:
@@ -149,6 +154,29 @@ def _plugin_for_id(codec_id: int) -> Optional[_Entry]:
 
 def get_codec(key: Union[int, str, "object"]) -> Codec:
     """The active codec for an id, a name or a ``CompressionType``."""
+    # Only plain ids and names are remembered: True equals 1 as a key, and get_codec refuses it.
+    if type(key) is not int and type(key) is not str:
+        return _get_codec(key)
+    found = _resolved.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        generation = _generation
+    codec = _get_codec(key)
+    with _lock:
+        if generation == _generation:
+            _resolved[key] = codec
+    return codec
+
+
+def _changed() -> None:
+    # What get_codec answers may differ from now on (called under the lock).
+    global _generation
+    _generation += 1
+    _resolved.clear()
+
+
+def _get_codec(key: Union[int, str, "object"]) -> Codec:
     with _lock:
         codec_id = _resolve_id(key)
         entry = _registered.get(codec_id)
@@ -205,6 +233,7 @@ def register_codec(codec: Union[Codec, Type[Codec]], *, replace: bool = False) -
                 "pass replace=True to override it")
         impl = f"{type(codec).__module__}:{type(codec).__qualname__}"
         _registered[codec.id] = _Entry(codec.name, impl, "registered", codec=codec)
+        _changed()
     return codec
 
 
@@ -214,6 +243,7 @@ def unregister_codec(key: Union[int, str, "object"]) -> None:
         codec_id = _resolve_id(key)
         if _registered.pop(codec_id, None) is None:
             raise UnsupportedCodecError(f"no codec registered with register_codec for id {codec_id}")
+        _changed()
 
 
 def codecs() -> List[CodecInfo]:
@@ -255,3 +285,4 @@ def _reset_for_tests() -> None:
         _plugins = None
         _plugin_ids.clear()
         _registered.clear()
+        _changed()

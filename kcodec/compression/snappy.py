@@ -3,6 +3,9 @@
 Writing produces exactly what ``SnappyOutputStream`` writes: the 16-byte
 header ``82 53 4e 41 50 50 59 00 | BE32 1 | BE32 1`` and then, for every
 32768 input bytes or fewer, ``BE32 compressed length`` + one raw snappy block.
+The blocks are compressed by kcodec's own C encoder (csrc/kc_snappy.h), which
+chooses the matches libsnappy 1.1.10 (inside snappy-java) chooses: the same
+bytes as Kafka's Java client.
 
 Reading accepts what ``SnappyInputStream`` accepts: the stream above
 (detected by its 8-byte magic only; the version fields are not checked),
@@ -12,9 +15,10 @@ Each block's declared uncompressed length is read before anything is
 decompressed; their sum is checked against ``max_size`` and the output is
 allocated once, at its exact size, and filled in place.
 
-Backend: ``cramjam`` (a dependency of python-snappy 0.7+, and the engine
-python-snappy itself calls); a python-snappy older than 0.7, which carries
-its own C extension, is used when cramjam is absent.
+Library: ``cramjam`` (a dependency of python-snappy 0.7+, and the engine
+python-snappy itself calls) decodes blocks for error reports; a python-snappy
+older than 0.7, which carries its own C extension, compresses and decodes
+block by block when cramjam is absent.
 """
 from __future__ import annotations
 
@@ -60,11 +64,10 @@ class SnappyCodec(_LibraryCodec):
             legacy = import_library("snappy", self.requires, self.name)
             self._use_legacy(legacy)
             return
-        # cramjam compresses each block straight into the frame (kcodec/codec.h's
-        # functions, which decode blocks in C); python-snappy before 0.7 block by block.
+        # kcodec/codec.h's functions compress and decode the blocks in C, choosing the
+        # matches snappy-java's libsnappy chooses; python-snappy before 0.7 block by block.
         self._compress_block = cj.snappy.compress_raw
-        self._capsule = snappy_native_codec(cj.snappy.compress_raw_into,
-                                            cj.snappy.compress_raw_max_len(bytes(SNAPPY_JAVA_BLOCK_SIZE)))
+        self._capsule = snappy_native_codec()
         self._frame = self._native_frame
         self._decompress_into = cj.snappy.decompress_raw_into
         self._errors = (cj.DecompressionError,)
