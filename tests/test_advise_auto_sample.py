@@ -250,7 +250,7 @@ def test_steady_topic_stops_early_and_drifting_one_reads_on(spark, drift, tmp_pa
     assert drifting.sample.stop == "whole" and drifting.sample.rounds >= 3
     assert drifting.sample.chunks == drifting.sample.candidates == whole["drifting"].today.chunks
     assert _ratio(drifting) == next(m for m in whole["drifting"].results if m.label == drifting.sample.setting).ratio
-    assert "sampled (--sample auto, +/-1% at 95%): 1 topics measured whole; 1 within the target after 4 chunks" \
+    assert "sampled (--sample auto, +/-1% at 95%): 1 topic measured whole; 1 topic within the target after 4 chunks" \
         in text
     doc = json.loads((tmp_path / "auto" / "results.json").read_text())
     assert {t["topic"]: t["sample"]["stop"] for t in doc["topics"]} == {"steady": "precision", "drifting": "whole"}
@@ -269,7 +269,7 @@ def test_sample_flags_are_checked(tmp_path):
     from kcodec.advise.job import Options, check_options
 
     for kw, message in ((dict(sample="0.5KiB"), "--sample 0.5KiB: at least 1KiB, or auto"),
-                        (dict(sample="lots"), "--sample lots"),
+                        (dict(sample="lots"), "--sample lots: not auto or a size"),
                         (dict(sample_cap="1KiB", chunk="4MiB"), "--sample-cap 1KiB: at least one --chunk (4MiB)"),
                         (dict(sample_precision=0.0), "--sample-precision 0: a share above 0 and below 1"),
                         (dict(sample_precision=1.5), "--sample-precision 1.5: a share above 0 and below 1")):
@@ -291,6 +291,7 @@ def test_the_estate_says_how_far_sampling_read_in_one_line():
     topics = [topic("a", reach("whole", 3, 0.0)), topic("b", reach("precision", 4, 0.004)),
               topic("c", reach("precision", 16, 0.009)), topic("d", reach("cap", 64, 0.031)),
               topic("e", reach("cap", 64, 0.012)), topic("f", None)]
-    assert sample_line(topics) == ("  sampled (--sample auto, +/-1% at 95%): 1 topics measured whole; 2 within the "
-                                   "target after 4-16 chunks; 2 stopped by --sample-cap (widest +/-3.10%: d)")
+    assert sample_line(topics) == ("  sampled (--sample auto, +/-1% at 95%): 1 topic measured whole; 2 topics within "
+                                   "the target after 4-16 chunks; 2 topics stopped by --sample-cap (widest +/-3.10%: "
+                                   "d)")
     assert sample_line([topic("f", None)]) is None

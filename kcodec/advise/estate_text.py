@@ -44,6 +44,10 @@ def _shared_line(s: SharedSetting, indent: str) -> str:
             f"{money(s.per_topic_saving)} ({money(s.cost)} more)")
 
 
+def _topics(n: int) -> str:
+    return f"{n} topic{'' if n == 1 else 's'}"
+
+
 def sample_line(topics: Sequence[TopicAdvice]) -> Optional[str]:
     """How far --sample auto read, over the estate, in one line; None where it did not sample."""
     reach = [(a.topic, a.sample) for a in topics if a.sample is not None]
@@ -52,13 +56,13 @@ def sample_line(topics: Sequence[TopicAdvice]) -> Optional[str]:
     whole = sum(1 for _, r in reach if r.stop == "whole")
     within = [r for _, r in reach if r.stop == "precision"]
     capped = [(t, r) for t, r in reach if r.stop == "cap"]
-    parts = [f"{whole} topics measured whole"]
+    parts = [f"{_topics(whole)} measured whole"]
     if within:
         lo, hi = min(r.chunks for r in within), max(r.chunks for r in within)
-        parts.append(f"{len(within)} within the target after {lo if lo == hi else f'{lo}-{hi}'} chunks")
+        parts.append(f"{_topics(len(within))} within the target after {lo if lo == hi else f'{lo}-{hi}'} chunks")
     if capped:
         topic, widest = max(capped, key=lambda x: (x[1].half_width, x[0]))
-        parts.append(f"{len(capped)} stopped by --sample-cap (widest +/-{widest.half_width * 100:.2f}%: "
+        parts.append(f"{_topics(len(capped))} stopped by --sample-cap (widest +/-{widest.half_width * 100:.2f}%: "
                      f"{terminal_text(topic)})")
     return f"  sampled (--sample auto, +/-{reach[0][1].target * 100:g}% at 95%): {'; '.join(parts)}"
 

@@ -149,7 +149,7 @@ def check_options(o: Options) -> Checked:
                       _flag("--current-linger-ms", parse_lingers, o.current_linger_ms)[0])
     if not 1 <= current.batch_bytes <= 2 ** 31 - 1:
         raise KcodecError(f"--current-batch-size {o.current_batch_size}: batch.size must be between 1 byte and 2 GiB")
-    sample_bytes = None if str(o.sample).strip().lower() == "auto" else _flag("--sample", parse_size, o.sample)
+    sample_bytes = None if str(o.sample).strip().lower() == "auto" else _flag("--sample", _sample_size, o.sample)
     if sample_bytes is not None and sample_bytes < 1024:
         raise KcodecError(f"--sample {o.sample}: at least 1KiB, or auto")
     chunk_bytes = _flag("--chunk", parse_size, o.chunk)
@@ -246,6 +246,13 @@ def check_options(o: Options) -> Checked:
                    file_defaults=file_defaults, topic_fields=topic_fields, cluster=cluster, buffer_memory=buffer_memory,
                    target=SampleTarget(o.sample_precision, cap_bytes))
 
+
+
+def _sample_size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except (KcodecError, ValueError):
+        raise KcodecError("not auto or a size (examples: auto, 16MiB, 1GB)") from None
 
 
 def _check_master(master: Optional[str], timeout_s: float) -> None:
