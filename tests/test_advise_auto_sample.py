@@ -149,6 +149,13 @@ def test_the_cap_stops_a_topic_larger_than_it():
     assert "--sample-cap reached" in reach.text() and "6 of 6 chunks" in reach.text()
 
 
+def test_the_target_reached_on_the_caps_last_chunks_is_the_target():
+    s = _sampler({"big": 4}, population={"big": 400}, precision=0.05)
+    s.next_round()
+    reach = s.settle("big", "lz4", [100, 101, 99, 100], [50, 50, 50, 50])
+    assert (reach.stop, reach.chunks) == ("precision", 4)
+
+
 def test_a_cap_of_one_chunk_tells_no_interval():
     s = _sampler({"big": 1}, population={"big": 50})
     s.next_round()

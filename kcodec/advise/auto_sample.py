@@ -186,10 +186,10 @@ class AutoSampler(Generic[U]):
         half = ratio_interval(plain, stored, population)
         if n >= population:
             stop = "whole"
+        elif half <= self.target.precision:  # reached on the cap's last chunks too: the target stopped it
+            stop = "precision"
         elif n >= total:
             stop = "cap"
-        elif half <= self.target.precision:
-            stop = "precision"
         else:
             return None
         sampled = sum(self.size(u) for u in self.candidates[topic][:n])
