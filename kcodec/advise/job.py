@@ -32,7 +32,7 @@ from kcodec.advise.grid import (
     parse_share,
     parse_size,
 )
-from kcodec.advise.inputs import Sampling, Source, open_inputs
+from kcodec.advise.inputs import RoundSampledSource, Sampling, Source, open_inputs
 from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_memory
 from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
@@ -414,15 +414,17 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         return _collect(rows, label, spark, c.plan, o.progress)
 
     reach: Dict[str, object] = {}
-    if c.sample_bytes is None and c.plan.samples_in_rounds:
-        table, reach = _measure_in_rounds(spark, c, o, sampling, measure, today)
+    if c.sample_bytes is None and isinstance(c.plan, RoundSampledSource):
+        table, reach = _measure_in_rounds(spark, c.plan, c, o, sampling, measure, today)
         n_chunks = sum(r.chunks for r in reach.values())
     else:
         chunks, n_chunks = c.plan.chunks(spark, sampling)
         table = measure(chunks, "measuring chunks")
     if table.num_rows == 0:
         raise KcodecError(f"{c.plan.description}: no records to measure")
-    measured = int(sum(1 for s in table["setting"].to_pylist() if s == TODAY))
+    import pyarrow.compute as pc
+
+    measured = int(pc.sum(pc.equal(table["setting"], TODAY)).as_py() or 0)
     aggregates = aggregate_rows(table)
     tails = c.plan.tail_notes(spark, sorted(aggregates))
     advice: List[TopicAdvice] = []
@@ -526,12 +528,13 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
-def _measure_in_rounds(spark, c: Checked, o: Options, sampling: Sampling, measure, today: Optional[Setting]):
+def _measure_in_rounds(spark, plan: RoundSampledSource, c: Checked, o: Options, sampling: Sampling, measure,
+                       today: Optional[Setting]):
     """``--sample auto``: rounds of chunks until each topic's recommended setting's ratio is known
     (:mod:`kcodec.advise.auto_sample`); every measured row, and each topic's reach."""
     import pyarrow as pa
 
-    candidates, population = c.plan.sample_candidates(c.target.cap_bytes)
+    candidates, population = plan.sample_candidates(c.target.cap_bytes)
     ordered = {t: nested_order(us, lambda u: u.partition, lambda u: u.chunk) for t, us in candidates.items()}
     sampler = AutoSampler(ordered, population, lambda u: u.size, c.target)
     tables = []
@@ -540,7 +543,7 @@ def _measure_in_rounds(spark, c: Checked, o: Options, sampling: Sampling, measur
         if not chunks:
             break
         label = "measuring chunks" + (f", round {sampler.rounds}" if sampler.rounds > 1 else "")
-        tables.append(measure(c.plan.read_sampled(spark, sampling, chunks), label))
+        tables.append(measure(plan.read_sampled(spark, sampling, chunks), label))
         table = pa.concat_tables(tables)
         aggregates = aggregate_rows(table)
         for topic in sampler.open_topics:
@@ -571,7 +574,7 @@ def _sample_text(c: Checked, o: Options) -> str:
         return "all records"
     if c.sample_bytes is not None:
         return o.sample
-    if not c.plan.samples_in_rounds:
+    if not isinstance(c.plan, RoundSampledSource):
         return (f"{CLUSTER_SAMPLE} (--sample auto reads a live cluster at a fixed size: its topics' sizes are not "
                 f"known before a fetch; give --sample SIZE to change it)")
     return (f"auto: chunks spread over partitions and time until the recommended setting's ratio is known to "

@@ -19,12 +19,12 @@ from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
 from kcodec.advise.inputs.logs import ChunkRange, LogSource, plan_sample, read_chunks
 from kcodec.advise.inputs.records import RecordSource
 from kcodec.advise.inputs.sample import SampleSource
-from kcodec.advise.inputs.source import Sampling, Source
+from kcodec.advise.inputs.source import RoundSampledSource, Sampling, Source
 from kcodec.errors import KcodecError
 from kcodec.storage import Storage, resolve
 
-__all__ = ["CHUNK_DDL", "ChunkRange", "Sampling", "Source", "check_inputs", "chunk_batch", "open_inputs",
-           "plan_sample", "read_chunks"]
+__all__ = ["CHUNK_DDL", "ChunkRange", "RoundSampledSource", "Sampling", "Source", "check_inputs", "chunk_batch",
+           "open_inputs", "plan_sample", "read_chunks"]
 
 RECORD_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
 

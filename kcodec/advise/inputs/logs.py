@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
-from kcodec.advise.inputs.source import Sampling, Source
+from kcodec.advise.inputs.source import RoundSampledSource, Sampling
 from kcodec.errors import KcodecError
 from kcodec.storage import resolve
 
@@ -45,11 +45,9 @@ class ChunkRange:
         return self.end - self.start
 
 
-class LogSource(Source):
+class LogSource(RoundSampledSource):
     """Log directories (paths or URLs), each listed once: every range of every segment, each topic's
     stored bytes and time span, and where each partition's last batch could be cut short."""
-
-    samples_in_rounds = True
 
     def __init__(self, paths: Sequence[str], listings: Sequence[Any], chunk_bytes: int,
                  storage_options: Optional[Dict[str, Any]] = None) -> None:

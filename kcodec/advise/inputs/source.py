@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from kcodec.advise.grid import Setting
 from kcodec.errors import KcodecError
 
-__all__ = ["Source", "Sampling", "ReplayedSource", "compile_topics"]
+__all__ = ["Source", "Sampling", "ReplayedSource", "RoundSampledSource", "compile_topics"]
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,6 @@ class Source(ABC):
     real_time = True
     #: its topic names were checked where they were read (log folders, the generated sample)
     topic_names_checked = True
-    #: every chunk of every topic is listed before reading, with its size: --sample auto reads it in rounds
-    samples_in_rounds = False
 
     def __init__(self, description: str, storage_options: Optional[Dict[str, Any]] = None) -> None:
         self.description = description
@@ -117,16 +115,6 @@ class Source(ABC):
     def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
         """The chunk DataFrame of the sample, and how many chunks it holds where known before Spark runs."""
 
-    def sample_candidates(self, cap_bytes: int) -> Tuple[Dict[str, List[Any]], Dict[str, int]]:
-        """For ``--sample auto``: each topic's candidate chunks (at most ``cap_bytes``, spread over its
-        partitions and time; each with ``topic``, ``partition``, ``chunk`` and ``size``) and how many
-        chunks the whole topic has. Only inputs that :attr:`samples_in_rounds`."""
-        raise NotImplementedError(f"{self.description} is not sampled in rounds")
-
-    def read_sampled(self, spark, sampling: Sampling, chunks: Sequence[Any]):
-        """The chunk DataFrame of some of :meth:`sample_candidates`'s chunks."""
-        raise NotImplementedError(f"{self.description} is not sampled in rounds")
-
     # -- --write ----------------------------------------------------------------------------------
     def check_write(self, out: str) -> None:
         """Refuse ``--write`` before Spark starts when this input cannot be written."""
@@ -134,6 +122,20 @@ class Source(ABC):
     @abstractmethod
     def write_records(self, spark, sampling: Sampling):
         """The records ``--write`` rewrites: every topic of the input, with its ``topic`` column."""
+
+
+class RoundSampledSource(Source):
+    """An input whose every chunk of every topic is listed, with its size, before reading:
+    ``--sample auto`` reads it in rounds (:mod:`kcodec.advise.auto_sample`)."""
+
+    @abstractmethod
+    def sample_candidates(self, cap_bytes: int) -> Tuple[Dict[str, List[Any]], Dict[str, int]]:
+        """Each topic's candidate chunks (at most ``cap_bytes``, spread over its partitions and time; each
+        with ``topic``, ``partition``, ``chunk`` and ``size``) and how many chunks the whole topic has."""
+
+    @abstractmethod
+    def read_sampled(self, spark, sampling: Sampling, chunks: Sequence[Any]):
+        """The chunk DataFrame of some of :meth:`sample_candidates`'s chunks."""
 
 
 class ReplayedSource(Source):
