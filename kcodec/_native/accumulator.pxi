@@ -51,6 +51,8 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
     cdef Py_ssize_t n = next_size.shape[0]
     # A BatchRatios is asked without a Python call per batch: the replay asks tens of thousands of them.
     cdef BatchRatios ratios = close if isinstance(close, BatchRatios) else None
+    if ratios is not None:
+        ratios.sizer.mark_ns = _thread_ns()
     cdef double observed
     if cum.shape[0] != n + 1 or upper.shape[0] != n:
         raise ValueError("replay_cuts: cum needs one value more than the records, upper one per record")
@@ -104,6 +106,9 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
     return out[:count + 1], est
 
 
+cdef class BatchBodies
+
+
 cdef class BatchSizer:
     """The size of records ``a:b`` of Arrow columns as one compressed v2 batch, without making the batch.
 
@@ -122,6 +127,10 @@ cdef class BatchSizer:
     cdef Py_ssize_t records_cap
     cdef uint8_t *frame
     cdef Py_ssize_t frame_cap
+    # The thread CPU clock where the work of the next kept batch began: the end of the last one, or
+    # the start of the call that asks for more.  One clock reading per batch, as a reading costs
+    # about half a microsecond, a tenth of a small batch's compression.
+    cdef int64_t mark_ns
 
     def __cinit__(self, Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps):
         cdef const int64_t[::1] ts = timestamps
@@ -164,17 +173,15 @@ cdef class BatchSizer:
         cap[0] = want
         return 0
 
-    def batch_size(self, Py_ssize_t a, Py_ssize_t b, NativeCodec codec, int level) -> int:
-        """Bytes of records ``a:b`` as one v2 batch compressed by ``codec`` at ``level``."""
+    cdef int64_t _encode(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        # records a:b's region into self.records: its length
         if not (0 <= a < b <= self.n):
             raise ValueError(f"BatchSizer: records {a}:{b} of {self.n}")
         cdef Py_ssize_t i, j, h0, h1
         cdef int32_t kl, vl, hkl, hc
-        cdef int64_t hs, body, total = 0, bound, written
+        cdef int64_t hs, body, total = 0
         cdef int64_t first_ts = self.ts[a]
         cdef Py_ssize_t bad = -1
-        cdef char err[256]
-        err[0] = 0
         with nogil:
             for i in range(a, b):
                 kl = kc_col_len(&self.ck, i) if self.has_key else -1
@@ -202,6 +209,14 @@ cdef class BatchSizer:
         with nogil:
             kc_encode_rows(self.records, a, b, self.bodies, &self.ck, self.has_key, &self.cv, &self.chl,
                            self.has_h, &self.chk, &self.chv, self.ts, first_ts, NULL, 0, a)
+        return total
+
+    def batch_size(self, Py_ssize_t a, Py_ssize_t b, NativeCodec codec, int level) -> int:
+        """Bytes of records ``a:b`` as one v2 batch compressed by ``codec`` at ``level``."""
+        cdef int64_t total = self._encode(a, b), bound, written
+        cdef char err[256]
+        err[0] = 0
+        with nogil:
             bound = codec.api.compress_bound(codec.api.state, total, level, 2)
         if bound < 0:
             raise codec._error(bound, err, True)
@@ -212,42 +227,185 @@ cdef class BatchSizer:
             raise codec._error(written if written < 0 else KCODEC_CODEC_DST_TOO_SMALL, err, True)
         return KC_BATCH_OVERHEAD + written
 
+    cdef Py_ssize_t keep_body(self, Py_ssize_t a, Py_ssize_t b, BatchBodies into) except -1:
+        """Records ``a:b`` compressed into ``into``, timed: the index of its body there."""
+        cdef int64_t total, bound, written, now
+        cdef char err[256]
+        err[0] = 0
+        total = self._encode(a, b)
+        with nogil:
+            bound = into.codec.api.compress_bound(into.codec.api.state, total, into.level, 2)
+        if bound < 0:
+            raise into.codec._error(bound, err, True)
+        into._room(bound)
+        with nogil:
+            written = into.codec.call_compress(self.records, total, into.arena + into.used, bound, into.level, 2,
+                                               err, sizeof(err))
+        if written < 0 or written > bound:
+            raise into.codec._error(written if written < 0 else KCODEC_CODEC_DST_TOO_SMALL, err, True)
+        now = _thread_ns()
+        written = into._add(a, b, written, now - self.mark_ns)
+        self.mark_ns = now
+        return written
+
+
+cdef inline int64_t _thread_ns() noexcept nogil:
+    # this thread's CPU time: what a build costs, whatever else the machine runs
+    cdef timespec t
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+    return <int64_t>t.tv_sec * 1000000000 + t.tv_nsec
+
+
+cdef struct _Body:
+    int64_t off       # in the arena
+    int64_t len       # of the compressed records region
+    int64_t cost_ns   # thread CPU time of encoding and compressing it
+
+
+cdef class BatchBodies:
+    """The compressed records regions of the batches one native codec and level made of a chunk's records.
+
+    Java's ratio estimate needs each batch compressed as it closes, and the build needs the same
+    batches compressed: kept here, each batch is encoded and compressed once, and the build frames
+    what the replay made.  Each body keeps the thread CPU time its encoding and compression took,
+    so a build from kept bodies costs what building them would, measured when they were made.
+    """
+    cdef readonly NativeCodec codec
+    cdef readonly int level
+    cdef readonly int64_t stride   # records + 1: a range a:b is keyed a * stride + b
+    cdef dict index
+    cdef uint8_t *arena
+    cdef Py_ssize_t used, cap
+    cdef _Body *v
+    cdef Py_ssize_t count, vcap
+
+    def __cinit__(self, NativeCodec codec, int level, int64_t records):
+        self.codec, self.level, self.stride = codec, level, records + 1
+        self.index = {}
+
+    def __dealloc__(self):
+        free(self.arena)
+        free(self.v)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the kept bodies take."""
+        return self.used
+
+    cdef int _room(self, int64_t want) except -1:
+        cdef uint8_t *p
+        cdef Py_ssize_t cap
+        if self.used + want <= self.cap:
+            return 0
+        cap = max(self.used + want, 2 * self.cap, 65536)
+        p = <uint8_t *>realloc(self.arena, cap)
+        if p == NULL:
+            raise MemoryError()
+        self.arena, self.cap = p, cap
+        return 0
+
+    cdef Py_ssize_t _add(self, int64_t a, int64_t b, int64_t length, int64_t cost_ns) except -1:
+        cdef _Body *p
+        cdef Py_ssize_t vcap
+        if self.count == self.vcap:
+            vcap = max(2 * self.vcap, 1024)
+            p = <_Body *>realloc(self.v, vcap * sizeof(_Body))
+            if p == NULL:
+                raise MemoryError()
+            self.v, self.vcap = p, vcap
+        self.v[self.count].off = self.used
+        self.v[self.count].len = length
+        self.v[self.count].cost_ns = cost_ns
+        self.used += length
+        self.index[a * self.stride + b] = self.count
+        self.count += 1
+        return self.count - 1
+
+    cdef Py_ssize_t body(self, BatchSizer sizer, int64_t a, int64_t b) except -1:
+        """The index of records ``a:b``'s body, made now if no replay made it."""
+        got = self.index.get(a * self.stride + b)
+        return sizer.keep_body(a, b, self) if got is None else <Py_ssize_t>got
+
+    def batch_size(self, BatchSizer sizer, Py_ssize_t a, Py_ssize_t b) -> int:
+        """Bytes of records ``a:b`` as one batch (``BatchSizer.batch_size``), its body kept."""
+        if not (0 <= a < b < self.stride):
+            raise ValueError(f"BatchBodies: records {a}:{b} of {self.stride - 1}")
+        sizer.mark_ns = _thread_ns()
+        return KC_BATCH_OVERHEAD + self.v[self.body(sizer, a, b)].len
+
+    def frame(self, BatchSizer sizer, const int64_t[::1] starts, int16_t attributes):
+        """(batches, CPU seconds): one v2 batch per ``starts[i]:starts[i+1]``, framed from the kept bodies.
+
+        The batches are ``compressed_batch_list``'s of ``encode_columnar`` with these cuts, byte for
+        byte.  The CPU seconds are the bodies' encoding and compression, each timed when it was
+        made, and this call's framing.
+        """
+        cdef Py_ssize_t nb = starts.shape[0] - 1, k, idx
+        cdef int64_t a, b, i, max_ts, t0 = _thread_ns(), made = 0, used = 0
+        cdef Py_ssize_t before
+        cdef bytes batch
+        cdef uint8_t *q
+        cdef list out = []
+        if nb < 0 or (nb > 0 and (starts[0] != 0 or starts[nb] != self.stride - 1)):
+            raise ValueError("BatchBodies.frame: starts run from 0 to the record count")
+        sizer.mark_ns = t0
+        for k in range(nb):
+            a, b = starts[k], starts[k + 1]
+            if not (a < b):
+                raise ValueError("BatchBodies.frame: starts must increase")
+            before = self.count
+            idx = self.body(sizer, a, b)
+            if self.count != before:
+                made += self.v[idx].cost_ns
+            used += self.v[idx].cost_ns
+            batch = PyBytes_FromStringAndSize(NULL, KC_BATCH_OVERHEAD + self.v[idx].len)
+            q = <uint8_t *>PyBytes_AS_STRING(batch)
+            max_ts = sizer.ts[a]
+            for i in range(a + 1, b):
+                if sizer.ts[i] > max_ts:
+                    max_ts = sizer.ts[i]
+            memcpy(q + KC_BATCH_OVERHEAD, self.arena + self.v[idx].off, self.v[idx].len)
+            _write_batch(q, self.v[idx].len, a, <int32_t>(b - 1 - a), sizer.ts[a], max_ts, <int32_t>(b - a),
+                         attributes, -1, -1, -1, -1)
+            out.append(batch)
+        # the bodies made here are timed in their own costs; the rest of this call is framing
+        return out, (used + (_thread_ns() - t0 - made)) * 1e-9
+
 
 cdef class BatchRatios:
     """Java's observed ratio of records ``a:b`` built as one batch by one native codec at one level.
 
-    ``(batch bytes - overhead) / (ends[b] - ends[a])``, each range's batch sized once by
-    ``sizer`` and kept in ``sizes`` (keyed ``a * (n + 1) + b``, shared with whoever else sizes
-    ranges of this codec and level).  Callable as ``close(a, b)``; ``replay_cuts`` asks it
-    without a Python call, since warming up and replaying one chunk asks tens of thousands.
+    ``(batch bytes - overhead) / (ends[b] - ends[a])``, each range's batch made once by ``sizer``
+    and kept in ``bodies`` (shared with whoever else sizes or builds ranges of this codec and
+    level).  Callable as ``close(a, b)``; ``replay_cuts`` asks it without a Python call, since
+    warming up and replaying one chunk asks tens of thousands.
     """
-    cdef object sizer
-    cdef NativeCodec codec
-    cdef int level
+    cdef BatchSizer sizer
+    cdef BatchBodies bodies
     cdef const int64_t[::1] ends
-    cdef dict sizes
     cdef int64_t stride
     cdef int64_t overhead
 
-    def __cinit__(self, sizer, NativeCodec codec, int level, const int64_t[::1] ends, dict sizes,
-                  int64_t overhead):
+    def __cinit__(self, BatchSizer sizer, BatchBodies bodies, const int64_t[::1] ends, int64_t overhead):
         if ends.shape[0] < 1:
             raise ValueError("BatchRatios: ends start at 0, one more than the records")
-        self.sizer, self.codec, self.level, self.ends, self.sizes = sizer, codec, level, ends, sizes
+        if bodies.stride != ends.shape[0]:
+            raise ValueError("BatchRatios: the bodies' records are not the ends' records")
+        self.sizer, self.bodies, self.ends = sizer, bodies, ends
         self.stride = ends.shape[0]
         self.overhead = overhead
 
     cdef double ratio(self, int64_t a, int64_t b) except? -1.0:
         if not (0 <= a < b < self.stride):
             raise ValueError(f"BatchRatios: records {a}:{b} of {self.stride - 1}")
-        key = a * self.stride + b
-        size = self.sizes.get(key)
-        if size is None:
-            size = self.sizer.batch_size(a, b, self.codec, self.level)
-            self.sizes[key] = size
+        cdef int64_t size = KC_BATCH_OVERHEAD + self.bodies.v[self.bodies.body(self.sizer, a, b)].len
         cdef int64_t raw = self.ends[b] - self.ends[a]
         # the Python reading's true division of two exact integers: the same double
-        return <double>(<int64_t>size - self.overhead) / <double>(raw if raw > 1 else 1)
+        return <double>(size - self.overhead) / <double>(raw if raw > 1 else 1)
 
     def __call__(self, int64_t a, int64_t b) -> float:
+        self.sizer.mark_ns = _thread_ns()
         return self.ratio(a, b)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
-from kcodec._native.columnar import BatchRatios, BatchSizer, compressed_batch_list, encode_columnar
+from kcodec._native.columnar import BatchBodies, BatchRatios, BatchSizer, compressed_batch_list, encode_columnar
 from kcodec._native.native_codec import native_of
 
 __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
@@ -128,9 +128,27 @@ class BatchEncoder:
         if hdrs is not None and hdrs.null_count < n:
             self.hdrs, self.hkey, self.hval = header_specs(hdrs, refuse_null_entries=False)
         self.ts = np.ascontiguousarray(timestamps_ms(column(table, "timestamp"), n), dtype=np.int64)
-        # per codec and level: batch bytes of records a:b, keyed a * (n + 1) + b (BatchRatios shares them)
+        # per native codec and level: the compressed batches the replay and the builds made (BatchRatios
+        # shares them); per other codec: batch bytes of records a:b, keyed a * (n + 1) + b
+        self._bodies: Dict[Tuple[str, Any], BatchBodies] = {}
         self._sizes: Dict[Tuple[str, Any], Dict[int, int]] = {}
         self._sizer = BatchSizer(n, self.key, self.value, self.hdrs, self.hkey, self.hval, self.ts)
+
+    def _kept(self, codec: str, level) -> Optional[BatchBodies]:
+        """The kept batches of a native codec and level, or None for a codec without a native capsule."""
+        got = self._bodies.get((codec, level))
+        if got is None:
+            c, lvl = _codec(codec, level)
+            native = native_of(c) if c.id != 0 else None
+            if native is None:
+                return None
+            got = self._bodies[(codec, level)] = BatchBodies(native, 0 if lvl is None else lvl, self.n)
+        return got
+
+    def forget(self, codec: str, level) -> None:
+        """Let go of the batches kept for ``codec``/``level`` (they are made again if asked for)."""
+        self._bodies.pop((codec, level), None)
+        self._sizes.pop((codec, level), None)
 
     def batch_bytes(self, a: int, b: int, codec: str, level) -> int:
         """The size of records ``a:b`` as one batch, built once per codec and level.
@@ -138,16 +156,14 @@ class BatchEncoder:
         The replay asks again and again: warming Java's ratio estimate replays the same records in
         rounds, and the settings of one codec and level cut many of the same batches.
         """
+        kept = self._kept(codec, level)
+        if kept is not None:
+            return kept.batch_size(self._sizer, a, b)
         sizes = self._sizes.setdefault((codec, level), {})
         key = a * (self.n + 1) + b
         size = sizes.get(key)
         if size is None:
-            c, lvl = _codec(codec, level)
-            native = native_of(c) if c.id != 0 else None
-            # A native codec sizes the batch without making it; another builds it.
-            size = (self._sizer.batch_size(a, b, native, 0 if lvl is None else lvl) if native is not None
-                    else len(self.batch(a, b, codec, level)))
-            sizes[key] = size
+            size = sizes[key] = len(self.batch(a, b, codec, level))
         return size
 
     def ratios(self, codec: str, level, ends: np.ndarray, overhead: int) -> Callable[[int, int], float]:
@@ -157,18 +173,29 @@ class BatchEncoder:
         For a native codec it is a :class:`BatchRatios`, which the native replay asks without a
         Python call per batch.
         """
-        c, lvl = _codec(codec, level)
-        native = native_of(c) if c.id != 0 else None
         ends = np.ascontiguousarray(ends, dtype=np.int64)
-        if native is not None and len(ends) == self.n + 1:
-            return BatchRatios(self._sizer, native, 0 if lvl is None else lvl, ends,
-                               self._sizes.setdefault((codec, level), {}), overhead)
+        kept = self._kept(codec, level)
+        if kept is not None and len(ends) == self.n + 1:
+            return BatchRatios(self._sizer, kept, ends, overhead)
         bounds = ends.tolist()
 
         def ratio(a: int, b: int) -> float:
             return (self.batch_bytes(a, b, codec, level) - overhead) / max(1, bounds[b] - bounds[a])
 
         return ratio
+
+    def framed(self, starts: np.ndarray, codec: str, level) -> Optional[Tuple[List[bytes], float]]:
+        """(batches, CPU seconds) of :meth:`build`'s batches, made from the batches the replay kept.
+
+        Java's ratio estimate made each batch its replay closed, so the build frames those instead
+        of compressing them again; each kept batch's encoding and compression was timed as it was
+        made.  None for a codec without a native capsule, or without compression.
+        """
+        kept = self._kept(codec, level) if codec != "none" else None
+        if kept is None:
+            return None
+        c, _ = _codec(codec, level)
+        return kept.frame(self._sizer, np.ascontiguousarray(starts, dtype=np.int64), c.id)
 
     @staticmethod
     def _slice(spec, a: int, b: int):

@@ -157,7 +157,10 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     rows = [_row(topic, partition, chunk, TODAY, None, n, payload, plain, len(prof.starts) - 1, prof.stored_bytes,
                  compress_today, read_today, **calibration, **prof.fields())]
     reads: Dict[Tuple, CpuTime] = {}
-    for s in settings:
+    # a codec and level's kept batches are let go after its last setting: a chunk's batches of every
+    # codec and level at once would hold several times the chunk
+    last = {(s.codec, s.level): i for i, s in enumerate(settings)}
+    for i, s in enumerate(settings):
         min_s = _min_seconds(cpu_cost, s.codec, s.level)
         built = [p.build(s, min_s) for p in replays]
         # Settings whose replays cut alike build the same batches: built, read and timed once.
@@ -168,6 +171,9 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
             read = reads[key] = measure_read(batches, min_seconds=min_s)
         rows.append(_row(topic, partition, chunk, s.label, s, n, payload, plain, sum(b.count for b in built),
                          sum(b.stored for b in built), _sum([b.seconds for b in built]), read))
+        if last[(s.codec, s.level)] == i:
+            for p in replays:
+                p.encoder.forget(s.codec, s.level)
     return rows
 
 
@@ -224,7 +230,14 @@ class _Producer:
         key = (s.codec, s.level, starts.tobytes())
         got = self._built.get(key)
         if got is None:
-            batches, cs = measure_build(self.encoder, starts, s.codec, s.level, min_seconds=min_seconds)
+            # A bill taken from measurements times the build on its own, repeated until long enough to
+            # time; otherwise the batches Java's estimate already made are framed, not made again.
+            framed = self.encoder.framed(starts, s.codec, s.level) if min_seconds == 0 else None
+            if framed is None:
+                batches, cs = measure_build(self.encoder, starts, s.codec, s.level, min_seconds=min_seconds)
+            else:
+                batches, seconds = framed
+                cs = CpuTime(seconds, 0.0, 1, seconds)
             got = self._built[key] = _Built(key, len(batches), sum(len(b) for b in batches), cs)
             self._fresh = (key, batches)
         return got
