@@ -48,11 +48,23 @@ def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int6
     ``close(a, b)``, when not None, is called as each batch closes and returns its ratio, which
     updates the estimate when ``learns``.
     """
-    cdef Py_ssize_t n = next_size.shape[0]
     # A BatchRatios is asked without a Python call per batch: the replay asks tens of thousands of them.
     cdef BatchRatios ratios = close if isinstance(close, BatchRatios) else None
     if ratios is not None:
-        ratios.sizer.mark_ns = _thread_ns()
+        ratios.sizer.begin(ratios.bodies)
+    try:
+        return _replay_cuts(cum, next_size, upper, arrival, closes, batch_size, overhead, estimated, learns,
+                            max_records, estimate, close, ratios)
+    finally:
+        if ratios is not None:
+            ratios.sizer.end()
+
+
+cdef tuple _replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int64_t[::1] upper,
+                        const double[::1] arrival, const double[::1] closes, int64_t batch_size, int64_t overhead,
+                        bint estimated, bint learns, int64_t max_records, double estimate, object close,
+                        BatchRatios ratios):
+    cdef Py_ssize_t n = next_size.shape[0]
     cdef double observed
     if cum.shape[0] != n + 1 or upper.shape[0] != n:
         raise ValueError("replay_cuts: cum needs one value more than the records, upper one per record")
@@ -127,10 +139,13 @@ cdef class BatchSizer:
     cdef Py_ssize_t records_cap
     cdef uint8_t *frame
     cdef Py_ssize_t frame_cap
-    # The thread CPU clock where the work of the next kept batch began: the end of the last one, or
-    # the start of the call that asks for more.  One clock reading per batch, as a reading costs
-    # about half a microsecond, a tenth of a small batch's compression.
-    cdef int64_t mark_ns
+    # A thread CPU clock reading costs a system call (about half a microsecond, a third of a small
+    # lz4 batch), so each kept batch is timed on the monotonic clock (no system call) and the calls
+    # that make batches read the thread CPU clock once each: at the end of such a call its batches'
+    # times are scaled by the call's CPU time over its wall time.
+    cdef int64_t cpu0, wall0
+    cdef BatchBodies group
+    cdef Py_ssize_t group_first
 
     def __cinit__(self, Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps):
         cdef const int64_t[::1] ts = timestamps
@@ -227,9 +242,30 @@ cdef class BatchSizer:
             raise codec._error(written if written < 0 else KCODEC_CODEC_DST_TOO_SMALL, err, True)
         return KC_BATCH_OVERHEAD + written
 
+    cdef void begin(self, BatchBodies into) noexcept:
+        """A call that may make batches into ``into`` starts: the clocks are read."""
+        self.group, self.group_first = into, into.count
+        self.cpu0, self.wall0 = _thread_ns(), _wall_ns()
+
+    cdef void end(self) noexcept:
+        """The call ends: the batches it made are given their share of its thread CPU time."""
+        cdef BatchBodies g = self.group
+        cdef int64_t cpu = _thread_ns() - self.cpu0, wall = _wall_ns() - self.wall0
+        cdef double scale = <double>cpu / <double>wall if wall > 0 else 1.0
+        cdef Py_ssize_t i
+        if g is None:
+            return
+        if scale > 1.0:   # CPU time never exceeds this thread's wall time; the clocks' granularity can
+            scale = 1.0
+        for i in range(self.group_first, g.count):
+            g.v[i].cost_ns = <int64_t>(<double>g.v[i].cost_ns * scale)
+        self.group = None
+
     cdef Py_ssize_t keep_body(self, Py_ssize_t a, Py_ssize_t b, BatchBodies into) except -1:
-        """Records ``a:b`` compressed into ``into``, timed: the index of its body there."""
-        cdef int64_t total, bound, written, now
+        """Records ``a:b`` compressed into ``into``, timed: the index of its body there.
+
+        Its time is wall time until the call that asked for it ends (``end``)."""
+        cdef int64_t total, bound, written, t0 = _wall_ns()
         cdef char err[256]
         err[0] = 0
         total = self._encode(a, b)
@@ -243,10 +279,13 @@ cdef class BatchSizer:
                                                err, sizeof(err))
         if written < 0 or written > bound:
             raise into.codec._error(written if written < 0 else KCODEC_CODEC_DST_TOO_SMALL, err, True)
-        now = _thread_ns()
-        written = into._add(a, b, written, now - self.mark_ns)
-        self.mark_ns = now
-        return written
+        return into._add(a, b, written, _wall_ns() - t0)
+
+
+cdef inline int64_t _wall_ns() noexcept nogil:
+    cdef timespec t
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return <int64_t>t.tv_sec * 1000000000 + t.tv_nsec
 
 
 cdef inline int64_t _thread_ns() noexcept nogil:
@@ -333,46 +372,57 @@ cdef class BatchBodies:
         """Bytes of records ``a:b`` as one batch (``BatchSizer.batch_size``), its body kept."""
         if not (0 <= a < b < self.stride):
             raise ValueError(f"BatchBodies: records {a}:{b} of {self.stride - 1}")
-        sizer.mark_ns = _thread_ns()
-        return KC_BATCH_OVERHEAD + self.v[self.body(sizer, a, b)].len
+        sizer.begin(self)
+        try:
+            return KC_BATCH_OVERHEAD + self.v[self.body(sizer, a, b)].len
+        finally:
+            sizer.end()
 
     def frame(self, BatchSizer sizer, const int64_t[::1] starts, int16_t attributes):
-        """(batches, CPU seconds): one v2 batch per ``starts[i]:starts[i+1]``, framed from the kept bodies.
+        """(batches, count, CPU seconds): one v2 batch per ``starts[i]:starts[i+1]``, framed from the kept
+        bodies one after another in one ``bytes``.
 
         The batches are ``compressed_batch_list``'s of ``encode_columnar`` with these cuts, byte for
         byte.  The CPU seconds are the bodies' encoding and compression, each timed when it was
         made, and this call's framing.
         """
-        cdef Py_ssize_t nb = starts.shape[0] - 1, k, idx
-        cdef int64_t a, b, i, max_ts, t0 = _thread_ns(), made = 0, used = 0
-        cdef Py_ssize_t before
-        cdef bytes batch
+        cdef Py_ssize_t nb = starts.shape[0] - 1, k, first
+        cdef int64_t a, b, i, max_ts, t0, made = 0, used = 0, total = 0
         cdef uint8_t *q
-        cdef list out = []
         if nb < 0 or (nb > 0 and (starts[0] != 0 or starts[nb] != self.stride - 1)):
             raise ValueError("BatchBodies.frame: starts run from 0 to the record count")
-        sizer.mark_ns = t0
-        for k in range(nb):
-            a, b = starts[k], starts[k + 1]
-            if not (a < b):
-                raise ValueError("BatchBodies.frame: starts must increase")
-            before = self.count
-            idx = self.body(sizer, a, b)
-            if self.count != before:
-                made += self.v[idx].cost_ns
-            used += self.v[idx].cost_ns
-            batch = PyBytes_FromStringAndSize(NULL, KC_BATCH_OVERHEAD + self.v[idx].len)
-            q = <uint8_t *>PyBytes_AS_STRING(batch)
-            max_ts = sizer.ts[a]
-            for i in range(a + 1, b):
-                if sizer.ts[i] > max_ts:
-                    max_ts = sizer.ts[i]
-            memcpy(q + KC_BATCH_OVERHEAD, self.arena + self.v[idx].off, self.v[idx].len)
-            _write_batch(q, self.v[idx].len, a, <int32_t>(b - 1 - a), sizer.ts[a], max_ts, <int32_t>(b - a),
-                         attributes, -1, -1, -1, -1)
-            out.append(batch)
+        idx_arr = np.empty(max(nb, 1), dtype=np.intp)
+        cdef Py_ssize_t[::1] idx = idx_arr
+        sizer.begin(self)
+        first = self.count
+        try:
+            t0 = sizer.cpu0
+            for k in range(nb):
+                a, b = starts[k], starts[k + 1]
+                if not (a < b):
+                    raise ValueError("BatchBodies.frame: starts must increase")
+                idx[k] = self.body(sizer, a, b)
+                total += KC_BATCH_OVERHEAD + self.v[idx[k]].len
+        finally:
+            sizer.end()
+        for k in range(first, self.count):
+            made += self.v[k].cost_ns
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+        q = <uint8_t *>PyBytes_AS_STRING(out)
+        with nogil:
+            for k in range(nb):
+                a, b = starts[k], starts[k + 1]
+                used += self.v[idx[k]].cost_ns
+                max_ts = sizer.ts[a]
+                for i in range(a + 1, b):
+                    if sizer.ts[i] > max_ts:
+                        max_ts = sizer.ts[i]
+                memcpy(q + KC_BATCH_OVERHEAD, self.arena + self.v[idx[k]].off, self.v[idx[k]].len)
+                _write_batch(q, self.v[idx[k]].len, a, <int32_t>(b - 1 - a), sizer.ts[a], max_ts, <int32_t>(b - a),
+                             attributes, -1, -1, -1, -1)
+                q += KC_BATCH_OVERHEAD + self.v[idx[k]].len
         # the bodies made here are timed in their own costs; the rest of this call is framing
-        return out, (used + (_thread_ns() - t0 - made)) * 1e-9
+        return out, nb, (used + (_thread_ns() - t0 - made)) * 1e-9
 
 
 cdef class BatchRatios:
@@ -407,5 +457,8 @@ cdef class BatchRatios:
         return <double>(size - self.overhead) / <double>(raw if raw > 1 else 1)
 
     def __call__(self, int64_t a, int64_t b) -> float:
-        self.sizer.mark_ns = _thread_ns()
-        return self.ratio(a, b)
+        self.sizer.begin(self.bodies)
+        try:
+            return self.ratio(a, b)
+        finally:
+            self.sizer.end()

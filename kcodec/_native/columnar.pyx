@@ -17,7 +17,7 @@ from cpython.mem cimport PyMem_RawMalloc, PyMem_RawRealloc, PyMem_RawFree
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int16_t, int32_t, int64_t, INT64_MAX
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
-from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID
 
 from kcodec._native.primitives cimport _raw_bytes, _raw_bytes_data, kc_bytes_shrink
 from kcodec._native.primitives cimport kc_load_be32, kc_varint_size

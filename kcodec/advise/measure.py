@@ -184,8 +184,9 @@ class BatchEncoder:
 
         return ratio
 
-    def framed(self, starts: np.ndarray, codec: str, level) -> Optional[Tuple[List[bytes], float]]:
-        """(batches, CPU seconds) of :meth:`build`'s batches, made from the batches the replay kept.
+    def framed(self, starts: np.ndarray, codec: str, level) -> Optional[Tuple[bytes, int, float]]:
+        """(batches, count, CPU seconds): :meth:`build`'s batches one after another in one ``bytes``,
+        made from the batches the replay kept.
 
         Java's ratio estimate made each batch its replay closed, so the build frames those instead
         of compressing them again; each kept batch's encoding and compression was timed as it was

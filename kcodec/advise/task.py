@@ -148,7 +148,7 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     rules = client_rules(detect_client(data) or JAVA.name) if client == "auto" else client_rules(client)
     replays, calibration = _producer_replays(table, cols, prof, rules, today_linger_ms, producers)
     encoder = BatchEncoder(table)
-    plain = sum(len(b) for b in encoder.build(prof.starts, "none", None))
+    plain = sum(map(len, encoder.build(prof.starts, "none", None)))
     today_min = _min_seconds(cpu_cost, prof.dominant, None)
     _, compress_today = measure_build(encoder, prof.starts, prof.dominant, None, min_seconds=today_min)
     read_today = measure_read([data], min_seconds=today_min)
@@ -235,10 +235,11 @@ class _Producer:
             framed = self.encoder.framed(starts, s.codec, s.level) if min_seconds == 0 else None
             if framed is None:
                 batches, cs = measure_build(self.encoder, starts, s.codec, s.level, min_seconds=min_seconds)
+                count = len(batches)
             else:
-                batches, seconds = framed
-                cs = CpuTime(seconds, 0.0, 1, seconds)
-            got = self._built[key] = _Built(key, len(batches), sum(len(b) for b in batches), cs)
+                blob, count, seconds = framed
+                batches, cs = [blob], CpuTime(seconds, 0.0, 1, seconds)
+            got = self._built[key] = _Built(key, count, sum(map(len, batches)), cs)
             self._fresh = (key, batches)
         return got
 
