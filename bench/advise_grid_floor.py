@@ -7,10 +7,9 @@ For one range of whole batches from the middle of each topic's first partition
 (as advise samples a log directory), every setting of the grid is measured
 three ways, in thread CPU time, the fastest of ``--reps``:
 
-* **advise, the setting alone**: ``measure_chunk`` (what a Spark task runs) with this
-  setting only, less ``measure_chunk`` with no setting (decoding the range, today's
-  profile, build and read), so that what is left is what the setting adds: its replay
-  (Java's ratio estimate, warmed up), build and read;
+* **advise, the setting alone**: what ``measure_chunk`` (what a Spark task runs) does for
+  one setting, on producers fresh from decoding the range and calibrating the sender (not
+  timed): its replay (Java's ratio estimate, warmed up), build and read, as its loop runs them;
 * **floor**: the same replayed batches built by the native builder alone (``encode_columnar``
   with the cuts, then ``compressed_batch_list``: ``kcodec.from_arrow``'s path) plus
   ``kcodec.to_arrow(use_threads=False)`` reading them;
@@ -72,13 +71,31 @@ def cpu(fn, reps: int) -> float:
     return best
 
 
-def floor_of(data: bytes, s: Setting, reps: int) -> float:
-    """The builder and reader alone on the batches advise's replay cuts for ``s``."""
+def producers(data: bytes) -> list:
+    """The chunk's producers as ``measure_chunk`` makes them: decoded, profiled, the sender calibrated."""
     table = to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
     cols = task.record_columns(table)
     prof = task.profile_chunk(data, table, cols)
     rules = task.client_rules(task.detect_client(data) or task.JAVA.name)
-    replays, _ = task._producer_replays(table, cols, prof, rules, None, 1)
+    return task._producer_replays(table, cols, prof, rules, None, 1)[0]
+
+
+def advise_alone(data: bytes, s: Setting, reps: int) -> tuple:
+    """(CPU seconds, batches) of ``measure_chunk``'s loop body for ``s`` alone, on fresh producers each time."""
+    best, count = float("inf"), 0
+    for _ in range(reps):
+        replays = producers(data)
+        t0 = time.thread_time_ns()
+        built = [p.build(s, 0.0) for p in replays]
+        task.measure_read([x for p, b in zip(replays, built) for x in p.batches(b)], min_seconds=0.0)
+        best = min(best, (time.thread_time_ns() - t0) / 1e9)
+        count = sum(b.count for b in built)
+    return best, count
+
+
+def floor_of(data: bytes, s: Setting, reps: int) -> float:
+    """The builder and reader alone on the batches advise's replay cuts for ``s``."""
+    replays = producers(data)
     total = 0.0
     for p in replays:
         starts = p.starts(s)
@@ -115,12 +132,11 @@ def main() -> int:
         fixed = cpu(lambda: task.measure_chunk(topic, 0, 0, data, []), args.reps)
         floors = 0.0
         for s in settings:
-            rows = []
-            alone = cpu(lambda: rows.append(task.measure_chunk(topic, 0, 0, data, [s])), args.reps) - fixed
+            alone, count = advise_alone(data, s, args.reps)
             floor = floor_of(data, s, args.reps)
             floors += floor
             worst.append((alone / floor, topic, s.label))
-            print(f"{topic:<14} {s.label:<22} {rows[-1][1]['batches']:>8} {alone:>9.3f} {floor:>8.3f} "
+            print(f"{topic:<14} {s.label:<22} {count:>8} {alone:>9.3f} {floor:>8.3f} "
                   f"{alone / floor:>6.2f}")
         grid = cpu(lambda: task.measure_chunk(topic, 0, 0, data, settings), max(1, args.reps - 1)) - fixed
         print(f"{topic:<14} {'whole grid':<22} {'':>8} {grid:>9.3f} {floors:>8.3f} {grid / floors:>6.2f}"
