@@ -15,7 +15,10 @@ run, thread CPU time only by their effect on caches.  Neither the builder
 nor the reader hands work to another thread on this path
 (``to_arrow(use_threads=False)``; compression runs on the calling thread with
 the GIL released).  Each chunk is timed once, on the build whose batches
-advise keeps, so measuring costs no more than building and reading.  Where
+advise keeps, so measuring costs no more than building and reading.  Java's
+ratio estimate needs every batch compressed as it closes: those batches are
+kept (:class:`BatchBodies`, each timed as it is made) and the build frames
+them instead of compressing them again (:meth:`BatchEncoder.framed`).  Where
 the measurement is billed (``--cpu-cost measured``, or a codec the cost model
 does not cover), work shorter than :data:`MIN_REP_SECONDS` is repeated until
 it is long enough to time; where it is only shown beside the model's speeds,
