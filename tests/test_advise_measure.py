@@ -112,6 +112,18 @@ def test_framing_refuses_cuts_that_do_not_cover_the_records():
         with pytest.raises(ValueError, match="starts"):
             enc.framed(np.array(bad, dtype=np.int64), "zstd", 3)
     assert enc.framed(np.array([0, 10]), "none", None) is None
+    # batches kept for one chunk's records are not framed with another's
+    from kcodec._native.columnar import BatchBodies, BatchRatios
+
+    other = BatchEncoder(_table(12))
+    kept = enc._kept("zstd", 3)
+    with pytest.raises(ValueError, match="records"):
+        kept.frame(other._sizer, np.array([0, 10], dtype=np.int64), 4)
+    with pytest.raises(ValueError, match="records"):
+        kept.batch_size(other._sizer, 0, 5)
+    with pytest.raises(ValueError, match="records"):
+        BatchRatios(other._sizer, kept, np.arange(11, dtype=np.int64), 61)
+    assert isinstance(kept, BatchBodies)
 
 
 def test_forgetting_a_codec_lets_its_batches_go_and_makes_them_again():

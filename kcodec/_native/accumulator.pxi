@@ -372,6 +372,8 @@ cdef class BatchBodies:
         """Bytes of records ``a:b`` as one batch (``BatchSizer.batch_size``), its body kept."""
         if not (0 <= a < b < self.stride):
             raise ValueError(f"BatchBodies: records {a}:{b} of {self.stride - 1}")
+        if sizer.n != self.stride - 1:
+            raise ValueError("BatchBodies: the sizer's records are not the bodies' records")
         sizer.begin(self)
         try:
             return KC_BATCH_OVERHEAD + self.v[self.body(sizer, a, b)].len
@@ -389,6 +391,8 @@ cdef class BatchBodies:
         cdef Py_ssize_t nb = starts.shape[0] - 1, k, first
         cdef int64_t a, b, i, max_ts, t0, made = 0, used = 0, total = 0
         cdef uint8_t *q
+        if sizer.n != self.stride - 1:
+            raise ValueError("BatchBodies: the sizer's records are not the bodies' records")
         if nb < 0 or (nb > 0 and (starts[0] != 0 or starts[nb] != self.stride - 1)):
             raise ValueError("BatchBodies.frame: starts run from 0 to the record count")
         idx_arr = np.empty(max(nb, 1), dtype=np.intp)
@@ -442,8 +446,8 @@ cdef class BatchRatios:
     def __cinit__(self, BatchSizer sizer, BatchBodies bodies, const int64_t[::1] ends, int64_t overhead):
         if ends.shape[0] < 1:
             raise ValueError("BatchRatios: ends start at 0, one more than the records")
-        if bodies.stride != ends.shape[0]:
-            raise ValueError("BatchRatios: the bodies' records are not the ends' records")
+        if bodies.stride != ends.shape[0] or sizer.n != ends.shape[0] - 1:
+            raise ValueError("BatchRatios: the sizer's, the bodies' and the ends' records differ")
         self.sizer, self.bodies, self.ends = sizer, bodies, ends
         self.stride = ends.shape[0]
         self.overhead = overhead
