@@ -334,6 +334,15 @@ cdef class BatchBodies:
         """Bytes the kept bodies take."""
         return self.used
 
+    @property
+    def cost_seconds(self) -> float:
+        """CPU seconds of making every kept body, as each was timed."""
+        cdef int64_t total = 0
+        cdef Py_ssize_t i
+        for i in range(self.count):
+            total += self.v[i].cost_ns
+        return total * 1e-9
+
     cdef int _room(self, int64_t want) except -1:
         cdef uint8_t *p
         cdef Py_ssize_t cap
