@@ -100,6 +100,14 @@ def test_estate_summary_is_bounded_and_adds_up():
     assert sum(s.per_topic_saving for s in estate.by_group) == pytest.approx(estate.whole.per_topic_saving)
 
 
+def test_an_estate_of_no_priced_topic_says_so():
+    advice = [topic(f"burst-{i}", {ZSTD: 50.0, LZ4: 70.0}, priced=False) for i in range(2)]
+    first = estate_text(plan_estate(advice, FREE)).splitlines()[0]
+    assert first.startswith("estate: 2 topics, 0B/day stored today (no topic priced); $0.00/month today"), first
+    advice.append(topic("orders", {ZSTD: 50.0, LZ4: 70.0}))
+    assert "stored today (the 1 priced)" in estate_text(plan_estate(advice, FREE))
+
+
 def test_volumes_file(tmp_path):
     f = tmp_path / "v.csv"
     f.write_text("# topic, bytes per day\norders,120GB\nclicks 2GiB\n\n")

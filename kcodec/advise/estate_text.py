@@ -67,6 +67,13 @@ def sample_line(topics: Sequence[TopicAdvice]) -> Optional[str]:
     return f"  sampled (--sample auto, +/-{reach[0][1].target * 100:g}% at 95%): {'; '.join(parts)}"
 
 
+def _priced_part(priced, unpriced) -> str:
+    """Which topics the estate's bytes and dollars count, where some are not priced."""
+    if not unpriced:
+        return ""
+    return " (no topic priced)" if not priced else f" (the {len(priced)} priced)"
+
+
 def estate_text(estate: Estate, top: int = DEFAULT_TOP, out_dir: Optional[str] = None,
                 current_bytes: Optional[int] = None, current_size_text: Optional[str] = None) -> str:
     """The bounded summary of an estate of two or more topics."""
@@ -74,7 +81,7 @@ def estate_text(estate: Estate, top: int = DEFAULT_TOP, out_dir: Optional[str] =
     today, after = estate.today, estate.after
     saved = today - after
     lines = [f"estate: {len(estate.topics)} topics, {format_size(sum(a.stored_per_day for a in priced))}/day "
-             f"stored today{'' if not unpriced else f' (the {len(priced)} priced)'}; {money(today)}/month today, "
+             f"stored today{_priced_part(priced, unpriced)}; {money(today)}/month today, "
              f"{money(after)}/month with the settings below: {money(saved)}/month saved "
              f"({saved / max(today, 1e-9) * 100:.0f}%)"]
     if unpriced:
