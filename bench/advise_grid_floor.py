@@ -30,6 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advise_measure import min_cpu  # noqa: E402  (the advise benches' one timer)
+
 from kcodec.advise import task  # noqa: E402
 from kcodec.advise.grid import (  # noqa: E402
     DEFAULT_BATCH_SIZES,
@@ -62,15 +64,6 @@ def middle_range(log: Path, size: int) -> bytes:
     return data[starts[i]:starts[j] if j < len(starts) else len(data)]
 
 
-def cpu(fn, reps: int) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.thread_time_ns()
-        fn()
-        best = min(best, (time.thread_time_ns() - t0) / 1e9)
-    return best
-
-
 def producers(data: bytes) -> list:
     """The chunk's producers as ``measure_chunk`` makes them: decoded, profiled, the sender calibrated."""
     table = to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
@@ -100,8 +93,8 @@ def floor_of(data: bytes, s: Setting, reps: int) -> float:
     for p in replays:
         starts = p.starts(s)
         blob = b"".join(p.encoder.build(starts, s.codec, s.level))
-        total += cpu(lambda: p.encoder.build(starts, s.codec, s.level), reps)
-        total += cpu(lambda: to_arrow(blob, use_threads=False), reps)
+        total += min_cpu(lambda: p.encoder.build(starts, s.codec, s.level), reps)
+        total += min_cpu(lambda: to_arrow(blob, use_threads=False), reps)
     return total
 
 
@@ -129,7 +122,7 @@ def main() -> int:
         if wanted and topic not in wanted:
             continue
         data = middle_range(sorted(part.glob("*.log"))[0], parse_size(args.chunk))
-        fixed = cpu(lambda: task.measure_chunk(topic, 0, 0, data, []), args.reps)
+        fixed = min_cpu(lambda: task.measure_chunk(topic, 0, 0, data, []), args.reps)
         floors = 0.0
         for s in settings:
             alone, count = advise_alone(data, s, args.reps)
@@ -138,7 +131,7 @@ def main() -> int:
             worst.append((alone / floor, topic, s.label))
             print(f"{topic:<14} {s.label:<22} {count:>8} {alone:>9.3f} {floor:>8.3f} "
                   f"{alone / floor:>6.2f}")
-        grid = cpu(lambda: task.measure_chunk(topic, 0, 0, data, settings), max(1, args.reps - 1)) - fixed
+        grid = min_cpu(lambda: task.measure_chunk(topic, 0, 0, data, settings), max(1, args.reps - 1)) - fixed
         print(f"{topic:<14} {'whole grid':<22} {'':>8} {grid:>9.3f} {floors:>8.3f} {grid / floors:>6.2f}"
               f"   (fixed part {fixed:.3f} s: decoding, today's profile, build and read)")
     worst.sort(reverse=True)

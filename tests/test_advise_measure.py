@@ -180,16 +180,16 @@ def test_the_native_ratios_are_the_python_ratios_and_cut_alike(codec, level):
         enc.ratios("zstd", 3, ends, BATCH_OVERHEAD)(5, 5)
 
 def test_the_sizer_refuses_a_range_outside_its_records():
-    from kcodec._native.columnar import BatchSizer
+    from kcodec._native.columnar import BatchBodies, BatchSizer
     from kcodec._native.native_codec import native_of
     from kcodec.compression import get_codec
 
     enc = BatchEncoder(_table(10))
     sizer = BatchSizer(10, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts)
-    zstd = native_of(get_codec("zstd"))
+    bodies = BatchBodies(native_of(get_codec("zstd")), 3, 10)
     for a, b in ((5, 5), (-1, 3), (3, 11), (7, 2)):
         with pytest.raises(ValueError, match="records"):
-            sizer.batch_size(a, b, zstd, 3)
+            bodies.batch_size(sizer, a, b)
     with pytest.raises(ValueError, match="one timestamp per record"):
         BatchSizer(11, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts)
 

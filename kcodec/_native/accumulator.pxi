@@ -122,12 +122,12 @@ cdef class BatchBodies
 
 
 cdef class BatchSizer:
-    """The size of records ``a:b`` of Arrow columns as one compressed v2 batch, without making the batch.
+    """Records ``a:b`` of Arrow columns encoded and compressed as one v2 batch's records region, into
+    a :class:`BatchBodies` (``keep_body``).
 
-    The replay asks this of every batch it closes, to learn Java's ratio: the records region is
-    encoded and compressed into buffers kept between calls, and only the length comes back.  The
-    columns are those of ``encode_columnar``; records are numbered from 0 within the batch, as
-    ``encode_columnar`` numbers a batch built from offset ``a``.
+    The replay asks this of every batch it closes, to learn Java's ratio.  The columns are those
+    of ``encode_columnar``; records are numbered from 0 within the batch, as ``encode_columnar``
+    numbers a batch built from offset ``a``.
     """
     cdef list keep
     cdef _Col ck, cv, chl, chk, chv
@@ -137,8 +137,6 @@ cdef class BatchSizer:
     cdef int32_t *bodies
     cdef uint8_t *records
     cdef Py_ssize_t records_cap
-    cdef uint8_t *frame
-    cdef Py_ssize_t frame_cap
     # A thread CPU clock reading costs a system call (about half a microsecond, a third of a small
     # lz4 batch), so each kept batch is timed on the monotonic clock (no system call) and the calls
     # that make batches read the thread CPU clock once each: at the end of such a call its batches'
@@ -174,7 +172,6 @@ cdef class BatchSizer:
     def __dealloc__(self):
         free(self.bodies)
         free(self.records)
-        free(self.frame)
 
     cdef int _grow(self, uint8_t **buf, Py_ssize_t *cap, Py_ssize_t want) except -1:
         cdef uint8_t *p
@@ -225,22 +222,6 @@ cdef class BatchSizer:
             kc_encode_rows(self.records, a, b, self.bodies, &self.ck, self.has_key, &self.cv, &self.chl,
                            self.has_h, &self.chk, &self.chv, self.ts, first_ts, NULL, 0, a)
         return total
-
-    def batch_size(self, Py_ssize_t a, Py_ssize_t b, NativeCodec codec, int level) -> int:
-        """Bytes of records ``a:b`` as one v2 batch compressed by ``codec`` at ``level``."""
-        cdef int64_t total = self._encode(a, b), bound, written
-        cdef char err[256]
-        err[0] = 0
-        with nogil:
-            bound = codec.api.compress_bound(codec.api.state, total, level, 2)
-        if bound < 0:
-            raise codec._error(bound, err, True)
-        self._grow(&self.frame, &self.frame_cap, bound)
-        with nogil:
-            written = codec.call_compress(self.records, total, self.frame, bound, level, 2, err, sizeof(err))
-        if written < 0 or written > bound:
-            raise codec._error(written if written < 0 else KCODEC_CODEC_DST_TOO_SMALL, err, True)
-        return KC_BATCH_OVERHEAD + written
 
     cdef void begin(self, BatchBodies into) noexcept:
         """A call that may make batches into ``into`` starts: the clocks are read."""

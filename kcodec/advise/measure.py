@@ -195,7 +195,7 @@ class BatchEncoder:
         of compressing them again; each kept batch's encoding and compression was timed as it was
         made.  None for a codec without a native capsule, or without compression.
         """
-        kept = self._kept(codec, level) if codec != "none" else None
+        kept = self._kept(codec, level)
         if kept is None:
             return None
         c, _ = _codec(codec, level)
