@@ -92,6 +92,20 @@ def test_batches_framed_from_what_the_replay_made_are_the_batches_built(codec, l
     assert kcodec.to_arrow(batches)["value"].to_pylist() == table["value"].to_pylist()
 
 
+def test_batches_framed_of_records_before_1970_keep_the_builders_max_timestamp():
+    # MemoryRecordsBuilder's max timestamp starts at -1, so a batch of records all before 1970
+    # says -1; framing writes what the builder writes
+    import pyarrow as pa
+
+    table = _table(30)
+    ts = pa.array([-86_400_000 * (i + 1) for i in range(30)], pa.timestamp("ms"))
+    table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", ts)
+    enc = BatchEncoder(table)
+    starts = np.array([0, 1, 7, 30], dtype=np.int64)
+    for codec, level in (("lz4", None), ("zstd", 3), ("gzip", None)):
+        assert enc.framed(starts, codec, level)[0] == b"".join(enc.build(starts, codec, level))
+
+
 def test_a_build_from_kept_batches_costs_their_making():
     # a framed build's seconds are its batches' own encoding and compression, each timed as it was
     # made, plus this call's framing: not the near-free framing alone

@@ -407,8 +407,10 @@ cdef class BatchBodies:
             for k in range(nb):
                 a, b = starts[k], starts[k + 1]
                 used += self.v[idx[k]].cost_ns
-                max_ts = sizer.ts[a]
-                for i in range(a + 1, b):
+                # MemoryRecordsBuilder's maxTimestamp starts at NO_TIMESTAMP (-1): records all before
+                # 1970 leave it there, as encode_columnar does
+                max_ts = -1
+                for i in range(a, b):
                     if sizer.ts[i] > max_ts:
                         max_ts = sizer.ts[i]
                 memcpy(q + KC_BATCH_OVERHEAD, self.arena + self.v[idx[k]].off, self.v[idx[k]].len)
