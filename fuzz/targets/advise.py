@@ -2,9 +2,10 @@
 
 Spark reads the JSON or Parquet files; kcodec then takes the columns
 (``record_columns``), replays the producer's batching (``replay_starts``) and
-builds real batches (``BatchEncoder``).  The table here is hostile as in
-the ``builder`` target.  Oracles: bad columns are refused with kcodec's
-error; the batches built hold every record once, values unchanged.
+builds real batches (``BatchEncoder``), and frames the batches the replay
+kept.  The table here is hostile as in the ``builder`` target.  Oracles: bad
+columns are refused with kcodec's error; the batches built hold every record
+once, values unchanged; the framed batches are the built ones.
 """
 import pyarrow as pa
 from common import OracleMismatch, verdict
@@ -21,7 +22,13 @@ from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 def _replay(table, setting):
     cols = record_columns(table)
     encoder = BatchEncoder(table)
-    return encoder.build(replay_starts(encoder, cols, setting), setting.codec, setting.level)
+    starts = replay_starts(encoder, cols, setting)
+    built = encoder.build(starts, setting.codec, setting.level)
+    # the batches framed from those the replay kept are the batches built, byte for byte
+    framed = encoder.framed(starts, setting.codec, setting.level)
+    if framed is not None and (framed[0] != b"".join(built) or framed[1] != len(built)):
+        raise OracleMismatch(f"replay({setting}): the framed batches are not the built ones")
+    return built
 
 
 def test_one_input(data: bytes) -> None:
