@@ -85,11 +85,12 @@ static inline void kc_batch_seal(uint8_t *p, size_t size)
 }
 
 /* DefaultRecordBatch.writeHeader: the header of a magic-2 batch of `size` bytes whose
- * records are in place at p + 61, then its CRC. */
-static inline void kc_batch_write(uint8_t *p, size_t size, int64_t base_offset, int32_t partition_leader_epoch,
-                                  int16_t attributes, int32_t last_offset_delta, int64_t base_timestamp,
-                                  int64_t max_timestamp, int64_t producer_id, int16_t producer_epoch,
-                                  int32_t base_sequence, int32_t records_count)
+ * records are in place at p + 61 (kc_batch_write adds its CRC). */
+static inline void kc_batch_write_fields(uint8_t *p, size_t size, int64_t base_offset,
+                                         int32_t partition_leader_epoch, int16_t attributes,
+                                         int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
+                                         int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                                         int32_t records_count)
 {
     kc_store_be64(p + KC_BATCH_BASE_OFFSET, (uint64_t)base_offset);
     kc_store_be32(p + KC_BATCH_LENGTH, (uint32_t)(size - KC_BATCH_LOG_OVERHEAD));
@@ -103,6 +104,27 @@ static inline void kc_batch_write(uint8_t *p, size_t size, int64_t base_offset, 
     kc_store_be16(p + KC_BATCH_PRODUCER_EPOCH, (uint16_t)producer_epoch);
     kc_store_be32(p + KC_BATCH_BASE_SEQUENCE, (uint32_t)base_sequence);
     kc_store_be32(p + KC_BATCH_RECORDS_COUNT, (uint32_t)records_count);
+}
+
+static inline void kc_batch_write(uint8_t *p, size_t size, int64_t base_offset, int32_t partition_leader_epoch,
+                                  int16_t attributes, int32_t last_offset_delta, int64_t base_timestamp,
+                                  int64_t max_timestamp, int64_t producer_id, int16_t producer_epoch,
+                                  int32_t base_sequence, int32_t records_count)
+{
+    kc_batch_write_fields(p, size, base_offset, partition_leader_epoch, attributes, last_offset_delta,
+                          base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                          records_count);
     kc_batch_seal(p, size);
+}
+
+/* Seal a batch whose first records_done record bytes (from p + 61) have the
+ * CRC-32C records_crc already, taken while they were written: only the
+ * header fields and the records after them are read again. */
+static inline void kc_batch_seal_from(uint8_t *p, size_t size, uint32_t records_crc, size_t records_done)
+{
+    size_t records = size - KC_BATCH_OVERHEAD;
+    uint32_t head = kc_crc32c(0, p + KC_BATCH_ATTRIBUTES, KC_BATCH_OVERHEAD - KC_BATCH_ATTRIBUTES);
+    uint32_t tail = kc_crc32c(records_crc, p + KC_BATCH_OVERHEAD + records_done, records - records_done);
+    kc_store_be32(p + KC_BATCH_CRC, kc_crc32c_combine(head, tail, records));
 }
 #endif

@@ -272,6 +272,118 @@ static KC_VP_TARGET uint32_t crc32c_vpclmul_raw(uint32_t c, const uint8_t *p, si
 }
 #endif
 
+#ifdef KC_HAVE_VPCLMUL
+/* crc32c_vpclmul_raw's folding over src while each 64-byte line is written
+ * to dst with a non-temporal store: a batch of large values is then read
+ * once and written once, without the cache first fetching every destination
+ * line it is about to overwrite.  dst must be 64-byte aligned and len a
+ * multiple of 64, at least 256. */
+static KC_VP_TARGET uint32_t crc32c_copy_stream_raw(uint32_t c, uint8_t *dst, const uint8_t *src, size_t len)
+{
+    const __m512i k256 = _mm512_set_epi64(KC_FOLD_256_HI, KC_FOLD_256_LO, KC_FOLD_256_HI, KC_FOLD_256_LO,
+                                          KC_FOLD_256_HI, KC_FOLD_256_LO, KC_FOLD_256_HI, KC_FOLD_256_LO);
+    const __m512i k64 = _mm512_set_epi64(KC_FOLD_64_HI, KC_FOLD_64_LO, KC_FOLD_64_HI, KC_FOLD_64_LO,
+                                         KC_FOLD_64_HI, KC_FOLD_64_LO, KC_FOLD_64_HI, KC_FOLD_64_LO);
+    uint64_t rest[8];
+    __m512i d0 = _mm512_loadu_si512((const void *)src);
+    __m512i d1 = _mm512_loadu_si512((const void *)(src + 64));
+    __m512i d2 = _mm512_loadu_si512((const void *)(src + 128));
+    __m512i d3 = _mm512_loadu_si512((const void *)(src + 192));
+    _mm512_stream_si512((void *)dst, d0);
+    _mm512_stream_si512((void *)(dst + 64), d1);
+    _mm512_stream_si512((void *)(dst + 128), d2);
+    _mm512_stream_si512((void *)(dst + 192), d3);
+    __m512i x0 = _mm512_xor_si512(d0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
+    __m512i x1 = d1, x2 = d2, x3 = d3;
+    src += 256;
+    dst += 256;
+    len -= 256;
+    for (; len >= 256; src += 256, dst += 256, len -= 256) {
+        d0 = _mm512_loadu_si512((const void *)src);
+        d1 = _mm512_loadu_si512((const void *)(src + 64));
+        d2 = _mm512_loadu_si512((const void *)(src + 128));
+        d3 = _mm512_loadu_si512((const void *)(src + 192));
+        _mm512_stream_si512((void *)dst, d0);
+        _mm512_stream_si512((void *)(dst + 64), d1);
+        _mm512_stream_si512((void *)(dst + 128), d2);
+        _mm512_stream_si512((void *)(dst + 192), d3);
+        x0 = fold512(x0, k256, d0);
+        x1 = fold512(x1, k256, d1);
+        x2 = fold512(x2, k256, d2);
+        x3 = fold512(x3, k256, d3);
+    }
+    x0 = fold512(x0, k64, x1);
+    x0 = fold512(x0, k64, x2);
+    x0 = fold512(x0, k64, x3);
+    for (; len >= 64; src += 64, dst += 64, len -= 64) {
+        d0 = _mm512_loadu_si512((const void *)src);
+        _mm512_stream_si512((void *)dst, d0);
+        x0 = fold512(x0, k64, d0);
+    }
+    /* The streamed lines reach memory in order with later stores. */
+    _mm_sfence();
+    _mm512_storeu_si512((void *)rest, x0);
+    c = 0;
+    for (int i = 0; i < 8; i++)
+        c = (uint32_t)_mm_crc32_u64(c, rest[i]);
+    return c;
+}
+#endif
+
+/* Copies below this go through the cache: a short value is cheaper to copy
+ * than to line up for streaming, and is likely read again soon. */
+#define KC_COPY_STREAM_MIN 1024
+
+uint32_t kc_crc32c_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len, int stream)
+{
+#ifdef KC_HAVE_VPCLMUL
+    if (stream && len >= KC_COPY_STREAM_MIN && have_vpclmul()) {
+        size_t head = (64 - ((uintptr_t)dst & 63)) & 63, body;
+        memcpy(dst, src, head);
+        crc = kc_crc32c_sse42(crc, src, head);
+        body = (len - head) & ~(size_t)63;
+        crc = ~crc32c_copy_stream_raw(~crc, dst + head, src + head, body);
+        head += body;
+        memcpy(dst + head, src + head, len - head);
+        return kc_crc32c_sse42(crc, src + head, len - head);
+    }
+#endif
+    (void)stream;
+    memcpy(dst, src, len);
+    return kc_crc32c(crc, dst, len);
+}
+
+/* a * b modulo CRC-32C's polynomial, in the reflected bit order (bit 31 is
+ * the coefficient of x^0). */
+static uint32_t crc32c_mult(uint32_t a, uint32_t b)
+{
+    uint32_t m = 1u << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0)
+                break;
+        }
+        m >>= 1;
+        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return p;
+}
+
+uint32_t kc_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2)
+{
+    /* crc1 advanced over len2 zero bytes, xor crc2 (as zlib's crc32_combine):
+       multiply by x^(8 * len2), built from the squares x^(2^k). */
+    uint32_t xp = 1u << 23; /* x^8: one byte */
+    while (len2) {
+        if (len2 & 1)
+            crc1 = crc32c_mult(xp, crc1);
+        xp = crc32c_mult(xp, xp);
+        len2 >>= 1;
+    }
+    return crc1 ^ crc2;
+}
+
 /* The folding loop starts with four 64-byte accumulators; shorter inputs
  * take the CRC instruction. */
 #define KC_VPCLMUL_MIN 256

@@ -167,6 +167,22 @@ static inline int64_t kc_write_record_sized(uint8_t *p, int64_t body_size, int64
     return p - start;
 }
 
+/* The start of a record, up to its value's bytes: kc_write_record_sized
+ * without the value's copy, for a caller that copies it (value_len >= 0). */
+static inline int64_t kc_write_record_head(uint8_t *p, int64_t body_size, int64_t timestamp_delta,
+                                           int32_t offset_delta, const uint8_t *key, int32_t key_len,
+                                           int32_t value_len)
+{
+    uint8_t *start = p;
+    p += kc_write_varint(p, (int32_t)body_size);
+    *p++ = 0;
+    p += kc_write_varlong(p, timestamp_delta);
+    p += kc_write_varint(p, offset_delta);
+    p = kc_write_bytes_field(p, key, key_len);
+    p += kc_write_varint(p, value_len);
+    return p - start;
+}
+
 /* A record without headers (header_count 0), or the start of one whose
  * headers_size is 0.  Records with headers use kc_write_record_sized because
  * the length prefix counts the header bytes.  Returns bytes written. */

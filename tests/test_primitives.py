@@ -190,6 +190,54 @@ def test_crc_unaligned_and_continued():
     assert p.crc32(data[500:], p.crc32(data[:500])) == zlib.crc32(data)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_crc_while_copying_is_the_crc_and_the_copy(stream):
+    # Every alignment of source and destination, lengths around the streaming
+    # threshold (1024) and the folding's 256- and 64-byte steps, and a continued CRC.
+    rnd = random.Random(7)
+    data = rnd.randbytes(70_000)
+    lengths = [0, 1, 63, 255, 256, 1023, 1024, 1025, 1087, 1088, 1280, 1344, 4096, 4159, 65_537]
+    for n in lengths:
+        for start, at in [(0, 0), (1, 63), (63, 1), (17, 40), (64, 0), (rnd.randrange(64), rnd.randrange(64))]:
+            src = data[start:start + n]
+            value = rnd.getrandbits(32)
+            dst = bytearray(rnd.randbytes(n + 200))
+            before = bytes(dst)
+            got = p.crc32c_copy(memoryview(data)[start:start + n], dst, at, value, stream)
+            assert got == p.crc32c_portable(src, value), (n, start, at)
+            assert dst[at:at + n] == src
+            assert dst[:at] == before[:at] and dst[at + n:] == before[at + n:], "wrote outside its range"
+
+
+def test_crc_while_copying_refuses_a_destination_too_small():
+    with pytest.raises(ValueError, match="do not fit"):
+        p.crc32c_copy(b"x" * 10, bytearray(9))
+    with pytest.raises(ValueError, match="do not fit"):
+        p.crc32c_copy(b"x" * 10, bytearray(20), 11)
+    with pytest.raises(BufferError):
+        p.crc32c_copy(b"x", b"read-only destination")
+
+
+@given(st.binary(max_size=3000), st.binary(max_size=3000))
+def test_crc32c_combine_is_the_crc_of_the_concatenation(a, b):
+    assert p.crc32c_combine(p.crc32c(a), p.crc32c(b), len(b)) == p.crc32c(a + b)
+
+
+def test_crc32c_combine_over_long_lengths():
+    # A 1 MiB run of zeros computed both ways, then lengths up to 2^32 through the
+    # associativity of concatenation: (a+b)+c == a+(b+c).
+    a = b"kafka"
+    n = 1 << 20
+    assert p.crc32c_combine(p.crc32c(a), p.crc32c(bytes(n)), n) == p.crc32c(bytes(n), p.crc32c(a))
+    rnd = random.Random(3)
+    for _ in range(20):
+        c1, c2, c3 = (rnd.getrandbits(32) for _ in range(3))
+        n2, n3 = rnd.randrange(1 << 31), rnd.randrange(1 << 31)
+        left = p.crc32c_combine(p.crc32c_combine(c1, c2, n2), c3, n3)
+        right = p.crc32c_combine(c1, p.crc32c_combine(c2, c3, n3), n2 + n3)
+        assert left == right
+
+
 def test_crc_accepts_any_buffer(tmp_path):
     data = bytes(range(256)) * 40
     expected = p.crc32c(data)

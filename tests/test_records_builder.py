@@ -11,7 +11,7 @@ from kcodec import CompressionType, RecordBatchBuilder, TimestampType, read_batc
 from kcodec.errors import InvalidRecordError, RecordBuilderError, UnsupportedCodecError
 from kcodec.records import ControlRecordType, EndTransactionMarker, Record, RecordBatch
 from kcodec.records.batch_header import increment_sequence
-from oracle_util import oracle_available, oracle_verify
+from oracle_util import assert_java_reads_as_kcodec, oracle_available, oracle_verify
 
 TS = 1_700_000_000_000
 
@@ -760,3 +760,52 @@ def test_column_accumulator_does_all_python_work_before_writing():
     assert table.column("headers").to_pylist() == [[{"key": "a", "value": b"1"}]]
 
 
+
+
+def _large_value_records(seed):
+    # Values on both sides of the size from which the CRC is taken while copying (1024),
+    # enough of them to pass the size from which the copy bypasses the cache (256 KiB),
+    # with keys, null values and headers between them.
+    import random
+    rnd = random.Random(seed)
+    out = []
+    for i in range(160):
+        n = rnd.choice([None, 0, 3, 1023, 1024, 1025, 4096, 4097, rnd.randrange(1, 9000)])
+        value = None if n is None else rnd.randbytes(n)
+        key = rnd.choice([None, b"", rnd.randbytes(rnd.randrange(1, 2000))])
+        headers = rnd.choice([(), [("h", rnd.randbytes(rnd.randrange(0, 1500)))], [("a", None), ("b", b"x")]])
+        out.append((key, value, TS + rnd.randrange(-5, 50), headers))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_batch_of_large_values_has_the_crc_of_its_bytes(seed):
+    from kcodec import BufferPool
+    from kcodec._native import primitives
+    records = _large_value_records(seed)
+    plain = build(records, base_offset=seed)
+    assert len(plain) > 300_000
+    stored = int.from_bytes(plain[17:21], "big")
+    assert stored == primitives.crc32c_portable(plain[21:])
+    assert [(r.key, r.value, r.timestamp, [tuple(h) for h in r.headers]) for r in one(plain)] == \
+        [(k, v, ts, [tuple(h) for h in hs]) for k, v, ts, hs in records]
+    # The same bytes from a pooled buffer, and from a builder whose records are exported
+    # when it builds (the batch is then assembled in a separate buffer).
+    pool = BufferPool()
+    b = RecordBatchBuilder(base_offset=seed, pool=pool)
+    for r in records:
+        b.append(*r)
+    pooled = b.build()
+    assert bytes(pooled) == plain
+    pooled.release()
+    b = RecordBatchBuilder(base_offset=seed)
+    for r in records:
+        b.append(*r)
+    view = memoryview(b)
+    assert bytes(b.build()) == plain
+    view.release()
+
+
+@pytest.mark.skipif(not oracle_available(), reason="Java oracle not available")
+def test_java_reads_a_batch_of_large_values():
+    assert_java_reads_as_kcodec(build(_large_value_records(9), base_offset=42))

@@ -5,6 +5,15 @@
 _REENTERED = ("the builder was called again from Python code it was running "
               "(a header pair, a buffer export, its codec or its pool)")
 
+cdef enum:
+    # An uncompressed batch takes its CRC over values of at least this many bytes as it
+    # copies them (the cache then holds each byte once, not again when the batch is sealed)...
+    _CRC_WHILE_COPYING = 512
+    # ...and, once its records pass this size (past what a core's cache keeps), writes
+    # them with non-temporal stores: the destination lines are not fetched to be overwritten.
+    _STREAM_AFTER = 262144
+    _STREAM_VALUE_MIN = 8192
+
 
 cdef class BatchBuilderCore(BuilderBuffer):
     """Native state and per-record work of :class:`~kcodec.records.RecordBatchBuilder`.
@@ -89,6 +98,8 @@ cdef class BatchBuilderCore(BuilderBuffer):
             initial = min(max(<Py_ssize_t>self._write_limit, 256), 1 << 20)
         self.pool = pool
         self._size = 0
+        self._crc = 0
+        self._crc_done = 0
         self._count = 0
         self._exports = 0
         self._last_offset = _NO_LAST
@@ -239,6 +250,7 @@ cdef class BatchBuilderCore(BuilderBuffer):
         cdef const uint8_t *kp = NULL
         cdef const uint8_t *vp = NULL
         cdef uint8_t *p
+        cdef uint8_t *records
         cdef bint have_k = False, have_v = False
         cdef list keep = None
         if self._built:
@@ -284,7 +296,19 @@ cdef class BatchBuilderCore(BuilderBuffer):
                 raise RecordBuilderError(f"record of {body} bytes is too large")
             self._grow(KC_BATCH_OVERHEAD + self._size + body + 5, True)
             p = self._buf + KC_BATCH_OVERHEAD + self._size
-            p += kc_write_record_sized(p, body, ts - base, <int32_t>delta, kp, klen, vp, vlen, hcount)
+            if vlen >= _CRC_WHILE_COPYING and self.compression_id == 0:
+                # The batch's CRC is taken over a large value while it is in registers, and
+                # once the batch has outgrown the cache the value is written past it.
+                p += kc_write_record_head(p, body, ts - base, <int32_t>delta, kp, klen, vlen)
+                records = self._buf + KC_BATCH_OVERHEAD
+                self._crc = kc_crc32c(self._crc, records + self._crc_done, (p - records) - self._crc_done)
+                self._crc = kc_crc32c_copy(self._crc, p, vp, <size_t>vlen,
+                                           vlen >= _STREAM_VALUE_MIN and self._size >= _STREAM_AFTER)
+                p += vlen
+                self._crc_done = p - records
+                p += kc_write_varint(p, hcount)
+            else:
+                p += kc_write_record_sized(p, body, ts - base, <int32_t>delta, kp, klen, vp, vlen, hcount)
             for j in range(hcount):
                 p += kc_write_header(p, <const uint8_t *>self._slots.ptr[2 * j], <int32_t>self._slots.len[2 * j],
                                      <const uint8_t *>self._slots.ptr[2 * j + 1], <int32_t>self._slots.len[2 * j + 1])
@@ -462,7 +486,12 @@ cdef class BatchBuilderCore(BuilderBuffer):
                 memcpy(dst + KC_BATCH_OVERHEAD, self._buf + KC_BATCH_OVERHEAD, plen)
             else:
                 dst = self._buf
-        if total < 65536:
+        if self._crc_done and self.compression_id == 0:
+            kc_batch_write_fields(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
+                                  <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
+                                  self.producer_epoch, self.base_sequence, self._count)
+            kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
+        elif total < 65536:
             kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
                            <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
                            self.producer_epoch, self.base_sequence, self._count)

@@ -23,6 +23,8 @@ cdef extern from "kc_crc.h" nogil:
     const char *kc_crc32_backend()
     uint32_t kc_crc32c_sse42(uint32_t crc, const uint8_t *buf, size_t len)
     int kc_crc32c_has_vpclmul()
+    uint32_t kc_crc32c_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len, int stream)
+    uint32_t kc_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2)
     const char *kc_crc32c_backend()
 
 cdef extern from "kc_varint.h" nogil:
@@ -70,6 +72,11 @@ cdef extern from "kc_batch.h" nogil:
     void kc_batch_read(const uint8_t *p, kc_batch_header_t *h)
     uint32_t kc_batch_checksum(const uint8_t *p, size_t size)
     void kc_batch_seal(uint8_t *p, size_t size)
+    void kc_batch_seal_from(uint8_t *p, size_t size, uint32_t records_crc, size_t records_done)
+    void kc_batch_write_fields(uint8_t *p, size_t size, int64_t base_offset, int32_t partition_leader_epoch,
+                               int16_t attributes, int32_t last_offset_delta, int64_t base_timestamp,
+                               int64_t max_timestamp, int64_t producer_id, int16_t producer_epoch,
+                               int32_t base_sequence, int32_t records_count)
     void kc_batch_write(uint8_t *p, size_t size, int64_t base_offset, int32_t partition_leader_epoch,
                         int16_t attributes, int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
                         int64_t producer_id, int16_t producer_epoch, int32_t base_sequence, int32_t records_count)
@@ -136,6 +143,8 @@ cdef extern from "kc_record.h" nogil:
     int64_t kc_write_record_sized(uint8_t *p, int64_t body_size, int64_t timestamp_delta,
                                   int32_t offset_delta, const uint8_t *key, int32_t key_len,
                                   const uint8_t *value, int32_t value_len, int32_t header_count)
+    int64_t kc_write_record_head(uint8_t *p, int64_t body_size, int64_t timestamp_delta,
+                                 int32_t offset_delta, const uint8_t *key, int32_t key_len, int32_t value_len)
     int64_t kc_write_record(uint8_t *p, int64_t timestamp_delta, int32_t offset_delta,
                             const uint8_t *key, int32_t key_len, const uint8_t *value,
                             int32_t value_len, int32_t header_count)

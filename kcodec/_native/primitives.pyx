@@ -5,7 +5,7 @@ Every function accepts an object exporting the buffer protocol (bytes,
 bytearray, memoryview, mmap, numpy arrays of any dtype); the bytes are read in
 place.  The checksum loops release the GIL.
 """
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t
 
@@ -69,6 +69,36 @@ def crc32c_using(backend: str, data, unsigned int value=0) -> int:
     if backend == "vpclmulqdq" and kc_crc32c_has_vpclmul():
         return _crc(data, value, kc_crc32c)
     raise ValueError(f"CRC-32C backend {backend!r} is not available here; have {crc32c_backends()}")
+
+
+def crc32c_copy(data, dst, Py_ssize_t offset=0, unsigned int value=0, bint stream=False) -> int:
+    """Copy ``data`` into the writable buffer ``dst`` at ``offset``; its CRC-32C continuing from ``value``.
+
+    The copy the batch builder makes of a large value, the CRC taken on the
+    way; ``stream`` lets a long copy bypass the cache (for tests and
+    benchmarks).
+    """
+    cdef Py_buffer view, out_view
+    cdef uint32_t out
+    PyObject_GetBuffer(dst, &out_view, PyBUF_SIMPLE | PyBUF_WRITABLE)
+    try:
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            if offset < 0 or offset > out_view.len - view.len:
+                raise ValueError(f"{view.len} bytes do not fit in {out_view.len} at {offset}")
+            with nogil:
+                out = kc_crc32c_copy(value, <uint8_t *>out_view.buf + offset, <const uint8_t *>view.buf,
+                                     <size_t>view.len, stream)
+        finally:
+            PyBuffer_Release(&view)
+    finally:
+        PyBuffer_Release(&out_view)
+    return out
+
+
+def crc32c_combine(unsigned int crc1, unsigned int crc2, size_t len2) -> int:
+    """The CRC-32C of ``a + b`` from ``crc32c(a)``, ``crc32c(b)`` and ``len(b)`` (zlib's crc32_combine)."""
+    return kc_crc32c_combine(crc1, crc2, len2)
 
 
 def crc32c_backends() -> tuple:

@@ -10,7 +10,9 @@ from kcodec._native.primitives cimport (KC_REC_OK, KC_REC_STRUCTURE, KC_REC_SHOR
                                         KC_REC_STREAM_SHORT, KC_MIN_RECORD_SIZE, kc_add_i64, kc_record_t,
                                         kc_header_t, kc_record_error_message, kc_parse_record_from,
                                         kc_parse_header, kc_record_body_size, kc_record_size, kc_header_size,
-                                        kc_write_record_sized, kc_write_record, kc_write_header)
+                                        kc_write_record_sized, kc_write_record, kc_write_header,
+                                        kc_write_record_head, kc_write_varint, kc_crc32c,
+                                        kc_crc32c_copy, kc_batch_write_fields, kc_batch_seal_from)
 
 cdef extern from "kc_members.h":
     int kc_expose_object_field(PyTypeObject *type, const char *name, Py_ssize_t offset) except -1
@@ -113,6 +115,8 @@ cdef class BatchBuilderCore(BuilderBuffer):
     cdef int64_t _log_append_time
     cdef int64_t _write_limit        # -1: none
     cdef float _ratio
+    cdef uint32_t _crc               # CRC-32C of the first _crc_done record bytes, taken as
+    cdef Py_ssize_t _crc_done        # large values were copied (uncompressed batches only)
     cdef bint _has_override
     cdef int64_t _last_override
     cdef object _codec
