@@ -16,7 +16,11 @@ it is copied to ``--workdir`` first.  The table gives, per workload, codec and o
 - kcodec ÷ Java: kcodec's records/s over Java's (above 1: kcodec is faster);
 - kcodec ÷ floor: kcodec's records/s over the floor's, where the floor's time is memcpy's
   plus codec-raw's (for a codec): what no implementation can skip (at most 1; the goal is
-  1/1.2 = 0.83 or more).
+  1/1.2 = 0.83 or more);
+- CPython floor (reads): the records/s of ``CPythonFloor`` (bench/peerbench_adapter.py), a
+  ``bytes`` per key and value cut in C and the adapter's counting loop, plus codec-raw's
+  time for a codec: the most any CPython object API can read.  A read cell where Java is
+  faster than this is marked "CPython": there the interpreter, not the library, sets the limit.
 
 Ratios are only comparable within one run (see run()); the range of the machine's load
 average over the runs is printed with the table.
@@ -37,7 +41,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_PEERBENCH = REPO.parent / "shared" / "peerbench"
 KCODEC_IMPL = "peerbench_adapter:KcodecAdapter"
-IMPLS = ("memcpy", "codec-raw", "java", KCODEC_IMPL)
+CPYTHON_FLOOR = "peerbench_adapter:CPythonFloor"
+IMPLS = ("memcpy", "codec-raw", CPYTHON_FLOOR, "java", KCODEC_IMPL)
 GOAL_FLOOR = 1 / 1.2
 
 Key = Tuple[str, str, str]  # workload, codec, op
@@ -107,7 +112,7 @@ def run(args: argparse.Namespace) -> Tuple[dict, Optional[dict]]:
                              "loadavg": {name: [i.get("loadavg_at_start"), i.get("loadavg_at_end")]
                                          for name, i in doc["impls"].items()}})
     every = [d for label in docs for d in docs[label]]
-    reference = _best_rows(every, ("memcpy", "codec-raw", "java"))
+    reference = _best_rows(every, ("memcpy", "codec-raw", CPYTHON_FLOOR, "java"))
 
     def merged(label: str) -> dict:
         rows = dict(reference)
@@ -140,6 +145,21 @@ def _floor_time(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
     return t
 
 
+def _cpython_floor(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
+    # records/s of the least a CPython object API does to read this cell (see CPythonFloor)
+    workload, codec, op = key
+    floor = rows.get((CPYTHON_FLOOR, (workload, "none", "read")))
+    if op != "read" or floor is None:
+        return None
+    t = floor["records"] / floor["records_per_s"]
+    if codec != "none":
+        raw = rows.get(("codec-raw", key))
+        if raw is None:
+            return None
+        t += raw["records"] / raw["records_per_s"]
+    return floor["records"] / t
+
+
 def _fmt_rate(x: Optional[float]) -> str:
     if x is None:
         return "-"
@@ -168,10 +188,14 @@ def cells(results: dict) -> List[dict]:
         java = rows.get(("java", key))
         floor_t = _floor_time(rows, key)
         k = r["records_per_s"]
+        java_rate = java["records_per_s"] if java else None
+        cpython = _cpython_floor(rows, key)
         out.append({"workload": key[0], "codec": key[1], "op": key[2], "kcodec": k,
-                    "java": java["records_per_s"] if java else None,
-                    "vs_java": _ratio(k, java["records_per_s"] if java else None),
-                    "vs_floor": _ratio(k, r["records"] / floor_t if floor_t else None)})
+                    "java": java_rate,
+                    "vs_java": _ratio(k, java_rate),
+                    "vs_floor": _ratio(k, r["records"] / floor_t if floor_t else None),
+                    "cpython_floor": cpython,
+                    "cpython_bound": bool(cpython and java_rate and java_rate > cpython)})
     return out
 
 
@@ -184,15 +208,16 @@ def table(results: dict, before: Optional[dict] = None) -> str:
             if loads else f"load average {m.get('loadavg_at_start', '?')} at the start")
     lines = [f"peerbench, {m['date']}, {m['cpu_model']} x{m['cpus']}, CPU time, {load}; M or k records/s.", ""]
     prior = {(c["workload"], c["codec"], c["op"]): c for c in cells(before)} if before else {}
-    head = "| workload | codec | op | Java | kcodec | kcodec ÷ Java | kcodec ÷ floor |"
-    rule = "|---|---|---|---:|---:|---:|---:|"
+    head = "| workload | codec | op | Java | kcodec | kcodec ÷ Java | kcodec ÷ floor | CPython floor |"
+    rule = "|---|---|---|---:|---:|---:|---:|---:|"
     if before:
         head += " before: kcodec | before: ÷ Java | before: ÷ floor |"
         rule += "---:|---:|---:|"
     lines += [head, rule]
     for c in cells(results):
         line = (f"| {c['workload']} | {c['codec']} | {c['op']} | {_fmt_rate(c['java'])} | {_fmt_rate(c['kcodec'])} "
-                f"| {_fmt_ratio(c['vs_java'], 1.0)} | {_fmt_ratio(c['vs_floor'], GOAL_FLOOR)} |")
+                f"| {_fmt_ratio(c['vs_java'], 1.0)} | {_fmt_ratio(c['vs_floor'], GOAL_FLOOR)} "
+                f"| {_fmt_rate(c['cpython_floor'])}{' CPython' if c['cpython_bound'] else ''} |")
         if before:
             p = prior.get((c["workload"], c["codec"], c["op"]), {})
             line += (f" {_fmt_rate(p.get('kcodec'))} | {_fmt_ratio(p.get('vs_java'), 1.0)} "
@@ -201,6 +226,10 @@ def table(results: dict, before: Optional[dict] = None) -> str:
     behind = [c for c in cells(results) if c["vs_java"] is not None and c["vs_java"] < 1.0]
     lines += ["", f"cells behind Java: {len(behind)} of {len(cells(results))}"
               + (": " + ", ".join(f"{c['workload']} {c['codec']} {c['op']}" for c in behind) if behind else "")]
+    bound = [c for c in behind if c["cpython_bound"]]
+    if bound:
+        lines.append("of these, Java reads faster than CPython's floor (the interpreter sets the limit): "
+                     + ", ".join(f"{c['workload']} {c['codec']} {c['op']}" for c in bound))
     return "\n".join(lines)
 
 

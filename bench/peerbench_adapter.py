@@ -16,6 +16,7 @@ with ``from_arrow`` one batch per input batch (so the conversion is paid for).
 """
 from __future__ import annotations
 
+from itertools import repeat
 from typing import List, Sequence, Tuple
 
 try:  # run inside peerbench
@@ -125,3 +126,84 @@ class KcodecArrowAdapter(KcodecAdapter):
             for name in ("key", "value"):
                 nbytes += self.pc.sum(self.pc.binary_length(table.column(name))).as_py() or 0
         return n, nbytes
+
+
+class CPythonFloor(Adapter):
+    """The least any CPython object API pays to read: a floor, not an implementation.
+
+    peerbench's read hands the application each record's key and value as
+    ``bytes``.  Here those objects are cut in C (``bytes`` slicing through
+    ``map``) out of one buffer per batch that ``setup`` prepared, untimed, and
+    the timed loop is the adapter's counting loop over them: no CRC, no
+    decompression, no decoding.  Where the Java client reads a cell faster
+    than this (plus codec-raw's decompression, for a codec), CPython itself
+    sets the limit of every Python library's object API on that cell.
+
+    Its build is the adapter loop's per-record call alone, with the records
+    packed into one tuple each (kept for the table's completeness; build cells
+    are not compared with it).
+    """
+
+    name = f"{__name__}:CPythonFloor"
+    kind = "reference"
+    codecs = ("none",)
+
+    def __init__(self) -> None:
+        self._reads: list = []
+
+    def info(self) -> dict:
+        return {"version": "CPython", "code_path": "a bytes per key and value cut in C, the adapter's loop"}
+
+    def setup(self, workload, codec: str) -> None:
+        self._reads = []
+        for recs in workload.batches:
+            parts, kslices, vslices, pos = [], [], [], 0
+            for _, key, value, _ in recs:
+                for data, out in ((key, kslices), (value, vslices)):
+                    if data is None:
+                        out.append(None)
+                    else:
+                        parts.append(data)
+                        out.append(slice(pos, pos + len(data)))
+                        pos += len(data)
+            buf = b"".join(parts)
+            self._reads.append((buf, self._spec(kslices), self._spec(vslices)))
+
+    @staticmethod
+    def _spec(slices: list):
+        # Decided untimed: keys or values all null (W2's and W3's keys) are one shared None each.
+        if all(s is None for s in slices):
+            return len(slices)
+        return slices, any(s is None for s in slices)
+
+    @staticmethod
+    def _cut(buf: bytes, spec):
+        if type(spec) is int:
+            return repeat(None, spec)
+        slices, some_null = spec
+        if not some_null:
+            return map(buf.__getitem__, slices)
+        get = buf.__getitem__
+        return [None if s is None else get(s) for s in slices]
+
+    def read(self, batches: List[bytes]):
+        n = nbytes = 0
+        cut = self._cut
+        for buf, keys, values in self._reads:
+            for key, value in zip(cut(buf, keys), cut(buf, values)):
+                n += 1
+                if key is not None:
+                    nbytes += len(key)
+                if value is not None:
+                    nbytes += len(value)
+        return n, nbytes
+
+    def build(self, batches: List[List[Record]], codec: str, max_batch_bytes: int) -> list:
+        out = []
+        for recs in batches:
+            packed = []
+            append = packed.append
+            for ts, key, value, headers in recs:
+                append((key, value, ts, headers))
+            out.append(packed)
+        return out

@@ -103,11 +103,37 @@ def test_peerbench_table_ratios(tmp_path, capsys):
     assert cells["none", "build"]["vs_java"] == 0.5 and cells["none", "build"]["vs_floor"] == 0.25
     text = peerbench.table(results, before=results)
     # bold: behind Java, or below 1/1.2 of the floor; the earlier run's columns beside
-    assert "| w3 | none | build | 2 k | 1 k | **0.50** | **0.25** | 1 k | **0.50** | **0.25** |" in text
-    assert "| w3 | lz4 | build | 1 k | 2 k | 1.50 | **0.75** |" in text
+    assert "| w3 | none | build | 2 k | 1 k | **0.50** | **0.25** | - | 1 k | **0.50** | **0.25** |" in text
+    assert "| w3 | lz4 | build | 1 k | 2 k | 1.50 | **0.75** | - |" in text
     assert "cells behind Java: 1 of 2: w3 none build" in text
+    # Reads: the CPython floor (plus codec-raw's time for a codec) against Java's rate.
+    floor = peerbench.CPYTHON_FLOOR
+    results["rows"] += [_row(floor, "none", "read", 3000), _row("codec-raw", "lz4", "read", 6000),
+                        _row("java", "none", "read", 4000), _row(kc, "none", "read", 2500),
+                        _row("java", "lz4", "read", 1500), _row(kc, "lz4", "read", 1400),
+                        _row("memcpy", "none", "read", 9000)]
+    cells = {(c["codec"], c["op"]): c for c in peerbench.cells(results)}
+    assert cells["none", "read"]["cpython_floor"] == 3000 and cells["none", "read"]["cpython_bound"]
+    assert cells["lz4", "read"]["cpython_floor"] == 1000 / (1000 / 3000 + 1000 / 6000)
+    assert not cells["lz4", "read"]["cpython_bound"]  # Java's 1.5 k is below the 2 k floor
+    text = peerbench.table(results)
+    assert "| w3 | none | read | 4 k | 2 k | **0.62** | **0.28** | 3 k CPython |" in text
+    assert "of these, Java reads faster than CPython's floor (the interpreter sets the limit): w3 none read" in text
     path = tmp_path / "r.json"
     path.write_text(json.dumps(results))
     assert peerbench.main(["--results", str(path)]) == 0
     assert "kcodec ÷ Java" in capsys.readouterr().out
     assert peerbench.main(["--results", str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_cpython_floor_reads_every_key_and_value():
+    class Workload:
+        batches = [[(1, None if i % 3 == 0 else b"k%d" % i, b"v" * i, []) for i in range(b * 5, b * 5 + 5)]
+                   for b in range(3)]
+    floor = peerbench_adapter.CPythonFloor()
+    floor.setup(Workload, "none")
+    assert floor.read([]) == (15, sum(len(k or b"") + len(v) for recs in Workload.batches for _, k, v, _ in recs))
+    nulls = type("W", (), {"batches": [[(1, None, b"abc", [])] * 4]})
+    floor.setup(nulls, "none")
+    assert floor.read([]) == (4, 12)
+    assert len(floor.build(Workload.batches, "none", 1 << 20)) == 3

@@ -775,6 +775,10 @@ def _large_value_records(seed):
         key = rnd.choice([None, b"", rnd.randbytes(rnd.randrange(1, 2000))])
         headers = rnd.choice([(), [("h", rnd.randbytes(rnd.randrange(0, 1500)))], [("a", None), ("b", b"x")]])
         out.append((key, value, TS + rnd.randrange(-5, 50), headers))
+    if seed % 2:
+        # More than 64 KiB of short records after the last long value: the rest of the CRC
+        # is then taken without the GIL when the batch is sealed.
+        out += [(b"k", rnd.randbytes(60), TS + i, ()) for i in range(1500)]
     return out
 
 
@@ -785,6 +789,7 @@ def test_a_batch_of_large_values_has_the_crc_of_its_bytes(seed):
     records = _large_value_records(seed)
     plain = build(records, base_offset=seed)
     assert len(plain) > 300_000
+    assert len(records) == 160 + 1500 * (seed % 2)
     stored = int.from_bytes(plain[17:21], "big")
     assert stored == primitives.crc32c_portable(plain[21:])
     assert [(r.key, r.value, r.timestamp, [tuple(h) for h in r.headers]) for r in one(plain)] == \
@@ -809,3 +814,4 @@ def test_a_batch_of_large_values_has_the_crc_of_its_bytes(seed):
 @pytest.mark.skipif(not oracle_available(), reason="Java oracle not available")
 def test_java_reads_a_batch_of_large_values():
     assert_java_reads_as_kcodec(build(_large_value_records(9), base_offset=42))
+    assert_java_reads_as_kcodec(build(_large_value_records(8), base_offset=0))

@@ -7,10 +7,12 @@ _REENTERED = ("the builder was called again from Python code it was running "
 
 cdef enum:
     # An uncompressed batch takes its CRC over values of at least this many bytes as it
-    # copies them (the cache then holds each byte once, not again when the batch is sealed)...
+    # copies them: each byte is read once, from the cache, not again when the batch is sealed.
     _CRC_WHILE_COPYING = 512
-    # ...and, once its records pass this size (past what a core's cache keeps), writes
-    # them with non-temporal stores: the destination lines are not fetched to be overwritten.
+    # Values of _STREAM_VALUE_MIN bytes or more, once the records pass _STREAM_AFTER bytes
+    # (more than a core's cache keeps), are written with non-temporal stores: the destination
+    # lines are not fetched only to be overwritten.  Shorter values lose more to the lines
+    # they share with the record around them than streaming saves.
     _STREAM_AFTER = 262144
     _STREAM_VALUE_MIN = 8192
 
@@ -490,7 +492,11 @@ cdef class BatchBuilderCore(BuilderBuffer):
             kc_batch_write_fields(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
                                   <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
                                   self.producer_epoch, self.base_sequence, self._count)
-            kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
+            if plen - self._crc_done < 65536:
+                kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
+            else:
+                with nogil:
+                    kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
         elif total < 65536:
             kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
                            <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
