@@ -18,9 +18,10 @@ it is copied to ``--workdir`` first.  The table gives, per workload, codec and o
   plus codec-raw's (for a codec): what no implementation can skip (at most 1; the goal is
   1/1.2 = 0.83 or more);
 - CPython floor (reads): the records/s of ``CPythonFloor`` (bench/peerbench_adapter.py), a
-  ``bytes`` per key and value cut in C and the adapter's counting loop, plus codec-raw's
-  time for a codec: the most any CPython object API can read.  A read cell where Java is
-  faster than this is marked "CPython": there the interpreter, not the library, sets the limit.
+  ``bytes`` per key and value cut in C by CPython's built-ins and the adapter's counting
+  loop, with no decoding at all, plus codec-raw's time for a codec.  A read cell where Java
+  is faster than this is marked "CPython": plain CPython handing out the same bytes is
+  already behind Java there.
 
 Ratios are only comparable within one run (see run()); the range of the machine's load
 average over the runs is printed with the table.
@@ -146,7 +147,7 @@ def _floor_time(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
 
 
 def _cpython_floor(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
-    # records/s of the least a CPython object API does to read this cell (see CPythonFloor)
+    # records/s of CPython's built-ins handing out this cell's keys and values (see CPythonFloor)
     workload, codec, op = key
     floor = rows.get((CPYTHON_FLOOR, (workload, "none", "read")))
     if op != "read" or floor is None:
@@ -228,7 +229,7 @@ def table(results: dict, before: Optional[dict] = None) -> str:
               + (": " + ", ".join(f"{c['workload']} {c['codec']} {c['op']}" for c in behind) if behind else "")]
     bound = [c for c in behind if c["cpython_bound"]]
     if bound:
-        lines.append("of these, Java reads faster than CPython's floor (the interpreter sets the limit): "
+        lines.append("of these, Java reads faster than CPython's built-ins hand out the same bytes: "
                      + ", ".join(f"{c['workload']} {c['codec']} {c['op']}" for c in bound))
     return "\n".join(lines)
 

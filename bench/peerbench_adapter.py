@@ -129,19 +129,21 @@ class KcodecArrowAdapter(KcodecAdapter):
 
 
 class CPythonFloor(Adapter):
-    """The least any CPython object API pays to read: a floor, not an implementation.
+    """CPython's own built-ins handing out the same keys and values: a reference, not a reader.
 
     peerbench's read hands the application each record's key and value as
     ``bytes``.  Here those objects are cut in C (``bytes`` slicing through
     ``map``) out of one buffer per batch that ``setup`` prepared, untimed, and
     the timed loop is the adapter's counting loop over them: no CRC, no
-    decompression, no decoding.  Where the Java client reads a cell faster
-    than this (plus codec-raw's decompression, for a codec), CPython itself
-    sets the limit of every Python library's object API on that cell.
+    decompression, no decoding at all.  Where the Java client reads a cell
+    faster than this (plus codec-raw's decompression, for a codec), plain
+    CPython doing nothing but handing out the bytes is already behind Java:
+    the interpreter's objects and loop, not the decoding, set the pace there.
+    It is not a strict lower bound: a reader that makes its objects in one C
+    pass (as kcodec's does) can beat it, but not by the margin Java leads by.
 
-    Its build is the adapter loop's per-record call alone, with the records
-    packed into one tuple each (kept for the table's completeness; build cells
-    are not compared with it).
+    Its build is the adapter loop's per-record work alone, each record packed
+    into one tuple (build cells are not compared with it).
     """
 
     name = f"{__name__}:CPythonFloor"
