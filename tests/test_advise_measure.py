@@ -92,6 +92,30 @@ def test_batches_framed_from_what_the_replay_made_are_the_batches_built(codec, l
     assert kcodec.to_arrow(batches)["value"].to_pylist() == table["value"].to_pylist()
 
 
+def test_uncompressed_batches_are_written_joined_as_the_builder_writes_them():
+    # keys, null keys, headers, one record and many: one buffer, byte for byte the builder's batches
+    # one after another, with their count and the CPU time of writing them
+    table = _table(300)
+    enc = BatchEncoder(table)
+    rng = np.random.default_rng(5)
+    for trial in range(8):
+        inner = np.sort(rng.choice(np.arange(1, 300), int(rng.integers(0, 299)), replace=False))
+        starts = np.concatenate(([0], inner, [300])).astype(np.int64)
+        joined, count, seconds = enc.framed(starts, "none", None)
+        assert type(joined) is bytes and joined == b"".join(enc.build(starts, "none", None)), trial
+        assert count == len(starts) - 1 and seconds >= 0
+    assert kcodec.to_arrow(joined)["value"].to_pylist() == table["value"].to_pylist()
+
+
+def test_joined_batches_need_cuts_and_header_fields():
+    enc = BatchEncoder(_table(10))
+    cols = (10, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, 2 ** 31 - 1, 1.0, False)
+    with pytest.raises(ValueError, match="joined batches need"):
+        encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), joined=True)
+    with pytest.raises(ValueError, match="joined batches need"):
+        encode_columnar(*cols, cuts=np.array([0, 10], np.int64), joined=True)
+
+
 def test_batches_framed_of_records_before_1970_keep_the_builders_max_timestamp():
     # MemoryRecordsBuilder's max timestamp starts at -1, so a batch of records all before 1970
     # says -1; framing writes what the builder writes
@@ -102,7 +126,7 @@ def test_batches_framed_of_records_before_1970_keep_the_builders_max_timestamp()
     table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", ts)
     enc = BatchEncoder(table)
     starts = np.array([0, 1, 7, 30], dtype=np.int64)
-    for codec, level in (("lz4", None), ("zstd", 3), ("gzip", None)):
+    for codec, level in (("lz4", None), ("zstd", 3), ("gzip", None), ("none", None)):
         assert enc.framed(starts, codec, level)[0] == b"".join(enc.build(starts, codec, level))
 
 
@@ -129,7 +153,8 @@ def test_framing_refuses_cuts_that_do_not_cover_the_records():
     for bad in ([0, 5], [1, 10], [0, 5, 5, 10], [0, 6, 4, 10]):
         with pytest.raises(ValueError, match="starts"):
             enc.framed(np.array(bad, dtype=np.int64), "zstd", 3)
-    assert enc.framed(np.array([0, 10]), "none", None) is None
+        with pytest.raises(ValueError, match="cuts"):
+            enc.framed(np.array(bad, dtype=np.int64), "none", None)
     # batches kept for one chunk's records are not framed with another's
     from kcodec._native.columnar import BatchBodies, BatchRatios
 
@@ -302,9 +327,9 @@ def test_settings_that_cut_alike_are_replayed_and_built_once_and_measure_as_alon
     monkeypatch.setattr(BatchEncoder, "framed", lambda self, *a: framed.append(a[1]) or real_framed(self, *a))
     rows = measure_chunk("t", 0, 0, data, grid)
     # Java's estimate is learnt once per batch.size; today's batches and one build per codec, read once
-    # each; zstd's batches are framed from those the replay made (none has none to frame)
+    # each; zstd's batches are framed from those the replay made, none's written joined at once
     assert sorted(warmed) == [16384, 1 << 20]
-    assert sorted(built) == ["lz4", "none"] and framed == ["zstd", "none"] and len(read) == 3
+    assert built == ["lz4"] and framed == ["zstd", "none"] and len(read) == 3
     assert {r["batches"] for r in rows[1:]} == {2}
     times = ("compress_seconds", "compress_spread", "read_seconds", "read_spread")
     for s, row in zip(grid, rows[1:]):

@@ -38,7 +38,7 @@ cdef int _col_from(tuple spec, _Col *c, list keep) except -1:
 
 def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, offsets,
                     int64_t base_offset, int64_t write_limit, float estimated_ratio, bint compressed,
-                    tuple direct=None, cuts=None):
+                    tuple direct=None, cuts=None, bint joined=False):
     """Encode ``n`` records into v2 records regions, cut into batches by Kafka's batch.size rule.
 
     Columns are ``(validity, validity_offset, int64 offsets, data)`` tuples
@@ -56,7 +56,9 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
 
     ``cuts`` (int64 row starts of each batch, then ``n``) cuts the batches
     there instead of by the write limit: the batches a replay of a producer
-    decided, built in one call.
+    decided, built in one call.  With ``direct`` and ``cuts``, ``joined``
+    writes those batches one after another into a single ``bytes`` (as in a
+    segment) and returns ``(that bytes, batch count)``: no object per batch.
     """
     cdef list keep = []
     cdef _Col ck, cv, chl, chk, chv
@@ -89,6 +91,11 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
             if cut_rows[c] <= cut_rows[c - 1]:
                 raise ValueError("cuts must increase strictly")
         cut = &cut_rows[0]
+    if joined and (direct is None or cut == NULL):
+        raise ValueError("joined batches need direct header fields and cuts")
+    if joined:
+        return _encode_joined(n, &ck, has_key, &cv, &chl, has_h, &chk, &chv, &ts[0] if n else NULL,
+                              &offs_in[0] if has_offsets else NULL, base_offset, direct, cut, ncuts)
     if direct is not None:
         return _encode_direct(n, &ck, has_key, &cv, &chl, has_h, &chk, &chv, &ts[0] if n else NULL,
                               &offs_in[0] if has_offsets else NULL, base_offset, write_limit, direct, cut, ncuts)
@@ -287,6 +294,41 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
         Py_DECREF(<object>blob)
         r0 = res.row_end
     return out
+
+
+cdef tuple _encode_joined(Py_ssize_t n, const _Col *ck, bint has_key, const _Col *cv, const _Col *chl, bint has_h,
+                         const _Col *chk, const _Col *chv, const int64_t *ts, const int64_t *offs,
+                         int64_t base_offset, tuple direct, const int64_t *cut, Py_ssize_t ncuts):
+    """The batches of ``cut`` back to back in one ``bytes``, allocated at their bound and shrunk once."""
+    cdef int16_t attributes, producer_epoch
+    cdef int64_t producer_id, lat, r0 = 0, first_off, pos = 0, cap
+    cdef int32_t base_sequence, leader_epoch
+    attributes, producer_id, producer_epoch, base_sequence, leader_epoch, lat = direct
+    cdef kc_batch_fill_t res
+    cdef Py_ssize_t b
+    cap = kc_rows_bound(0, n, ck, has_key, cv, chl, has_h, chk, chv) + KC_BATCH_OVERHEAD * (ncuts - 1)
+    cdef PyObject *blob = _raw_bytes(NULL, cap)
+    cdef uint8_t *dst = <uint8_t *>_raw_bytes_data(blob)
+    res.err = 0
+    with nogil:
+        for b in range(1, ncuts):
+            first_off = offs[r0] if offs != NULL else base_offset + r0
+            _fill_direct(dst + pos, r0, cut[b], INT64_MAX, ck, has_key, cv, chl, has_h, chk, chv, ts, offs,
+                         base_offset, first_off, attributes, producer_id, producer_epoch, base_sequence,
+                         leader_epoch, lat, &res)
+            if res.err:
+                break
+            pos += KC_BATCH_OVERHEAD + res.written
+            r0 = res.row_end
+    if res.err:
+        Py_DECREF(<object>blob)
+        if res.err == 1:
+            raise RecordBuilderError(f"row {res.err_row}: header keys must not be null")
+        raise RecordBuilderError(f"row {res.err_row}: offset too far from the first offset of its batch")
+    kc_bytes_shrink(&blob, pos)
+    out = <object>blob
+    Py_DECREF(out)
+    return out, ncuts - 1
 
 
 cdef inline void _write_batch(uint8_t *p, int64_t payload_len, int64_t base_offset, int32_t last_offset_delta,

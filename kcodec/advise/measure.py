@@ -189,16 +189,25 @@ class BatchEncoder:
 
     def framed(self, starts: np.ndarray, codec: str, level) -> Optional[Tuple[bytes, int, float]]:
         """(batches, count, CPU seconds): :meth:`build`'s batches one after another in one ``bytes``,
-        made from the batches the replay kept.
+        made from the batches the replay kept, or, uncompressed, written into it at once.
 
         Java's ratio estimate made each batch its replay closed, so the build frames those instead
         of compressing them again; each kept batch's encoding and compression was timed as it was
-        made.  None for a codec without a native capsule, or without compression.
+        made.  None for a codec without a native capsule.
         """
+        c, _ = _codec(codec, level)
+        if c.id == 0:
+            # Uncompressed batches have nothing kept to frame: they are written, timed, straight into
+            # one buffer, with no object per batch.
+            cuts = np.ascontiguousarray(starts, dtype=np.int64)
+            cols = (self.n, self.key, self.value, self.hdrs, self.hkey, self.hval, self.ts, None, 0, ONE_BATCH, 1.0,
+                    False)
+            t0 = time.thread_time_ns()
+            blob, count = encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts, joined=True)
+            return blob, count, (time.thread_time_ns() - t0) / 1e9
         kept = self._kept(codec, level)
         if kept is None:
             return None
-        c, _ = _codec(codec, level)
         return kept.frame(self._sizer, np.ascontiguousarray(starts, dtype=np.int64), c.id)
 
     @staticmethod
