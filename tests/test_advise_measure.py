@@ -102,9 +102,32 @@ def test_uncompressed_batches_are_written_joined_as_the_builder_writes_them():
         inner = np.sort(rng.choice(np.arange(1, 300), int(rng.integers(0, 299)), replace=False))
         starts = np.concatenate(([0], inner, [300])).astype(np.int64)
         joined, count, seconds = enc.framed(starts, "none", None)
-        assert type(joined) is bytes and joined == b"".join(enc.build(starts, "none", None)), trial
+        assert bytes(joined) == b"".join(enc.build(starts, "none", None)), trial
         assert count == len(starts) - 1 and seconds >= 0
     assert kcodec.to_arrow(joined)["value"].to_pylist() == table["value"].to_pylist()
+
+
+def test_joined_batches_are_written_into_memory_already_touched():
+    # given a bytearray large enough, the batches go there (the same object back); a smaller one
+    # is replaced by a larger one; without one, a bytes of exactly the batches
+    enc = BatchEncoder(_table(300))
+    cols = (300, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, 2 ** 31 - 1, 1.0, False)
+    direct = (0, -1, -1, -1, -1, -1)
+    starts = np.array([0, 1, 100, 300], np.int64)
+    expected = b"".join(enc.build(starts, "none", None))
+    whole, count = encode_columnar(*cols, direct=direct, cuts=starts, joined=True)
+    assert type(whole) is bytes and whole == expected and count == 3
+    small = bytearray(10)
+    grown, size, count = encode_columnar(*cols, direct=direct, cuts=starts, joined=True, into=small)
+    assert grown is not small and len(grown) >= size and bytes(grown[:size]) == expected and count == 3
+    again, size2, _ = encode_columnar(*cols, direct=direct, cuts=np.array([0, 300], np.int64), joined=True,
+                                      into=grown)
+    assert again is grown and bytes(again[:size2]) == b"".join(enc.build(np.array([0, 300]), "none", None))
+    # the encoder's own framing reuses its buffer from one uncompressed build to the next
+    first = enc.framed(starts, "none", None)[0]
+    second = enc.framed(np.array([0, 150, 300], np.int64), "none", None)[0]
+    assert first.obj is second.obj
+    assert bytes(second) == b"".join(enc.build(np.array([0, 150, 300]), "none", None))
 
 
 def test_joined_batches_need_cuts_and_header_fields():

@@ -38,7 +38,7 @@ cdef int _col_from(tuple spec, _Col *c, list keep) except -1:
 
 def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, offsets,
                     int64_t base_offset, int64_t write_limit, float estimated_ratio, bint compressed,
-                    tuple direct=None, cuts=None, bint joined=False):
+                    tuple direct=None, cuts=None, bint joined=False, bytearray into=None):
     """Encode ``n`` records into v2 records regions, cut into batches by Kafka's batch.size rule.
 
     Columns are ``(validity, validity_offset, int64 offsets, data)`` tuples
@@ -59,6 +59,10 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
     decided, built in one call.  With ``direct`` and ``cuts``, ``joined``
     writes those batches one after another into a single ``bytes`` (as in a
     segment) and returns ``(that bytes, batch count)``: no object per batch.
+    Given a bytearray ``into``, they are written there instead when it is
+    large enough (else into a new, larger bytearray), and the result is
+    ``(the bytearray written, bytes written, batch count)``: a caller that
+    builds again and again writes into memory it has already touched.
     """
     cdef list keep = []
     cdef _Col ck, cv, chl, chk, chv
@@ -95,7 +99,7 @@ def encode_columnar(Py_ssize_t n, key, value, hdr_list, hkey, hval, timestamps, 
         raise ValueError("joined batches need direct header fields and cuts")
     if joined:
         return _encode_joined(n, &ck, has_key, &cv, &chl, has_h, &chk, &chv, &ts[0] if n else NULL,
-                              &offs_in[0] if has_offsets else NULL, base_offset, direct, cut, ncuts)
+                              &offs_in[0] if has_offsets else NULL, base_offset, direct, cut, ncuts, into)
     if direct is not None:
         return _encode_direct(n, &ck, has_key, &cv, &chl, has_h, &chk, &chv, &ts[0] if n else NULL,
                               &offs_in[0] if has_offsets else NULL, base_offset, write_limit, direct, cut, ncuts)
@@ -298,8 +302,10 @@ cdef list _encode_direct(Py_ssize_t n, const _Col *ck, bint has_key, const _Col 
 
 cdef tuple _encode_joined(Py_ssize_t n, const _Col *ck, bint has_key, const _Col *cv, const _Col *chl, bint has_h,
                          const _Col *chk, const _Col *chv, const int64_t *ts, const int64_t *offs,
-                         int64_t base_offset, tuple direct, const int64_t *cut, Py_ssize_t ncuts):
-    """The batches of ``cut`` back to back in one ``bytes``, allocated at their bound and shrunk once."""
+                         int64_t base_offset, tuple direct, const int64_t *cut, Py_ssize_t ncuts,
+                         bytearray into):
+    """The batches of ``cut`` back to back in one ``bytes`` allocated at their bound and shrunk once,
+    or in ``into`` (see encode_columnar)."""
     cdef int16_t attributes, producer_epoch
     cdef int64_t producer_id, lat, r0 = 0, first_off, pos = 0, cap
     cdef int32_t base_sequence, leader_epoch
@@ -307,24 +313,42 @@ cdef tuple _encode_joined(Py_ssize_t n, const _Col *ck, bint has_key, const _Col
     cdef kc_batch_fill_t res
     cdef Py_ssize_t b
     cap = kc_rows_bound(0, n, ck, has_key, cv, chl, has_h, chk, chv) + KC_BATCH_OVERHEAD * (ncuts - 1)
-    cdef PyObject *blob = _raw_bytes(NULL, cap)
-    cdef uint8_t *dst = <uint8_t *>_raw_bytes_data(blob)
+    cdef PyObject *blob = NULL
+    cdef uint8_t *dst
+    cdef Py_buffer pin
+    if into is not None:
+        if len(into) < cap:
+            # uninitialized: every byte handed back is written first
+            into = PyByteArray_FromStringAndSize(NULL, max(cap, 2 * len(into)))
+        # held while the GIL is let go, so that nothing can resize it meanwhile
+        PyObject_GetBuffer(into, &pin, PyBUF_SIMPLE | PyBUF_WRITABLE)
+        dst = <uint8_t *>pin.buf
+    else:
+        blob = _raw_bytes(NULL, cap)
+        dst = <uint8_t *>_raw_bytes_data(blob)
     res.err = 0
-    with nogil:
-        for b in range(1, ncuts):
-            first_off = offs[r0] if offs != NULL else base_offset + r0
-            _fill_direct(dst + pos, r0, cut[b], INT64_MAX, ck, has_key, cv, chl, has_h, chk, chv, ts, offs,
-                         base_offset, first_off, attributes, producer_id, producer_epoch, base_sequence,
-                         leader_epoch, lat, &res)
-            if res.err:
-                break
-            pos += KC_BATCH_OVERHEAD + res.written
-            r0 = res.row_end
+    try:
+        with nogil:
+            for b in range(1, ncuts):
+                first_off = offs[r0] if offs != NULL else base_offset + r0
+                _fill_direct(dst + pos, r0, cut[b], INT64_MAX, ck, has_key, cv, chl, has_h, chk, chv, ts, offs,
+                             base_offset, first_off, attributes, producer_id, producer_epoch, base_sequence,
+                             leader_epoch, lat, &res)
+                if res.err:
+                    break
+                pos += KC_BATCH_OVERHEAD + res.written
+                r0 = res.row_end
+    finally:
+        if into is not None:
+            PyBuffer_Release(&pin)
     if res.err:
-        Py_DECREF(<object>blob)
+        if blob != NULL:
+            Py_DECREF(<object>blob)
         if res.err == 1:
             raise RecordBuilderError(f"row {res.err_row}: header keys must not be null")
         raise RecordBuilderError(f"row {res.err_row}: offset too far from the first offset of its batch")
+    if into is not None:
+        return into, pos, ncuts - 1
     kc_bytes_shrink(&blob, pos)
     out = <object>blob
     Py_DECREF(out)

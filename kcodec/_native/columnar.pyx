@@ -8,7 +8,8 @@ The parts are included by concept: Arrow in, the partitioner, the accumulator's 
 """
 cimport cython
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS,
-                             PyBUF_FORMAT, PyBUF_ND, PyBuffer_FillInfo)
+                             PyBUF_FORMAT, PyBUF_ND, PyBUF_WRITABLE, PyBuffer_FillInfo)
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer

@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -136,6 +136,8 @@ class BatchEncoder:
         self._bodies: Dict[Tuple[str, Any], BatchBodies] = {}
         self._sizes: Dict[Tuple[str, Any], Dict[int, int]] = {}
         self._sizer = BatchSizer(n, self.key, self.value, self.hdrs, self.hkey, self.hval, self.ts)
+        # uncompressed framed builds are written here, one after another (see framed)
+        self._scratch = bytearray()
 
     def _kept(self, codec: str, level) -> Optional[BatchBodies]:
         """The kept batches of a native codec and level, or None for a codec without a native capsule."""
@@ -187,9 +189,12 @@ class BatchEncoder:
 
         return ratio
 
-    def framed(self, starts: np.ndarray, codec: str, level) -> Optional[Tuple[bytes, int, float]]:
-        """(batches, count, CPU seconds): :meth:`build`'s batches one after another in one ``bytes``,
+    def framed(self, starts: np.ndarray, codec: str, level) -> Optional[Tuple[Union[bytes, memoryview], int, float]]:
+        """(batches, count, CPU seconds): :meth:`build`'s batches one after another in one buffer,
         made from the batches the replay kept, or, uncompressed, written into it at once.
+
+        Uncompressed, the buffer is a view of one this encoder writes again at its next such call
+        (memory already touched, not a fresh allocation each time): read it before then.
 
         Java's ratio estimate made each batch its replay closed, so the build frames those instead
         of compressing them again; each kept batch's encoding and compression was timed as it was
@@ -203,8 +208,10 @@ class BatchEncoder:
             cols = (self.n, self.key, self.value, self.hdrs, self.hkey, self.hval, self.ts, None, 0, ONE_BATCH, 1.0,
                     False)
             t0 = time.thread_time_ns()
-            blob, count = encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts, joined=True)
-            return blob, count, (time.thread_time_ns() - t0) / 1e9
+            self._scratch, size, count = encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts,
+                                                          joined=True, into=self._scratch)
+            seconds = (time.thread_time_ns() - t0) / 1e9
+            return memoryview(self._scratch)[:size], count, seconds
         kept = self._kept(codec, level)
         if kept is None:
             return None
@@ -246,9 +253,11 @@ def measure_build(encoder: BatchEncoder, starts: np.ndarray, codec: str, level,
     return cpu_time(lambda: encoder.build(starts, codec, level), clock=clock, min_seconds=min_seconds)
 
 
-def measure_read(batches: List[bytes], clock: Optional[Clock] = None, min_seconds: float = MIN_REP_SECONDS) -> CpuTime:
+def measure_read(batches: Sequence[Union[bytes, memoryview]], clock: Optional[Clock] = None,
+                 min_seconds: float = MIN_REP_SECONDS) -> CpuTime:
     """CPU time of what a consumer pays for ``batches``: CRC check, decompression and decoding into Arrow."""
     from kcodec.arrow.decode import to_arrow
 
-    data = b"".join(batches)
+    # one buffer (a framed build) is read where it lies
+    data = batches[0] if len(batches) == 1 else b"".join(batches)
     return cpu_time(lambda: to_arrow(data, use_threads=False), clock=clock, min_seconds=min_seconds)[1]

@@ -15,7 +15,7 @@ timing, since they are the same bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -200,7 +200,9 @@ class _Producer:
         self._limits: Dict[int, Optional[Tuple[bytes, bytes]]] = {}
         self._starts: Dict[Tuple, np.ndarray] = {}
         self._built: Dict[Tuple, _Built] = {}
-        self._fresh: Optional[Tuple[Tuple, List[bytes]]] = None
+        # the batches just built; a framed uncompressed build is a view of the encoder's scratch
+        # buffer, valid until its next such build
+        self._fresh: Optional[Tuple[Tuple, Sequence[Union[bytes, memoryview]]]] = None
 
     def _time_key(self, linger_ms) -> Optional[Tuple[bytes, bytes]]:
         """What the replay takes from ``linger_ms``, over the chunk and over the records the warm-up replays."""
@@ -233,6 +235,7 @@ class _Producer:
             # A bill taken from measurements times the build on its own, repeated until long enough to
             # time; otherwise the batches Java's estimate already made are framed, not made again.
             framed = self.encoder.framed(starts, s.codec, s.level) if min_seconds == 0 else None
+            batches: Sequence[Union[bytes, memoryview]]
             if framed is None:
                 batches, cs = measure_build(self.encoder, starts, s.codec, s.level, min_seconds=min_seconds)
                 count = len(batches)
@@ -243,7 +246,7 @@ class _Producer:
             self._fresh = (key, batches)
         return got
 
-    def batches(self, b: _Built) -> List[bytes]:
+    def batches(self, b: _Built) -> Sequence[Union[bytes, memoryview]]:
         """The batches of ``b``: those just built, else built again (untimed)."""
         if self._fresh is not None and self._fresh[0] == b.key:
             return self._fresh[1]
