@@ -130,6 +130,29 @@ def test_joined_batches_are_written_into_memory_already_touched():
     assert bytes(second) == b"".join(enc.build(np.array([0, 150, 300]), "none", None))
 
 
+def test_joined_batches_refuse_a_null_header_key_and_leave_the_buffer_usable():
+    import pyarrow as pa
+
+    from kcodec.errors import RecordBuilderError
+
+    table = _table(20)
+    htype = table.schema.field("headers").type
+    bad = [None] * 20
+    bad[13] = [{"key": None, "value": b"x"}]
+    table = table.set_column(table.schema.get_field_index("headers"), "headers", pa.array(bad, htype))
+    enc = BatchEncoder(table)
+    cols = (20, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, 2 ** 31 - 1, 1.0, False)
+    starts = np.array([0, 10, 20], np.int64)
+    scratch = bytearray(1 << 16)
+    for into in (None, scratch):
+        with pytest.raises(RecordBuilderError, match="row 13: header keys must not be null"):
+            encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=starts, joined=True, into=into)
+    scratch.extend(b"x")  # no export of it was left behind
+    good = np.array([0, 10], np.int64)
+    cols = (10,) + cols[1:]
+    assert encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=good, joined=True)[1] == 1
+
+
 def test_joined_batches_need_cuts_and_header_fields():
     enc = BatchEncoder(_table(10))
     cols = (10, enc.key, enc.value, enc.hdrs, enc.hkey, enc.hval, enc.ts, None, 0, 2 ** 31 - 1, 1.0, False)
