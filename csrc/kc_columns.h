@@ -98,6 +98,8 @@ typedef struct {
     int64_t last_off;
     int err;            /* 1: null header key, 2: offset delta overflow */
     int64_t err_row;
+    uint32_t crc;       /* CRC-32C of the first crc_done bytes of the records region */
+    int64_t crc_done;
 } kc_batch_fill_t;
 
 /* The most framing a record can take: length 5, attributes 1, timestamp
@@ -120,6 +122,9 @@ static int64_t kc_rows_bound(int64_t r0, int64_t n, const kc_col_t *key, int has
     return b;
 }
 
+/* kc_fill_batch takes the batch's CRC in steps of at least this many record bytes. */
+#define KC_FILL_CRC_STEP 16384
+
 /* kc_fill_batch's loop; `fast` is a constant in each of its two copies. */
 static inline __attribute__((always_inline)) void kc_fill_batch_impl(
         uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,
@@ -130,9 +135,16 @@ static inline __attribute__((always_inline)) void kc_fill_batch_impl(
     const kc_col_t k = *key, v = *value, hl = *hlist, hk = *hkey, hv = *hval;
     const int64_t first_ts = ts[r0], first_off = offsets ? offsets[r0] : base_offset + r0;
     int64_t max_ts = -1, last_off = first_off, i;
-    uint8_t *p = dst;
+    uint8_t *p = dst, *crc_from = dst;
+    uint32_t crc = 0;
     res->err = 0;
     for (i = r0; i < n; i++) {
+        /* The batch's CRC over what was just written, while it is in the cache: sealing a
+           large batch then reads only its last bytes again. */
+        if (p - crc_from >= KC_FILL_CRC_STEP) {
+            crc = kc_crc32c(crc, crc_from, (size_t)(p - crc_from));
+            crc_from = p;
+        }
         int64_t off = offsets ? offsets[i] : base_offset + i;
         int64_t od = off - first_off, td = ts[i] - first_ts, hs = 0, h0 = 0, h1 = 0, body, size;
         int32_t kl = has_key ? kc_len_f(&k, i, fast) : -1, vl = kc_len_f(&v, i, fast);
@@ -192,6 +204,8 @@ static inline __attribute__((always_inline)) void kc_fill_batch_impl(
         last_off = off;
     }
 done:
+    res->crc = crc;
+    res->crc_done = crc_from - dst;
     res->row_end = i;
     res->written = p - dst;
     res->max_ts = max_ts;

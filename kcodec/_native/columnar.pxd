@@ -1,6 +1,6 @@
 # cython: language_level=3
 # C-level declarations of the columnar module's csrc/ headers (the shared ones are in primitives.pxd).
-from libc.stdint cimport uint8_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, int32_t, int64_t, uint32_t
 
 
 cdef extern from "kc_columns.h":
@@ -20,6 +20,8 @@ cdef extern from "kc_columns.h":
         int64_t last_off
         int err
         int64_t err_row
+        uint32_t crc
+        int64_t crc_done
     int64_t kc_rows_bound(int64_t r0, int64_t n, const kc_col_t *key, int has_key, const kc_col_t *value,
                           const kc_col_t *hlist, int has_h, const kc_col_t *hkey, const kc_col_t *hval) nogil
     void kc_fill_batch(uint8_t *dst, int64_t r0, int64_t n, int64_t write_limit,

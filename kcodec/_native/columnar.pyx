@@ -28,6 +28,7 @@ from kcodec._native.primitives cimport (KC_MIN_RECORD_SIZE, kc_record_body_size,
                                         kc_gather_t, kc_gather_region, kc_gather_region_views,
                                         kc_view_put, kc_nullmap_to_validity)
 from kcodec._native.primitives cimport (kc_batch_header_t, kc_batch_read, kc_batch_write, kc_batch_checksum,
+                                        kc_batch_write_fields, kc_batch_seal_from,
                                         KC_BATCH_OVERHEAD, KC_BATCH_LOG_OVERHEAD, KC_BATCH_ATTRIBUTES,
                                         KC_BATCH_RECORDS_COUNT, KC_BATCH_COMPRESSION_MASK,
                                         KC_BATCH_CONTROL, KC_BATCH_TIMESTAMP_TYPE)
