@@ -119,10 +119,15 @@ static inline void kc_batch_write(uint8_t *p, size_t size, int64_t base_offset, 
 
 /* Seal a batch whose first records_done record bytes (from p + 61) have the
  * CRC-32C records_crc already, taken while they were written: only the
- * header fields and the records after them are read again. */
+ * header fields and the records after them are read again.  With none done
+ * it is kc_batch_seal: joining two CRCs costs more than a small batch's CRC. */
 static inline void kc_batch_seal_from(uint8_t *p, size_t size, uint32_t records_crc, size_t records_done)
 {
     size_t records = size - KC_BATCH_OVERHEAD;
+    if (records_done == 0) {
+        kc_batch_seal(p, size);
+        return;
+    }
     uint32_t head = kc_crc32c(0, p + KC_BATCH_ATTRIBUTES, KC_BATCH_OVERHEAD - KC_BATCH_ATTRIBUTES);
     uint32_t tail = kc_crc32c(records_crc, p + KC_BATCH_OVERHEAD + records_done, records - records_done);
     kc_store_be32(p + KC_BATCH_CRC, kc_crc32c_combine(head, tail, records));

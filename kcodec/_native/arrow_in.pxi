@@ -242,11 +242,6 @@ cdef inline void _fill_direct(uint8_t *dst, int64_t r0, Py_ssize_t n, int64_t wr
     if res.err == 0:
         # Kafka's sequence numbers wrap at Integer.MAX_VALUE.
         seq = base_sequence if base_sequence < 0 else <int32_t>((<int64_t>base_sequence + r0) & 0x7fffffff)
-        if res.crc_done == 0:
-            _write_batch(dst, res.written, first_off, <int32_t>(res.last_off - first_off), ts[r0],
-                         lat if lat >= 0 else res.max_ts, <int32_t>(res.row_end - r0), attributes, producer_id,
-                         producer_epoch, seq, leader_epoch)
-            return
         # the CRC the fill took of its records as it went, joined to the header's
         kc_batch_write_fields(dst, KC_BATCH_OVERHEAD + res.written, first_off, leader_epoch, attributes,
                               <int32_t>(res.last_off - first_off), ts[r0], lat if lat >= 0 else res.max_ts,

@@ -488,24 +488,16 @@ cdef class BatchBuilderCore(BuilderBuffer):
                 memcpy(dst + KC_BATCH_OVERHEAD, self._buf + KC_BATCH_OVERHEAD, plen)
             else:
                 dst = self._buf
-        if self._crc_done and self.compression_id == 0:
-            kc_batch_write_fields(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
-                                  <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
-                                  self.producer_epoch, self.base_sequence, self._count)
-            if plen - self._crc_done < 65536:
-                kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
-            else:
-                with nogil:
-                    kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
-        elif total < 65536:
-            kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
-                           <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
-                           self.producer_epoch, self.base_sequence, self._count)
-        else:  # the CRC of a large batch runs without the GIL
+        # The CRC: what copying long values already took, the rest read here (without the GIL
+        # when it is long).  A compressed batch has none taken.
+        kc_batch_write_fields(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
+                              <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
+                              self.producer_epoch, self.base_sequence, self._count)
+        if total - self._crc_done < 65536:
+            kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
+        else:
             with nogil:
-                kc_batch_write(dst, total, self.base_offset, self.partition_leader_epoch, attributes,
-                               <int32_t>(last - self.base_offset), base_ts, max_ts, self.producer_id,
-                               self.producer_epoch, self.base_sequence, self._count)
+                kc_batch_seal_from(dst, total, self._crc, <size_t>self._crc_done)
         self._built = True
         if detached is not None:
             if self._block and not self._exports:
