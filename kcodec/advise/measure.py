@@ -54,6 +54,9 @@ __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read
 REPS = 1
 MIN_REP_SECONDS = 0.005
 ONE_BATCH = 2 ** 31 - 1
+#: from_arrow's header fields of an uncompressed batch (``encode_columnar``'s ``direct``): attributes 0,
+#: no producer id, epoch, sequence or leader epoch, create time
+_PLAIN_HEADER = (0, -1, -1, -1, -1, -1)
 
 T = TypeVar("T")
 
@@ -205,11 +208,10 @@ class BatchEncoder:
             # Uncompressed batches have nothing kept to frame: they are written, timed, straight into
             # one buffer, with no object per batch.
             cuts = np.ascontiguousarray(starts, dtype=np.int64)
-            cols = (self.n, self.key, self.value, self.hdrs, self.hkey, self.hval, self.ts, None, 0, ONE_BATCH, 1.0,
-                    False)
+            cols = self._columns(self.n, self.key, self.value, self.hdrs, self.ts, 0, False)
             t0 = time.thread_time_ns()
-            self._scratch, size, count = encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts,
-                                                          joined=True, into=self._scratch)
+            self._scratch, size, count = encode_columnar(*cols, direct=_PLAIN_HEADER, cuts=cuts, joined=True,
+                                                          into=self._scratch)
             seconds = (time.thread_time_ns() - t0) / 1e9
             return memoryview(self._scratch)[:size], count, seconds
         kept = self._kept(codec, level)
@@ -231,13 +233,17 @@ class BatchEncoder:
         cuts = np.ascontiguousarray(starts, dtype=np.int64)
         return self._encode(self.n, self.key, self.value, self.hdrs, self.ts, 0, cuts, codec, level)
 
+    def _columns(self, n: int, key, value, hdrs, ts, base_offset: int, compressed: bool) -> tuple:
+        # encode_columnar's positional arguments: the batches are cut where told, never by a limit
+        return (n, key, value, hdrs, self.hkey, self.hval, ts, None, base_offset, ONE_BATCH, 1.0, compressed)
+
     def _encode(self, n: int, key, value, hdrs, ts, base_offset: int, cuts, codec: str, level) -> List[bytes]:
         from kcodec.arrow.encode import compressed_batches
 
         c, lvl = _codec(codec, level)
-        cols = (n, key, value, hdrs, self.hkey, self.hval, ts, None, base_offset, ONE_BATCH, 1.0, c.id != 0)
+        cols = self._columns(n, key, value, hdrs, ts, base_offset, c.id != 0)
         if c.id == 0:
-            return encode_columnar(*cols, direct=(0, -1, -1, -1, -1, -1), cuts=cuts)
+            return encode_columnar(*cols, direct=_PLAIN_HEADER, cuts=cuts)
         native = native_of(c)
         if native is None:
             return list(compressed_batches(encode_columnar(*cols, cuts=cuts), c, lvl))
