@@ -132,18 +132,20 @@ def _rates(results: dict) -> Dict[Tuple[str, Key], dict]:
     return {(r["impl"], (r["workload"], r["codec"], r["op"])): r for r in results["rows"]}
 
 
+def _plus_codec_raw(rows: Dict[Tuple[str, Key], dict], key: Key, t: float) -> Optional[float]:
+    # t plus codec-raw's time on the cell, for a codec (None when codec-raw did not run)
+    if key[1] == "none":
+        return t
+    raw = rows.get(("codec-raw", key))
+    return None if raw is None else t + raw["records"] / raw["records_per_s"]
+
+
 def _floor_time(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
     workload, codec, op = key
     copy = rows.get(("memcpy", (workload, "none", op)))
     if copy is None:
         return None
-    t = copy["records"] / copy["records_per_s"]
-    if codec != "none":
-        raw = rows.get(("codec-raw", key))
-        if raw is None:
-            return None
-        t += raw["records"] / raw["records_per_s"]
-    return t
+    return _plus_codec_raw(rows, key, copy["records"] / copy["records_per_s"])
 
 
 def _cpython_floor(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
@@ -152,13 +154,8 @@ def _cpython_floor(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[floa
     floor = rows.get((CPYTHON_FLOOR, (workload, "none", "read")))
     if op != "read" or floor is None:
         return None
-    t = floor["records"] / floor["records_per_s"]
-    if codec != "none":
-        raw = rows.get(("codec-raw", key))
-        if raw is None:
-            return None
-        t += raw["records"] / raw["records_per_s"]
-    return floor["records"] / t
+    t = _plus_codec_raw(rows, key, floor["records"] / floor["records_per_s"])
+    return None if t is None else floor["records"] / t
 
 
 def _fmt_rate(x: Optional[float]) -> str:

@@ -34,6 +34,12 @@ def _table(n: int = 500, seed: int = 3):
                      "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC")), "headers": pa.array(headers, htype)})
 
 
+def _random_starts(rng, n: int, most: int) -> np.ndarray:
+    # batch starts from 0 to n, with up to `most` cuts between
+    inner = np.sort(rng.choice(np.arange(1, n), int(rng.integers(0, most)), replace=False))
+    return np.concatenate(([0], inner, [n])).astype(np.int64)
+
+
 # --- the builder's path with the replay's cuts --------------------------------------------------------
 
 @pytest.mark.parametrize("codec,level", [("none", None), ("gzip", 1), ("snappy", None), ("lz4", None), ("zstd", 3)])
@@ -76,8 +82,7 @@ def test_batches_framed_from_what_the_replay_made_are_the_batches_built(codec, l
     enc = BatchEncoder(table)
     rng = np.random.default_rng(11)
     for trial in range(6):
-        inner = np.sort(rng.choice(np.arange(1, 300), int(rng.integers(0, 40)), replace=False))
-        starts = np.concatenate(([0], inner, [300])).astype(np.int64)
+        starts = _random_starts(rng, 300, 40)
         for a, b in zip(starts[:-1][::2], starts[1:][::2]):  # half the batches made beforehand, as a replay would
             enc.batch_bytes(int(a), int(b), codec, level)
         made = len(enc._bodies[(codec, level)])
@@ -99,8 +104,7 @@ def test_uncompressed_batches_are_written_joined_as_the_builder_writes_them():
     enc = BatchEncoder(table)
     rng = np.random.default_rng(5)
     for trial in range(8):
-        inner = np.sort(rng.choice(np.arange(1, 300), int(rng.integers(0, 299)), replace=False))
-        starts = np.concatenate(([0], inner, [300])).astype(np.int64)
+        starts = _random_starts(rng, 300, 299)
         joined, count, seconds = enc.framed(starts, "none", None)
         assert bytes(joined) == b"".join(enc.build(starts, "none", None)), trial
         assert count == len(starts) - 1 and seconds >= 0
