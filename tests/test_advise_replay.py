@@ -303,6 +303,48 @@ def test_each_producer_is_replayed_on_its_own():
     assert two[0]["producers_replayed"] == 2 and two[1]["batches"] == 2
 
 
+
+def test_records_without_producer_ids_are_split_a_batch_at_a_time():
+    pids = np.full(12, -1)
+    batch_of = np.repeat(np.arange(4), 3)
+    # two producers' batches of 3 records, interleaved in the log: A [0, 4], B [1, 5], A [5, 9], B [6, 10]
+    ts = np.array([0, 2, 4, 1, 3, 5, 5, 7, 9, 6, 8, 10])
+    assert [g.tolist() for g in producer_groups(pids, 2, batch_of, ts)] == [[0, 1, 2, 6, 7, 8], [3, 4, 5, 9, 10, 11]]
+    # every producer's last batch still open when the third starts: it goes to the one that ended first,
+    # and that producer's records are taken in time order
+    batch_of = np.repeat(np.arange(3), 3)
+    ts = np.array([0, 5, 10, 1, 6, 11, 2, 7, 12])
+    assert [g.tolist() for g in producer_groups(pids[:9], 2, batch_of, ts)] == [[0, 6, 1, 7, 2, 8], [3, 4, 5]]
+    # one producer: the records as they are; producer ids still split by id
+    assert [g.tolist() for g in producer_groups(pids[:9], 1, batch_of, ts)] == [list(range(9))]
+    # a free producer that has been idle longest takes the next batch: the two anonymous batches go to
+    # two producers, and producer id 7 is its own
+    mixed = np.array([-1, -1, 7, 7, -1, -1])
+    assert [g.tolist() for g in producer_groups(mixed, 2, np.array([0, 0, 1, 1, 2, 2]), np.array([0, 1, 0, 1, 3, 4]))] \
+        == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_anonymous_producers_interleaved_in_the_log_are_replayed_apart():
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.task import measure_chunk
+
+    # two non-idempotent producers, one record each per millisecond, batches of 5 ms interleaved: split
+    # record by record in turn, each share would mix both producers' batches out of time order
+    data = b""
+    for start in range(0, 20, 5):
+        for _ in range(2):
+            b = RecordBatchBuilder(compression="none")
+            for t in range(start, start + 5):
+                b.append(None, b"v" * 100, timestamp=1_700_000_000_000 + t)
+            data += bytes(b.build())
+    rows = measure_chunk("t", 0, 0, data, [Setting("none", None, BIG, 100), Setting("none", None, BIG, 5)],
+                         client="java", today_linger_ms=5, producers=2)
+    today, whole, same = rows
+    assert today["producer_ids"] == 0 and today["producers_replayed"] == 2
+    assert today["sender_calibrated"] and today["replay_batches"] == 8
+    assert (whole["batches"], whole["records"]) == (2, 40)
+    assert (same["batches"], same["stored_bytes"]) == (8, today["stored_bytes"])
+
 def test_replay_flags_are_checked_before_spark_starts():
     from kcodec.advise.job import Options, check_options
     from kcodec.errors import KcodecError

@@ -260,8 +260,7 @@ def _producer_replays(table, cols, prof: TodayProfile, rules: ClientRules, today
     import pyarrow as pa
 
     pids = table["producer_id"].to_numpy(zero_copy_only=False).astype(np.int64)
-    groups = producer_groups(pids, producers)
-    n = table.num_rows
+    groups = producer_groups(pids, producers, prof.owner, cols["ts"])
     today_batches = len(prof.starts) - 1
     out, delays, fits = [], [], []
     for g in groups:
@@ -270,10 +269,8 @@ def _producer_replays(table, cols, prof: TodayProfile, rules: ClientRules, today
         sub_cols = cols if whole else record_columns(sub)
         if whole:
             mine = today_batches
-        elif pids[g[0]] >= 0:
+        else:  # a producer id's batches, or those the split gave a producer without one
             mine = len(np.unique(prof.owner[g]))
-        else:  # records without a producer id were split in turn: a share of today's batches each
-            mine = max(1, round(today_batches * len(g) / n))
         cal = calibrate(sub_cols["ts"], mine, today_linger_ms, rules)
         out.append(_Producer(BatchEncoder(sub), sub_cols, rules, cal.model(rules)))
         delays.append(cal.delay_ms)
