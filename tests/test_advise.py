@@ -54,8 +54,9 @@ def test_bursts_share_a_batch_within_linger():
 
 def test_gap_longer_than_linger_closes_the_batch():
     assert _cut([0, 5, 20, 21], [100] * 4, BIG, 10) == [0, 2, 4]
-    # Java sends during millisecond first + linger: a record of that millisecond starts the next batch
-    assert _cut([0, 10, 11], [100] * 3, BIG, 10) == [0, 1, 3]
+    # Java takes the batch during millisecond first + linger, half a millisecond into it by default: of
+    # that millisecond's three records (at 10.08, 10.41, 10.75) the first two join, the last starts the next
+    assert _cut([0, 10, 10, 10, 11], [100] * 5, BIG, 10) == [0, 3, 5]
 
 
 def test_batch_size_counts_header_and_records():

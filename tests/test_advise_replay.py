@@ -64,26 +64,37 @@ def test_time_limits_say_nothing_where_arrivals_are_out_of_order():
 
 # --- the sender ------------------------------------------------------------------------------------
 
-def test_records_of_one_millisecond_are_spaced_evenly():
-    assert arrival_ms(np.array([0, 0, 0, 1, 3, 3])).tolist() == pytest.approx([1 / 6, 0.5, 5 / 6, 1.5, 3.25, 3.75])
+def test_records_of_one_millisecond_are_spaced_evenly_from_a_spread_offset():
+    # the runs' offsets are the golden ratio's sequence: 0.618034, 0.236068, 0.854102
+    assert arrival_ms(np.array([0, 0, 0, 1, 3, 3])).tolist() == pytest.approx(
+        [0.618034 / 3, 1.618034 / 3, 2.618034 / 3, 1.236068, 3 + 0.854102 / 2, 3 + 1.854102 / 2], abs=1e-6)
+    # one record per millisecond: where in its millisecond each arrives is spread evenly over [0, 1), so
+    # a sender delay of a fraction of a millisecond takes in that fraction of the next records
+    within = np.modf(arrival_ms(np.arange(10_000)))[0]
+    for share in (0.1, 0.3, 0.5, 0.9):
+        assert np.mean(within < share) == pytest.approx(share, abs=0.002)
+    # the same timestamps give the same arrivals on every run
+    ts = np.array([5, 5, 6, 9, 9, 9])
+    assert arrival_ms(ts).tolist() == arrival_ms(ts.copy()).tolist()
 
 
 def test_linger_0_an_idle_sender_sends_records_alone():
-    # four records in millisecond 0 arrive at 0.125, 0.375, 0.625, 0.875; an idle sender takes a batch
+    # four records in millisecond 0 arrive at 0.155, 0.405, 0.655, 0.905; an idle sender takes a batch
     # 0.05 ms after its first record, before the next one arrives
     assert _cut([0, 0, 0, 0], [100] * 4, BIG, 0) == [0, 1, 2, 3, 4]
-    # a sender taking 0.3 ms: the batch opened at 0.125 is taken at 0.425, so 0.375 joins it, 0.625 not;
-    # the next one opens at 0.625 and is taken at 0.925, after 0.875 joined
+    # a sender taking 0.3 ms: the batch opened at 0.155 is taken at 0.455, so 0.405 joins it, 0.655 not;
+    # the next one opens at 0.655 and is taken at 0.955, after 0.905 joined
     busy = SenderModel(JAVA, 0.5, 0.3)
     assert _cut([0, 0, 0, 0], [100] * 4, BIG, 0, sender=busy) == [0, 2, 4]
 
 
 def test_linger_5_java_counts_whole_milliseconds_librdkafka_from_the_first_record():
-    ts = list(range(10))  # one record per millisecond, arriving at x.5
+    # one record per millisecond, arriving at 0.618, 1.236, 2.854, 3.472, 4.090, 5.708, 6.326, ...
+    ts = list(range(10))
     sender = {c.name: SenderModel(c, 0.5, 0.05) for c in (JAVA, LIBRDKAFKA)}
-    # Java: ready when the clock reaches 0 + 5, taken at 5.5: the record arriving at 5.5 is too late
+    # Java: ready when the clock reaches 0 + 5, taken at 5.5: the record arriving at 5.708 is too late
     assert _cut(ts, [100] * 10, BIG, 5, JAVA, sender["java"]) == [0, 5, 10]
-    # librdkafka: 5 ms after the first record (0.5) plus 0.5: taken at 6.0, after the record at 5.5
+    # librdkafka: 5 ms after the first record (0.618) plus 0.5: taken at 6.118, after the record at 5.708
     assert _cut(ts, [100] * 10, BIG, 5, LIBRDKAFKA, sender["librdkafka"]) == [0, 6, 10]
 
 

@@ -10,8 +10,13 @@ idle sender takes the batch within a small fraction of a millisecond, so most re
 busy one takes longer and batches fill.  At ``linger.ms`` above 0 the sender sleeps until the linger
 timer, and waking from that sleep takes longer (a poll timeout in whole milliseconds).
 
-Timestamps carry milliseconds only.  Within a millisecond the replay spaces the records evenly
-(record ``j`` of ``k`` arrives at ``t + (j + 0.5) / k``), as a steady stream arrives.
+Timestamps carry milliseconds only.  Within a millisecond the replay spaces the records evenly,
+as a steady stream arrives, from an offset of their own: record ``j`` of the ``k`` of the ``r``-th
+run of one millisecond arrives at ``t + (j + u_r) / k``, where ``u_r`` is the fractional part of
+``(r + 1)`` times the golden ratio's conjugate.  Where in its millisecond a run began is not
+recorded; spreading the offsets evenly over [0, 1) makes a sender delay below a millisecond take
+in its share of the next millisecond's records, so the calibration below can fit today's batches
+instead of jumping between whole steps, and the same timestamps always give the same arrivals.
 
 The delay is calibrated per chunk on today's batches: at today's ``linger.ms`` it is the delay for
 which the time-only replay (no size limit) cuts as many batches as the producer did.  Today's
@@ -34,11 +39,13 @@ from kcodec.advise.replay.client import ClientRules
 
 __all__ = ["arrival_ms", "SenderModel", "Calibration", "time_cuts", "calibrate", "MAX_DELAY_MS"]
 
-MAX_DELAY_MS = 1000.0  # a sender that takes longer than this is not a linger question any more
+MAX_DELAY_MS = 1000.0
+_GOLDEN = (5 ** 0.5 - 1) / 2  # a sender that takes longer than this is not a linger question any more
 
 
 def arrival_ms(ts: np.ndarray) -> np.ndarray:
-    """Each record's arrival in fractional milliseconds, records of one millisecond spaced evenly."""
+    """Each record's arrival in fractional milliseconds, records of one millisecond spaced evenly from
+    their run's offset (see the module's note)."""
     ts = np.asarray(ts, dtype=np.int64)
     n = len(ts)
     if n == 0:
@@ -51,7 +58,11 @@ def arrival_ms(ts: np.ndarray) -> np.ndarray:
     run_len = np.diff(np.append(run_start, n))
     owner = np.repeat(np.arange(len(run_start)), run_len)
     j = np.arange(n) - run_start[owner]
-    return ts + (j + 0.5) / run_len[owner]
+    # Where in its millisecond a run starts is not recorded: each run gets its own offset, spread over
+    # [0, 1) by the golden ratio's sequence, so that a sender delay below a millisecond takes in a share
+    # of the next millisecond's records in proportion to itself, run after run, on every replay alike.
+    phase = np.modf((np.arange(len(run_start)) + 1) * _GOLDEN)[0]
+    return ts + (j + phase[owner]) / run_len[owner]
 
 
 @dataclass(frozen=True)
