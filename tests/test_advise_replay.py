@@ -272,6 +272,37 @@ def test_clients_are_told_apart_by_their_framing():
     assert gzip.decompress(zlib_gzip[61:]) == b"records" * 30
 
 
+
+def test_librdkafka_snappy_batches_are_counted_as_one_raw_block():
+    import cramjam
+
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.task import measure_chunk
+
+    # one record every 10 ms at linger.ms=0: every record is a batch of its own, whichever client
+    rng = np.random.default_rng(5)
+    values = [bytes(rng.choice(list(b"abcdefgh "), int(rng.integers(50, 3000)))) for _ in range(40)]
+    b = RecordBatchBuilder(compression="none")
+    for i, v in enumerate(values):
+        b.append(b"k%d" % i, v, timestamp=1_700_000_000_000 + 10 * i)
+    data = bytes(b.build())
+    setting = Setting("snappy", None, 16384, 0)
+    rows = {c: measure_chunk("t", 0, 0, data, [setting], client=c, today_linger_ms=0)[1]
+            for c in ("java", "librdkafka")}
+    expected = 0
+    for i, v in enumerate(values):
+        alone = RecordBatchBuilder(compression="none")
+        alone.append(b"k%d" % i, v, timestamp=1_700_000_000_000 + 10 * i)
+        records = bytes(alone.build())[61:]
+        block = cramjam.snappy.compress_raw(records)
+        assert bytes(cramjam.snappy.decompress_raw(block)) == records
+        expected += 61 + len(block)
+    assert rows["librdkafka"]["batches"] == rows["java"]["batches"] == 40
+    # librdkafka writes the records as one raw snappy block; Java's snappy-java stream adds a 16-byte
+    # header and a 4-byte length per 32 KiB chunk
+    assert rows["librdkafka"]["stored_bytes"] == pytest.approx(expected, rel=0.01)
+    assert rows["java"]["stored_bytes"] - rows["librdkafka"]["stored_bytes"] == 40 * (16 + 4)
+
 # --- several producers -----------------------------------------------------------------------------
 
 def test_producer_groups():

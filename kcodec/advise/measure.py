@@ -47,6 +47,7 @@ import numpy as np
 
 from kcodec._native.columnar import BatchBodies, BatchRatios, BatchSizer, compressed_batch_list, encode_columnar
 from kcodec._native.native_codec import native_of
+from kcodec.records.framing import RECORD_BATCH_OVERHEAD as _PLAIN_HEADER_BYTES
 
 __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
            "ONE_BATCH"]
@@ -227,6 +228,16 @@ class BatchEncoder:
         """Records ``a:b`` as one batch."""
         return self._encode(b - a, self._slice(self.key, a, b), self._slice(self.value, a, b),
                             self._slice(self.hdrs, a, b), self.ts[a:b], a, None, codec, level)[0]
+
+    def raw_snappy_bytes(self, starts: np.ndarray) -> int:
+        """Stored bytes of :meth:`build`'s snappy batches as librdkafka frames them: each batch's
+        records as one raw snappy block (no snappy-java stream header, no 32 KiB chunks)."""
+        from kcodec._native.codecs import snappy_compress_raw
+
+        total = 0
+        for batch in self.build(starts, "none", None):
+            total += _PLAIN_HEADER_BYTES + len(snappy_compress_raw(memoryview(batch)[_PLAIN_HEADER_BYTES:]))
+        return total
 
     def build(self, starts: np.ndarray, codec: str, level) -> List[bytes]:
         """One batch per ``starts[i]:starts[i+1]`` (``starts`` from 0 to the record count), in one native call."""

@@ -242,7 +242,10 @@ class _Producer:
             else:
                 blob, count, seconds = framed
                 batches, cs = [blob], CpuTime(seconds, 0.0, 1, seconds)
-            got = self._built[key] = _Built(key, count, sum(map(len, batches)), cs)
+            stored = sum(map(len, batches))
+            if s.codec == "snappy" and self.rules.raw_snappy:
+                stored = self.encoder.raw_snappy_bytes(starts)
+            got = self._built[key] = _Built(key, count, stored, cs)
             self._fresh = (key, batches)
         return got
 

@@ -51,13 +51,17 @@ class ClientRules:
     #: timer, and at linger.ms=0 (an idle sender sends 93-99.8% of records alone at 4 records/ms)
     default_delay_ms: float = 0.5
     default_immediate_delay_ms: float = 0.05
+    #: whether a snappy batch's records are one raw snappy block (librdkafka) rather than
+    #: snappy-java's stream of 32 KiB chunks behind a 16-byte header (Java)
+    raw_snappy: bool = False
 
     def level_key(self, codec: str) -> str:
         return self.level_name.format(codec=codec)
 
 
 JAVA = ClientRules("java", "estimated", None, True, 16384, 5, "compression.{codec}.level")
-LIBRDKAFKA = ClientRules("librdkafka", "uncompressed", 10000, False, 1000000, 5, "compression.level")
+LIBRDKAFKA = ClientRules("librdkafka", "uncompressed", 10000, False, 1000000, 5, "compression.level",
+                        raw_snappy=True)
 CLIENTS: Dict[str, ClientRules] = {c.name: c for c in (JAVA, LIBRDKAFKA)}
 
 
