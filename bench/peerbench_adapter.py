@@ -142,8 +142,10 @@ class CPythonFloor(Adapter):
     It is not a strict lower bound: a reader that makes its objects in one C
     pass (as kcodec's does) can beat it, but not by the margin Java leads by.
 
-    Its build is the adapter loop's per-record work alone, each record packed
-    into one tuple (build cells are not compared with it).
+    Its build is the adapter loop's per-record work alone: each record is
+    unpacked, packed into one tuple and appended to a list, one C call per
+    record as a builder's ``append`` is, with nothing encoded, checksummed or
+    compressed.  A build cell is compared with it plus codec-raw's compression.
     """
 
     name = f"{__name__}:CPythonFloor"
