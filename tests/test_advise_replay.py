@@ -303,6 +303,35 @@ def test_librdkafka_snappy_batches_are_counted_as_one_raw_block():
     assert rows["librdkafka"]["stored_bytes"] == pytest.approx(expected, rel=0.01)
     assert rows["java"]["stored_bytes"] - rows["librdkafka"]["stored_bytes"] == 40 * (16 + 4)
 
+
+def test_librdkafka_zstd_frames_end_on_their_last_data_block():
+    import zstandard
+
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.task import measure_chunk
+
+    # one record every 10 ms at linger.ms=0, a batch each; librdkafka ends each zstd stream once, Java's
+    # stream (and kcodec, which writes Java's bytes) closes it with an empty last block after a flush
+    rng = np.random.default_rng(6)
+    values = [bytes(rng.choice(list(b"{}:,abcdef0123"), int(rng.integers(50, 3000)))) for _ in range(30)]
+    b = RecordBatchBuilder(compression="none")
+    for i, v in enumerate(values):
+        b.append(None, v, timestamp=1_700_000_000_000 + 10 * i)
+    data = bytes(b.build())
+    setting = Setting("zstd", None, 16384, 0)
+    rows = {c: measure_chunk("t", 0, 0, data, [setting], client=c, today_linger_ms=0)[1]
+            for c in ("java", "librdkafka")}
+    assert rows["librdkafka"]["batches"] == rows["java"]["batches"] == 30
+    assert rows["java"]["stored_bytes"] - rows["librdkafka"]["stored_bytes"] == 30 * 3
+    # zstd's one-shot frame of the same records, without a content size (as librdkafka writes it)
+    one_shot = 0
+    for v in values:
+        alone = RecordBatchBuilder(compression="none")
+        alone.append(None, v, timestamp=0)
+        records = bytes(alone.build())[61:]
+        one_shot += 61 + len(zstandard.ZstdCompressor(level=3, write_content_size=False).compress(records))
+    assert rows["librdkafka"]["stored_bytes"] == pytest.approx(one_shot, rel=0.01)
+
 # --- several producers -----------------------------------------------------------------------------
 
 def test_producer_groups():

@@ -114,6 +114,25 @@ def _codec(name: str, level):
     return c, c.resolve_level(level)
 
 
+#: a zstd frame's empty last block: block header only, last-block flag set, raw, 0 bytes
+ZSTD_EMPTY_LAST_BLOCK = b"\x01\x00\x00"
+
+
+def zstd_empty_last_blocks(batches: Sequence[Union[bytes, memoryview]]) -> int:
+    """How many of the batches (each buffer one batch or several back to back) hold a zstd frame that
+    ends with an empty last block, as Java's stream closes one after a flush."""
+    from kcodec.records.framing import iter_entries
+
+    count = 0
+    for buf in batches:
+        view = memoryview(buf).cast("B")
+        for e in iter_entries(view):
+            end = e.position + e.size
+            if e.size >= _PLAIN_HEADER_BYTES + 3 and view[end - 3:end] == ZSTD_EMPTY_LAST_BLOCK:
+                count += 1
+    return count
+
+
 class BatchEncoder:
     """Real Kafka v2 batches of a table's records cut where the caller says.
 

@@ -21,7 +21,15 @@ import numpy as np
 
 from kcodec.advise.cpu import modelled
 from kcodec.advise.grid import Setting
-from kcodec.advise.measure import MIN_REP_SECONDS, BatchEncoder, CpuTime, measure_build, measure_read
+from kcodec.advise.measure import (
+    MIN_REP_SECONDS,
+    ZSTD_EMPTY_LAST_BLOCK,
+    BatchEncoder,
+    CpuTime,
+    measure_build,
+    measure_read,
+    zstd_empty_last_blocks,
+)
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS, TodayProfile, profile_chunk, record_columns
 from kcodec.advise.replay import (
     BATCH_OVERHEAD,
@@ -245,6 +253,8 @@ class _Producer:
             stored = sum(map(len, batches))
             if s.codec == "snappy" and self.rules.raw_snappy:
                 stored = self.encoder.raw_snappy_bytes(starts)
+            elif s.codec == "zstd" and self.rules.zstd_ends_on_data:
+                stored -= len(ZSTD_EMPTY_LAST_BLOCK) * zstd_empty_last_blocks(batches)
             got = self._built[key] = _Built(key, count, stored, cs)
             self._fresh = (key, batches)
         return got

@@ -54,6 +54,9 @@ class ClientRules:
     #: whether a snappy batch's records are one raw snappy block (librdkafka) rather than
     #: snappy-java's stream of 32 KiB chunks behind a 16-byte header (Java)
     raw_snappy: bool = False
+    #: whether a zstd frame ends on its last data block (librdkafka ends the stream once) rather than
+    #: with an empty last block of 3 bytes after a flush (Java's zstd-jni stream, as kcodec writes it)
+    zstd_ends_on_data: bool = False
 
     def level_key(self, codec: str) -> str:
         return self.level_name.format(codec=codec)
@@ -61,7 +64,7 @@ class ClientRules:
 
 JAVA = ClientRules("java", "estimated", None, True, 16384, 5, "compression.{codec}.level")
 LIBRDKAFKA = ClientRules("librdkafka", "uncompressed", 10000, False, 1000000, 5, "compression.level",
-                        raw_snappy=True)
+                        raw_snappy=True, zstd_ends_on_data=True)
 CLIENTS: Dict[str, ClientRules] = {c.name: c for c in (JAVA, LIBRDKAFKA)}
 
 
