@@ -52,6 +52,12 @@ def test_the_saving_at_each_linger():
     assert lines["latency"].startswith("up to 5 ms added to each send (linger.ms=5")
     assert "500 ms $" in lines["by linger"] and lines["by linger"].endswith("over budget")
     assert lines["knee"].startswith("the cheapest within the budget, lz4@1MiB/100ms, saves $")
+    # the 0 ms point of a Java producer says how far a linger.ms=0 prediction holds; librdkafka's idle
+    # native sender sends records alone, and its 0 ms point needs no such line
+    assert "replay" not in a.profile  # no client told: Java's rules, as the replay follows
+    assert lines["at 0 ms"].startswith("a Java producer's batches at linger.ms=0")
+    a.profile["replay"] = {"client": "librdkafka"}
+    assert "at 0 ms" not in dict(cost_lines(a, lambda x: f"${x:.2f}"))
 
 
 def test_producer_memory_against_buffer_memory():

@@ -115,6 +115,11 @@ def cost_lines(a, money: Callable[[float], str]) -> List[tuple]:
             best = f"{money(p.saving)} ({p.best.label})" if p.best is not None else "none meets the speed rule"
             points.append(f"{p.linger_ms} ms {best}" + ("" if p.in_budget else " over budget"))
         out.append(("by linger", "; ".join(points)))
+        replay = (a.profile or {}).get("replay") or {}
+        if any(p.linger_ms == 0 for p in a.curve) and replay.get("client", "java") == "java":
+            out.append(("at 0 ms", "a Java producer's batches at linger.ms=0 hold what arrives while its sender is "
+                                   "busy, which varies with the CPU it gets and run to run; the 0 ms figures take "
+                                   "a sender as late as today's batches show"))
     return out
 
 
