@@ -5,16 +5,22 @@ Spark reads the JSON or Parquet files; kcodec then takes the columns
 builds real batches (``BatchEncoder``), and frames the batches the replay
 kept.  The table here is hostile as in the ``builder`` target.  Oracles: bad
 columns are refused with kcodec's error; the batches built hold every record
-once, values unchanged; the framed batches are the built ones.
+once, values unchanged; the framed batches are the built ones; every zstd batch
+ends with the empty last block a librdkafka count takes off; splitting the
+records among producers (``producer_groups``, over the replay's batches and
+fuzzed producer ids) gives every record to one producer, keeps a batch
+without an id whole, and hands each producer its records in time order.
 """
+import numpy as np
 import pyarrow as pa
 from common import OracleMismatch, verdict
 from provider import Provider
 
 import kcodec
 from kcodec.advise.grid import Setting
-from kcodec.advise.measure import BatchEncoder
+from kcodec.advise.measure import BatchEncoder, zstd_empty_last_blocks
 from kcodec.advise.profile import record_columns
+from kcodec.advise.replay import producer_groups
 from kcodec.advise.task import replay_starts
 from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 
@@ -28,7 +34,27 @@ def _replay(table, setting):
     framed = encoder.framed(starts, setting.codec, setting.level)
     if framed is not None and (framed[0] != b"".join(built) or framed[1] != len(built)):
         raise OracleMismatch(f"replay({setting}): the framed batches are not the built ones")
-    return built
+    if setting.codec == "zstd" and zstd_empty_last_blocks(built) != len(built):
+        raise OracleMismatch(f"replay({setting}): a zstd batch does not end with an empty last block")
+    return built, starts, cols["ts"]
+
+
+def _check_split(p: Provider, starts: np.ndarray, ts: np.ndarray) -> None:
+    n = len(ts)
+    batch_of = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    # a batch's records share a producer id: -1 (none) or one of three
+    pids = np.array([[-1, -1, 7, 9][p.int(0, 3)] for _ in range(len(starts) - 1)], dtype=np.int64)[batch_of]
+    k = p.int(1, 4)
+    groups = producer_groups(pids, k, batch_of, ts)
+    got = np.sort(np.concatenate(groups)) if groups else np.zeros(0, np.int64)
+    if got.tolist() != list(range(n)):
+        raise OracleMismatch(f"producer_groups over {n} records did not give each to one producer")
+    for g in groups:
+        if k > 1 and pids[g[0]] < 0 and np.any(np.diff(ts[g]) < 0):
+            raise OracleMismatch("a producer's records without an id are not in time order")
+        for b in np.unique(batch_of[g]):
+            if pids[batch_of == b][0] < 0 and np.count_nonzero(batch_of[g] == b) != np.count_nonzero(batch_of == b):
+                raise OracleMismatch(f"batch {b} without a producer id was split between producers")
 
 
 def test_one_input(data: bytes) -> None:
@@ -38,9 +64,11 @@ def test_one_input(data: bytes) -> None:
     cols.update(other_columns(p, n))
     table = pa.table(cols)
     setting = Setting(CODECS[p.int(0, 4)], None, p.int(1, 1 << 14), p.int(0, 50))
-    built, error = verdict(lambda: _replay(table, setting))
+    got, error = verdict(lambda: _replay(table, setting))
     if error is not None:
         return
+    built, starts, ts = got
+    _check_split(p, starts, ts)
     values = [r.value for b in kcodec.read_batches(b"".join(built)) for r in b]
     if len(values) != n:
         raise OracleMismatch(f"replay({setting}) built {len(values)} records of {n}")
