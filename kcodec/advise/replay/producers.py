@@ -45,7 +45,7 @@ def producer_groups(producer_ids: np.ndarray, producers: int = 1, batch_of: Opti
         ids, first = np.unique(pid[known], return_index=True)
         for i in np.argsort(first, kind="stable"):
             groups.append(known[pid[known] == ids[i]])
-    groups.sort(key=lambda g: int(g[0]))
+    groups.sort(key=lambda g: int(g.min()))
     return groups
 
 

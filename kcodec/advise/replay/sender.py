@@ -39,8 +39,8 @@ from kcodec.advise.replay.client import ClientRules
 
 __all__ = ["arrival_ms", "SenderModel", "Calibration", "time_cuts", "calibrate", "MAX_DELAY_MS"]
 
-MAX_DELAY_MS = 1000.0
-_GOLDEN = (5 ** 0.5 - 1) / 2  # a sender that takes longer than this is not a linger question any more
+MAX_DELAY_MS = 1000.0  # a sender that takes longer than this is not a linger question any more
+_GOLDEN = (5 ** 0.5 - 1) / 2  # the golden ratio's conjugate: each run's offset within its millisecond
 
 
 def arrival_ms(ts: np.ndarray) -> np.ndarray:
