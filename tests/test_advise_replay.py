@@ -19,6 +19,7 @@ from kcodec.advise.replay import (
     detect_client,
     form_batches,
     producer_groups,
+    time_cuts,
     time_limits,
 )
 from kcodec.advise.replay.accumulator import update_estimate
@@ -77,6 +78,39 @@ def test_records_of_one_millisecond_are_spaced_evenly_from_a_spread_offset():
     ts = np.array([5, 5, 6, 9, 9, 9])
     assert arrival_ms(ts).tolist() == arrival_ms(ts.copy()).tolist()
 
+
+
+def _time_cuts_by_bisection(arrival, close, max_records=None):
+    """time_cuts as numpy reads it: the first record at which the running maximum of arrivals reaches
+    each close, never before the next record, chased from record 0."""
+    n = len(arrival)
+    nxt = np.searchsorted(np.maximum.accumulate(arrival), close, side="left")
+    nxt = np.maximum(nxt, np.arange(1, n + 1))
+    if max_records:
+        nxt = np.minimum(nxt, np.arange(n) + max_records)
+    a = batches = 0
+    while a < n:
+        a = int(nxt[a])
+        batches += 1
+    return batches
+
+
+def test_time_cuts_count_what_a_bisection_over_the_arrivals_counts():
+    rng = np.random.default_rng(21)
+    for trial in range(400):
+        n = int(rng.integers(0, 300))
+        ts = np.cumsum(rng.integers(0, int(rng.choice([1, 3, 20])), n))
+        if trial % 5 == 0 and n > 3:  # a clock going back: records out of order
+            ts[rng.integers(0, n, 3)] -= int(rng.integers(1, 50))
+        arrival = arrival_ms(ts)
+        close = arrival + float(rng.choice([0.0, 0.05, 0.4, 1.7, 30.0]))
+        if trial % 7 == 0 and n:
+            close[rng.integers(0, n)] = np.nan  # a close that is not a number takes every record after it
+        most = [None, 0, 1, 3, 10000][trial % 5]
+        assert time_cuts(arrival, close, most) == _time_cuts_by_bisection(arrival, close, most), trial
+    assert time_cuts(np.zeros(0), np.zeros(0)) == 0
+    with pytest.raises(ValueError, match="one value per record"):
+        time_cuts(np.zeros(3), np.zeros(2))
 
 def test_linger_0_an_idle_sender_sends_records_alone():
     # four records in millisecond 0 arrive at 0.155, 0.405, 0.655, 0.905; an idle sender takes a batch

@@ -9,7 +9,8 @@ once, values unchanged; the framed batches are the built ones; every zstd batch
 ends with the empty last block a librdkafka count takes off; splitting the
 records among producers (``producer_groups``, over the replay's batches and
 fuzzed producer ids) gives every record to one producer, keeps a batch
-without an id whole, and hands each producer its records in time order.
+without an id whole, and hands each producer its records in time order; the
+sender calibration's native batch count (``time_cuts``) is numpy's bisection.
 """
 import numpy as np
 import pyarrow as pa
@@ -20,7 +21,7 @@ import kcodec
 from kcodec.advise.grid import Setting
 from kcodec.advise.measure import BatchEncoder, zstd_empty_last_blocks
 from kcodec.advise.profile import record_columns
-from kcodec.advise.replay import producer_groups
+from kcodec.advise.replay import arrival_ms, producer_groups, time_cuts
 from kcodec.advise.task import replay_starts
 from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 
@@ -37,6 +38,24 @@ def _replay(table, setting):
     if setting.codec == "zstd" and zstd_empty_last_blocks(built) != len(built):
         raise OracleMismatch(f"replay({setting}): a zstd batch does not end with an empty last block")
     return built, starts, cols["ts"]
+
+
+def _check_time_cuts(p: Provider, ts: np.ndarray) -> None:
+    # the sender calibration's native count against numpy's reading of it: a bisection over the
+    # running maximum of arrivals, chased from record 0
+    arrival = arrival_ms(ts)
+    close = arrival + p.int(0, 3000) / 1000.0
+    most = p.int(0, 4)
+    n = len(arrival)
+    nxt = np.maximum(np.searchsorted(np.maximum.accumulate(arrival), close, side="left"), np.arange(1, n + 1))
+    if most:
+        nxt = np.minimum(nxt, np.arange(n) + most)
+    a = expected = 0
+    while a < n:
+        a = int(nxt[a])
+        expected += 1
+    if time_cuts(arrival, close, most) != expected:
+        raise OracleMismatch(f"time_cuts over {n} records is not the bisection's {expected} batches")
 
 
 def _check_split(p: Provider, starts: np.ndarray, ts: np.ndarray) -> None:
@@ -69,6 +88,7 @@ def test_one_input(data: bytes) -> None:
         return
     built, starts, ts = got
     _check_split(p, starts, ts)
+    _check_time_cuts(p, ts)
     values = [r.value for b in kcodec.read_batches(b"".join(built)) for r in b]
     if len(values) != n:
         raise OracleMismatch(f"replay({setting}) built {len(values)} records of {n}")

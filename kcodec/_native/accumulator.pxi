@@ -38,6 +38,52 @@ cdef inline int64_t _first_above(const int64_t *cum, int64_t lo, int64_t hi, int
     return lo
 
 
+def time_cut_count(const double[::1] arrival, const double[::1] closes, int64_t max_records) -> int:
+    """Batches of a time-only replay (``kcodec.advise.replay.sender.time_cuts``): each batch takes the
+    records arriving before its close time, at most ``max_records`` (0: no limit).
+
+    A record out of order joins the batch its position gives it: a batch ends at the first record
+    at which the running maximum of arrivals reaches its close time (as a bisection over that
+    maximum finds it), and never before the record after the one that opened it.  A close time
+    that is not a number takes every record after it.  The sender's calibration asks this for
+    dozens of delays per chunk; a walk from each batch's first record is one pass over the chunk.
+    """
+    cdef Py_ssize_t n = arrival.shape[0]
+    if closes.shape[0] != n:
+        raise ValueError("time_cut_count: arrival and closes need one value per record")
+    if max_records < 0:
+        raise ValueError(f"time_cut_count: max_records must not be negative, got {max_records}")
+    if n == 0:
+        return 0
+    cdef double *most = <double *>malloc(n * sizeof(double))
+    if most == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t a = 0, b, i
+    cdef int64_t batches = 0
+    cdef double c
+    try:
+        with nogil:
+            most[0] = arrival[0]
+            for i in range(1, n):
+                # arrivals come from integer timestamps: never NaN
+                most[i] = arrival[i] if arrival[i] > most[i - 1] else most[i - 1]
+            while a < n:
+                c = closes[a]
+                if c != c:
+                    b = n
+                else:
+                    b = a + 1
+                    while b < n and most[b] < c:
+                        b += 1
+                if max_records > 0 and b > a + max_records:
+                    b = a + max_records
+                a = b
+                batches += 1
+    finally:
+        free(most)
+    return batches
+
+
 def replay_cuts(const int64_t[::1] cum, const int64_t[::1] next_size, const int64_t[::1] upper,
                 const double[::1] arrival, const double[::1] closes, int64_t batch_size, int64_t overhead,
                 bint estimated, bint learns, int64_t max_records, double estimate, object close):
