@@ -140,12 +140,15 @@ def _plus_codec_raw(rows: Dict[Tuple[str, Key], dict], key: Key, t: float) -> Op
     return None if raw is None else t + raw["records"] / raw["records_per_s"]
 
 
+def _memcpy_time(rows: Dict[Tuple[str, Key], dict], workload: str, op: str) -> Optional[float]:
+    copy = rows.get(("memcpy", (workload, "none", op)))
+    return None if copy is None else copy["records"] / copy["records_per_s"]
+
+
 def _floor_time(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
     workload, codec, op = key
-    copy = rows.get(("memcpy", (workload, "none", op)))
-    if copy is None:
-        return None
-    return _plus_codec_raw(rows, key, copy["records"] / copy["records_per_s"])
+    copy = _memcpy_time(rows, workload, op)
+    return None if copy is None else _plus_codec_raw(rows, key, copy)
 
 
 def _cpython_floor(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[float]:
@@ -158,10 +161,10 @@ def _cpython_floor(rows: Dict[Tuple[str, Key], dict], key: Key) -> Optional[floa
         return None
     t = floor["records"] / floor["records_per_s"]
     if op == "build":
-        copy = rows.get(("memcpy", (workload, "none", op)))
+        copy = _memcpy_time(rows, workload, op)
         if copy is None:
             return None
-        t += copy["records"] / copy["records_per_s"]
+        t += copy
     t = _plus_codec_raw(rows, key, t)
     return None if t is None else floor["records"] / t
 

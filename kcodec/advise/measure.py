@@ -47,7 +47,7 @@ import numpy as np
 
 from kcodec._native.columnar import BatchBodies, BatchRatios, BatchSizer, compressed_batch_list, encode_columnar
 from kcodec._native.native_codec import native_of
-from kcodec.records.framing import RECORD_BATCH_OVERHEAD as _PLAIN_HEADER_BYTES
+from kcodec.records.framing import RECORD_BATCH_OVERHEAD, iter_entries
 
 __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
            "ONE_BATCH", "ZSTD_EMPTY_LAST_BLOCK", "zstd_empty_last_blocks"]
@@ -121,14 +121,12 @@ ZSTD_EMPTY_LAST_BLOCK = b"\x01\x00\x00"
 def zstd_empty_last_blocks(batches: Sequence[Union[bytes, memoryview]]) -> int:
     """How many of the batches (each buffer one batch or several back to back) hold a zstd frame that
     ends with an empty last block, as Java's stream closes one after a flush."""
-    from kcodec.records.framing import iter_entries
-
     count = 0
     for buf in batches:
         view = memoryview(buf).cast("B")
         for e in iter_entries(view):
             end = e.position + e.size
-            if e.size >= _PLAIN_HEADER_BYTES + 3 and view[end - 3:end] == ZSTD_EMPTY_LAST_BLOCK:
+            if e.size >= RECORD_BATCH_OVERHEAD + 3 and view[end - 3:end] == ZSTD_EMPTY_LAST_BLOCK:
                 count += 1
     return count
 
@@ -255,7 +253,7 @@ class BatchEncoder:
 
         total = 0
         for batch in self.build(starts, "none", None):
-            total += _PLAIN_HEADER_BYTES + len(snappy_compress_raw(memoryview(batch)[_PLAIN_HEADER_BYTES:]))
+            total += RECORD_BATCH_OVERHEAD + len(snappy_compress_raw(memoryview(batch)[RECORD_BATCH_OVERHEAD:]))
         return total
 
     def build(self, starts: np.ndarray, codec: str, level) -> List[bytes]:

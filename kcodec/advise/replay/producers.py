@@ -11,6 +11,7 @@ records arrive in time order, so each producer's share is taken in timestamp ord
 """
 from __future__ import annotations
 
+import math
 from typing import List, Optional
 
 import numpy as np
@@ -57,17 +58,17 @@ def _split_by_batch(records: np.ndarray, batch: np.ndarray, ts: np.ndarray, k: i
     first = np.flatnonzero(new)
     begins = np.minimum.reduceat(ts, first).tolist()
     ends = np.maximum.reduceat(ts, first).tolist()
-    last_end = [None] * k  # each producer's last batch's latest timestamp (None: no batch yet)
+    last_end = [-math.inf] * k  # each producer's last batch's latest timestamp
     last_used = [-1] * k
     owner = np.empty(len(first), np.int64)
     for b, (begin, end) in enumerate(zip(begins, ends)):
-        free = [p for p in range(k) if last_end[p] is None or last_end[p] <= begin]
+        free = [p for p in range(k) if last_end[p] <= begin]
         if free:
             p = min(free, key=lambda q: (last_used[q], q))
         else:
             p = min(range(k), key=lambda q: (last_end[q], q))
         owner[b] = p
-        last_end[p] = end if last_end[p] is None else max(last_end[p], end)
+        last_end[p] = max(last_end[p], end)
         last_used[p] = b
     per_record = np.repeat(owner, np.diff(np.append(first, len(batch))))
     out = []
