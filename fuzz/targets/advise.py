@@ -10,7 +10,8 @@ ends with the empty last block a librdkafka count takes off; splitting the
 records among producers (``producer_groups``, over the replay's batches and
 fuzzed producer ids) gives every record to one producer, keeps a batch
 without an id whole, and hands each producer its records in time order; the
-sender calibration's native batch count (``time_cuts``) is numpy's bisection.
+sender calibration's native batch count (``time_cuts``) is what the replay's
+per-record time limits (``time_limits``) give.
 """
 import numpy as np
 import pyarrow as pa
@@ -21,7 +22,7 @@ import kcodec
 from kcodec.advise.grid import Setting
 from kcodec.advise.measure import BatchEncoder, zstd_empty_last_blocks
 from kcodec.advise.profile import record_columns
-from kcodec.advise.replay import arrival_ms, producer_groups, time_cuts
+from kcodec.advise.replay import JAVA, SenderModel, arrival_ms, producer_groups, time_cuts, time_limits
 from kcodec.advise.task import replay_starts
 from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 
@@ -41,21 +42,22 @@ def _replay(table, setting):
 
 
 def _check_time_cuts(p: Provider, ts: np.ndarray) -> None:
-    # the sender calibration's native count against numpy's reading of it: a bisection over the
-    # running maximum of arrivals, chased from record 0
-    arrival = arrival_ms(ts)
-    close = arrival + p.int(0, 3000) / 1000.0
+    # the sender calibration's native count against the replay's own per-record limits (time_limits:
+    # where each record's batch must end by time), chased from record 0; time_limits answers only for
+    # records in arrival order, and the unit tests cover the rest
+    sender = SenderModel(JAVA, p.int(0, 3000) / 1000.0, p.int(0, 3000) / 1000.0)
+    linger = p.int(0, 20)
+    limits = time_limits(ts, linger, JAVA, sender)
+    if limits is None:
+        return
     most = p.int(0, 4)
-    n = len(arrival)
-    nxt = np.maximum(np.searchsorted(np.maximum.accumulate(arrival), close, side="left"), np.arange(1, n + 1))
-    if most:
-        nxt = np.minimum(nxt, np.arange(n) + most)
     a = expected = 0
-    while a < n:
-        a = int(nxt[a])
+    while a < len(ts):
+        a = int(limits[a]) if not most else min(int(limits[a]), a + most)
         expected += 1
-    if time_cuts(arrival, close, most) != expected:
-        raise OracleMismatch(f"time_cuts over {n} records is not the bisection's {expected} batches")
+    got = time_cuts(arrival_ms(ts), sender.close_times(arrival_ms(ts), ts, linger), most)
+    if got != expected:
+        raise OracleMismatch(f"time_cuts over {len(ts)} records counted {got} batches, time_limits {expected}")
 
 
 def _check_split(p: Provider, starts: np.ndarray, ts: np.ndarray) -> None:
