@@ -218,7 +218,9 @@ def test_rule_is_a_value_and_states_its_knee():
 
 def test_measured_without_a_cost_and_its_spreads():
     m = Measured(ZSTD, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
-    assert (m.cost, m.stored_per_day, m.cpu, m.compress_spread, m.read_spread) == (None, 0.0, None, 0.0, 0.0)
+    assert (m.stored_per_day, m.cpu, m.compress_spread, m.read_spread) == (0.0, None, 0.0, 0.0)
+    with pytest.raises(AttributeError, match=r"^zstd@16KiB/5ms is not priced yet$"):
+        m.cost  # read before advise_topic prices it
     assert (m.cost_uncertainty, m.cpu_source) == (0.0, "measured")
     m.compress_spread, m.read_spread = 1.8, 0.35
     # the spreads relative to the medians: 1.8 of 2 s and 0.35 of 0.5 s

@@ -8,7 +8,7 @@ in a legend outside the axes.
 from __future__ import annotations
 
 import io
-from typing import Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from kcodec._extras import require
 from kcodec.advise.recommend import TopicAdvice
@@ -104,15 +104,15 @@ def topic_png(a: TopicAdvice) -> bytes:
 
     ax = axes[1]
     # The curve: for each codec and level, the saving at each linger.ms (its best batch.size there).
-    by_codec = {}
+    by_codec: Dict[str, Dict[int, float]] = {}
     for m in a.results:
         key = m.setting.codec_label
         at = by_codec.setdefault(key, {})
         g = m.setting.linger_ms
         at[g] = max(at.get(g, float("-inf")), a.today.cost.total - m.cost.total)
     for key in sorted(by_codec):
-        pts = sorted(by_codec[key].items())
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=chart_text(key, 20))
+        curve = sorted(by_codec[key].items())
+        ax.plot([p[0] for p in curve], [p[1] for p in curve], marker="o", label=chart_text(key, 20))
     ax.axhline(0, color="black", linestyle="--", linewidth=1, label="today")
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlim(0, max(lingers) * 1.6 + 1)  # no negative lingers, and the last point off the edge

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, Generic, List, Optional, Sequence, TypeVar
 
+from kcodec.advise.assumptions import Assumption
+from kcodec.advise.auto_sample import SampleReach
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.cpu import CpuCost, cpu_cost
 from kcodec.advise.grid import Setting, format_size
-from kcodec.advise.latency import knee, linger_curve
+from kcodec.advise.latency import LingerPoint, ProducerMemory, knee, linger_curve
 from kcodec.advise.notes import best_excluded, excluded_note, keep_note
 from kcodec.advise.task import TODAY
 
@@ -44,6 +46,8 @@ __all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config", "p
 MS_PER_DAY = 86_400_000
 #: Kafka's CompressionType ids: the last tie-break of the rule.
 CODEC_ORDER = ("none", "gzip", "snappy", "lz4", "zstd")
+#: a measured setting's: ``Setting`` for one of the grid, ``None`` for today's batches
+S = TypeVar("S", bound=Optional[Setting])
 
 
 @dataclass(frozen=True)
@@ -77,15 +81,16 @@ class Rule:
 
 
 @dataclass
-class Measured:
+class Measured(Generic[S]):
     """One setting (or today's batches, ``setting=None``) summed over a topic's sampled chunks.
 
     ``compress_seconds``/``read_seconds`` are this run's measured CPU times
     (medians of repetitions) and ``*_spread`` half their ranges; :attr:`cpu`
-    is what the bill uses.
+    is what the bill uses.  ``Measured[Setting]`` is a setting of the grid,
+    ``Measured[None]`` today's batches.
     """
 
-    setting: Optional[Setting]
+    setting: S
     records: int
     payload_bytes: int
     plain_bytes: int
@@ -99,8 +104,19 @@ class Measured:
     compress_spread: float = 0.0
     read_spread: float = 0.0
     cpu: Optional[CpuCost] = None
-    cost: Optional[MonthlyCost] = None
     stored_per_day: float = 0.0
+    _cost: Optional[MonthlyCost] = field(default=None, init=False, repr=False)
+
+    @property
+    def cost(self) -> MonthlyCost:
+        """$/month at this setting, once :func:`advise_topic` has priced it (it prices every one)."""
+        if self._cost is None:
+            raise AttributeError(f"{self.label} is not priced yet")
+        return self._cost
+
+    @cost.setter
+    def cost(self, value: MonthlyCost) -> None:
+        self._cost = value
 
     @property
     def label(self) -> str:
@@ -158,7 +174,7 @@ class Measured:
     @property
     def cost_uncertainty(self) -> float:
         """$/month within which this setting's cost is not known better: CPU model error plus sampling."""
-        if self.cost is None:
+        if self._cost is None:
             return 0.0
         cpu_share = self.cpu.uncertainty if self.cpu is not None and self.cpu.uncertainty is not None else 0.0
         sampled = 0.0
@@ -170,11 +186,11 @@ class Measured:
 @dataclass
 class TopicAdvice:
     topic: str
-    profile: Dict
-    today: Measured
-    results: List[Measured]
-    best: Optional[Measured]  # None: keep today's settings
-    best_without_level: Optional[Measured]
+    profile: Dict[str, Any]
+    today: Measured[None]
+    results: List[Measured[Setting]]
+    best: Optional[Measured[Setting]]  # None: keep today's settings
+    best_without_level: Optional[Measured[Setting]]
     chosen_by: str
     stored_per_day: float
     per_day_source: str
@@ -183,12 +199,12 @@ class TopicAdvice:
     recompress_cpu: float = 0.0  # $/month of CPU if brokers rebuild every batch in another codec
     priced: bool = True  # False: bytes per day unknown, the topic is left out of the estate's dollars
     volume_source: str = ""  # where bytes per day came from, in a few words
-    assumptions: List = field(default_factory=list)  # kcodec.advise.assumptions.Assumption: what the bill rests on
-    cheapest: Optional[Measured] = None  # the lowest $/month within the rule, when the knee chose another
-    curve: List = field(default_factory=list)  # kcodec.advise.latency.LingerPoint per linger.ms of the grid
-    memory: Optional[object] = None  # kcodec.advise.latency.ProducerMemory of the recommended batch.size
+    assumptions: List[Assumption] = field(default_factory=list)  # what the bill rests on
+    cheapest: Optional[Measured[Setting]] = None  # the lowest $/month within the rule, when the knee chose another
+    curve: List[LingerPoint] = field(default_factory=list)  # per linger.ms of the grid
+    memory: Optional[ProducerMemory] = None  # of the recommended batch.size
     rule: Optional[Rule] = None  # the rule the choice followed, to mark the rows it left out
-    sample: Optional[object] = None  # kcodec.advise.auto_sample.SampleReach: how far --sample auto read
+    sample: Optional[SampleReach] = None  # how far --sample auto read
 
     @property
     def codec_mix(self) -> Dict[str, float]:

@@ -29,7 +29,7 @@ def check_topics(spark, source: Source, sampling: Sampling, out: str) -> None:
         check_topic_column(source.write_records(spark, sampling))
     except InvalidNameError as exc:
         raise InvalidNameError(f"--write {out}: {exc.message}", value=exc.value,
-                               source=f"column 'topic' of {', '.join(source.paths)}; nothing was written") \
+                               source=f"column 'topic' of {source.description}; nothing was written") \
             from None
 
 
