@@ -490,20 +490,25 @@ def test_compact_takes_each_topics_settings_from_the_metadata_log(tmp_path, caps
 
 def test_advise_prices_each_topic_with_its_metadata(tmp_path):
     from kcodec.advise.cost import TopicEconomics
-    from kcodec.advise.topic_config import read_metadata, topic_economics
+    from kcodec.advise.topic_config import price_topic, read_metadata
 
     meta = read_metadata(str(metadata_log(tmp_path, {"kept-2d": {"retention.ms": str(2 * DAY)},
                                                      "forever": {"retention.ms": "-1"}, "plain": {}})))
     defaults = TopicEconomics(retention_days=7, replication_factor=3)
-    econ, notes = topic_economics("kept-2d", defaults, {}, set(), meta)
+
+    def priced(topic, defaults, flags=frozenset(), per_topic=None):
+        p = price_topic(topic, defaults, per_topic or {}, flags, meta)
+        return p.economics, p.notes
+
+    econ, notes = priced("kept-2d", defaults)
     assert econ.retention_days == 2 and econ.replication_factor == 3 and len(notes) == 2
-    econ, notes = topic_economics("kept-2d", TopicEconomics(retention_days=30), {}, {"retention_days"}, meta)
+    econ, notes = priced("kept-2d", TopicEconomics(retention_days=30), {"retention_days"})
     assert econ.retention_days == 30 and "from --retention-days" in notes[0]
-    econ, notes = topic_economics("forever", defaults, {}, set(), meta)
+    econ, notes = priced("forever", defaults)
     assert econ.retention_days == 7 and "kept forever" in notes[0]
-    econ, notes = topic_economics("plain", defaults, {}, set(), meta)
+    econ, notes = priced("plain", defaults)
     assert econ.retention_days == 7 and "not set in the metadata log" in notes[0]
-    econ, notes = topic_economics("absent", defaults, {}, set(), meta)
+    econ, notes = priced("absent", defaults)
     assert econ == defaults and "not in the metadata log" in notes[0]
     given = TopicEconomics(retention_days=1, replication_factor=1)
-    assert topic_economics("kept-2d", defaults, {"kept-2d": given}, set(), meta) == (given, [])
+    assert priced("kept-2d", defaults, per_topic={"kept-2d": given}) == (given, [])

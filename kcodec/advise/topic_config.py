@@ -15,12 +15,12 @@ default days are used and the note says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional
 
 from kcodec.advise.assumptions import CLUSTER, DEFAULT, FLAGS, PRICES_FILE, Source, flag_name
 from kcodec.advise.cost import ECONOMICS_FIELDS, TopicEconomics
 
-__all__ = ["PricedTopic", "price_topic", "topic_economics", "read_metadata"]
+__all__ = ["PricedTopic", "price_topic", "read_metadata"]
 
 DAY_MS = 86_400_000
 
@@ -30,13 +30,6 @@ class PricedTopic:
     economics: TopicEconomics
     notes: List[str] = field(default_factory=list)
     sources: Dict[str, Source] = field(default_factory=dict)  #: TopicEconomics field -> (mark, detail)
-
-
-def topic_economics(topic: str, defaults: TopicEconomics, per_topic: Mapping[str, TopicEconomics],
-                    flags: AbstractSet[str], metadata) -> Tuple[TopicEconomics, List[str]]:
-    """(the economics ``topic`` is priced with, notes naming where its retention and replication came from)."""
-    priced = price_topic(topic, defaults, per_topic, flags, metadata)
-    return priced.economics, priced.notes
 
 
 def price_topic(topic: str, defaults: TopicEconomics, per_topic: Mapping[str, TopicEconomics],
