@@ -1,0 +1,342 @@
+"""A race over a topic's grid: rounds over common ranges, each ending by dropping the settings that cannot win.
+
+Every setting of a topic is measured on the same ranges (chunks), so what two
+settings cost differs range by range far less than each cost varies on its
+own: the race compares them in pairs.  After each round, a setting is dropped
+when, with the confidence of the sampling target, its monthly cost lies above
+the leader's (the cheapest setting the rule allows) by more than the two
+settings' tie margin, the uncertainty within which the rule counts costs as
+equal (:func:`kcodec.advise.recommend.pick`); or when, with the same
+confidence, it builds or reads slower than the rule allows, or its
+``linger.ms`` is past ``--max-linger-ms``.  The next round measures only the
+settings still running.
+
+Why the best setting survives with confidence ``1 - alpha``: the best is
+dropped only if one of the tests of it fails.  A cost test of a setting
+against a leader fails with probability at most its ``alpha_k``, and the best
+can meet at most ``K - 1`` leaders in a round; half of ``alpha`` is spread over
+those ``K - 1`` leaders and over the rounds as ``2**-k`` (round 1, which
+measures every setting, expensive ones included, gets the largest share, so
+an expensive setting is decided early), and the speed tests take the other
+half the same way, so the chances of all failures together add up to at most
+``alpha`` whatever the number of rounds (:func:`round_alpha`).
+``docs/race.md`` says more, and where the ranges' independence, on which the
+intervals rest, holds.
+
+Every input is a byte count or the CPU model's figure for byte counts, and the
+intervals are computed with exact sums and a deterministic quantile, so the
+same data and flags drop the same settings in the same rounds on any machine.
+This module is pure: the measuring loop gives it each round's per-range
+figures and takes back what to measure next.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["ALPHA", "Contender", "Limit", "Gap", "Drop", "RoundLog", "Race", "paired_gap", "ratio_bound",
+           "t_upper", "round_alpha", "leader", "tied", "eliminate", "group_names"]
+
+#: The chance the race may lose the best setting: the sampling target's 95%.
+ALPHA = 0.05
+
+
+def _t_two_sided(t: float, df: int) -> float:
+    """P(|T| < t) for Student's t with ``df`` (a whole number) degrees of freedom: the closed forms of
+    Abramowitz and Stegun 26.7.3 and 26.7.4, a finite sum for any whole ``df``."""
+    theta = math.atan(t / math.sqrt(df))
+    s, c2 = math.sin(theta), math.cos(theta) ** 2
+    if df % 2 == 0:
+        term, total = 1.0, 1.0
+        for k in range(2, df, 2):
+            term *= c2 * (k - 1) / k
+            total += term
+        return s * total
+    if df == 1:
+        return 2 * theta / math.pi
+    term, total = math.cos(theta), math.cos(theta)
+    for k in range(3, df - 1, 2):
+        term *= c2 * (k - 1) / k
+        total += term
+    return 2 / math.pi * (theta + s * total)
+
+
+def t_upper(df: int, alpha: float) -> float:
+    """Student's t quantile at ``1 - alpha`` (one-sided) for ``df`` degrees of freedom, by bisection on the
+    exact distribution up to 2000 degrees, past that Cornish-Fisher's expansion about the normal's."""
+    if df < 1:
+        raise ValueError("at least one degree of freedom")
+    if not 0 < alpha < 0.5:
+        raise ValueError("alpha between 0 and 0.5")
+    if df > 2000:
+        z = NormalDist().inv_cdf(1 - alpha)
+        return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    want = 1 - 2 * alpha  # P(|T| < t) at the one-sided quantile
+    lo, hi = 0.0, 1.0
+    while _t_two_sided(hi, df) < want:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _t_two_sided(mid, df) < want:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi
+
+
+def round_alpha(round_no: int, comparisons: int, alpha: float = ALPHA) -> float:
+    """The chance one test of round ``round_no`` (from 1) may fail: half of ``alpha`` (the other half is the
+    speed tests'), over ``comparisons`` tests of one setting in a round, times ``2**-round_no`` so that the
+    rounds' shares add up to less than one however many rounds run."""
+    if round_no < 1:
+        raise ValueError("rounds count from 1")
+    return alpha / 2 * 0.5 ** round_no / max(1, comparisons)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A paired difference of two totals over the measured ranges and its standard error."""
+
+    estimate: float
+    se: float
+    df: int
+
+    def lower(self, alpha: float) -> float:
+        """The one-sided ``1 - alpha`` lower bound: -inf below two ranges."""
+        if self.se == 0:
+            return self.estimate
+        if self.df < 1 or not math.isfinite(self.se):
+            return -math.inf
+        return self.estimate - t_upper(self.df, alpha) * self.se
+
+
+def _total_gap(diffs: Sequence[float], sizes: Sequence[float], population: int) -> Gap:
+    """Σdiffs and its standard error as the ratio estimator's, with ``sizes`` as the auxiliary figure: ranges
+    drawn without replacement from ``population`` ranges, scaled to the sample's total."""
+    n = len(diffs)
+    if n != len(sizes):
+        raise ValueError("one size per range")
+    total = math.fsum(diffs)
+    if n >= population:
+        return Gap(total, 0.0, max(0, n - 1))
+    if n < 2:
+        return Gap(total, math.inf, 0)
+    size = math.fsum(sizes)
+    if size <= 0:
+        return Gap(total, math.inf, n - 1)
+    per = total / size
+    residual = math.fsum((d - per * s) ** 2 for d, s in zip(diffs, sizes)) / (n - 1)
+    return Gap(total, math.sqrt(n * (1 - n / population) * residual), n - 1)
+
+
+def paired_gap(costs: Sequence[float], versus: Sequence[float], sizes: Sequence[float], population: int) -> Gap:
+    """How much more ``costs`` total than ``versus`` on the same ranges (each list one figure per range,
+    in the same order), with its standard error: the ranges' differences, not each side's spread."""
+    if len(costs) != len(versus):
+        raise ValueError("both settings measured on the same ranges")
+    return _total_gap([a - b for a, b in zip(costs, versus)], sizes, population)
+
+
+def ratio_bound(numerators: Sequence[float], sizes: Sequence[float], population: int,
+                alpha: float) -> float:
+    """The one-sided ``1 - alpha`` lower bound of Σnumerators / Σsizes (0 when unknown)."""
+    size = math.fsum(sizes)
+    if size <= 0:
+        return 0.0
+    low = _total_gap(numerators, sizes, population).lower(alpha)
+    return max(0.0, low / size) if math.isfinite(low) else 0.0
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A speed the rule asks of a setting: ``seconds`` (CPU per range) must buy at least ``mbps`` MB of
+    payload per second; ``what`` names it (build, read)."""
+
+    what: str
+    seconds: Tuple[float, ...]
+    mbps: float
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One setting in a round: its $/month split over the measured ranges (they add up to its cost), its tie
+    margin ($/month: the uncertainty within which the rule counts its cost equal to another's), its place in
+    the rule's tie order, whether the rule allows it at its estimate, the speeds asked of it, and why the rule
+    leaves it out whatever is measured (a flag, e.g. its linger.ms), if it does."""
+
+    name: str
+    costs: Tuple[float, ...]
+    margin: float
+    order: tuple
+    allowed: bool = True
+    limits: Tuple[Limit, ...] = ()
+    out_of_rule: Optional[str] = None
+
+    @property
+    def cost(self) -> float:
+        return math.fsum(self.costs)
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A setting the race dropped: in which round, why (``cost`` or ``rule``), against which leader, and the
+    bound that decided it ($/month the cost lies above the leader's at least, for ``cost``)."""
+
+    name: str
+    round: int
+    reason: str
+    leader: str
+    bound: float
+    detail: str
+
+    def doc(self) -> Dict[str, object]:
+        return {"setting": self.name, "round": self.round, "reason": self.reason, "leader": self.leader,
+                "bound": self.bound, "detail": self.detail}
+
+
+@dataclass
+class RoundLog:
+    """One round of one topic: the ranges measured so far, the settings measured in it, its leader and drops."""
+
+    round: int
+    ranges: int
+    running: int
+    leader: Optional[str]
+    drops: List[Drop] = field(default_factory=list)
+
+    def doc(self) -> Dict[str, object]:
+        return {"round": self.round, "ranges": self.ranges, "running": self.running, "leader": self.leader,
+                "dropped": [d.doc() for d in self.drops]}
+
+
+def leader(contenders: Sequence[Contender]) -> Optional[Contender]:
+    """The cheapest contender the rule allows (the tie order after the cost), or None."""
+    allowed = [c for c in contenders if c.allowed and c.out_of_rule is None]
+    return min(allowed, key=lambda c: (c.cost, c.order)) if allowed else None
+
+
+def tied(contenders: Sequence[Contender]) -> bool:
+    """Whether the race is decided: the contenders the rule allows are one, or all tied with the leader under
+    the rule's tie margin (their estimates, not bounds), so that more ranges would not change which is picked
+    among them but through the tie order."""
+    best = leader(contenders)
+    if best is None:
+        return True
+    return all(c.cost - best.cost <= c.margin + best.margin
+               for c in contenders if c.allowed and c.out_of_rule is None)
+
+
+def eliminate(contenders: Sequence[Contender], sizes: Sequence[float], population: int, round_no: int,
+              initial: int, alpha: float = ALPHA) -> Tuple[Optional[Contender], List[Drop]]:
+    """Round ``round_no``'s leader and drops among ``contenders`` (the settings still running, measured on
+    the same ranges of ``sizes``: payload bytes per range, of ``population`` ranges in the topic).
+    ``initial`` is how many settings the race began with: the tests a setting may meet per round."""
+    a = round_alpha(round_no, initial - 1, alpha)
+    a_speed = round_alpha(round_no, 1, alpha)
+    # the rule's drops first: a setting out of the rule never leads
+    out: Dict[str, Tuple[str, float]] = {}
+    for c in contenders:
+        if c.out_of_rule is not None:
+            out[c.name] = (c.out_of_rule, 0.0)
+            continue
+        for lim in c.limits:
+            bound = ratio_bound(lim.seconds, sizes, population, a_speed)
+            if bound * lim.mbps * 1e6 > 1:
+                top = 1 / bound / 1e6
+                out[c.name] = (f"{lim.what}s at most {top:.0f} MB/s, below {lim.mbps:g}", top)
+                break
+    best = leader([c for c in contenders if c.name not in out])
+    drops: List[Drop] = []
+    for c in contenders:
+        if c.name in out:
+            detail, bound = out[c.name]
+            drops.append(Drop(c.name, round_no, "rule", best.name if best else "", bound, detail))
+            continue
+        if best is None or c is best:
+            continue
+        low = paired_gap(c.costs, best.costs, sizes, population).lower(a)
+        if low > c.margin + best.margin:
+            drops.append(Drop(c.name, round_no, "cost", best.name, low,
+                              f"cost at least ${low:,.2f}/month above {best.name}'s, past the tie margin of "
+                              f"${c.margin + best.margin:,.2f}"))
+    return best, drops
+
+
+class Race:
+    """One topic's race: which settings still run, and every round's leader and drops."""
+
+    def __init__(self, names: Sequence[str], alpha: float = ALPHA) -> None:
+        self.names = list(names)
+        self.alpha = alpha
+        self.running = list(names)
+        self.dropped: Dict[str, Drop] = {}
+        self.rounds: List[RoundLog] = []
+        self.decided = len(self.running) <= 1
+
+    def round(self, contenders: Sequence[Contender], sizes: Sequence[float], population: int) -> RoundLog:
+        """Take one round's figures of the running settings; drop those that cannot win."""
+        names = {c.name for c in contenders}
+        if names != set(self.running):
+            raise ValueError("a round gives figures for exactly the settings still running")
+        no = len(self.rounds) + 1
+        best, drops = eliminate(contenders, sizes, population, no, len(self.names), self.alpha)
+        log = RoundLog(no, len(sizes), len(contenders), best.name if best else None, drops)
+        gone = {d.name for d in drops}
+        for d in drops:
+            self.dropped[d.name] = d
+        self.running = [n for n in self.running if n not in gone]
+        self.decided = tied([c for c in contenders if c.name not in gone])
+        self.rounds.append(log)
+        return log
+
+    def text(self) -> List[str]:
+        """Per round: how many settings it dropped and why, grouped."""
+        out = []
+        for log in self.rounds:
+            if not log.drops:
+                continue
+            parts = []
+            cost = [d for d in log.drops if d.reason == "cost"]
+            if cost:
+                names = group_names([d.name for d in cost], self.names)
+                parts.append(f"{', '.join(names)}, their cost at least ${min(d.bound for d in cost):,.2f}/month "
+                             f"above {log.leader}'s beyond the tie margin")
+            rule = [d for d in log.drops if d.reason == "rule"]
+            if rule:
+                why = sorted({d.detail if d.bound == 0 else d.detail.split(" at most")[0] + " too slow"
+                              for d in rule})
+                parts.append(f"{', '.join(group_names([d.name for d in rule], self.names))} outside the rule "
+                             f"({'; '.join(why)})")
+            out.append(f"dropped after round {log.round} ({len(log.drops)} of {log.running}, {log.ranges} "
+                       f"ranges): " + "; ".join(parts))
+        return out
+
+    def doc(self) -> Dict[str, object]:
+        return {"settings": len(self.names), "running": list(self.running), "decided": self.decided,
+                "alpha": self.alpha, "rounds": [r.doc() for r in self.rounds]}
+
+
+def group_names(names: Sequence[str], every: Sequence[str]) -> List[str]:
+    """``names`` with every group of one codec (the part before ``@``) that is whole in ``every`` shown as
+    ``codec@*``, the rest as they are, in ``every``'s order."""
+    chosen = set(names)
+    groups: Dict[str, List[str]] = {}
+    for n in every:
+        groups.setdefault(n.split("@", 1)[0], []).append(n)
+    out, shown = [], set()
+    for n in every:
+        if n not in chosen or n in shown:
+            continue
+        head = n.split("@", 1)[0]
+        members = groups[head]
+        if len(members) > 1 and all(m in chosen for m in members):
+            out.append(f"{head}@*")
+            shown.update(members)
+        else:
+            out.append(n)
+            shown.add(n)
+    return out

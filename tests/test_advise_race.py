@@ -1,0 +1,203 @@
+"""The race over a topic's grid (kcodec.advise.race): the quantile, the paired interval, and rounds on figures
+whose answer is worked out by hand: a planted loser goes in round 1, a near tie stays for the tie rule, and the
+same figures in any order drop the same settings in the same rounds."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from kcodec.advise.race import (
+    ALPHA,
+    Contender,
+    Limit,
+    Race,
+    eliminate,
+    group_names,
+    leader,
+    paired_gap,
+    ratio_bound,
+    round_alpha,
+    t_upper,
+    tied,
+)
+
+
+def test_t_upper_matches_the_tables():
+    # Student's t tables, one-sided 1 - alpha
+    assert t_upper(1, 0.025) == pytest.approx(12.706, abs=5e-4)
+    assert t_upper(3, 0.025) == pytest.approx(3.182, abs=5e-4)
+    assert t_upper(3, 0.01) == pytest.approx(4.541, abs=5e-4)
+    assert t_upper(4, 0.005) == pytest.approx(4.604, abs=5e-4)
+    assert t_upper(10, 0.01) == pytest.approx(2.764, abs=5e-4)
+    assert t_upper(30, 0.025) == pytest.approx(2.042, abs=5e-4)
+    assert t_upper(120, 0.025) == pytest.approx(1.980, abs=5e-4)
+    assert t_upper(10 ** 6, 0.025) == pytest.approx(1.960, abs=5e-4)
+    # a smaller chance of error asks for a larger quantile
+    assert t_upper(3, 0.0125) > t_upper(3, 0.025)
+    with pytest.raises(ValueError):
+        t_upper(0, 0.05)
+    with pytest.raises(ValueError):
+        t_upper(3, 0.7)
+
+
+def test_round_alpha_adds_up_to_less_than_half_the_target():
+    assert round_alpha(1, 1) == pytest.approx(0.0125)
+    assert round_alpha(2, 10) == pytest.approx(0.05 / 2 / 4 / 10)
+    # however many rounds, one setting's tests against every leader stay within half of alpha
+    assert sum(round_alpha(k, 55) * 55 for k in range(1, 30)) < ALPHA / 2
+    with pytest.raises(ValueError):
+        round_alpha(0, 3)
+
+
+def test_paired_gap_by_hand():
+    # differences 10, 11, 9, 10 on equal ranges: total 40, residuals 0, 1, -1, 0 (variance 2/3), 4 of 16 ranges
+    gap = paired_gap([20, 22, 18, 20], [10, 11, 9, 10], [1, 1, 1, 1], 16)
+    assert gap.estimate == 40
+    assert gap.se == pytest.approx(math.sqrt(4 * (1 - 4 / 16) * 2 / 3))  # sqrt(2)
+    assert gap.df == 3
+    assert gap.lower(0.025) == pytest.approx(40 - 3.182 * math.sqrt(2), abs=1e-3)
+    # the same two settings on their own would vary 9..11 and 18..22; paired, only the gap's spread counts
+    assert paired_gap([1, 2], [1, 2], [1, 1], 10).se == 0
+    # every range of the topic measured: no sampling error at all
+    whole = paired_gap([3, 4], [1, 1], [1, 1], 2)
+    assert (whole.estimate, whole.se, whole.lower(0.001)) == (5, 0.0, 5)
+    # one range tells no spread
+    assert paired_gap([3], [1], [1], 8).lower(0.05) == -math.inf
+    with pytest.raises(ValueError):
+        paired_gap([1, 2], [1], [1, 1], 4)
+
+
+def test_ratio_bound_by_hand():
+    # 2, 4, 6, 8 s on ranges of 1, 2, 3, 4: exactly 2 s per unit, so the bound is 2 whatever the confidence
+    assert ratio_bound([2, 4, 6, 8], [1, 2, 3, 4], 100, 0.01) == pytest.approx(2.0)
+    # spread out, the bound is below the estimate
+    assert ratio_bound([2, 5, 5, 8], [1, 2, 3, 4], 100, 0.01) < 2.0
+    assert ratio_bound([2], [1], 100, 0.01) == 0.0
+
+
+def _c(name, costs, margin=1.0, order=None, **kw):
+    return Contender(name, tuple(costs), margin, order if order is not None else (name,), **kw)
+
+
+def test_a_setting_planted_clearly_worse_is_dropped_in_round_1():
+    a = _c("zstd:3@1MiB/5ms", [10, 11, 9, 10])
+    b = _c("gzip@1MiB/5ms", [20, 22, 18, 20])
+    race = Race([a.name, b.name])
+    log = race.round([b, a], [1, 1, 1, 1], 16)
+    # round 1's test: alpha / 2 x 1/2 over one rival = 0.0125; t(3, 0.9875) = 4.1765;
+    # 40 - 4.1765 x sqrt(2) = 34.09, far past the tie margin of 1 + 1
+    assert t_upper(3, 0.0125) == pytest.approx(4.1765, abs=1e-3)
+    assert log.leader == a.name
+    assert [(d.name, d.round, d.reason) for d in log.drops] == [(b.name, 1, "cost")]
+    assert log.drops[0].bound == pytest.approx(40 - 4.1765 * math.sqrt(2), abs=5e-3)
+    assert race.running == [a.name]
+    assert race.decided
+    assert race.text() == [f"dropped after round 1 (1 of 2, 4 ranges): {b.name}, their cost at least "
+                           f"${log.drops[0].bound:,.2f}/month above {a.name}'s beyond the tie margin"]
+
+
+def test_a_worse_setting_with_a_noisy_gap_waits_for_more_ranges():
+    # 10 more on average, but the gap swings from -5 to 25: too wide to drop on four ranges
+    a = _c("a", [10, 10, 10, 10])
+    b = _c("b", [5, 35, 10, 30])
+    best, drops = eliminate([a, b], [1, 1, 1, 1], 1000, 1, 2)
+    assert best is a and drops == []
+    # the whole topic measured, the gap of 40 is exact, and past the margin
+    best, drops = eliminate([a, b], [1, 1, 1, 1], 4, 1, 2)
+    assert [d.name for d in drops] == ["b"]
+    assert drops[0].bound == 40
+
+
+def test_a_near_tie_goes_to_the_tie_rule():
+    # b costs 0.8 more over the ranges, less than the two margins of 0.5: neither is dropped, even with
+    # the gap known exactly, and the race is decided: the rule's tie order picks between them
+    a = _c("a", [10, 10, 10, 10], margin=0.5, order=(2,))
+    b = _c("b", [10.2, 10.1, 10.3, 10.2], margin=0.5, order=(1,))
+    race = Race(["a", "b"])
+    log = race.round([a, b], [1, 1, 1, 1], 4)
+    assert log.drops == [] and race.running == ["a", "b"]
+    assert race.decided
+    # with equal costs the leader is the first in the tie order
+    assert leader([_c("x", [5, 5], order=(2,)), _c("y", [5, 5], order=(1,))]).name == "y"
+    # a third setting clearly worse goes, the tie stays
+    c = _c("c", [30, 31, 29, 30], margin=0.5, order=(3,))
+    race = Race(["a", "b", "c"])
+    log = race.round([a, b, c], [1, 1, 1, 1], 40)
+    assert [d.name for d in log.drops] == ["c"] and race.running == ["a", "b"] and race.decided
+
+
+def test_not_decided_while_an_untied_rival_runs():
+    a = _c("a", [10, 10, 10, 10], margin=0.1)
+    b = _c("b", [10, 14, 8, 13], margin=0.1)  # 5 more, but too noisy to drop on 4 of 1000 ranges
+    assert not tied([a, b])
+    race = Race(["a", "b"])
+    race.round([a, b], [1, 1, 1, 1], 1000)
+    assert race.running == ["a", "b"] and not race.decided
+
+
+def test_rule_drops_slow_and_out_of_budget_settings_in_round_1():
+    sizes = [1e6, 1e6, 1e6, 1e6]  # 1 MB of payload per range
+    fast = _c("lz4", [10, 10, 10, 10], limits=(Limit("build", (0.001,) * 4, 50.0),))
+    # 0.1 s per MB: 10 MB/s for sure, below 50
+    slow = _c("zstd:19", [1, 1, 1, 1], limits=(Limit("build", (0.1, 0.1, 0.1, 0.1), 50.0),))
+    late = _c("zstd:3@1MiB/500ms", [1, 1, 1, 1], out_of_rule="linger.ms 500 past --max-linger-ms 100")
+    race = Race(["lz4", "zstd:19", "zstd:3@1MiB/500ms"])
+    log = race.round([fast, slow, late], sizes, 100)
+    assert {(d.name, d.reason) for d in log.drops} == {("zstd:19", "rule"), ("zstd:3@1MiB/500ms", "rule")}
+    # the cheaper settings the rule leaves out never lead
+    assert log.leader == "lz4"
+    slow_drop = race.dropped["zstd:19"]
+    assert slow_drop.bound == pytest.approx(10.0)
+    assert slow_drop.detail == "builds at most 10 MB/s, below 50"
+    assert race.running == ["lz4"]
+
+
+def _grid(seed: int, n_ranges: int):
+    """Three rounds' figures of eight settings over nested ranges: costs proportional to each range's size,
+    setting i costing 1 + 0.15 i per byte, with noise."""
+    rng = random.Random(seed)
+    sizes = [rng.randint(500, 1500) for _ in range(n_ranges)]
+    rows = {}
+    for i in range(8):
+        rows[f"s{i}@1MiB/5ms"] = [z * (1 + 0.15 * i) * rng.uniform(0.97, 1.03) for z in sizes]
+    return sizes, rows
+
+
+def _run(sizes, rows, order_seed):
+    rng = random.Random(order_seed)
+    race = Race(sorted(rows))
+    for n in (4, 8, 16):
+        idx = list(range(n))
+        rng.shuffle(idx)  # the ranges in another order, the same for every setting
+        contenders = [_c(name, [rows[name][i] for i in idx], margin=5.0, order=(name,)) for name in race.running]
+        rng.shuffle(contenders)
+        race.round(contenders, [sizes[i] for i in idx], 64)
+    return [(d.name, d.round, d.reason, d.bound) for d in sorted(race.dropped.values(), key=lambda d: d.name)]
+
+
+def test_two_runs_drop_the_same_settings_in_the_same_rounds():
+    sizes, rows = _grid(7, 16)
+    first = _run(sizes, rows, 1)
+    second = _run(sizes, rows, 2)
+    assert first == second
+    # and the race did something: s0 leads, the most expensive settings went in round 1, and a rival close to
+    # s0 outlasted them
+    rounds = {name: r for name, r, _, _ in first}
+    assert "s0@1MiB/5ms" not in rounds
+    assert rounds["s7@1MiB/5ms"] == 1
+    assert max(rounds.values()) >= rounds["s7@1MiB/5ms"]
+
+
+def test_group_names_folds_a_whole_codec():
+    every = ["gzip@16KiB/0ms", "gzip@1MiB/0ms", "lz4@16KiB/0ms", "lz4@1MiB/0ms", "zstd:3@1MiB/0ms"]
+    assert group_names(["gzip@1MiB/0ms", "gzip@16KiB/0ms", "lz4@1MiB/0ms"], every) == [
+        "gzip@*", "lz4@1MiB/0ms"]
+    assert group_names(["zstd:3@1MiB/0ms"], every) == ["zstd:3@1MiB/0ms"]
+
+
+def test_a_round_takes_exactly_the_running_settings():
+    race = Race(["a", "b"])
+    with pytest.raises(ValueError):
+        race.round([_c("a", [1, 1])], [1, 1], 4)
