@@ -201,3 +201,17 @@ def test_a_round_takes_exactly_the_running_settings():
     race = Race(["a", "b"])
     with pytest.raises(ValueError):
         race.round([_c("a", [1, 1])], [1, 1], 4)
+
+
+def test_groups_race_apart():
+    # two groups (say two linger.ms values): each keeps its own best, however much cheaper the other's is
+    a1, b1 = _c("a@1", [10, 10, 10, 10]), _c("b@1", [30, 30, 30, 30])
+    a2, b2 = _c("a@2", [50, 50, 50, 50]), _c("b@2", [90, 91, 89, 90])
+    race = Race(["a@1", "b@1", "a@2", "b@2"], groups=[1, 1, 2, 2])
+    log = race.round([b2, a1, a2, b1], [1, 1, 1, 1], 4)
+    assert sorted(d.name for d in log.drops) == ["b@1", "b@2"]
+    assert {d.name: d.leader for d in log.drops} == {"b@1": "a@1", "b@2": "a@2"}
+    assert race.running == ["a@1", "a@2"] and race.decided
+    assert "their group's leader's (a@1, a@2)" in race.text()[0]
+    with pytest.raises(ValueError):
+        Race(["a", "b"], groups=[1])

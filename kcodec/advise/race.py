@@ -267,29 +267,50 @@ def eliminate(contenders: Sequence[Contender], sizes: Sequence[float], populatio
 
 
 class Race:
-    """One topic's race: which settings still run, and every round's leader and drops."""
+    """One topic's race: which settings still run, and every round's leaders and drops.
 
-    def __init__(self, names: Sequence[str], alpha: float = ALPHA) -> None:
+    ``groups`` (one key per name) races settings only against their own group's: the rule's knee picks
+    within one ``linger.ms`` and ``batch.size``, so each of those keeps its own best.
+    """
+
+    def __init__(self, names: Sequence[str], alpha: float = ALPHA, groups: Optional[Sequence[object]] = None) -> None:
         self.names = list(names)
         self.alpha = alpha
+        keys: List[object] = list(groups) if groups is not None else [None] * len(self.names)
+        if len(keys) != len(self.names):
+            raise ValueError("one group per setting")
+        self.group = dict(zip(self.names, keys))
+        self.sizes = {k: keys.count(k) for k in keys}
         self.running = list(names)
         self.dropped: Dict[str, Drop] = {}
         self.rounds: List[RoundLog] = []
-        self.decided = len(self.running) <= 1
+        self.decided = all(n <= 1 for n in self.sizes.values())
 
     def round(self, contenders: Sequence[Contender], sizes: Sequence[float], population: int) -> RoundLog:
         """Take one round's figures of the running settings; drop those that cannot win."""
         names = {c.name for c in contenders}
-        if names != set(self.running):
+        if names != set(self.running) or len(names) != len(contenders):
             raise ValueError("a round gives figures for exactly the settings still running")
         no = len(self.rounds) + 1
-        best, drops = eliminate(contenders, sizes, population, no, len(self.names), self.alpha)
-        log = RoundLog(no, len(sizes), len(contenders), best.name if best else None, drops)
-        gone = {d.name for d in drops}
+        by_group: Dict[object, List[Contender]] = {}
+        for c in sorted(contenders, key=lambda c: self.names.index(c.name)):
+            by_group.setdefault(self.group[c.name], []).append(c)
+        drops: List[Drop] = []
+        leaders: List[str] = []
+        decided = True
+        for key, members in by_group.items():
+            best, gone = eliminate(members, sizes, population, no, self.sizes[key], self.alpha)
+            if best is not None:
+                leaders.append(best.name)
+            drops.extend(gone)
+            out = {d.name for d in gone}
+            decided = decided and tied([c for c in members if c.name not in out])
+        log = RoundLog(no, len(sizes), len(contenders), leaders[0] if len(leaders) == 1 else None, drops)
+        gone_all = {d.name for d in drops}
         for d in drops:
             self.dropped[d.name] = d
-        self.running = [n for n in self.running if n not in gone]
-        self.decided = tied([c for c in contenders if c.name not in gone])
+        self.running = [n for n in self.running if n not in gone_all]
+        self.decided = decided
         self.rounds.append(log)
         return log
 
@@ -303,8 +324,11 @@ class Race:
             cost = [d for d in log.drops if d.reason == "cost"]
             if cost:
                 names = group_names([d.name for d in cost], self.names)
+                leaders = sorted({d.leader for d in cost}, key=self.names.index)
+                above = (f"{leaders[0]}'s" if len(leaders) == 1 else
+                         f"their group's leader's ({', '.join(leaders)})")
                 parts.append(f"{', '.join(names)}, their cost at least ${min(d.bound for d in cost):,.2f}/month "
-                             f"above {log.leader}'s beyond the tie margin")
+                             f"above {above} beyond the tie margin")
             rule = [d for d in log.drops if d.reason == "rule"]
             if rule:
                 why = sorted({d.detail if d.bound == 0 else d.detail.split(" at most")[0] + " too slow"
