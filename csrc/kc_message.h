@@ -21,6 +21,7 @@
 #define KC_MSG_HEADER_SIZE_V0 6   /* crc, magic, attributes: the key length follows */
 #define KC_MSG_HEADER_SIZE_V1 14  /* + timestamp */
 #define KC_MSG_OVERHEAD_V0 14     /* + key and value lengths: the smallest message */
+#define KC_MSG_OVERHEAD_V1 22     /* + key and value lengths, after the timestamp */
 #define KC_MSG_COMPRESSION_MASK 0x07
 #define KC_MSG_TIMESTAMP_TYPE 0x08 /* LogAppendTime (v1) */
 
@@ -28,6 +29,16 @@
 static inline size_t kc_message_header_size(uint8_t magic)
 {
     return magic == 0 ? KC_MSG_HEADER_SIZE_V0 : KC_MSG_HEADER_SIZE_V1;
+}
+
+#if KC_MSG_OVERHEAD_V0 != KC_MSG_HEADER_SIZE_V0 + 8 || KC_MSG_OVERHEAD_V1 != KC_MSG_HEADER_SIZE_V1 + 8
+#error "a message's overhead is its header and the two 4-byte length fields"
+#endif
+
+/* A message's size without its key and value bytes (LegacyRecord.recordOverhead). */
+static inline size_t kc_message_overhead(uint8_t magic)
+{
+    return magic == 0 ? KC_MSG_OVERHEAD_V0 : KC_MSG_OVERHEAD_V1;
 }
 
 /* CRC-32 of the message of `size` bytes at m (size >= KC_MSG_MAGIC). */

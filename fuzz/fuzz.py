@@ -20,7 +20,8 @@ sys.path.insert(0, HERE)
 from targets import TARGETS  # noqa: E402
 
 #: kcodec's modules the targets reach, imported under instrumentation (kcodec loads most on first use).
-MODULES = ("kcodec", "kcodec.arrow", "kcodec.records", "kcodec.records.convert", "kcodec.records.legacy",
+MODULES = ("kcodec", "kcodec.arrow", "kcodec.records", "kcodec.records.convert", "kcodec.records.legacy_batch",
+           "kcodec.records.legacy_builder",
            "kcodec.compression", "kcodec.compression.zstd", "kcodec.compression.lz4", "kcodec.compression.snappy",
            "kcodec.compression.gzip", "kcodec.log", "kcodec.log.selection", "kcodec.log.arrow_reader",
            "kcodec.log.validator", "kcodec.dump", "kcodec.spark.datasource", "kcodec.advise.measure",

@@ -16,7 +16,7 @@ import kcodec
 from kcodec.log.cleaner import build_indexes, list_segments, segment_file_name
 from kcodec.records import batch_header
 from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
-from kcodec.records.legacy import LegacyRecordBatchBuilder
+from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 from oracle_util import oracle_available, oracle_verify
 
 T0 = 1_700_000_000_000

@@ -391,7 +391,7 @@ def test_settings_that_cut_alike_are_replayed_and_built_once_and_measure_as_alon
 
 def test_profile_reads_codec_and_timestamp_type_of_every_magic():
     from kcodec.records import RecordBatchBuilder
-    from kcodec.records.legacy import LegacyRecordBatchBuilder
+    from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 
     v2 = kcodec.from_arrow(_table(40), compression="zstd", max_batch_bytes=1024)
     lat = RecordBatchBuilder(compression="gzip", timestamp_type=1, log_append_time=1_700_000_000_000,

@@ -7,8 +7,10 @@ import kcodec
 from builders import T0, batch
 from kcodec import CompressionType, TimestampType
 from kcodec.errors import RecordBuilderError, UnsupportedCodecError
+from kcodec.records import read_batches
 from kcodec.records.convert import convert_magic
-from kcodec.records.legacy import LegacyRecordBatch, LegacyRecordBatchBuilder, iter_legacy_batches
+from kcodec.records.legacy_batch import LegacyRecordBatch
+from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 from oracle_util import assert_java_reads_as_kcodec, cases, load_case, oracle_available
 
 DETERMINISTIC = ("none", "gzip")  # codecs whose output is Java's byte for byte (see test_legacy_oracle)
@@ -28,7 +30,7 @@ def records_of(data):
 
 
 def legacy_records(data):
-    return [(r.offset, r.timestamp, r.key, r.value) for b in iter_legacy_batches(data) for r in b]
+    return [(r.offset, r.timestamp, r.key, r.value) for b in read_batches(data, validate=False) for r in b]
 
 
 def v2_batch(records, *, compression="none", base_offset=0, headers=(), **kw):
@@ -42,10 +44,10 @@ V1_CASES = [c for c in sorted(_ALL) if c.startswith("v1_") and "_lvl" not in c a
 @pytest.mark.parametrize("name", V1_CASES)
 def test_v1_to_v0(name):
     data, _, _ = load_case(name)
-    out = convert_magic(list(iter_legacy_batches(data)), 0)
+    out = convert_magic(list(read_batches(data, validate=False)), 0)
     src = legacy_records(data)
     assert legacy_records(out) == [(o, -1, k, v) for o, _t, k, v in src]
-    assert {b.magic for b in iter_legacy_batches(out)} == {0}
+    assert {b.magic for b in read_batches(out, validate=False)} == {0}
     twin = name.replace("v1_", "v0_", 1)
     if _has(twin) and name.split("_")[1] in DETERMINISTIC:
         assert out == load_case(twin)[0]  # exactly what Java wrote for the same records
@@ -53,10 +55,10 @@ def test_v1_to_v0(name):
 
 def test_copy_when_magic_is_already_low_enough():
     data, _, _ = load_case("v0_gzip_json100")
-    assert convert_magic(list(iter_legacy_batches(data)), 1) == data
-    assert convert_magic(list(iter_legacy_batches(data)), 0) == data
+    assert convert_magic(list(read_batches(data, validate=False)), 1) == data
+    assert convert_magic(list(read_batches(data, validate=False)), 0) == data
     data, _, _ = load_case("v1_snappy_json100")
-    assert convert_magic(list(iter_legacy_batches(data)), 1) == data
+    assert convert_magic(list(read_batches(data, validate=False)), 1) == data
 
 
 def test_fetch_offset_drops_only_from_uncompressed_batches():
@@ -66,9 +68,9 @@ def test_fetch_offset_drops_only_from_uncompressed_batches():
         plain.append(b"k", b"p%d" % i, T0 + i)
         packed.append(b"k", b"c%d" % i, T0 + i)
     data = plain.build() + packed.build()
-    out = convert_magic(list(iter_legacy_batches(data)), 0, fetch_offset=22)
+    out = convert_magic(list(read_batches(data, validate=False)), 0, fetch_offset=22)
     assert [o for o, *_ in legacy_records(out)] == [20, 21, 22, 23, 24]
-    out = convert_magic(list(iter_legacy_batches(data)), 0, fetch_offset=12)
+    out = convert_magic(list(read_batches(data, validate=False)), 0, fetch_offset=12)
     assert [o for o, *_ in legacy_records(out)] == [12, 13, 14, 20, 21, 22, 23, 24]
 
 
@@ -77,8 +79,8 @@ def test_v1_lat_wrapper_to_v0_and_compression_override():
     b.append(b"a", b"b", 5)
     b.append(None, b"c", 6)
     data = b.build()
-    out = convert_magic(list(iter_legacy_batches(data)), 0, compression="gzip", level=1)
-    (w,) = iter_legacy_batches(out)
+    out = convert_magic(list(read_batches(data, validate=False)), 0, compression="gzip", level=1)
+    (w,) = read_batches(out, validate=False)
     assert (w.magic, w.compression, w.attributes) == (0, CompressionType.GZIP, 1)
     assert legacy_records(out) == [(0, -1, b"a", b"b"), (1, -1, None, b"c")]
 
@@ -121,7 +123,7 @@ def test_v2_down_conversion(name, magic):
     kept = [(r.offset, -1 if magic == 0 else r.timestamp, r.key, r.value)
             for b in src if not b.is_control for r in b]
     assert legacy_records(out) == kept
-    for b in iter_legacy_batches(out):
+    for b in read_batches(out, validate=False):
         b.ensure_valid(deep=True)
         assert b.magic == magic
         assert b.compression == src[0].compression
@@ -136,14 +138,14 @@ def test_v2_down_conversion(name, magic):
 def test_v2_down_conversion_drops_control_batches_headers_and_producer_state():
     data, _, _ = load_case("v2_none_headers")
     out = convert_magic(data, 1)
-    assert all(tuple(r.headers) == () for b in iter_legacy_batches(out) for r in b)
+    assert all(tuple(r.headers) == () for b in read_batches(out, validate=False) for r in b)
     assert [k for _o, _t, k, _v in legacy_records(out)] == [r.key for b in kcodec.read_batches(data) for r in b]
     data, _, _ = load_case("v2_none_control_commit")
     assert convert_magic(data, 1) == b""
     assert convert_magic(data, 2) == data
     data, _, _ = load_case("v2_gzip_transactional")
     out = convert_magic(data, 1)
-    (w,) = iter_legacy_batches(out)
+    (w,) = read_batches(out, validate=False)
     assert (w.producer_id, w.is_transactional, w.partition_leader_epoch) == (-1, False, -1)
 
 
@@ -154,7 +156,7 @@ def test_v2_down_conversion_drops_the_delete_horizon_and_leader_epoch():
     (src,) = kcodec.read_batches(data)
     assert src.delete_horizon_ms == T0 + 86_400_000 and src.partition_leader_epoch == 7
     for magic in (0, 1):
-        (w,) = iter_legacy_batches(convert_magic(data, magic))
+        (w,) = read_batches(convert_magic(data, magic), validate=False)
         assert (w.delete_horizon_ms, w.partition_leader_epoch, w.producer_id, w.base_sequence) == (None, -1, -1, -1)
         assert [(r.offset, r.key, r.value) for r in w] == [(40, b"a", b"1"), (41, b"b", None)]
 
@@ -173,11 +175,11 @@ def test_v2_log_append_time_becomes_the_wrapper_time():
     data = v2_batch([(b"a", b"1", T0), (b"b", b"2", T0 + 5)], compression="snappy",
                     timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0 + 999)
     out = convert_magic(data, 1)
-    (w,) = iter_legacy_batches(out)
+    (w,) = read_batches(out, validate=False)
     assert (w.timestamp_type, w.max_timestamp) == (TimestampType.LOG_APPEND_TIME, T0 + 999)
     assert [r.timestamp for r in w] == [T0 + 999] * 2
     out = convert_magic(data, 1, log_append_time=T0 + 1)
-    assert [r.timestamp for r in next(iter_legacy_batches(out))] == [T0 + 1] * 2
+    assert [r.timestamp for r in next(read_batches(out, validate=False))] == [T0 + 1] * 2
 
 
 def test_v2_no_timestamp_to_v1():
@@ -192,7 +194,7 @@ LEGACY_UP = [c for c in sorted(_ALL) if c.startswith(("v0_", "v1_")) and "_lvl" 
 @pytest.mark.parametrize("name", LEGACY_UP)
 def test_up_conversion(name):
     data, _, _ = load_case(name)
-    src = list(iter_legacy_batches(data))
+    src = list(read_batches(data, validate=False))
     out = convert_magic(data, 2)
     got = list(kcodec.read_batches(out))
     for b in got:

@@ -48,7 +48,7 @@ def _source(magic: int, codec: str) -> bytes:
     if magic >= 2:
         b = kcodec.RecordBatchBuilder(magic=2, compression=codec, base_offset=500)
     else:
-        from kcodec.records.legacy import LegacyRecordBatchBuilder
+        from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
         b = LegacyRecordBatchBuilder(magic=magic, compression=codec, base_offset=500)
     for off, ts, k, v in recs:
         b.append(k, v, timestamp=ts, offset=off)
@@ -325,7 +325,7 @@ def test_errors_name_the_batch():
 
 def test_a_wrapper_holding_records_of_another_magic_is_rewritten():
     # KAFKA-4298 left v1 wrappers with v0 inner messages in logs: filterTo rewrites them, all records kept.
-    from kcodec.records.legacy import LegacyRecordBatchBuilder
+    from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
     from test_legacy import message, wrapper
     src = wrapper(1, message(0, b"k0", b"v0", magic=0) + message(1, b"k1", None, magic=0), codec=1, magic=1)
     assert next(iter(kcodec.read_batches(src))).inner_magics == {0}

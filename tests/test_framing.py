@@ -167,6 +167,7 @@ def test_layout_constants_are_kafkas_and_the_c_headers():
              "COMPRESSION_MASK": 0x07, "TIMESTAMP_TYPE_MASK": 0x08, "TRANSACTIONAL_MASK": 0x10,
              "CONTROL_MASK": 0x20, "DELETE_HORIZON_MASK": 0x40},
         mh: {"OFFSET": 0, "SIZE": 8, "CRC": 12, "MAGIC": 16, "ATTRIBUTES": 17, "TIMESTAMP": 18,
+             "HEADER_SIZE_V0": 6, "HEADER_SIZE_V1": 14, "RECORD_OVERHEAD_V0": 14, "RECORD_OVERHEAD_V1": 22,
              "COMPRESSION_MASK": 0x07, "TIMESTAMP_TYPE_MASK": 0x08},
     }
     for module, values in kafka.items():
@@ -178,5 +179,9 @@ def test_layout_constants_are_kafkas_and_the_c_headers():
     assert [struct.calcsize(">" + fmt[:i]) for i in range(len(order))] == [getattr(bh, n) for n in order]
     assert bh.HEADER.size == framing.RECORD_BATCH_OVERHEAD
     assert mh.HEADER_V0.size == mh.TIMESTAMP and mh.HEADER_V1.size == mh.TIMESTAMP + 8
+    assert mh.HEADER_V0.size == framing.LOG_OVERHEAD + mh.HEADER_SIZE_V0
+    assert mh.HEADER_V1.size == framing.LOG_OVERHEAD + mh.HEADER_SIZE_V1
+    assert [mh.record_overhead(m) for m in (0, 1, 2)] == [14, 22, 22]  # Kafka reads any magic but 0 as v1
+    assert mh.record_size(0, b"k", None) == 15 and mh.record_size(1, b"k", b"vv") == 25
     # the two framings share the log overhead and the magic's byte, which the one walk relies on
     assert LAYOUT["KC_ENTRY_MAGIC"] == LAYOUT["KC_BATCH_MAGIC"] == framing.LOG_OVERHEAD + LAYOUT["KC_MSG_MAGIC"]

@@ -19,12 +19,10 @@ from kcodec.errors import (
     RecordBuilderError,
     UnsupportedCodecError,
 )
-from kcodec.records.legacy import (
-    LegacyRecordBatch,
-    LegacyRecordBatchBuilder,
-    iter_legacy_batches,
-    legacy_record_size,
-)
+from kcodec.records import read_batches
+from kcodec.records.legacy_batch import LegacyRecordBatch
+from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
+from kcodec.records.message_header import record_size
 
 T0 = 1_700_000_000_000
 LAT = 0x08
@@ -57,7 +55,7 @@ def wrapper(offset, inner: bytes, *, codec=1, magic=1, ts=T0, attrs=0, value=b"c
 
 
 def batches(data):
-    return list(iter_legacy_batches(data))
+    return list(read_batches(data, validate=False))
 
 
 def one(data) -> LegacyRecordBatch:
@@ -533,7 +531,7 @@ def test_builder_write_limit():
         while b.has_room_for(b"k" * 10, b"v" * 10):
             b.append(b"k" * 10, b"v" * 10, T0)
             n += 1
-        record = 12 + legacy_record_size(1, b"k" * 10, b"v" * 10)
+        record = 12 + record_size(1, b"k" * 10, b"v" * 10)
         assert record == 54 and n == expect
         assert b.is_full() or not b.has_room_for(b"k" * 10, b"v" * 10)
     b = LegacyRecordBatchBuilder(1, write_limit=10)
@@ -559,7 +557,7 @@ def test_builder_size_estimate_multiplies_in_java_floats():
 # -- malformed input gives kcodec errors only ------------------------------------------------
 def _read_all(data):
     n = 0
-    for b in iter_legacy_batches(data):
+    for b in read_batches(data, validate=False):
         b.ensure_valid(deep=True)
         b.base_offset, b.record_count  # noqa: B018 -- the properties decompress
         n += len(b.records())
@@ -599,7 +597,7 @@ def _records_or_error(data):
     """The (offset, key, value) decoded, or the error, whose class and byte position are checked."""
     try:
         out = []
-        for b in iter_legacy_batches(data):
+        for b in read_batches(data, validate=False):
             b.ensure_valid(deep=True)
             out.extend((r.offset, r.key, r.value) for r in b.records())
         return out
@@ -706,7 +704,7 @@ def test_property_round_trip(magic, codec, records, base, lat):
         offset += gap
     data = b.build()
     got = []
-    for batch in iter_legacy_batches(data):
+    for batch in read_batches(data, validate=False):
         batch.ensure_valid(deep=True)
         got += triples(batch)
     assert got == expected

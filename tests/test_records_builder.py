@@ -243,7 +243,7 @@ def test_magic_v1_builder_refuses_headers():
 
 
 def test_batch_builder_selects_the_builder_for_the_magic():
-    from kcodec.records.legacy import LegacyRecordBatchBuilder
+    from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 
     for args, kwargs in [((), {}), ((2,), {}), ((), {"magic": 2}), ((2.0,), {}), ((), {"magic": True + 1})]:
         b = kcodec.batch_builder(*args, compression="gzip", **kwargs)

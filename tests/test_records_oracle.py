@@ -15,7 +15,7 @@ LEVELS = {c["name"]: c["level"] for c in manifest()["cases"]}
 
 def _legacy_available() -> bool:
     try:
-        import kcodec.records.legacy  # noqa: F401
+        import kcodec.records.legacy_batch  # noqa: F401
     except ImportError:
         return False
     return True

@@ -14,7 +14,7 @@ from kcodec.log.validator import (
     validate_and_assign_offsets,
 )
 from kcodec.records import batch_header
-from kcodec.records.legacy import LegacyRecordBatchBuilder
+from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 from oracle_util import oracle_available, oracle_verify
 
 T0 = 1_700_000_000_000

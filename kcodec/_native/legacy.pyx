@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Hot loops of the v0/v1 message format: framing of a decompressed wrapper set,
 one message's fields, and CRC-32 checks.  The rules (and error texts) are
-Kafka's; kcodec/records/legacy.py documents them."""
+Kafka's; kcodec/records/legacy_batch.py documents them."""
 from cpython.bytearray cimport PyByteArray_Resize, PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
@@ -10,7 +10,7 @@ from libc.string cimport memcpy
 from kcodec._native.primitives cimport kc_load_be32, kc_load_be64, kc_store_be32, kc_store_be64
 from kcodec._native.primitives cimport (KC_MSG_LOG_OVERHEAD, KC_MSG_CRC, KC_MSG_MAGIC, KC_MSG_ATTRIBUTES,
                                         KC_MSG_TIMESTAMP, KC_MSG_OVERHEAD_V0, kc_message_header_size,
-                                        kc_message_checksum, kc_message_seal)
+                                        kc_message_overhead, kc_message_checksum, kc_message_seal)
 
 
 from kcodec.errors import CorruptRecordError, InvalidRecordError
@@ -171,7 +171,7 @@ def append_message(bytearray buf, int64_t offset, int magic, int attributes, int
     if value is not None:
         v = memoryview(value).cast("B") if not isinstance(value, bytes) else value
         vlen = v.shape[0]
-    size = kc_message_header_size(<uint8_t>magic) + 8 + \
+    size = kc_message_overhead(<uint8_t>magic) + \
         (klen if klen > 0 else 0) + (vlen if vlen > 0 else 0)
     if size > 0x7FFFFFFF - KC_MSG_LOG_OVERHEAD:
         raise OverflowError(f"a message of {size} bytes does not fit a 32-bit size field")

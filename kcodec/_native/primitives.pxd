@@ -83,9 +83,10 @@ cdef extern from "kc_batch.h" nogil:
 
 cdef extern from "kc_message.h" nogil:
     int KC_MSG_LOG_OVERHEAD, KC_MSG_CRC, KC_MSG_MAGIC, KC_MSG_ATTRIBUTES, KC_MSG_TIMESTAMP
-    int KC_MSG_HEADER_SIZE_V0, KC_MSG_HEADER_SIZE_V1, KC_MSG_OVERHEAD_V0
+    int KC_MSG_HEADER_SIZE_V0, KC_MSG_HEADER_SIZE_V1, KC_MSG_OVERHEAD_V0, KC_MSG_OVERHEAD_V1
     int KC_MSG_COMPRESSION_MASK, KC_MSG_TIMESTAMP_TYPE
     size_t kc_message_header_size(uint8_t magic)
+    size_t kc_message_overhead(uint8_t magic)
     uint32_t kc_message_checksum(const uint8_t *m, size_t size)
     void kc_message_seal(uint8_t *m, size_t size)
 

@@ -27,8 +27,8 @@ __all__ = [
 ]
 
 _LAZY = {
-    "LegacyRecordBatch": "kcodec.records.legacy",
-    "LegacyRecordBatchBuilder": "kcodec.records.legacy",
+    "LegacyRecordBatch": "kcodec.records.legacy_batch",
+    "LegacyRecordBatchBuilder": "kcodec.records.legacy_builder",
     "convert_magic": "kcodec.records.convert",
 }
 

@@ -11,7 +11,7 @@ from kcodec.errors import RecordBuilderError
 from kcodec.records.control import ControlRecordType, EndTransactionMarker, control_key
 
 if TYPE_CHECKING:
-    from kcodec.records.legacy import LegacyRecordBatchBuilder
+    from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 
 __all__ = ["RecordBatchBuilder", "batch_builder", "CompressionRatioEstimator", "COMPRESSION_RATE_ESTIMATION_FACTOR"]
 
@@ -23,7 +23,7 @@ class RecordBatchBuilder(BatchBuilderCore):
     """Build one magic v2 record batch (Kafka's ``MemoryRecordsBuilder``).
 
     :func:`batch_builder` makes a builder for any magic (a
-    :class:`~kcodec.records.legacy.LegacyRecordBatchBuilder` for 0 and 1).
+    :class:`~kcodec.records.legacy_builder.LegacyRecordBatchBuilder` for 0 and 1).
 
     Arguments: ``compression`` (a CompressionType, id or name; ids 5-7 need a
     plugin) and ``level`` (validated against Kafka's range for the codec);
@@ -118,7 +118,7 @@ def batch_builder(magic: int = 2, **kwargs: Any) -> Union[RecordBatchBuilder, "L
     """A builder for one batch of message format ``magic`` (Kafka's ``MemoryRecords.builder``).
 
     Magic 2 gives a :class:`RecordBatchBuilder`, 0 and 1 a
-    :class:`~kcodec.records.legacy.LegacyRecordBatchBuilder`; the arguments
+    :class:`~kcodec.records.legacy_builder.LegacyRecordBatchBuilder`; the arguments
     are RecordBatchBuilder's, and the v2-only ones (producer fields,
     transactions, control batches, the partition leader epoch and the delete
     horizon) are refused for the old formats with Kafka's messages.
@@ -131,7 +131,7 @@ def batch_builder(magic: int = 2, **kwargs: Any) -> Union[RecordBatchBuilder, "L
 
 
 def _legacy_builder(magic: int, **kwargs: Any) -> "LegacyRecordBatchBuilder":
-    from kcodec.records.legacy import LegacyRecordBatchBuilder
+    from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 
     v2_only = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "is_transactional": False,
                "is_control": False, "partition_leader_epoch": -1, "delete_horizon_ms": None}

@@ -34,7 +34,8 @@ from typing import Any, Iterable, List, Optional, Union
 
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import RecordBuilderError, UnsupportedCodecError
-from kcodec.records.legacy import BufferLike, LegacyRecordBatch, LegacyRecordBatchBuilder
+from kcodec.records.legacy_batch import BufferLike, LegacyRecordBatch
+from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 
 __all__ = ["convert_magic", "UP_CONVERSION_BATCH_BYTES"]
 

@@ -18,6 +18,7 @@ __all__ = [
     "Entry",
     "java_int",
     "java_long",
+    "byte_view",
     "iter_entries",
     "valid_bytes",
     "MAGIC_OFFSET",
@@ -43,6 +44,15 @@ def java_int(value: int) -> int:
     return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
+def byte_view(buf: Any) -> memoryview:
+    """``buf`` (anything with the buffer protocol) as a flat view of unsigned bytes, the form the
+    native readers take; a view already in that form is returned as it is."""
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
 class Entry(NamedTuple):
     """One complete entry (a v2 batch or a v0/v1 message) found in a buffer."""
 
@@ -62,7 +72,7 @@ def iter_entries(buf: Any, start: int = 0, end: Optional[int] = None, *,
     for such trailing bytes instead.  A size below 14 or a magic outside
     0..2 always raises CorruptRecordError.
     """
-    view = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    view = byte_view(buf) if not isinstance(buf, (bytes, bytearray)) else buf
     # The walk is native and shared with read_batches, so both follow one set of rules.
     for position, size, offset, magic in EntryWalker(view, start, end, strict):
         yield Entry(position, size, offset, magic)

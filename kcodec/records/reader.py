@@ -6,19 +6,13 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
 from kcodec._native.records import BatchReader
 from kcodec.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kcodec.records.batch import RecordBatch
+from kcodec.records.framing import byte_view
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kcodec.records.legacy import LegacyRecordBatch
+    from kcodec.records.legacy_batch import LegacyRecordBatch
     from kcodec.records.pool import BufferPool
 
 __all__ = ["read_batches"]
-
-
-def _byte_view(buf: Any) -> memoryview:
-    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
-    if mv.format != "B" or mv.ndim != 1:
-        mv = mv.cast("B")
-    return mv
 
 
 def read_batches(buf: Any, *, validate: bool = True, strict: bool = False, pool: Optional["BufferPool"] = None,
@@ -46,7 +40,7 @@ def read_batches(buf: Any, *, validate: bool = True, strict: bool = False, pool:
     Errors carry ``position`` (absolute, within ``buf``) and ``batch_offset``.
     """
     # bytes and bytearray are used as they are (no view per call); anything else through a byte view.
-    src = buf if type(buf) is bytes or type(buf) is bytearray else _byte_view(buf)
+    src = buf if type(buf) is bytes or type(buf) is bytearray else byte_view(buf)
     # The walk, the v2 batch objects and their CRC checks are native: per
     # batch, Python only sees the batch it is handed.
     return BatchReader(src, RecordBatch, _legacy_batch, validate, strict, max_decompressed_size, pool)
@@ -54,9 +48,9 @@ def read_batches(buf: Any, *, validate: bool = True, strict: bool = False, pool:
 
 def _legacy_batch(src: Any, position: int, size: int, max_decompressed_size: int, pool: Any, validate: bool) -> Any:
     # v0/v1 message sets (pre-0.11 data, rare) are decoded in Python.
-    from kcodec.records.legacy import LegacyRecordBatch
+    from kcodec.records.legacy_batch import LegacyRecordBatch
 
-    batch = LegacyRecordBatch(_byte_view(src), position, size, max_decompressed_size=max_decompressed_size,
+    batch = LegacyRecordBatch(src, position, size, max_decompressed_size=max_decompressed_size,
                               pool=pool, validate=validate)
     if validate:
         batch.ensure_valid()

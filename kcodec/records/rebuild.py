@@ -41,7 +41,7 @@ def rebuild_batch(records: Iterable, *, magic: int, compression: Union[Compressi
         kwargs["delete_horizon_ms"] = delete_horizon_ms
     builder: Any  # RecordBatchBuilder; the legacy builder below magic 2, where no batch is a control batch
     if magic < 2:
-        from kcodec.records.legacy import LegacyRecordBatchBuilder
+        from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
         for k in ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
                   "partition_leader_epoch", "delete_horizon_ms"):
             kwargs.pop(k, None)
