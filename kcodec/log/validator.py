@@ -38,8 +38,9 @@ from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError, UnsupportedCodecError
 from kcodec.records import batch_header, message_header
-from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_entries
+from kcodec.records.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_entries, java_int
 from kcodec.records.rebuild import rebuild_batch
+from kcodec.records.record import record_size
 
 __all__ = [
     "ValidatorConfig",
@@ -403,31 +404,14 @@ def _validate_batch(cfg: ValidatorConfig, first: Any, batch: Any, origin: str, t
                                     batch_offset=batch.base_offset)
 
 
-def _varint_size(v: int) -> int:
-    v = (v << 1) ^ (v >> 63)
-    v &= (1 << 64) - 1
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
-
-def _record_size(batch: Any, rec: Any, offset_delta: int, base_ts: int) -> int:
+def _record_size(batch: Any, rec: Any, base_ts: int) -> int:
     """Bytes the record occupies uncompressed (``Record.sizeInBytes``), for the memory statistic."""
-    klen = -1 if rec.key is None else len(rec.key)
-    vlen = -1 if rec.value is None else len(rec.value)
     if batch.magic < 2:
-        return LOG_OVERHEAD + (14 if batch.magic == 0 else 22) + max(klen, 0) + max(vlen, 0)
-    body = 1 + _varint_size(rec.timestamp - base_ts if rec.timestamp >= 0 and base_ts >= 0 else 0)
-    body += _varint_size(offset_delta) + _varint_size(klen) + max(klen, 0) + _varint_size(vlen) + max(vlen, 0)
-    headers = rec.headers or ()
-    body += _varint_size(len(headers))
-    for hk, hv in headers:
-        hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
-        body += _varint_size(len(hkb)) + len(hkb)
-        body += _varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
-    return _varint_size(body) + body
+        return LOG_OVERHEAD + message_header.record_size(batch.magic, rec.key, rec.value)
+    # The offset delta as the batch stores it (an int32), whatever wrapping the offsets' int64 took.
+    return record_size(java_int(rec.offset - batch.base_offset),
+                       rec.timestamp - base_ts if rec.timestamp >= 0 and base_ts >= 0 else 0,
+                       rec.key, rec.value, rec.headers or ())
 
 
 def _batch_header_size(magic: int, compression: CompressionType) -> int:
@@ -435,7 +419,7 @@ def _batch_header_size(magic: int, compression: CompressionType) -> int:
     if magic >= 2:
         return RECORD_BATCH_OVERHEAD
     if compression != CompressionType.NONE:
-        return LOG_OVERHEAD + (14 if magic == 0 else 22)
+        return LOG_OVERHEAD + message_header.record_overhead(magic)
     return 0
 
 
@@ -753,7 +737,7 @@ def _scan_compressed(a: _Append) -> _CompressedScan:
             if err is not None:
                 errors.append(err)
             else:
-                temp += _record_size(batch, rec, rec.offset - batch.base_offset, base_ts)
+                temp += _record_size(batch, rec, base_ts)
                 records.append(rec)
         _raise_record_errors(errors, batch)
     return _CompressedScan(records=records, in_place=in_place, max_timestamp=max_ts, temporary_bytes=temp)
