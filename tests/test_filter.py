@@ -1,4 +1,5 @@
-"""``filter_to`` against Java's ``MemoryRecords.filterTo`` (the oracle's ``*_compacted`` vectors).
+"""``filter_batch``, the cleaner's rewrite of each batch, against Java's ``MemoryRecords.filterTo``
+(the oracle's ``*_compacted`` vectors).
 
 The oracle compacted 24 records (offsets 500-523, six keys ``ck-0``..``ck-5``,
 three tombstones) with a filter keeping offsets 509, 513, 520, 521 and 522,
@@ -18,8 +19,9 @@ from kcodec.compression import CompressionType, TimestampType
 from kcodec.log.filter import (
     BatchRetention,
     BatchRetentionResult,
+    FilterResult,
     RecordFilter,
-    filter_to,
+    filter_batch,
 )
 from oracle_util import load_case, oracle_available, oracle_verify
 
@@ -53,6 +55,18 @@ def _source(magic: int, codec: str) -> bytes:
     for off, ts, k, v in recs:
         b.append(k, v, timestamp=ts, offset=off)
     return bytes(b.build())
+
+
+def filter_to(records, record_filter, *, output=None):
+    """Every batch of ``records`` (bytes, or batch objects) through :func:`filter_batch` into
+    ``output``, as the cleaner runs it over a segment and Java's ``filterTo`` over a buffer."""
+    result = FilterResult(output=output if output is not None else bytearray())
+    batches = kcodec.read_batches(records, validate=False) if isinstance(records, bytes) else records
+    for b in batches:
+        kept = filter_batch(b, record_filter, result)
+        if kept is not None:
+            result.output += kept
+    return result
 
 
 class KeepOffsets(RecordFilter):

@@ -1,6 +1,7 @@
 """``MemoryRecords.filterTo``: copy the batches of a record set, dropping records a filter rejects.
 
-This is the per-batch rewrite the log cleaner uses (``Cleaner.cleanInto``):
+:func:`filter_batch` is its per-batch rewrite, which the log cleaner runs over each segment's
+batches (``Cleaner.cleanInto``):
 
 * every record retained and no delete horizon to stamp: the original batch
   bytes are copied untouched (codec, level, CRC and all);
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, NamedTuple, Optional
 
 from kcodec.compression import CompressionType, TimestampType
-from kcodec.errors import InvalidRecordError, KcodecError
+from kcodec.errors import InvalidRecordError
 from kcodec.records import batch_header
 from kcodec.records.batch_header import NO_TIMESTAMP
 from kcodec.records.framing import RECORD_BATCH_OVERHEAD
@@ -33,7 +34,6 @@ __all__ = [
     "BatchRetentionResult",
     "RecordFilter",
     "FilterResult",
-    "filter_to",
     "filter_batch",
 ]
 
@@ -175,22 +175,3 @@ def _built_info(batch: Any, retained: Any) -> Any:
     if batch.magic == 0:  # inner v1 messages of a v0 wrapper lose their timestamps
         return NO_TIMESTAMP, retained[-1].offset
     return max(NO_TIMESTAMP, max(r.timestamp for r in retained)), retained[-1].offset
-
-
-def filter_to(records: Any, record_filter: RecordFilter, *, output: Optional[bytearray] = None) -> FilterResult:
-    """Filter every batch of ``records`` (bytes-like, or an iterable of batch objects) into
-    ``output`` (a new bytearray by default), as ``MemoryRecords.filterTo``."""
-    result = FilterResult(output=output if output is not None else bytearray())
-    if isinstance(records, (bytes, bytearray, memoryview)):
-        from kcodec.records import read_batches
-        batches = read_batches(records, validate=False)
-    else:
-        batches = records
-    for batch in batches:
-        try:
-            kept = filter_batch(batch, record_filter, result)
-        except KcodecError as exc:
-            raise exc.with_context(batch_offset=batch.base_offset)
-        if kept is not None:
-            result.output += kept
-    return result

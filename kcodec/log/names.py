@@ -41,7 +41,6 @@ __all__ = [
     "check_topic",
     "check_partition",
     "check_base_offset",
-    "is_valid_topic",
     "partition_dir_name",
     "parse_partition_dir_name",
     "parse_tiered_dir_name",
@@ -109,11 +108,6 @@ def _topic_problem(topic: object) -> Optional[str]:
         bad = next(c for c in topic if not _TOPIC.fullmatch(c))
         return f"it contains {bad!r}"
     return None
-
-
-def is_valid_topic(topic: object) -> bool:
-    """Whether Kafka would accept ``topic`` as a topic name."""
-    return _topic_problem(topic) is None
 
 
 def check_topic(topic: object, *, source: Optional[str] = None) -> str:
