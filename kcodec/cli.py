@@ -37,7 +37,7 @@ def _add_dump(sub) -> None:
                    help="for index files: only run the sanity check")
     p.add_argument("--skip-crc", action="store_true", help="do not verify checksums")
     p.add_argument("--json", action="store_true", help="one JSON object per batch on stdout")
-    from kcodec.log._cli import add_storage_option_argument
+    from kcodec.log.arguments import add_storage_option_argument
     add_storage_option_argument(p)
     p.set_defaults(func=lambda args: __import__("kcodec.dump", fromlist=["run"]).run(args))
 

@@ -197,7 +197,7 @@ def dump_index(path, *, sanity_only: bool, as_json: bool, out: Optional[TextIO] 
 
 
 def run(args) -> int:
-    from kcodec.log._cli import storage_options
+    from kcodec.log.arguments import storage_options
     deep = args.deep_iteration or args.print_data_log
     opts = storage_options(args)
     for name in args.files:

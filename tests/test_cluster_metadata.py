@@ -11,7 +11,7 @@ import pytest
 
 from kcodec.errors import CorruptDataError, CorruptRecordError, KcodecError, LogNotFoundError
 from kcodec.log import Partition
-from kcodec.log._cli import add_metadata_log_argument, metadata_log, partition_policy, topic_policy
+from kcodec.log.arguments import add_metadata_log_argument, metadata_log, partition_policy, topic_policy
 from kcodec.log.cluster_metadata import UnknownTopicError, partition_topic_id, read_cluster_metadata
 from kcodec.log.metadata_records import decode_metadata_record
 from kcodec.log.segment import NoSegmentsError

@@ -40,7 +40,7 @@ _PRICE_FLAGS = {
 def _arguments(p: argparse.ArgumentParser) -> None:
     # Grouped by what an operator decides with them, so that --help reads as the steps of a run.
     from kcodec.advise.platforms import DEFAULT_PLATFORM, PLATFORMS
-    from kcodec.log._cli import add_metadata_log_argument, add_storage_option_argument
+    from kcodec.log.arguments import add_metadata_log_argument, add_storage_option_argument
 
     g = p.add_argument_group("what to read")
     g.add_argument("inputs", nargs="*", metavar="input",

@@ -169,6 +169,6 @@ def read_metadata(path: Optional[str], storage_options: Optional[Mapping] = None
     """The metadata log at ``path`` (None without one); its errors name the flag."""
     if path is None:
         return None
-    from kcodec.log._cli import read_metadata_log
+    from kcodec.log.arguments import read_metadata_log
 
     return read_metadata_log(path, dict(storage_options) if storage_options else None)

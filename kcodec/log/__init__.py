@@ -18,6 +18,8 @@ The modules follow Kafka's storage layer:
   (the offset map, the round's plan and checkpoint, the rewrite);
 * ``validator``, ``filter``, ``recompress``, ``retention`` -- the other operations;
 * ``selection``, ``arrow_reader`` -- offset and time ranges of a log, read as Arrow;
+* ``arguments`` -- the command-line arguments the operations and the applications share
+  (the partitions to work on, ``--storage-option``, ``--metadata-log``);
 * ``metadata_records``, ``cluster_metadata`` -- a KRaft metadata log's records
   (``MetadataRecordSerde``) replayed into topics and configs (``MetadataLoader``,
   ``TopicsImage``, ``ConfigurationsImage``).

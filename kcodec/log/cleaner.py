@@ -374,7 +374,7 @@ _SETTINGS = (
 
 def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec compact``."""
-    from kcodec.log._cli import add_partition_command
+    from kcodec.log.arguments import add_partition_command
     p = add_partition_command(
         subparsers, "compact", metadata_log=True, help="compact partitions as Kafka's log cleaner does",
         description="One round of Kafka's log cleaner on each partition: the latest record of each key is kept, "
@@ -423,7 +423,7 @@ def cleaner_config(args: Any, topic: Any = None) -> Tuple[CleanerConfig, List[st
 
 
 def cli_run(args: Any) -> int:
-    from kcodec.log._cli import partition_policy, storage_options, target_partitions
+    from kcodec.log.arguments import partition_policy, storage_options, target_partitions
     from kcodec.log.cluster_metadata import KAFKA_DEFAULT
     from kcodec.log.lock import rewrite_locks
     opts = storage_options(args)

@@ -368,7 +368,7 @@ def swap_in(ops: FileOps, log_dir: str, seg: SegmentInfo, res: SegmentResult, dr
 
 def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec recompress``."""
-    from kcodec.log._cli import add_partition_command
+    from kcodec.log.arguments import add_partition_command
     p = add_partition_command(
         subparsers, "recompress", help="rewrite the segments of partitions with another codec",
         description="Rewrite every batch of the given partitions with another codec (and level, or magic), "
@@ -388,7 +388,7 @@ def cli_add_parser(subparsers: Any) -> Any:
 
 
 def cli_run(args: Any) -> int:
-    from kcodec.log._cli import storage_options, target_partitions
+    from kcodec.log.arguments import storage_options, target_partitions
     from kcodec.log.lock import rewrite_locks
     parts = target_partitions(args)
     opts = storage_options(args)

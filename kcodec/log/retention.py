@@ -251,7 +251,7 @@ def _retain(ops: FileOps, log_dir: str, policy: RetentionPolicy, now: int, *, dr
 
 def cli_add_parser(subparsers: Any) -> Any:
     """Register ``kcodec retain``."""
-    from kcodec.log._cli import add_partition_command
+    from kcodec.log.arguments import add_partition_command
     p = add_partition_command(
         subparsers, "retain", metadata_log=True,
         help="delete a partition's oldest segments by the retention limits you give",
@@ -320,7 +320,7 @@ def policy_for_topic(flags: RetentionPolicy, topic: Any) -> Tuple[RetentionPolic
 def cli_run(args: Any) -> int:
     import contextlib
 
-    from kcodec.log._cli import partition_policy, storage_options, target_partitions
+    from kcodec.log.arguments import partition_policy, storage_options, target_partitions
     from kcodec.log.lock import rewrite_locks
 
     opts = storage_options(args)
