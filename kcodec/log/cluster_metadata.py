@@ -76,8 +76,8 @@ from kcodec.storage import Storage, resolve
 
 __all__ = [
     "METADATA_PARTITION",
-    "Source",
-    "Setting",
+    "ConfigSource",
+    "PolicySetting",
     "PartitionMetadata",
     "TopicMetadata",
     "TopicPolicy",
@@ -131,7 +131,7 @@ class UnknownTopicError(KcodecError, LookupError):
 
 
 @dataclass(frozen=True)
-class Source:
+class ConfigSource:
     """Where a value came from.
 
     ``kind`` is ``"topic config"``, ``"broker default"`` (the cluster-wide
@@ -165,12 +165,12 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Setting(Generic[T]):
-    """One value of a topic's policy and its :class:`Source`; ``str()`` is ``name = value (source)``."""
+class PolicySetting(Generic[T]):
+    """One value of a topic's policy and its :class:`ConfigSource`; ``str()`` is ``name = value (source)``."""
 
     name: str
     value: T
-    source: Source
+    source: ConfigSource
 
     def __str__(self) -> str:
         shown = ",".join(self.value) if isinstance(self.value, tuple) else self.value
@@ -195,7 +195,7 @@ class TopicMetadata:
     topic_id: uuid.UUID
     partitions: Mapping[int, PartitionMetadata]
     configs: Mapping[str, str]
-    config_sources: Mapping[str, Source]
+    config_sources: Mapping[str, ConfigSource]
 
     @property
     def replication_factor(self) -> Optional[int]:
@@ -221,16 +221,16 @@ class TopicPolicy:
 
     topic: str
     topic_id: uuid.UUID
-    retention_ms: Setting[int]
-    retention_bytes: Setting[int]
-    cleanup_policy: Setting[Tuple[str, ...]]
-    delete_retention_ms: Setting[int]
-    min_compaction_lag_ms: Setting[int]
-    compression_type: Setting[str]
-    replication_factor: Setting[Optional[int]]
+    retention_ms: PolicySetting[int]
+    retention_bytes: PolicySetting[int]
+    cleanup_policy: PolicySetting[Tuple[str, ...]]
+    delete_retention_ms: PolicySetting[int]
+    min_compaction_lag_ms: PolicySetting[int]
+    compression_type: PolicySetting[str]
+    replication_factor: PolicySetting[Optional[int]]
     configs: Mapping[str, str]  #: every config key set on the topic
 
-    def settings(self) -> List[Setting]:
+    def settings(self) -> List[PolicySetting]:
         return [self.retention_ms, self.retention_bytes, self.cleanup_policy, self.delete_retention_ms,
                 self.min_compaction_lag_ms, self.compression_type, self.replication_factor]
 
@@ -257,7 +257,7 @@ class ClusterMetadata:
     aborted_records: int = 0
     unfinished_records: int = 0
     problems: List[str] = field(default_factory=list)
-    _config_sources: Dict[Tuple[int, str], Dict[str, Source]] = field(default_factory=dict, repr=False)
+    _config_sources: Dict[Tuple[int, str], Dict[str, ConfigSource]] = field(default_factory=dict, repr=False)
 
     def topic(self, name: str, topic_id: Union[uuid.UUID, str, None] = None) -> TopicMetadata:
         """The live topic ``name``; with ``topic_id`` (from a partition's ``partition.metadata``)
@@ -278,7 +278,7 @@ class ClusterMetadata:
         topic = self.topic(name, topic_id)
         broker = None if broker_id is None else str(int(broker_id))
 
-        def resolve_key(key: str) -> Tuple[str, Source]:
+        def resolve_key(key: str) -> Tuple[str, ConfigSource]:
             if key in topic.configs:
                 return topic.configs[key], topic.config_sources[key]
             synonym = BROKER_SYNONYMS[key]
@@ -286,25 +286,25 @@ class ClusterMetadata:
                 return self.broker_configs[broker][synonym], self._config_sources[(_BROKER, broker)][synonym]
             if synonym in self.broker_defaults:
                 return self.broker_defaults[synonym], self._config_sources[(_BROKER, "")][synonym]
-            return KAFKA_DEFAULTS[key], Source(KAFKA_DEFAULT)
+            return KAFKA_DEFAULTS[key], ConfigSource(KAFKA_DEFAULT)
 
-        def long_setting(key: str) -> Setting[int]:
+        def long_setting(key: str) -> PolicySetting[int]:
             raw, src = resolve_key(key)
-            return Setting(key, _parse_long(key, raw, src), src)
+            return PolicySetting(key, _parse_long(key, raw, src), src)
 
         policy_raw, policy_src = resolve_key("cleanup.policy")
         comp_raw, comp_src = resolve_key("compression.type")
         rf = topic.replication_factor
-        rf_src = Source(PARTITIONS, self.path) if rf is not None else Source("no partition records", self.path)
+        rf_src = ConfigSource(PARTITIONS if rf is not None else "no partition records", self.path)
         return TopicPolicy(
             topic=topic.name, topic_id=topic.topic_id,
             retention_ms=long_setting("retention.ms"),
             retention_bytes=long_setting("retention.bytes"),
-            cleanup_policy=Setting("cleanup.policy", _parse_list(policy_raw), policy_src),
+            cleanup_policy=PolicySetting("cleanup.policy", _parse_list(policy_raw), policy_src),
             delete_retention_ms=long_setting("delete.retention.ms"),
             min_compaction_lag_ms=long_setting("min.compaction.lag.ms"),
-            compression_type=Setting("compression.type", comp_raw.strip(), comp_src),
-            replication_factor=Setting("replication.factor", rf, rf_src),
+            compression_type=PolicySetting("compression.type", comp_raw.strip(), comp_src),
+            replication_factor=PolicySetting("replication.factor", rf, rf_src),
             configs=dict(topic.configs),
         )
 
@@ -364,11 +364,11 @@ def partition_topic_id(partition: Partition) -> Optional[uuid.UUID]:
     return topic_id
 
 
-def _where(src: Source) -> str:
+def _where(src: ConfigSource) -> str:
     return str(src) + (f" ({src.record})" if src.record else "")
 
 
-def _parse_long(key: str, raw: str, src: Source) -> int:
+def _parse_long(key: str, raw: str, src: ConfigSource) -> int:
     # ConfigDef.parseType(LONG): Long.parseLong of the trimmed text.
     text = raw.strip()
     if re.fullmatch(r"[+-]?[0-9]+", text):
@@ -416,7 +416,7 @@ class _Loader:
         self.result = result
         self.topics: Dict[uuid.UUID, _Topic] = {}
         self.ids: Dict[str, uuid.UUID] = {}
-        self.configs: Dict[Tuple[int, str], Dict[str, Tuple[str, Source]]] = {}
+        self.configs: Dict[Tuple[int, str], Dict[str, Tuple[str, ConfigSource]]] = {}
         self.txn: Optional[List[_Located]] = None  # records of the open transaction
         self.txn_start: Optional[str] = None
 
@@ -498,7 +498,7 @@ class _Loader:
                         del self.configs[resource]
             else:
                 broker = f["resource_name"] if f["resource_type"] == _BROKER and f["resource_name"] else None
-                src = Source(self._kind(resource), self.result.path, loc.file, loc.offset, broker)
+                src = ConfigSource(self._kind(resource), self.result.path, loc.file, loc.offset, broker)
                 self.configs.setdefault(resource, {})[f["name"]] = (f["value"], src)
         elif key == _REMOVE_TOPIC_RECORD:
             topic = self.topics.pop(f["topic_id"], None)
