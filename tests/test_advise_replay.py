@@ -270,8 +270,18 @@ def test_each_client_names_its_settings():
     assert client_config(LIBRDKAFKA, "zstd", 3, False, 65536, 5) == {
         "compression.type": "zstd", "compression.level": "3", "batch.size": "65536", "linger.ms": "5"}
     assert "compression.level" not in client_config(LIBRDKAFKA, "zstd", 3, True, 65536, 5)
-    with pytest.raises(ValueError, match="librdkafka"):
-        client_rules("kafka-python")
+    assert client_config(client_rules("kafka-python"), "zstd", None, True, 65536, 5) == {
+        "compression_type": "'zstd'", "batch_size": "65536", "linger_ms": "5"}
+    assert client_config(client_rules("aiokafka"), "none", None, True, 65536, 5) == {
+        "compression_type": "None", "max_batch_size": "65536", "linger_ms": "5"}
+    assert client_config(client_rules("sarama"), "zstd", 3, False, 65536, 5) == {
+        "Producer.Compression": "sarama.CompressionZSTD", "Producer.CompressionLevel": "3",
+        "Producer.Flush.Bytes": "65536", "Producer.Flush.Frequency": "5 * time.Millisecond"}
+    # sarama flushes as fast as it can only with Bytes, Messages and Frequency all 0
+    assert client_config(client_rules("sarama"), "lz4", None, True, 65536, 0)["Producer.Flush.Bytes"] == "0"
+    assert not client_rules("kafka-python").sets_levels and client_rules("sarama").sets_levels
+    with pytest.raises(ValueError, match="librdkafka, kafka-python, aiokafka, sarama or auto"):
+        client_rules("kafka-go")
 
 
 def _batch(codec: str) -> bytes:
@@ -292,8 +302,8 @@ def _with_body(batch: bytes, body: bytes) -> bytes:
 def test_clients_are_told_apart_by_their_framing():
     import snappy
 
-    xerial = _batch("snappy")  # kcodec writes snappy-java's xerial stream, as Java does
-    assert detect_client(xerial) == "java"
+    xerial = _batch("snappy")  # kcodec writes snappy-java's xerial stream, as Java and kafka-python do
+    assert detect_client(xerial) is None
     raw = _with_body(xerial, snappy.compress(b"records" * 30))  # librdkafka: a raw snappy block
     assert detect_client(raw) == "librdkafka"
     java_gzip = _batch("gzip")
@@ -303,6 +313,7 @@ def test_clients_are_told_apart_by_their_framing():
     assert detect_client(zlib_gzip) == "librdkafka"
     assert detect_client(_batch("none")) is None and detect_client(_batch("lz4")) is None
     assert detect_client(xerial + raw) is None  # both marks: no answer
+    assert detect_client(xerial + java_gzip) == "java"  # only Java writes both
     assert gzip.decompress(zlib_gzip[61:]) == b"records" * 30
 
 
@@ -458,8 +469,8 @@ def test_replay_flags_are_checked_before_spark_starts():
         check_options(Options(producers=0))
     with pytest.raises(KcodecError, match="--fetch-retry-s -1"):
         check_options(Options(fetch_retry_s=-1))
-    with pytest.raises(KcodecError, match="--producer-client kafka-python: unknown producer client"):
-        check_options(Options(producer_client="kafka-python"))
+    with pytest.raises(KcodecError, match="--producer-client kafka-go: unknown producer client"):
+        check_options(Options(producer_client="kafka-go"))
     assert check_options(Options(producer_client="librdkafka", producers=3)).settings
 
 
@@ -534,3 +545,57 @@ def test_an_estimate_near_zero_fills_the_batch_without_overflowing_the_bound():
     got = form_batches(np.zeros(50, np.int64), sizes, sizes + 82, 1000, None, compressed=True,
                        close=lambda a, b: 1e-30, estimate=1e-30)
     assert got.tolist() == [0, 50]
+
+
+def test_the_report_says_when_no_client_was_recognised():
+    from types import SimpleNamespace
+
+    from kcodec.advise.replay import NOT_RECOGNISED
+    from kcodec.advise.topic_text import replay_text
+
+    replay = {"client": "java", "clients": ["java"], "recognised": False, "producer_ids": 1, "calibrated_share": 1.0,
+              "sender_delay_ms": 0.4, "calibration_error": 0.01}
+    text = replay_text(SimpleNamespace(profile={"replay": replay}))
+    assert text.startswith(NOT_RECOGNISED + ";") and "java batching rules" not in text
+    assert NOT_RECOGNISED == "client not recognised: Java's rules assumed (--producer-client to choose)"
+    told = replay_text(SimpleNamespace(profile={"replay": {**replay, "client": "sarama", "clients": ["sarama"],
+                                                           "recognised": True}}))
+    assert told.startswith("sarama batching rules;")
+    mixed = replay_text(SimpleNamespace(profile={"replay": {**replay, "clients": ["java", "sarama"]}}))
+    assert mixed.startswith(NOT_RECOGNISED + " (chunks disagree: java, sarama);")
+
+
+def test_clients_without_levels_are_offered_default_levels_only():
+    from types import SimpleNamespace
+
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.recommend import _expressible
+
+    rows = [SimpleNamespace(setting=Setting("zstd", lvl, 16384, 5)) for lvl in (None, 1, 9)]
+
+    def offered(client, recognised=True):
+        prof = {"replay": {"client": client, "recognised": recognised}}
+        return [m.setting.level for m in _expressible(rows, prof)]
+
+    assert offered("kafka-python") == [None] and offered("aiokafka") == [None]
+    assert offered("java") == offered("sarama") == offered("librdkafka") == [None, 1, 9]
+    assert offered("java", recognised=False) == [None, 1, 9]
+
+
+def test_each_clients_own_fill_rule():
+    from kcodec.advise.replay import SenderModel, client_rules
+
+    python, sarama = client_rules("kafka-python"), client_rules("sarama")
+    assert client_rules("aiokafka").next_record == python.next_record == "size"
+    # kafka-python: the 61-byte header + the records so far + the next record's own 100 bytes <= 400
+    assert _cut([0] * 7, [100] * 7, 400, None, python) == [0, 3, 6, 7]
+    # sarama counts a record as key + value + 36 (here 100 + 15: the records' own framing is 21 of the 61 + 21
+    # worst case) from 49 bytes, and the record that brings the set to Flush.Bytes is in it:
+    # 49 + 115 * 3 = 394 < 400 takes a fourth, 509 does not
+    assert _cut([0] * 7, [100] * 7, 400, None, sarama) == [0, 4, 7]
+    assert _cut([0] * 7, [100] * 7, 509, None, sarama) == [0, 4, 7]
+    assert _cut([0] * 7, [100] * 7, 510, None, sarama) == [0, 5, 7]
+    # at linger.ms=0 sarama is configured with Flush.Bytes 0: only MaxMessageBytes limits a batch
+    busy = SenderModel(sarama, 5.0, 5.0)
+    assert _cut([0] * 7, [100] * 7, 400, 0, sarama, sender=busy) == [0, 7]
+    assert _cut([0] * 7, [100] * 7, 400, 5, sarama, sender=busy) == [0, 4, 7]

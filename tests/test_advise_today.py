@@ -68,6 +68,9 @@ def test_a_topics_chunks_are_summed_in_partition_and_chunk_order():
     assert r["calibration_error"] == (4 + 2 + 1) / (5 + 1 + 2) - 1.0
     assert (r["producer_ids"], r["producers_replayed"]) == (2, 2)
     assert got["a"]["replay"]["client"] == "java" and got["a"]["partition_rate"] == 1.0
+    assert not r["recognised"] and got["a"]["replay"]["recognised"]  # two clients' chunks: neither is the topic's
+    unknown = today_profiles(_table([_row("c", 0, 0, client="java", client_recognised=False)]))
+    assert not unknown["c"]["replay"]["recognised"]  # Java's rules, but no client's framing told them
     # the same rows in another order give the same figures to the last bit
     assert today_profiles(_table(rows[::-1])) == got
 

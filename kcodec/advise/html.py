@@ -18,7 +18,7 @@ from kcodec.advise.grid import format_size
 from kcodec.advise.latency import cost_lines
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import TopicAdvice
-from kcodec.advise.topic_text import client_config_of, codec_mix_text, row_mark
+from kcodec.advise.topic_text import client_config_of, codec_mix_text, replay_text, row_mark
 from kcodec.escape import file_name, html_text
 
 __all__ = ["report_html", "topic_html"]
@@ -90,6 +90,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
     costs = "".join(f"<li>{e(label)}: {e(text)}</li>" for label, text in cost_lines(a, money))
     saves = (f"Saves <b>{money(a.saving)}</b>/month{forced}." if a.priced else
              "<b class=np>Not priced</b>: the volume is not known (see the notes).")
+    replay = f"<p>Replay: {e(replay_text(a))}</p>" if replay_text(a) else ""
     img = (f'<p><img loading="lazy" src="{e(chart)}" width="1240" height="420" alt="charts for {e(a.topic)}"></p>'
            if chart else "<p>Chart drawn for the topics of the summary only (--top N, or --all-topics).</p>")
     return f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
@@ -97,7 +98,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>{f"<p>Sample: {e(a.sample.text())}</p>" if a.sample is not None else ""}
-<p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>. {saves}</p>
+<p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>. {saves}</p>{replay}
 <ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 {img}
 <table><thead><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>

@@ -276,6 +276,17 @@ def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
     return m
 
 
+def _expressible(results: List["Measured"], prof: Dict) -> List["Measured"]:
+    """The settings the replayed client can be configured with: a level only where it sets levels."""
+    from kcodec.advise.replay import client_rules
+
+    replay = prof.get("replay") or {}
+    if not replay.get("recognised", True):
+        return results
+    rules = client_rules(replay.get("client") or "java")
+    return results if rules.sets_levels else [m for m in results if m.setting.level is None]
+
+
 def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,
                  rule: Rule, current: Optional[Setting] = None, choose: Optional[Setting] = None,
                  sampled_partitions: Optional[int] = None, *, min_span_ms: float = 0.0,
@@ -298,6 +309,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     today = _measured(next(r for r in rows if r["setting"] == TODAY), dominant, rule.cpu)
     results = sorted((_measured(r, dominant, rule.cpu) for r in rows if r["setting"] != TODAY),
                      key=lambda m: m.setting)
+    results = _expressible(results, prof)
     partitions = max(int(r["partitions"]) for r in rows)
     notes: List[str] = []
     stored_total = known_bytes if known_bytes else today.stored_bytes

@@ -15,31 +15,13 @@ from kcodec.advise.latency import cost_lines, curve_doc
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.replay import LIMITS
-from kcodec.advise.topic_text import client_config_of, codec_mix_text, config_text, row_mark
+from kcodec.advise.topic_text import client_config_of, codec_mix_text, config_text, replay_text, row_mark
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
 
 
 _money = money
-
-
-def _replay_text(a: TopicAdvice) -> Optional[str]:
-    r = a.profile.get("replay") or {}
-    if not r:
-        return None
-    who = r["client"] + ("" if len(r["clients"]) == 1 else f" (chunks disagree: {', '.join(r['clients'])})")
-    producers = (f"{r['producer_ids']} producer id(s) seen per partition, each replayed on its own"
-                 if r.get("producer_ids") else
-                 f"no producer ids: {r.get('producers_replayed', 1)} producer(s) per partition assumed (--producers)")
-    share = r["calibrated_share"]
-    if not share:
-        return (f"{who} batching rules; {producers}; sender delay not calibrated (today's batches were cut by "
-                f"size, or too few): {r['sender_delay_ms']:.3g} ms assumed")
-    part = "" if share == 1 else f", on {share * 100:.0f}% of chunks"
-    return (f"{who} batching rules; {producers}; sender delay {r['sender_delay_ms']:.3g} ms "
-            f"calibrated on today's batches "
-            f"(calibration error {r['calibration_error'] * 100:+.1f}% records/batch{part})")
 
 
 def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = None,
@@ -59,7 +41,7 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
                      f"(median), "
                      f"{t.ratio:.2f}x; {format_size(a.stored_per_day)}/day; {_money(t.cost.total)}/month")
         lines.append(f"  set        {config_text(a)}")
-        replay = _replay_text(a)
+        replay = replay_text(a)
         if replay:
             lines.append(f"  replay     {replay}")
         if a.sample is not None:

@@ -61,7 +61,7 @@ METRICS_DDL = (
     "codec_bytes array<long>, magic_batches array<long>, "
     "log_append_batches long, min_ts long, max_ts long, batch_records array<int>, batch_bytes array<int>, "
     "record_size_hist array<long>, client string, sender_delay_ms double, sender_calibrated boolean, "
-    "replay_batches long, producer_ids int, producers_replayed int")
+    "replay_batches long, producer_ids int, producers_replayed int, client_recognised boolean")
 
 
 def metrics_schema():
@@ -78,12 +78,12 @@ def metrics_schema():
         ("min_ts", i64), ("max_ts", i64), ("batch_records", pa.list_(i32)), ("batch_bytes", pa.list_(i32)),
         ("record_size_hist", pa.list_(i64)), ("client", s), ("sender_delay_ms", f64),
         ("sender_calibrated", pa.bool_()), ("replay_batches", i64), ("producer_ids", i32),
-        ("producers_replayed", i32)])
+        ("producers_replayed", i32), ("client_recognised", pa.bool_())])
 
 
 _PROFILE_FIELDS = ("codec_bytes", "magic_batches", "log_append_batches", "min_ts", "max_ts", "batch_records",
                    "batch_bytes", "record_size_hist", "client", "sender_delay_ms", "sender_calibrated",
-                   "replay_batches", "producer_ids", "producers_replayed")
+                   "replay_batches", "producer_ids", "producers_replayed", "client_recognised")
 
 
 def replay_starts(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: Setting,
@@ -140,7 +140,8 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
                   cpu_cost: str = "model") -> List[Dict]:
     """One row for today's batches and one per setting, for one chunk.
 
-    ``client`` is ``java``, ``librdkafka`` or ``auto`` (the stored framing tells, else Java).
+    ``client`` is a client's name (:data:`~kcodec.advise.replay.CLIENTS`) or ``auto``: the one client
+    whose framing every batch shows, else Java's rules, and the row says the client was not recognised.
     ``today_linger_ms`` is today's linger.ms where known (record inputs), for the sender calibration.
     Each producer id's records are replayed on their own; records without one are split among
     ``producers`` producers.  ``cpu_cost`` is the bill's source of CPU (``--cpu-cost``): where it is
@@ -153,8 +154,10 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
         return []
     cols = record_columns(table)
     prof = profile_chunk(data, table, cols)
-    rules = client_rules(detect_client(data) or JAVA.name) if client == "auto" else client_rules(client)
+    detected = detect_client(data) if client == "auto" else client
+    rules = client_rules(detected or JAVA.name)
     replays, calibration = _producer_replays(table, cols, prof, rules, today_linger_ms, producers)
+    calibration["client_recognised"] = detected is not None
     encoder = BatchEncoder(table)
     plain = sum(map(len, encoder.build(prof.starts, "none", None)))
     today_min = _min_seconds(cpu_cost, prof.dominant, None)
@@ -237,15 +240,17 @@ class _Producer:
 
     def build(self, s: Setting, min_seconds: float) -> _Built:
         starts = self.starts(s)
-        key = (s.codec, s.level, starts.tobytes())
+        # a client that compresses a codec at a level of its own where none is set is built at that level
+        level = self.rules.build_level(s.codec, s.level)
+        key = (s.codec, level, starts.tobytes())
         got = self._built.get(key)
         if got is None:
             # A bill taken from measurements times the build on its own, repeated until long enough to
             # time; otherwise the batches Java's estimate already made are framed, not made again.
-            framed = self.encoder.framed(starts, s.codec, s.level) if min_seconds == 0 else None
+            framed = self.encoder.framed(starts, s.codec, level) if min_seconds == 0 else None
             batches: Sequence[Union[bytes, memoryview]]
             if framed is None:
-                batches, cs = measure_build(self.encoder, starts, s.codec, s.level, min_seconds=min_seconds)
+                batches, cs = measure_build(self.encoder, starts, s.codec, level, min_seconds=min_seconds)
                 count = len(batches)
             else:
                 blob, count, seconds = framed
@@ -255,6 +260,8 @@ class _Producer:
                 stored = self.encoder.raw_snappy_bytes(starts)
             elif s.codec == "zstd" and self.rules.zstd_ends_on_data:
                 stored -= len(ZSTD_EMPTY_LAST_BLOCK) * zstd_empty_last_blocks(batches)
+            elif s.codec == "lz4":
+                stored += self.rules.lz4_frame_extra * count
             got = self._built[key] = _Built(key, count, stored, cs)
             self._fresh = (key, batches)
         return got

@@ -22,7 +22,8 @@ __all__ = ["TODAY_COLUMNS", "today_profiles", "percentile", "median_element"]
 #: The metrics columns this module reads.
 TODAY_COLUMNS = ("topic", "partition", "chunk", "min_ts", "max_ts", "stored_bytes", "batches", "log_append_batches",
                  "codec_bytes", "magic_batches", "record_size_hist", "batch_records", "batch_bytes", "client",
-                 "sender_delay_ms", "sender_calibrated", "replay_batches", "producer_ids", "producers_replayed")
+                 "sender_delay_ms", "sender_calibrated", "replay_batches", "producer_ids", "producers_replayed",
+                 "client_recognised")
 
 
 def percentile(values: np.ndarray, p: float) -> float:
@@ -80,6 +81,8 @@ def today_profiles(table) -> Dict[str, Dict[str, Any]]:
         clients = sorted({r["client"] for r in rs if r["client"] is not None})
         profile["replay"] = {
             "client": clients[0] if len(clients) == 1 else "java", "clients": clients,
+            # a chunk whose framing no single client writes was replayed with Java's rules
+            "recognised": len(clients) == 1 and all(r["client_recognised"] is not False for r in rs),
             "sender_delay_ms": median_element([r["sender_delay_ms"] for r in rs]),
             "calibrated_share": sum(1.0 for r in rs if r["sender_calibrated"]) / len(rs),
             "calibration_error": today_batches / max(1, replay_batches) - 1.0,

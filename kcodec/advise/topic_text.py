@@ -1,13 +1,13 @@
 """A topic's advice in a few words, for every rendering (terminal, estate summary, HTML)."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 from kcodec.advise.latency import percent
 from kcodec.advise.notes import exclusions
 from kcodec.advise.recommend import Measured, TopicAdvice
 
-__all__ = ["codec_mix_text", "client_config_of", "config_text", "row_mark"]
+__all__ = ["codec_mix_text", "client_config_of", "config_text", "replay_text", "row_mark"]
 
 
 def codec_mix_text(a: TopicAdvice) -> str:
@@ -25,6 +25,32 @@ def client_config_of(a: TopicAdvice) -> Dict[str, str]:
     rules = client_rules(a.profile.get("replay", {}).get("client") or "java")
     return client_config(rules, s.codec, s.level, f"compression.{s.codec}.level" not in java, s.batch_bytes,
                          s.linger_ms)
+
+
+def replay_text(a: TopicAdvice) -> Optional[str]:
+    """Whose batching rules the replay followed (or that no client was recognised), its producers and sender."""
+    from kcodec.advise.replay import NOT_RECOGNISED
+
+    r = a.profile.get("replay") or {}
+    if not r:
+        return None
+    if r.get("recognised", True):
+        who = f"{r['client']} batching rules"
+    elif len(r["clients"]) > 1:
+        who = f"{NOT_RECOGNISED} (chunks disagree: {', '.join(r['clients'])})"
+    else:
+        who = NOT_RECOGNISED
+    producers = (f"{r['producer_ids']} producer id(s) seen per partition, each replayed on its own"
+                 if r.get("producer_ids") else
+                 f"no producer ids: {r.get('producers_replayed', 1)} producer(s) per partition assumed (--producers)")
+    share = r["calibrated_share"]
+    if not share:
+        return (f"{who}; {producers}; sender delay not calibrated (today's batches were cut by "
+                f"size, or too few): {r['sender_delay_ms']:.3g} ms assumed")
+    part = "" if share == 1 else f", on {share * 100:.0f}% of chunks"
+    return (f"{who}; {producers}; sender delay {r['sender_delay_ms']:.3g} ms "
+            f"calibrated on today's batches "
+            f"(calibration error {r['calibration_error'] * 100:+.1f}% records/batch{part})")
 
 
 def config_text(a: TopicAdvice) -> str:

@@ -9,8 +9,10 @@ module                    Kafka / librdkafka counterpart
                           ``CompressionRatioEstimator``; ``rd_kafka_msgset_writer``
 ``sender``                ``Sender`` / ``RecordAccumulator.ready`` (when a batch is taken),
                           calibrated on today's batches
-``client``                the rules and configuration names of the Java client and librdkafka,
-                          and telling them apart from the stored framing
+``client``                a client's rules, configuration names and framing marks; Java's and
+                          librdkafka's
+``clients``               one module per other client: kafka-python, aiokafka, sarama
+``registry``              the clients known, and which of them wrote a topic's batches
 ``partitioner``           ``BuiltInPartitioner`` (the sticky partitioner of keyless records)
 ``producers``             one ``KafkaProducer`` each: records split by the batches' producer id
 ========================  ==============================================================
@@ -30,20 +32,13 @@ from kcodec.advise.replay.accumulator import (
     warm_estimate,
     warm_records,
 )
-from kcodec.advise.replay.client import (
-    CLIENTS,
-    JAVA,
-    LIBRDKAFKA,
-    ClientRules,
-    client_config,
-    client_rules,
-    detect_client,
-)
+from kcodec.advise.replay.client import JAVA, LIBRDKAFKA, ClientRules, client_config
 from kcodec.advise.replay.partitioner import assign_partitions
 from kcodec.advise.replay.producers import producer_groups
+from kcodec.advise.replay.registry import CLIENTS, NOT_RECOGNISED, client_rules, detect_client
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
 
 __all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
            "time_limits", "update_estimate", "varint_sizes", "warm_estimate", "warm_records", "CLIENTS", "JAVA",
-           "LIBRDKAFKA", "ClientRules", "client_config", "client_rules", "detect_client", "assign_partitions",
-           "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate", "time_cuts"]
+           "LIBRDKAFKA", "ClientRules", "client_config", "client_rules", "detect_client", "NOT_RECOGNISED",
+           "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate", "time_cuts"]

@@ -35,7 +35,7 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 
 from kcodec._native.columnar import replay_cuts, update_estimate_f32
-from kcodec.advise.replay.client import JAVA, LIBRDKAFKA_REQUEST_OVERHEAD, ClientRules
+from kcodec.advise.replay.client import JAVA, ClientRules
 from kcodec.advise.replay.sender import SenderModel, arrival_ms
 from kcodec.records.framing import RECORD_BATCH_OVERHEAD
 
@@ -155,8 +155,23 @@ def _cutter(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray,
         overhead = BATCH_OVERHEAD
         nxt_size = sizes  # MemoryRecordsBuilder.hasRoomFor counts the record's own size
     else:
-        overhead = LIBRDKAFKA_REQUEST_OVERHEAD
-        nxt_size = upper - BATCH_OVERHEAD  # rd_kafka_msg_wire_size: the record's worst case
+        overhead = client.fill_overhead
+        if client.record_overhead is not None:
+            # the client's own count of a record: key, value and headers plus a fixed overhead
+            cost = upper - BATCH_OVERHEAD - MAX_RECORD_OVERHEAD + client.record_overhead
+            np.cumsum(cost, out=cum[1:])
+        if client.zero_linger_unbounded and linger_ms is not None and linger_ms == 0:
+            batch_size = client.max_batch_bytes or (1 << 62)
+        if client.max_batch_bytes is not None:
+            batch_size = min(batch_size, client.max_batch_bytes)
+        if client.next_record == "upper":
+            nxt_size = upper - BATCH_OVERHEAD  # rd_kafka_msg_wire_size: the record's worst case
+        elif client.next_record == "size":
+            nxt_size = sizes
+        else:
+            # the record joins while the bytes before it are below the limit, whatever its own size
+            nxt_size = np.zeros(n, np.int64)
+            batch_size -= 1
     nxt_size = np.ascontiguousarray(nxt_size)
     learns = bool(compressed and estimated)
     most = client.max_records or n + 1

@@ -1,4 +1,4 @@
-"""Each producer client's batching rules, its configuration names, and telling the clients apart.
+"""Each producer client's batching rules, its configuration names, and the framing it leaves.
 
 Java (``RecordAccumulator.tryAppend`` -> ``MemoryRecordsBuilder.hasRoomFor``) fills ``batch.size``
 with *estimated compressed* bytes: the records appended so far times the topic's
@@ -6,34 +6,107 @@ with *estimated compressed* bytes: the records appended so far times the topic's
 (``rd_kafka_msgset_writer_write_msgq``) fills it with *uncompressed* bytes: the request written so
 far plus the next record's worst-case wire size must stay within ``batch.size``, and a batch holds at
 most ``batch.num.messages`` records.  Its ``batch.size`` counts the ProduceRequest's own header too,
-which :data:`LIBRDKAFKA_REQUEST_OVERHEAD` approximates.
+which :data:`LIBRDKAFKA_REQUEST_OVERHEAD` approximates.  The other clients are one module each under
+:mod:`kcodec.advise.replay.clients`, and :mod:`kcodec.advise.replay.registry` lists them all.
 
-The stored batches tell the clients apart where a codec leaves a mark (the framing each client
-writes): snappy-java's xerial stream against librdkafka's raw snappy block, and the gzip header's
-OS byte (Java's ``GZIPOutputStream`` writes 255, zlib as librdkafka calls it writes 3).  LZ4 and zstd
-frames of the two clients carry no difference this replay relies on, and uncompressed batches none.
+Every client's rules say which stored batches it can have written (:attr:`ClientRules.writes`),
+from the marks a batch keeps of its writer (:class:`BatchMarks`): the gzip header's time, extra
+flags and OS bytes, snappy-java's xerial stream against a raw snappy block, the LZ4 frame's flag
+and block descriptor bytes, whether a zstd frame states its content size and how it ends, the
+producer id and base sequence of a batch without idempotence, and a max timestamp left at -1.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
-__all__ = ["ClientRules", "JAVA", "LIBRDKAFKA", "CLIENTS", "client_rules", "detect_client", "client_config",
-           "LIBRDKAFKA_REQUEST_OVERHEAD"]
+__all__ = ["ClientRules", "BatchMarks", "JAVA", "LIBRDKAFKA", "client_config", "kafka_config",
+           "LIBRDKAFKA_REQUEST_OVERHEAD", "batch_marks", "gzip_header", "lz4_frame", "zstd_frame",
+           "XERIAL", "ZSTD_EMPTY_END"]
 
 # ProduceRequest header, client id "rdkafka", topic and partition framing, and the 61-byte v2 batch
 # header: what rd_buf_len() already holds when the first record is written.
 LIBRDKAFKA_REQUEST_OVERHEAD = 120
 
-_XERIAL = b"\x82SNAPPY\x00"
+XERIAL = b"\x82SNAPPY\x00"
 _GZIP_MAGIC = b"\x1f\x8b"
-_GZIP_OS_JAVA = 255  # java.util.zip.GZIPOutputStream's OS_UNKNOWN
-_GZIP_OS_ZLIB = 3  # zlib's OS_CODE on Unix
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: a zstd frame's empty last block (last-block flag, raw, size 0): how a flushed and closed stream ends
+ZSTD_EMPTY_END = b"\x01\x00\x00"
+_GZIP_OS_UNKNOWN = 255  # java.util.zip.GZIPOutputStream, Python's gzip and Go's compress/gzip
+_GZIP_OS_UNIX = 3  # zlib's OS_CODE on Unix, as librdkafka calls it
+_BASE = struct.Struct(">qiibIhiqqqhii")
+
+
+@dataclass(frozen=True)
+class BatchMarks:
+    """What one stored v2 batch keeps of the client that wrote it."""
+
+    codec: int
+    body: bytes  #: the records region's first 16 bytes
+    tail: bytes  #: its last 3 bytes
+    producer_id: int
+    base_sequence: int
+    max_timestamp: int
+    records: int
+
+
+def batch_marks(buf, position: int, size: int) -> Optional[BatchMarks]:
+    """The marks of the v2 batch at ``position`` (None for a control batch, which the broker writes)."""
+    (_, _, _, _, _, attributes, _, _, max_ts, pid, _, base_seq, count) = _BASE.unpack_from(buf, position)
+    if attributes & 0x20:
+        return None
+    start, end = position + _BASE.size, position + size
+    return BatchMarks(attributes & 0x07, bytes(buf[start:min(end, start + 16)]), bytes(buf[max(start, end - 3):end]),
+                      pid, base_seq, max_ts, count)
+
+
+def gzip_header(m: BatchMarks) -> Optional[Tuple[int, int, int]]:
+    """A gzip batch's (MTIME, XFL, OS) header fields, or None when its body is not a gzip member."""
+    if m.codec != 1 or len(m.body) < 10 or m.body[:2] != _GZIP_MAGIC:
+        return None
+    return int.from_bytes(m.body[4:8], "little"), m.body[8], m.body[9]
+
+
+def lz4_frame(m: BatchMarks) -> Optional[Tuple[int, int]]:
+    """An LZ4 batch's frame (FLG, BD) bytes, or None when its body is not an LZ4 frame."""
+    if m.codec != 3 or len(m.body) < 6 or m.body[:4] != _LZ4_MAGIC:
+        return None
+    return m.body[4], m.body[5]
+
+
+def zstd_frame(m: BatchMarks) -> Optional[Tuple[bool, bool]]:
+    """A zstd batch's (states its content size, ends with an empty last block), or None when not a zstd frame.
+
+    The frame header descriptor's single-segment flag or content-size flag means the frame was
+    compressed in one call that knew the input's size; a stream opened without it leaves both clear.
+    """
+    if m.codec != 4 or len(m.body) < 5 or m.body[:4] != _ZSTD_MAGIC:
+        return None
+    descriptor = m.body[4]
+    return bool(descriptor & 0xE0), m.tail == ZSTD_EMPTY_END
+
+
+def _xerial(m: BatchMarks) -> bool:
+    return m.body[:8] == XERIAL
+
+
+def kafka_config(client: "ClientRules", codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
+                 linger_ms: int) -> Dict[str, str]:
+    """A setting in the Java and librdkafka configuration names (Java's level names need clients 3.8+, KIP-390)."""
+    out = {"compression.type": codec}
+    if level is not None and not default_level:
+        out[client.level_key(codec)] = str(level)
+    out["batch.size"] = str(batch_bytes)
+    out["linger.ms"] = str(linger_ms)
+    return out
 
 
 @dataclass(frozen=True)
 class ClientRules:
-    """How one producer client cuts batches and names its settings."""
+    """How one producer client cuts batches, names its settings, and frames what it writes."""
 
     name: str
     #: ``estimated`` (Java: compressed bytes estimated with the ratio estimator) or ``uncompressed``
@@ -45,7 +118,7 @@ class ClientRules:
     millisecond_clock: bool
     default_batch_size: int
     default_linger_ms: int
-    #: configuration name of the level; ``{codec}`` is replaced by the codec's name
+    #: configuration name of the level; ``{codec}`` is replaced by the codec's name ("" where none can be set)
     level_name: str
     #: sender delays (milliseconds) where today's batches cannot calibrate them: after the linger
     #: timer, and at linger.ms=0 (an idle sender sends 93-99.8% of records alone at 4 records/ms)
@@ -57,61 +130,83 @@ class ClientRules:
     #: whether a zstd frame ends on its last data block (librdkafka ends the stream once) rather than
     #: with an empty last block of 3 bytes after a flush (Java's zstd-jni stream, as kcodec writes it)
     zstd_ends_on_data: bool = False
+    #: an uncompressed fill's bytes before the first record (librdkafka's request header and batch header)
+    fill_overhead: int = LIBRDKAFKA_REQUEST_OVERHEAD
+    #: what the next record adds to an uncompressed fill's test: ``upper`` (its worst case, librdkafka),
+    #: ``size`` (its own size), or ``none`` (a record joins while the bytes before it are below the limit)
+    next_record: str = "upper"
+    #: an uncompressed fill counting each record as its key, value and headers plus this many bytes
+    #: instead of its own size (None: its own size)
+    record_overhead: Optional[int] = None
+    #: the level each codec is compressed at where no level is set, where it is not the codec's default
+    default_levels: Tuple[Tuple[str, int], ...] = ()
+    #: bytes no batch reaches, whatever the setting (sarama's Producer.MaxMessageBytes; None: none)
+    max_batch_bytes: Optional[int] = None
+    #: whether a linger.ms=0 setting leaves batch.size unset (sarama flushes as fast as it can only then)
+    zero_linger_unbounded: bool = False
+    #: bytes each batch's LZ4 frame adds to the frame kcodec writes (Java's)
+    lz4_frame_extra: int = 0
+    #: the batches this client can have written (None: any)
+    writes: Optional[Callable[[BatchMarks], bool]] = None
+    #: a setting in the client's own names: (rules, codec, level, level is the default, batch bytes, linger ms)
+    names: Callable[..., Dict[str, str]] = kafka_config
 
     def level_key(self, codec: str) -> str:
         return self.level_name.format(codec=codec)
 
+    @property
+    def sets_levels(self) -> bool:
+        """Whether a level other than the codec's default can be configured."""
+        return bool(self.level_name)
 
-JAVA = ClientRules("java", "estimated", None, True, 16384, 5, "compression.{codec}.level")
-LIBRDKAFKA = ClientRules("librdkafka", "uncompressed", 10000, False, 1000000, 5, "compression.level",
-                        raw_snappy=True, zstd_ends_on_data=True)
-CLIENTS: Dict[str, ClientRules] = {c.name: c for c in (JAVA, LIBRDKAFKA)}
+    def build_level(self, codec: str, level: Optional[int]) -> Optional[int]:
+        """The level a batch is compressed at: ``level``, else the client's own default for the codec."""
+        if level is not None:
+            return level
+        return dict(self.default_levels).get(codec)
+
+    def wrote(self, m: BatchMarks) -> bool:
+        return self.writes is None or self.writes(m)
 
 
-def client_rules(name: str) -> ClientRules:
-    """The rules of ``java`` or ``librdkafka``."""
-    try:
-        return CLIENTS[name]
-    except KeyError:
-        raise ValueError(f"unknown producer client {name!r} (choose {', '.join(CLIENTS)} or auto)") from None
+def _java_writes(m: BatchMarks) -> bool:
+    # a max timestamp of -1 over records is sarama's; a batch without a producer id has no sequence
+    if m.max_timestamp < 0 < m.records or (m.producer_id < 0 and m.base_sequence >= 0):
+        return False
+    if m.codec == 1:
+        g = gzip_header(m)
+        return g is not None and g == (0, 0, _GZIP_OS_UNKNOWN)  # GZIPOutputStream's fixed header
+    if m.codec == 2:
+        return _xerial(m)
+    if m.codec == 3:
+        return lz4_frame(m) == (0x60, 0x40)  # KafkaLZ4BlockOutputStream: independent 64 KiB blocks, no checksums
+    if m.codec == 4:
+        return zstd_frame(m) == (False, True)  # zstd-jni's stream, flushed and closed
+    return True
 
 
-def detect_client(data) -> Optional[str]:
-    """The client whose framing the compressed v2 batches of ``data`` show, or None when none tells.
-
-    A mixed answer (both clients' marks) is None too: the replay then follows the client the
-    user names, or Java's rules.
-    """
-    from kcodec.records.batch_header import ATTRIBUTES, COMPRESSION_MASK, HEADER
-    from kcodec.records.framing import iter_entries
-
-    buf = memoryview(data).cast("B")
-    seen = set()
-    for e in iter_entries(buf):
-        if e.magic != 2 or e.size < HEADER.size + 10:
-            continue
-        codec = buf[e.position + ATTRIBUTES + 1] & COMPRESSION_MASK
-        body = bytes(buf[e.position + HEADER.size:e.position + HEADER.size + 10])
-        if codec == 2:
-            seen.add("java" if body[:8] == _XERIAL else "librdkafka")
-        elif codec == 1 and body[:2] == _GZIP_MAGIC:
-            if body[9] == _GZIP_OS_JAVA:
-                seen.add("java")
-            elif body[9] == _GZIP_OS_ZLIB:
-                seen.add("librdkafka")
-        else:
-            continue
-        if len(seen) > 1:
-            return None
-    return seen.pop() if seen else None
+def _librdkafka_writes(m: BatchMarks) -> bool:
+    if m.max_timestamp < 0 < m.records or (m.producer_id < 0 and m.base_sequence >= 0):
+        return False
+    if m.codec == 1:
+        g = gzip_header(m)
+        return g is not None and g[0] == 0 and g[2] == _GZIP_OS_UNIX
+    if m.codec == 2:
+        return not _xerial(m)
+    if m.codec == 3:
+        return lz4_frame(m) == (0x60, 0x40)
+    if m.codec == 4:
+        return zstd_frame(m) == (False, False)  # a stream ended once, on its last data block
+    return True
 
 
 def client_config(client: ClientRules, codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
                   linger_ms: int) -> Dict[str, str]:
-    """A setting in the client's own configuration names (Java's level names need clients 3.8+, KIP-390)."""
-    out = {"compression.type": codec}
-    if level is not None and not default_level:
-        out[client.level_key(codec)] = str(level)
-    out["batch.size"] = str(batch_bytes)
-    out["linger.ms"] = str(linger_ms)
-    return out
+    """A setting in the client's own configuration names."""
+    return client.names(client, codec, level, default_level, batch_bytes, linger_ms)
+
+
+JAVA = ClientRules("java", "estimated", None, True, 16384, 5, "compression.{codec}.level", fill_overhead=61,
+                   writes=_java_writes)
+LIBRDKAFKA = ClientRules("librdkafka", "uncompressed", 10000, False, 1000000, 5, "compression.level",
+                         raw_snappy=True, zstd_ends_on_data=True, writes=_librdkafka_writes)

@@ -1,0 +1,3 @@
+"""One module per producer client beyond Java and librdkafka: its batching rules, its configuration
+names and the framing it writes, as one :class:`~kcodec.advise.replay.client.ClientRules` named ``RULES``
+that :mod:`kcodec.advise.replay.registry` lists."""

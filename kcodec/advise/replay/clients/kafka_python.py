@@ -1,0 +1,55 @@
+"""kafka-python 3.0's producer (``KafkaProducer``), from its own source (kafka-python 3.0.12).
+
+* Fill: a record joins the open batch while the batch's buffer (the 61-byte v2 header plus the
+  records written so far, uncompressed) plus the record's own size stays within ``batch_size``;
+  the first record always joins (``kafka/record/default_records.py``,
+  ``DefaultRecordBatchBuilder.append``: ``required_size + len(main_buffer) > self._batch_size and
+  not first_message``).  No record count limit.
+* Send: ``RecordAccumulator.ready`` (``kafka/producer/record_accumulator.py``) takes a batch once it
+  is full or ``linger_ms`` has passed since it was made, on ``time.time()`` (not whole milliseconds).
+* Defaults: ``batch_size=16384``, ``linger_ms=0``, ``enable_idempotence=True``
+  (``kafka/producer/kafka.py``, ``DEFAULT_CONFIG``).
+* Codecs (``kafka/codec.py``): gzip through Python's ``gzip.GzipFile`` at level 9 (the header
+  carries the time of compression, extra flags 2 and OS 255); snappy as a xerial stream of 32 KiB
+  blocks; lz4 through ``lz4.frame.compress`` (a frame that states its content size: 8 bytes more
+  than Java's); zstd through ``zstandard``'s one-shot ``compress`` at level 3 (a frame that states
+  its content size and ends on its last data block).  No level can be set.  A batch whose
+  compressed records are not smaller than its plain ones is sent uncompressed
+  (``DefaultRecordBatchBuilder._maybe_compress``).
+* Keyless records: ``DefaultPartitioner`` (``kafka/partitioner/default.py``) picks a random
+  available partition per record.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+from kcodec.advise.replay.client import BatchMarks, ClientRules, gzip_header, lz4_frame, zstd_frame
+
+__all__ = ["RULES"]
+
+
+def _writes(m: BatchMarks) -> bool:
+    if m.max_timestamp < 0 < m.records or (m.producer_id < 0 and m.base_sequence >= 0):
+        return False
+    if m.codec == 1:
+        g = gzip_header(m)
+        return g is not None and g[0] != 0 and g[2] == 255
+    if m.codec == 2:
+        return m.body[:8] == b"\x82SNAPPY\x00"
+    if m.codec == 3:
+        return lz4_frame(m) == (0x68, 0x40)  # independent 64 KiB blocks, content size stated
+    if m.codec == 4:
+        z = zstd_frame(m)
+        return z is not None and z[0] and not z[1]
+    return True
+
+
+def _names(rules: ClientRules, codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
+           linger_ms: int) -> Dict[str, str]:
+    return {"compression_type": "None" if codec == "none" else repr(codec), "batch_size": str(batch_bytes),
+            "linger_ms": str(linger_ms)}
+
+
+RULES = ClientRules("kafka-python", "uncompressed", None, False, 16384, 0, "", zstd_ends_on_data=True,
+                    fill_overhead=61, next_record="size", default_levels=(("gzip", 9),), lz4_frame_extra=8,
+                    writes=_writes, names=_names)

@@ -1,0 +1,53 @@
+"""The producer clients the replay knows, and which of them wrote a topic's batches.
+
+A new client is one module under :mod:`kcodec.advise.replay.clients` and one entry in
+:data:`CLIENTS`.  :func:`detect_client` keeps, batch after batch, the clients that can have
+written every batch seen (:attr:`ClientRules.writes`): it names a client only when exactly one is
+left, so a topic whose framing more than one client writes alike is not recognised rather than
+given to a client that did not write it.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+from kcodec.advise.replay.client import JAVA, LIBRDKAFKA, ClientRules, batch_marks
+from kcodec.advise.replay.clients import aiokafka, kafka_python, sarama
+
+__all__ = ["CLIENTS", "client_rules", "detect_client", "NOT_RECOGNISED"]
+
+CLIENTS: Dict[str, ClientRules] = {c.name: c for c in (JAVA, LIBRDKAFKA, kafka_python.RULES, aiokafka.RULES,
+                                                       sarama.RULES)}
+#: what the report says of a topic whose framing no single client writes
+NOT_RECOGNISED = "client not recognised: Java's rules assumed (--producer-client to choose)"
+
+
+def client_rules(name: str) -> ClientRules:
+    """The rules of the client ``name`` (a key of :data:`CLIENTS`)."""
+    try:
+        return CLIENTS[name]
+    except KeyError:
+        raise ValueError(f"unknown producer client {name!r} (choose {', '.join(CLIENTS)} or auto)") from None
+
+
+def detect_client(data) -> Optional[str]:
+    """The one client that can have written every v2 batch of ``data``, or None when none or several can."""
+    from kcodec.records.framing import iter_entries
+
+    buf = memoryview(data).cast("B")
+    left = set(CLIENTS)
+    seen: Dict[tuple, frozenset] = {}
+    for e in iter_entries(buf):
+        if e.magic != 2:
+            continue
+        m = batch_marks(buf, e.position, e.size)
+        if m is None:
+            continue
+        # batches of one producer repeat a handful of marks: each is judged once
+        key = (m.codec, m.body[:10], m.tail, m.producer_id < 0, m.base_sequence < 0, m.max_timestamp < 0 < m.records)
+        can = seen.get(key)
+        if can is None:
+            can = seen[key] = frozenset(n for n, c in CLIENTS.items() if c.wrote(m))
+        left &= can
+        if not left:
+            return None
+    return left.pop() if len(left) == 1 else None

