@@ -93,3 +93,30 @@ def test_shares_take_percentages():
 def test_rule_flags_are_range_checked(kwargs, message):
     with pytest.raises(KcodecError, match=message):
         check_options(Options(**kwargs))
+
+
+def test_java_linger_0_is_priced_at_its_worst_case():
+    # The calibrated 0 ms figure (600 MB) would be the cheapest; with every record alone it stores 900 MB,
+    # more than 5 ms (650 MB): the rule must not pick 0 ms on a figure the next sender's load may not give.
+    zero, five = Setting("lz4", None, 16384, 0), Setting("lz4", None, 16384, 5)
+
+    def advice(worst, client="java"):
+        rows = [row(None, TODAY, 1.0, 2.0), {**row(zero, 600_000_000, 1.0, 1.0), "worst_stored_bytes": worst},
+                row(five, 650_000_000, 1.0, 1.0)]
+        return advise_topic("t", agg(rows, replay={"client": client, "recognised": True}), None, TopicEconomics(),
+                            FREE_CPU, Rule(max_linger_ms=100))
+
+    a = advice(None)  # no worst case (librdkafka's native sender, or before this rule): the 0 ms figure stands
+    assert a.best.setting == zero
+    a = advice(900_000_000)
+    assert a.best.setting == five
+    m0 = next(m for m in a.results if m.setting == zero)
+    assert m0.stored_bytes == 600_000_000 and m0.priced_bytes == 900_000_000
+    assert m0.worst_ratio == pytest.approx(1_100_000_000 / 900_000_000)
+    assert m0.stored_per_day == pytest.approx(a.today.stored_per_day * 0.9)  # priced at the worst case
+    lines = dict(cost_lines(a, lambda x: f"${x:.2f}"))
+    assert lines["at 0 ms"].endswith("lz4@16KiB/0ms: 1.83x as today's sender, 1.22x at worst")
+    from kcodec.advise.topic_text import row_mark
+    assert row_mark(a, m0).endswith("priced at its worst case, every record alone: 1.22x")
+    # where even the worst case pays most, 0 ms is still the pick
+    assert advice(620_000_000).best.setting == zero

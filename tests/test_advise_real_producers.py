@@ -119,6 +119,10 @@ def test_short_linger_lands_in_the_spread_of_real_runs(kafka_broker, flights, to
               f"ms calibrated at linger.ms={linger}); {RUNS} real runs: {lo}..{hi} bytes, "
               f"{rpb[0]:.2f}..{rpb[-1]:.2f} records/batch")
         assert lo / SPREAD_FACTOR <= row["stored_bytes"] <= hi * SPREAD_FACTOR
+        if row["worst_stored_bytes"] is not None:
+            # Java at linger.ms=0: no real run stores more than every record sent alone
+            print(f"  worst case (every record alone): {row['worst_stored_bytes']} bytes")
+            assert hi <= row["worst_stored_bytes"]
         if client == "librdkafka" and setting.linger_ms == 0:
             # On an idle machine librdkafka's native sender sends each record alone at this rate, run after
             # run (1.00 to 1.01 records per batch, stored bytes within 0.5%), and what is left is each batch's

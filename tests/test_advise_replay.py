@@ -599,3 +599,36 @@ def test_each_clients_own_fill_rule():
     busy = SenderModel(sarama, 5.0, 5.0)
     assert _cut([0] * 7, [100] * 7, 400, 0, sarama, sender=busy) == [0, 7]
     assert _cut([0] * 7, [100] * 7, 400, 5, sarama, sender=busy) == [0, 4, 7]
+
+
+def test_java_linger_0_rows_carry_every_record_alone():
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.task import measure_chunk
+
+    # batches of 8 records a millisecond apart: a busy Java sender's linger.ms=0 batches
+    rng = np.random.default_rng(11)
+    values = [b'{"n":%d,"s":"%s"}' % (i, bytes(rng.choice(list(b"abcdef"), int(rng.integers(20, 200)))))
+              for i in range(96)]
+    data = b""
+    for first in range(0, len(values), 8):
+        b = RecordBatchBuilder(compression="none")
+        for i in range(first, first + 8):
+            b.append(None, values[i], timestamp=1_000 + i)
+        data += bytes(b.build())
+    settings = [Setting("zstd", None, 16384, 0), Setting("zstd", None, 16384, 5), Setting("none", None, 16384, 0)]
+    rows = {r["setting"]: r for r in measure_chunk("t", 0, 0, data, settings, today_linger_ms=0)}
+    alone = {}
+    for codec in ("zstd", "none"):
+        total = 0
+        for i, v in enumerate(values):
+            b = RecordBatchBuilder(compression=codec)
+            b.append(None, v, timestamp=1_000 + i)
+            total += len(b.build())
+        alone[codec] = total
+    zero = rows["zstd@16KiB/0ms"]
+    assert zero["worst_stored_bytes"] == alone["zstd"] > zero["stored_bytes"]
+    assert rows["none@16KiB/0ms"]["worst_stored_bytes"] == alone["none"]
+    assert rows["zstd@16KiB/5ms"]["worst_stored_bytes"] is None  # a timed batch does not wait on the sender's load
+    # librdkafka's native sender: no worst case is taken
+    rdk = {r["setting"]: r for r in measure_chunk("t", 0, 0, data, settings, client="librdkafka", today_linger_ms=0)}
+    assert rdk["zstd@16KiB/0ms"]["worst_stored_bytes"] is None

@@ -21,7 +21,8 @@ __all__ = ["aggregate_rows", "SETTING_COLUMNS", "sample_std"]
 
 #: The metrics columns a setting's line is summed from.
 SETTING_COLUMNS = ("topic", "partition", "chunk", "setting", "codec", "level", "batch_size", "linger_ms", "records",
-                   "payload_bytes", "plain_bytes", "batches", "stored_bytes", "compress_seconds", "read_seconds")
+                   "payload_bytes", "plain_bytes", "batches", "stored_bytes", "compress_seconds", "read_seconds",
+                   "worst_stored_bytes")
 
 _SUMMED = ("records", "payload_bytes", "plain_bytes", "batches", "stored_bytes")
 _TIMED = ("compress_seconds", "read_seconds")
@@ -58,6 +59,9 @@ def _setting_line(key: tuple, rows: List[Dict[str, Any]]) -> Dict[str, Any]:
         seconds = [r[col] for r in rows]
         line[col] = math.fsum(seconds)
         line[col.replace("seconds", "spread")] = _spread(seconds, payload)
+    worst = [r["worst_stored_bytes"] for r in rows]
+    # a worst case holds for the topic only where every chunk has one
+    line["worst_stored_bytes"] = sum(worst) if worst and all(w is not None for w in worst) else None
     ratios = [r["plain_bytes"] / r["stored_bytes"] for r in rows if r["stored_bytes"]]
     line["ratio_mean"] = math.fsum(ratios) / len(ratios) if ratios else None
     line["ratio_std"] = sample_std(ratios)

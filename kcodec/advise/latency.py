@@ -116,10 +116,16 @@ def cost_lines(a, money: Callable[[float], str]) -> List[tuple]:
             points.append(f"{p.linger_ms} ms {best}" + ("" if p.in_budget else " over budget"))
         out.append(("by linger", "; ".join(points)))
         replay = (a.profile or {}).get("replay") or {}
-        if any(p.linger_ms == 0 for p in a.curve) and replay.get("client", "java") == "java":
-            out.append(("at 0 ms", "a Java producer's batches at linger.ms=0 hold what arrives while its sender is "
-                                   "busy, which varies with the CPU it gets and run to run; the 0 ms figures take "
-                                   "a sender as late as today's batches show"))
+        zero = next((p for p in a.curve if p.linger_ms == 0), None)
+        if zero is not None and replay.get("client", "java") == "java":
+            text = ("a Java producer's batches at linger.ms=0 hold what arrives while its sender is busy, which "
+                    "varies with the CPU it gets and run to run; the 0 ms figures take a sender as late as today's "
+                    "batches show, and each 0 ms setting is priced at its worst case, every record sent alone (an "
+                    "idle sender)")
+            m = zero.best
+            if m is not None and m.worst_ratio is not None:
+                text += f"; {m.label}: {m.ratio:.2f}x as today's sender, {m.worst_ratio:.2f}x at worst"
+            out.append(("at 0 ms", text))
     return out
 
 

@@ -105,6 +105,9 @@ class Measured(Generic[S]):
     read_spread: float = 0.0
     cpu: Optional[CpuCost] = None
     stored_per_day: float = 0.0
+    #: stored bytes with every record in a batch of its own, where the replayed batches depend on the
+    #: sender's load (Java at linger.ms=0): the most such a setting can store, and what it is priced at
+    worst_stored_bytes: Optional[int] = None
     _cost: Optional[MonthlyCost] = field(default=None, init=False, repr=False)
 
     @property
@@ -126,6 +129,15 @@ class Measured(Generic[S]):
     def ratio(self) -> float:
         """Uncompressed bytes (today's batches without compression) / stored bytes."""
         return self.plain_bytes / max(1, self.stored_bytes)
+
+    @property
+    def priced_bytes(self) -> int:
+        """The stored bytes the bill takes: the worst case where there is one, else the replay's."""
+        return self.stored_bytes if self.worst_stored_bytes is None else self.worst_stored_bytes
+
+    @property
+    def worst_ratio(self) -> Optional[float]:
+        return None if self.worst_stored_bytes is None else self.plain_bytes / max(1, self.worst_stored_bytes)
 
     def _mbps(self, seconds: float) -> float:
         return self.payload_bytes / 1e6 / max(seconds, 1e-9)
@@ -270,8 +282,12 @@ def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
                  int(row["batches"]), int(row["stored_bytes"]), float(row["compress_seconds"]),
                  float(row["read_seconds"]), float(row["ratio_mean"] or 0.0), float(row["ratio_std"] or 0.0),
                  int(row["chunks"]), float(row.get("compress_spread") or 0.0), float(row.get("read_spread") or 0.0))
+    worst = row.get("worst_stored_bytes")
+    m.worst_stored_bytes = None if worst is None else int(worst)
     codec, level = (setting.codec, setting.level) if setting is not None else (dominant, None)
-    m.cpu = cpu_cost(codec, level, m.payload_bytes, m.stored_bytes, m.batches, m.records, m.compress_seconds,
+    # a worst case is billed as what it is: every record a batch of its own
+    batches = m.batches if worst is None else m.records
+    m.cpu = cpu_cost(codec, level, m.payload_bytes, m.priced_bytes, batches, m.records, m.compress_seconds,
                      m.read_seconds, measured=cpu == "measured")
     return m
 
@@ -351,7 +367,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     today.cost = monthly_cost(per_day, raw_per_day, today.compress_mbps if dominant != "none" else None,
                               today.read_mbps, prices, econ)
     for m in results:
-        m.stored_per_day = per_day * m.stored_bytes / max(1, today.stored_bytes)
+        m.stored_per_day = per_day * m.priced_bytes / max(1, today.stored_bytes)
         m.cost = monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps if m.setting.codec != "none" else None,
                               m.read_mbps, prices, econ)
     ok = [m for m in results if rule.allows(m)]

@@ -153,6 +153,7 @@ def _doc(a: TopicAdvice) -> Dict:
                 "measured_compress_mbps": x.measured_compress_mbps, "measured_compress_spread": x.compress_spread_share,
                 "measured_read_mbps": x.measured_read_mbps, "measured_read_spread": x.read_spread_share,
                 "stored_per_day": x.stored_per_day,
+                "worst_stored_bytes": x.worst_stored_bytes,
                 "cost_month": {"storage": x.cost.storage, "network": x.cost.network, "cpu": x.cost.cpu,
                                "total": x.cost.total}}
     return {"topic": a.topic, "partitions": a.partitions, "timestamps": a.timestamp_type,

@@ -61,7 +61,8 @@ METRICS_DDL = (
     "codec_bytes array<long>, magic_batches array<long>, "
     "log_append_batches long, min_ts long, max_ts long, batch_records array<int>, batch_bytes array<int>, "
     "record_size_hist array<long>, client string, sender_delay_ms double, sender_calibrated boolean, "
-    "replay_batches long, producer_ids int, producers_replayed int, client_recognised boolean")
+    "replay_batches long, producer_ids int, producers_replayed int, client_recognised boolean, "
+    "worst_stored_bytes long")
 
 
 def metrics_schema():
@@ -78,7 +79,7 @@ def metrics_schema():
         ("min_ts", i64), ("max_ts", i64), ("batch_records", pa.list_(i32)), ("batch_bytes", pa.list_(i32)),
         ("record_size_hist", pa.list_(i64)), ("client", s), ("sender_delay_ms", f64),
         ("sender_calibrated", pa.bool_()), ("replay_batches", i64), ("producer_ids", i32),
-        ("producers_replayed", i32), ("client_recognised", pa.bool_())])
+        ("producers_replayed", i32), ("client_recognised", pa.bool_()), ("worst_stored_bytes", i64)])
 
 
 _PROFILE_FIELDS = ("codec_bytes", "magic_batches", "log_append_batches", "min_ts", "max_ts", "batch_records",
@@ -112,13 +113,14 @@ def replay_starts(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: S
 
 
 def _row(topic, partition, chunk, name, setting, records, payload, plain, batches, stored, cs: CpuTime,
-         rs: CpuTime, **profile) -> Dict:
+         rs: CpuTime, worst: Optional[int] = None, **profile) -> Dict:
     row = {"topic": topic, "partition": partition, "chunk": chunk, "setting": name,
            "codec": setting.codec if setting else None, "level": setting.level if setting else None,
            "batch_size": setting.batch_bytes if setting else None,
            "linger_ms": setting.linger_ms if setting else None, "records": records, "payload_bytes": payload,
            "plain_bytes": plain, "batches": batches, "stored_bytes": stored, "compress_seconds": cs.seconds,
-           "compress_spread": cs.spread, "read_seconds": rs.seconds, "read_spread": rs.spread}
+           "compress_spread": cs.spread, "read_seconds": rs.seconds, "read_spread": rs.spread,
+           "worst_stored_bytes": worst}
     for k in _PROFILE_FIELDS:
         row[k] = profile.get(k)
     return row
@@ -180,8 +182,10 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
         if read is None:
             batches = [x for p, b in zip(replays, built) for x in p.batches(b)]
             read = reads[key] = measure_read(batches, min_seconds=min_s)
+        # where batches at linger.ms=0 follow the sender's load, the stored bytes of every record alone bound them
+        worst = sum(p.alone(s) for p in replays) if s.linger_ms == 0 and rules.load_bound_at_zero_linger else None
         rows.append(_row(topic, partition, chunk, s.label, s, n, payload, plain, sum(b.count for b in built),
-                         sum(b.stored for b in built), _sum([b.seconds for b in built]), read))
+                         sum(b.stored for b in built), _sum([b.seconds for b in built]), read, worst))
         if last[(s.codec, s.level)] == i:
             for p in replays:
                 p.encoder.forget(s.codec, s.level)
@@ -211,6 +215,7 @@ class _Producer:
         self._limits: Dict[int, Optional[Tuple[bytes, bytes]]] = {}
         self._starts: Dict[Tuple, np.ndarray] = {}
         self._built: Dict[Tuple, _Built] = {}
+        self._alone: Dict[Tuple, int] = {}
         # the batches just built; a framed uncompressed build is a view of the encoder's scratch
         # buffer, valid until its next such build
         self._fresh: Optional[Tuple[Tuple, Sequence[Union[bytes, memoryview]]]] = None
@@ -255,15 +260,31 @@ class _Producer:
             else:
                 blob, count, seconds = framed
                 batches, cs = [blob], CpuTime(seconds, 0.0, 1, seconds)
-            stored = sum(map(len, batches))
-            if s.codec == "snappy" and self.rules.raw_snappy:
-                stored = self.encoder.raw_snappy_bytes(starts)
-            elif s.codec == "zstd" and self.rules.zstd_ends_on_data:
-                stored -= len(ZSTD_EMPTY_LAST_BLOCK) * zstd_empty_last_blocks(batches)
-            elif s.codec == "lz4":
-                stored += self.rules.lz4_frame_extra * count
-            got = self._built[key] = _Built(key, count, stored, cs)
+            got = self._built[key] = _Built(key, count, self._stored(starts, batches, s.codec, count), cs)
             self._fresh = (key, batches)
+        return got
+
+    def _stored(self, starts: np.ndarray, batches: Sequence[Union[bytes, memoryview]], codec: str, count: int) -> int:
+        """Stored bytes of ``batches`` as the client frames them."""
+        stored = sum(map(len, batches))
+        if codec == "snappy" and self.rules.raw_snappy:
+            stored = self.encoder.raw_snappy_bytes(starts)
+        elif codec == "zstd" and self.rules.zstd_ends_on_data:
+            stored -= len(ZSTD_EMPTY_LAST_BLOCK) * zstd_empty_last_blocks(batches)
+        elif codec == "lz4":
+            stored += self.rules.lz4_frame_extra * count
+        return stored
+
+    def alone(self, s: Setting) -> int:
+        """Stored bytes of this producer's records each in a batch of its own under ``s``'s codec and level:
+        what an idle sender stores at linger.ms=0, and the most any sender stores there."""
+        level = self.rules.build_level(s.codec, s.level)
+        got = self._alone.get((s.codec, level))
+        if got is None:
+            n = len(self.cols["ts"])
+            starts = np.arange(n + 1, dtype=np.int64)
+            got = self._alone[(s.codec, level)] = self._stored(starts, self.encoder.build(starts, s.codec, level),
+                                                               s.codec, n)
         return got
 
     def batches(self, b: _Built) -> Sequence[Union[bytes, memoryview]]:

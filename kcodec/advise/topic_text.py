@@ -63,7 +63,9 @@ def row_mark(a: TopicAdvice, m: Measured) -> str:
     """What the rule did with a row: "set", or "excluded: why"; empty for today's row and rows it kept."""
     if m is a.today:
         return ""
+    worst = (f"priced at its worst case, every record alone: {m.worst_ratio:.2f}x"
+             if m.worst_ratio is not None else "")
     if a.best is not None and m is a.best:
-        return "set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})")
+        return "; ".join(x for x in ("set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})"), worst) if x)
     why = exclusions(a.rule, m) if a.rule is not None else []
-    return f"excluded: {'; '.join(why)}" if why else ""
+    return "; ".join(x for x in (f"excluded: {'; '.join(why)}" if why else "", worst) if x)

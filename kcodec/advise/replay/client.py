@@ -144,6 +144,9 @@ class ClientRules:
     max_batch_bytes: Optional[int] = None
     #: whether a linger.ms=0 setting leaves batch.size unset (sarama flushes as fast as it can only then)
     zero_linger_unbounded: bool = False
+    #: whether its batches at linger.ms=0 hold what arrives while its sender is busy, which the stored
+    #: batches cannot say of the next run: such settings are priced at their worst case, every record alone
+    load_bound_at_zero_linger: bool = False
     #: bytes each batch's LZ4 frame adds to the frame kcodec writes (Java's)
     lz4_frame_extra: int = 0
     #: the batches this client can have written (None: any)
@@ -207,6 +210,6 @@ def client_config(client: ClientRules, codec: str, level: Optional[int], default
 
 
 JAVA = ClientRules("java", "estimated", None, True, 16384, 5, "compression.{codec}.level", fill_overhead=61,
-                   writes=_java_writes)
+                   writes=_java_writes, load_bound_at_zero_linger=True)
 LIBRDKAFKA = ClientRules("librdkafka", "uncompressed", 10000, False, 1000000, 5, "compression.level",
                          raw_snappy=True, zstd_ends_on_data=True, writes=_librdkafka_writes)
