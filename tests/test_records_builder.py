@@ -242,6 +242,28 @@ def test_magic_v1_builder_refuses_headers():
         kcodec.batch_builder(magic=1, is_transactional=True)
 
 
+@pytest.mark.parametrize("magic", [0, 1])
+def test_batch_builder_refuses_each_v2_only_argument_below_magic_2(magic):
+    refused = [({"is_control": True}, f"Control records cannot be used with magic version {magic}"),
+               ({"is_transactional": True}, f"Transactional records cannot be used with magic version {magic}"),
+               ({"producer_id": 7}, f"Idempotent records cannot be used with magic version {magic}"),
+               ({"producer_epoch": 0}, f"Idempotent records cannot be used with magic version {magic}"),
+               ({"base_sequence": 0}, f"Idempotent records cannot be used with magic version {magic}"),
+               ({"delete_horizon_ms": 5}, f"Delete horizon is only supported with magic version 2, not {magic}")]
+    for kwargs, message in refused:
+        with pytest.raises(RecordBuilderError) as info:
+            kcodec.batch_builder(magic=magic, **kwargs)
+        assert info.value.message == message
+    # a v2-only argument at its default, or a negative (absent) delete horizon, is no v2 feature; the
+    # partition leader epoch has no field before v2 and is left out, as Kafka's builder leaves it
+    for kwargs in ({"is_control": False}, {"producer_id": -1}, {"delete_horizon_ms": None},
+                   {"delete_horizon_ms": -1}, {"partition_leader_epoch": 3}):
+        b = kcodec.batch_builder(magic=magic, **kwargs)
+        b.append(b"k", b"v", TS)
+        batch = one(bytes(b.build()))
+        assert (batch.magic, batch.partition_leader_epoch, batch.is_control) == (magic, -1, False)
+
+
 def test_batch_builder_selects_the_builder_for_the_magic():
     from kcodec.records.legacy_builder import LegacyRecordBatchBuilder
 
