@@ -398,7 +398,14 @@ def test_framing_errors_are_corrupt_message():
 
 
 def test_zstd_needs_v2():
-    expect("UNSUPPORTED_COMPRESSION_TYPE", lambda: run(legacy(1, 1), to_magic=1, compression_type="zstd"))
+    # refused before any batch is read or rebuilt, whether the topic or the producer asks for zstd
+    for magic in (0, 1):
+        expect("UNSUPPORTED_COMPRESSION_TYPE", lambda: run(legacy(magic, 1), to_magic=magic, compression_type="zstd"),
+               f"zstd compression requires message format v2, the topic writes v{magic}")
+        expect("UNSUPPORTED_COMPRESSION_TYPE", lambda: run(v2(2, codec="zstd"), to_magic=magic),
+               f"zstd compression requires message format v2, the topic writes v{magic}")
+    for codec in ("gzip", "snappy", "lz4"):  # the other codecs have a v0/v1 framing
+        assert run(legacy(1, 2), to_magic=1, compression_type=codec).target_compression == CompressionType.of(codec)
 
 
 def test_v1_headers_cannot_be_down_converted():
