@@ -177,6 +177,24 @@ def test_b_in_place_keeps_compressed_payload():
     check_java(out)
 
 
+def test_temporary_memory_counts_the_uncompressed_records():
+    """``temporaryMemoryBytes`` of a compressed append: the batch header plus each record's uncompressed size
+    (``Record.sizeInBytes``), which for the same records written uncompressed is that batch's length."""
+    hdrs = [(("h", b"1"),), (), (("hk", None), ("h2", b"xyz")), (), ()]
+    nulls = {"keys": [None, b"", b"k", None, b"kk"], "values": [b"v", None, b"", b"x" * 300, None]}
+    for kw in ({}, {"headers": hdrs}, nulls, {"timestamps": [T0 + 5, T0, T0 + 400, T0 - 3, T0 + 1]}):
+        r = run(v2(5, codec="gzip", **kw))
+        assert (r.path, r.temporary_memory_bytes) == ("B-in", len(v2(5, **kw))), kw
+        r = run(v2(5, codec="gzip", **kw), compression_type="lz4")
+        assert (r.path, r.temporary_memory_bytes) == ("B-re", len(v2(5, **kw))), kw
+    # v0/v1: each inner message with its log overhead, after the wrapper's own header and overhead
+    for magic, overhead in ((0, 12 + 14), (1, 12 + 22)):
+        r = run(legacy(magic, 4, codec="gzip"), to_magic=magic, compression_type="gzip")
+        assert r.temporary_memory_bytes == overhead + len(legacy(magic, 4)), magic
+    r = run(legacy(1, 4, codec="gzip"), to_magic=0, compression_type="gzip")  # sized as read, headed as written
+    assert (r.path, r.temporary_memory_bytes) == ("B-re", 12 + 14 + len(legacy(1, 4)))
+
+
 def test_b_in_place_same_type_other_level():
     # only the codec type is compared: zstd level 1 on a zstd-level-19 topic stays as it is
     src = v2(5, codec="zstd", level=1)
