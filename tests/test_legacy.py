@@ -554,6 +554,279 @@ def test_builder_size_estimate_multiplies_in_java_floats():
         LegacyRecordBatchBuilder(1, "gzip", estimated_compression_ratio=0)
 
 
+# -- the builder's state and header bytes, value by value -------------------------------------
+def test_builder_state_as_records_are_appended():
+    for magic, codec in ((0, "none"), (1, "none"), (0, "gzip"), (1, "gzip")):
+        b = LegacyRecordBatchBuilder(magic, codec, base_offset=40)
+        assert (b.record_count, b.last_offset, b.next_offset, b.max_timestamp) == (0, None, 40, -1)
+        assert (b.magic, b.base_offset, b.compression, b.uncompressed_size) == (magic, 40, CompressionType.of(codec), 0)
+        assert b.append(b"k", b"vv", T0 + 9) == 40
+        assert b.append(None, b"v", T0 + 3, offset=45) == 45
+        ts = -1 if magic == 0 else T0 + 9
+        assert (b.record_count, b.last_offset, b.next_offset) == (2, 45, 46)
+        assert b.max_timestamp == T0 + 9
+        size = 12 + record_size(magic, b"k", b"vv") + 12 + record_size(magic, None, b"v")
+        assert b.uncompressed_size == size == (12 + 14 + 3) + (12 + 14 + 1) + (16 if magic else 0)
+        if codec == "none":
+            assert b.estimated_size == size
+        else:  # the wrapper's log overhead and message overhead, plus the set times 1.05 (a float)
+            assert b.estimated_size == 12 + (14 if magic == 0 else 22) + int(size * 1.05)
+        assert not b.is_full()
+        data = b.build()
+        assert b.is_full() and not b.has_room_for(b"", b"")
+        assert b.uncompressed_size == 0  # the messages went into the built set
+        got = [(r.offset, r.timestamp) for batch in batches(data) for r in batch]
+        assert got == [(40, ts), (45, -1 if magic == 0 else T0 + 3)]
+
+
+def test_builder_default_timestamps_are_now():
+    import time
+
+    before = int(time.time() * 1000)
+    b = LegacyRecordBatchBuilder(1)
+    b.append(b"k", b"v")
+    lat = LegacyRecordBatchBuilder(1, "gzip", timestamp_type=TimestampType.LOG_APPEND_TIME)
+    lat.append(b"k", b"v", T0)
+    after = int(time.time() * 1000)
+    assert before <= one(b.build()).records()[0].timestamp <= after
+    assert before <= lat.log_append_time <= after
+    w = one(lat.build())
+    assert w.max_timestamp == lat.log_append_time and [r.timestamp for r in w] == [lat.log_append_time]
+
+
+def test_builder_wrapper_bytes():
+    """A compressed set's wrapper, field by field (``LegacyRecord.writeHeader``)."""
+    for magic, lat in ((0, False), (1, False), (1, True)):
+        kw = dict(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0 + 77) if lat else {}
+        b = LegacyRecordBatchBuilder(magic, "gzip", base_offset=500, **kw)
+        b.append(b"a", b"bc", T0 + 5)
+        b.append(None, None, T0 + 2, offset=503)
+        out = b.build()
+        payload = one(out).message_value().tobytes()
+        head = 26 if magic == 0 else 34
+        offset, size, crc, m, attrs = struct.unpack_from(">qiIbb", out, 0)
+        assert (offset, size, m, len(out)) == (503, len(out) - 12, magic, head + len(payload))
+        assert attrs == (1 | LAT if lat else 1) and crc == zlib.crc32(out[16:])
+        if magic == 1:
+            assert struct.unpack_from(">q", out, 18)[0] == (T0 + 77 if lat else T0 + 5)
+        assert struct.unpack_from(">ii", out, head - 8) == (-1, len(payload))
+        inner = get_codec(1).decompress(payload, magic=magic)
+        first = 0 if magic == 1 else 500
+        assert struct.unpack_from(">q", inner, 0)[0] == first
+        assert inner[17] == (LAT if lat else 0)
+
+
+def test_builder_uncompressed_message_bytes():
+    for magic in (0, 1):
+        b = LegacyRecordBatchBuilder(magic, base_offset=7)
+        b.append(b"key", None, T0 + 1)
+        out = b.build()
+        assert out == message(7, b"key", None, magic=magic, ts=T0 + 1)
+    # v0 has no timestamp type bit even with LogAppendTime
+    b = LegacyRecordBatchBuilder(0, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0)
+    b.append(b"k", b"v", 5)
+    assert b.build() == message(0, b"k", b"v", magic=0)
+
+
+def test_builder_negative_base_offsets():
+    with pytest.raises(RecordBuilderError) as e:
+        LegacyRecordBatchBuilder(1, "gzip", base_offset=-1)
+    assert e.value.message == ("a compressed v1 message set cannot start at the negative offset -1: "
+                               "Kafka could not read its offsets back")
+    for magic, codec in ((1, "none"), (0, "gzip")):  # absolute offsets: nothing to read back wrongly
+        b = LegacyRecordBatchBuilder(magic, codec, base_offset=-3)
+        b.append(b"k", b"v", T0)
+        assert b.last_offset == -3
+    LegacyRecordBatchBuilder(1, "gzip", base_offset=0).append(b"k", b"v", T0)
+
+
+def test_builder_ratio_and_level_arguments():
+    for ratio in (0, -0.5, float("nan")):
+        with pytest.raises(RecordBuilderError) as e:
+            LegacyRecordBatchBuilder(1, "gzip", estimated_compression_ratio=ratio)
+        assert e.value.message == f"estimated_compression_ratio must be positive, not {ratio!r}"
+    b = LegacyRecordBatchBuilder(1, "lz4", estimated_compression_ratio=0.25)
+    assert b.estimated_compression_ratio == 0.25 and b.write_limit is None
+    with pytest.raises(RecordBuilderError) as e:
+        LegacyRecordBatchBuilder(2)
+    assert e.value.message == "LegacyRecordBatchBuilder writes magic 0 or 1, not 2"
+    with pytest.raises(UnsupportedCodecError) as e:
+        LegacyRecordBatchBuilder(0, CompressionType.ZSTD)
+    assert e.value.message == "Compression type zstd is not supported for magic 0: zstd needs magic v2"
+    with pytest.raises(RecordBuilderError) as e:
+        LegacyRecordBatchBuilder(1, timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
+    assert e.value.message == "TimestampType must be set for magic >= 0"
+    v0 = LegacyRecordBatchBuilder(0, timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
+    assert v0.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE
+    # the level reaches the codec; without one a built-in codec writes at Kafka's default level
+    data = bytes(range(256)) * 4 + b"value " * 300
+    sets = {}
+    for compression, level in (("gzip", None), ("gzip", 1), (1, None), (CompressionType.GZIP, 6)):
+        b = LegacyRecordBatchBuilder(1, compression, level=level)
+        b.append(None, data, T0)
+        sets[compression, level] = b.build()
+        assert triples(one(sets[compression, level])) == [(0, T0, None, data)]
+    assert sets["gzip", None] != sets["gzip", 1]
+    assert sets["gzip", None] == sets[1, None] == sets[CompressionType.GZIP, 6]
+
+
+def test_builder_append_record_and_errors():
+    src = LegacyRecordBatchBuilder(1)
+    src.append(b"k", b"v", T0 + 1, offset=3)
+    (rec,) = one(src.build()).records()
+    b = LegacyRecordBatchBuilder(1, "gzip")
+    assert b.append_record(rec) == 3
+    assert triples(one(b.build())) == [(3, T0 + 1, b"k", b"v")]
+    b = LegacyRecordBatchBuilder(1)
+    b.append(b"k", b"v", -1)
+    assert b.max_timestamp == -1
+    with pytest.raises(RecordBuilderError) as e:
+        b.append(b"k", b"v", T0, offset=0)
+    assert e.value.message == "Illegal offset 0 following previous offset 0 (Offsets must increase monotonically)."
+    b.build()
+    with pytest.raises(RecordBuilderError) as e:
+        b.append(b"k", b"v", T0)
+    assert e.value.message == "Tried to append a record, but the builder was already built"
+
+
+def test_builder_estimate_is_capped_at_java_int_max():
+    # Java casts the float estimate to int, which saturates at Integer.MAX_VALUE
+    b = LegacyRecordBatchBuilder(1, "gzip", estimated_compression_ratio=1e9)
+    b.append(b"k", b"v", T0)
+    assert b.estimated_size == 12 + 22 + 2 ** 31 - 1
+    b = LegacyRecordBatchBuilder(0, "gzip", estimated_compression_ratio=1e7)
+    b.append(b"k", b"v", T0)  # 28 bytes x 1e7 x 1.05, in floats
+    assert b.estimated_size == 12 + 14 + 294_000_000
+
+
+def test_builder_has_room_for_counts_the_next_message():
+    # uncompressed: 54-byte messages (12 + 22 + 10 + 10) under a limit of 108 + 54 = 162
+    b = LegacyRecordBatchBuilder(1, write_limit=162)
+    for _ in range(2):
+        b.append(b"k" * 10, b"v" * 10, T0)
+    assert b.estimated_size == 108 and b.has_room_for(b"k" * 10, b"v" * 10)
+    assert not b.has_room_for(b"k" * 10, b"v" * 11)  # 163
+    assert b.has_room_for(b"k" * 10, None) and b.has_room_for(None, b"v" * 20)
+    b.append(b"k" * 10, b"v" * 10, T0)
+    assert b.estimated_size == 162 and b.is_full() and not b.has_room_for(None, None)
+    v0 = LegacyRecordBatchBuilder(0, write_limit=46 + 46)  # 12 + 14 + 10 + 10
+    v0.append(b"k" * 10, b"v" * 10, T0)
+    assert v0.has_room_for(b"k" * 10, b"v" * 10) and not v0.has_room_for(b"k" * 10, b"v" * 11)
+
+
+# -- the reader's fields, value by value ---------------------------------------------------------
+def test_reader_header_fields_of_short_entries():
+    """Fields past the entry's end read as zero (ensure_valid reports the entry); each appears once it fits."""
+    full = message(9, b"key", b"value", attrs=LAT | 2, ts=T0 + 1)  # 39 bytes
+    crc = struct.unpack_from(">I", full, 12)[0]
+    seen = {}
+    for size in (12, 15, 16, 17, 18, 25, 26, len(full)):
+        b = LegacyRecordBatch(full, 0, size)
+        seen[size] = (b.crc, b.magic, b.attributes, b.max_timestamp)
+        assert (b.offset, b.size_in_bytes, b.last_offset) == (9, size, 9)
+        assert b.compute_checksum() == zlib.crc32(full[16:size])
+    assert seen == {12: (0, 0, 0, -1), 15: (0, 0, 0, -1), 16: (crc, 0, 0, -1), 17: (crc, 1, 0, -1),
+                    18: (crc, 1, LAT | 2, -1), 25: (crc, 1, LAT | 2, -1), 26: (crc, 1, LAT | 2, T0 + 1),
+                    len(full): (crc, 1, LAT | 2, T0 + 1)}
+    assert LegacyRecordBatch(struct.pack(">qi", 5, 0)).size_in_bytes == 12
+
+
+def test_reader_constructor_messages():
+    data = message(0, b"k", b"v")
+    with pytest.raises(CorruptRecordError) as e:
+        LegacyRecordBatch(data[:14], 3)
+    assert (e.value.message, e.value.position) == ("A legacy entry needs at least 12 bytes at position 3, "
+                                                   "the buffer has 11", 3)
+    with pytest.raises(CorruptRecordError) as e:
+        LegacyRecordBatch(data, len(data) - 5)
+    assert e.value.message.endswith("the buffer has 5")
+    with pytest.raises(CorruptRecordError) as e:
+        LegacyRecordBatch(data, 0, len(data) + 1)
+    assert (e.value.message, e.value.position) == (f"Legacy entry of {len(data) + 1} bytes does not fit in "
+                                                   f"the {len(data)} bytes left", 0)
+    with pytest.raises(CorruptRecordError) as e:
+        LegacyRecordBatch(data, 0, 11)
+    assert e.value.message == f"Legacy entry of 11 bytes does not fit in the {len(data)} bytes left"
+    with pytest.raises(CorruptRecordError) as e:
+        LegacyRecordBatch(data, -1)
+    assert e.value.message == f"A legacy entry needs at least 12 bytes at position -1, the buffer has {len(data) + 1}"
+
+
+def test_reader_magic_byte_is_signed_and_codec_ids_beyond_four_are_ints():
+    odd = bytearray(message(0, b"k", b"v"))
+    odd[16] = 0xFF
+    assert LegacyRecordBatch(bytes(odd)).magic == -1
+    b = one(message(2, None, b"payload", attrs=6 | LAT))
+    assert (b.compression, b.compression_id, b.is_compressed) == (6, 6, True)
+    assert b.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert repr(b) == f"LegacyRecordBatch(magic=1, offset=2, compression=6, position=0, size={b.size_in_bytes})"
+    g = one(wrapper(7, inner_set([0, 1])))
+    assert repr(g) == f"LegacyRecordBatch(magic=1, offset=7, compression=gzip, position=0, size={g.size_in_bytes})"
+    assert (g.compression, g.compression_id, g.is_compressed) == (CompressionType.GZIP, 1, True)
+    plain = one(message(0, b"k", b"v", magic=0))
+    assert (plain.is_compressed, plain.inner_magics, len(plain), plain.message_key()) == (False, {0}, 1, b"k")
+
+
+def test_reader_offsets_of_a_wrapper():
+    w = one(wrapper(107, inner_set([0, 1, 2, 5])))  # v1: inner offsets relative to 107 - 5
+    assert (w.base_offset, w.last_offset, w.next_offset, w.record_count, len(w)) == (102, 107, 108, 4, 4)
+    assert [r.offset for r in w] == [102, 103, 104, 107]
+    top = one(message(2 ** 63 - 1, b"k", b"v"))
+    assert top.next_offset == -(2 ** 63)
+    mixed = one(wrapper(1, message(0, b"a", b"b", magic=0) + message(1, b"c", b"d", magic=1)))
+    assert mixed.inner_magics == {0, 1}
+    assert [(r.timestamp, r.timestamp_type) for r in mixed] == [(-1, TimestampType.NO_TIMESTAMP_TYPE),
+                                                                (T0, TimestampType.CREATE_TIME)]
+
+
+def test_reader_inner_timestamps_follow_the_wrapper():
+    inner = message(0, b"a", b"b", ts=T0 + 1) + message(1, b"c", b"d", ts=T0 + 2)
+    lat = one(wrapper(1, inner, attrs=LAT, ts=T0 + 50))
+    assert [(r.timestamp, r.timestamp_type) for r in lat] == [(T0 + 50, TimestampType.LOG_APPEND_TIME)] * 2
+    create = one(wrapper(1, inner, ts=T0 + 50))
+    assert [(r.timestamp, r.timestamp_type) for r in create] == [(T0 + 1, TimestampType.CREATE_TIME),
+                                                                 (T0 + 2, TimestampType.CREATE_TIME)]
+    # a v0 wrapper carries no time: its v1 inner messages keep theirs, typed as the wrapper's (none)
+    v0 = one(wrapper(1, inner, magic=0, attrs=LAT))
+    assert [(r.offset, r.timestamp, r.timestamp_type) for r in v0] == [
+        (0, T0 + 1, TimestampType.NO_TIMESTAMP_TYPE), (1, T0 + 2, TimestampType.NO_TIMESTAMP_TYPE)]
+    # an inner message of a magic past 1 reads as v1, with its own timestamp type
+    odd = one(wrapper(0, message(0, b"a", b"b", magic=2, attrs=LAT, ts=T0 + 3)))
+    assert [(r.timestamp, r.timestamp_type) for r in odd] == [(T0 + 3, TimestampType.LOG_APPEND_TIME)]
+
+
+def test_reader_errors_of_inner_messages_name_the_wrapper():
+    prefix = message(0, b"a", b"b")
+    nested = prefix + wrapper(40, message(0, b"k", b"v", attrs=1))
+    b = batches(nested)[1]
+    with pytest.raises(InvalidRecordError) as e:
+        b.records()
+    assert (e.value.message, e.value.position, e.value.batch_offset) == (
+        "Inner messages must not be compressed", len(prefix), 40)
+    bad = wrapper(41, message(0, b"k", b"v", crc=7))
+    w = one(bad)
+    assert w.is_valid() and not w.is_valid(deep=True)
+    with pytest.raises(CorruptRecordError) as e:
+        w.ensure_valid(deep=True)
+    assert (e.value.position, e.value.batch_offset) == (0, 41)
+    with pytest.raises(CorruptRecordError) as e:
+        LegacyRecordBatch(prefix + bad, len(prefix), validate=True).records()
+    assert (e.value.position, e.value.batch_offset) == (len(prefix), 41)
+    odd = bytearray(wrapper(3, inner_set([0])))
+    odd[16] = 3
+    with pytest.raises(InvalidRecordError) as e:
+        LegacyRecordBatch(_fix(odd)).records()
+    assert e.value.message == "Invalid wrapper magic found in legacy deep record iterator 3"
+    assert e.value.batch_offset == 3
+    short = message(6, b"k", 1000)
+    with pytest.raises(InvalidRecordError) as e:
+        one(short).message_value()
+    assert e.value.batch_offset == 6
+    with pytest.raises(KcodecError) as e:
+        one(short).message_key()
+    assert e.value.batch_offset == 6
+
+
 # -- malformed input gives kcodec errors only ------------------------------------------------
 def _read_all(data):
     n = 0

@@ -7,6 +7,7 @@ import kcodec
 from kcodec.compression import CompressionType, TimestampType
 from kcodec.log.validator import (
     ERRORS,
+    RecordError,
     RecordValidationError,
     ValidatorConfig,
     magic_for_message_format_version,
@@ -438,3 +439,105 @@ def test_error_is_a_kcodec_error_and_pickles():
     assert isinstance(e, kcodec.KcodecError)
     again = pickle.loads(pickle.dumps(e))
     assert (again.code, again.error_name, again.record_errors) == (e.code, e.error_name, e.record_errors)
+
+
+# --------------------------------------------------------------------------------------------
+# configuration and errors, value by value
+
+def test_message_format_versions():
+    cases = {"0.8.2": 0, "0.9.0.1": 0, "0": 0, "0.10": 1, "0.10.0-IV1": 1, "0.10.2": 1, "0.11.0": 2,
+             "1.0": 2, "1": 2, "2.8-IV0": 2, "3.0": 2, 0: 0, 1: 1, 2: 2}
+    assert {v: magic_for_message_format_version(v) for v in cases} == cases
+    for bad, message in ((3, "magic must be 0, 1 or 2, got 3"), (-1, "magic must be 0, 1 or 2, got -1"),
+                         ("x.y", "invalid message.format.version 'x.y'"), ("", "invalid message.format.version ''")):
+        with pytest.raises(ValueError) as e:
+            magic_for_message_format_version(bad)
+        assert str(e.value) == message
+
+
+def test_from_kafka_defaults_levels_and_timestamp_bounds():
+    assert ValidatorConfig.from_kafka() == ValidatorConfig()
+    cfg = ValidatorConfig.from_kafka({"compression.type": "gzip", "message.timestamp.type": "CreateTime",
+                                      "cleanup.policy": "delete", "max.message.bytes": "2000",
+                                      "segment.bytes": "4096"},
+                                     {"compression.type": "lz4", "compression.gzip.level": "3",
+                                      "compression.lz4.level": "11"})
+    assert (cfg.compression_type, cfg.compression_level, cfg.broker_compression_type) == ("gzip", None, "lz4")
+    assert cfg.broker_compression_level == 3  # the level of the codec in effect: the topic's gzip
+    assert (cfg.timestamp_type, cfg.compacted, cfg.max_message_bytes, cfg.segment_bytes) == (
+        TimestampType.CREATE_TIME, False, 2000, 4096)
+    broker_only = ValidatorConfig.from_kafka({}, {"compression.type": "zstd", "compression.zstd.level": "-2"})
+    assert (broker_only.compression_type, broker_only.broker_compression_level) == (None, -2)
+    assert ValidatorConfig.from_kafka({}, {"compression.type": "snappy", "compression.gzip.level": "3"}) \
+        .broker_compression_level is None
+    # KIP-937: the new bounds win unless left at their default, where the deprecated one still applies
+    both = {"message.timestamp.difference.max.ms": "1000", "message.timestamp.before.max.ms": "50",
+            "message.timestamp.after.max.ms": str(2 ** 63 - 1)}
+    cfg = ValidatorConfig.from_kafka(both)
+    assert (cfg.timestamp_before_max_ms, cfg.timestamp_after_max_ms) == (50, 1000)
+    cfg = ValidatorConfig.from_kafka({"message.timestamp.after.max.ms": "70"}, to_magic=1)
+    assert (cfg.timestamp_before_max_ms, cfg.timestamp_after_max_ms, cfg.to_magic) == (2 ** 63 - 1, 70, 1)
+
+
+def test_target_compression_rules():
+    assert target_compression(ValidatorConfig(), CompressionType.NONE) == (CompressionType.NONE, None)
+    assert target_compression(ValidatorConfig(), CompressionType.GZIP) == (CompressionType.GZIP, -1)
+    assert target_compression(ValidatorConfig(compression_type="GZIP"), CompressionType.LZ4) == (
+        CompressionType.GZIP, -1)
+    # a topic codec takes the topic's level (its default when unset), never the broker's
+    cfg = ValidatorConfig(compression_type="gzip", broker_compression_level=1)
+    assert target_compression(cfg, CompressionType.NONE) == (CompressionType.GZIP, -1)
+    cfg = ValidatorConfig(broker_compression_type="uncompressed", broker_compression_level=1)
+    assert target_compression(cfg, CompressionType.ZSTD) == (CompressionType.NONE, None)
+    cfg = ValidatorConfig(compression_type="none")
+    assert target_compression(cfg, CompressionType.ZSTD) == (CompressionType.NONE, None)
+
+
+def test_error_codes_names_and_text():
+    e = RecordValidationError(87, "bad", [RecordError(1, None), RecordError(2, "why")], batch_offset=4)
+    assert (e.code, e.error_name, e.batch_offset) == (87, "INVALID_RECORD", 4)
+    assert str(e) == "INVALID_RECORD (87): bad (in the batch with base offset 4)"
+    assert [str(r) for r in e.record_errors] == ["RecordError(batchIndex=1, message=null)",
+                                                 "RecordError(batchIndex=2, message='why')"]
+    odd = RecordValidationError(99, "?")
+    assert (odd.code, odd.error_name) == (99, "UNKNOWN_SERVER_ERROR")
+    assert RecordValidationError("CORRUPT_MESSAGE", "x").code == 2
+
+
+def test_reader_errors_map_to_kafkas_codes():
+    # a bad CRC inside a v2 record set, a record whose length runs past the batch, a corrupt gzip stream
+    src = bytearray(v2(2, codec="gzip"))
+    src[len(src) - 12] ^= 0xFF  # inside the deflate stream, before gzip's CRC-32 and size
+    batch_header.seal(src, 0, len(src))
+    expect("UNKNOWN_SERVER_ERROR", lambda: run(bytes(src)), "gzip: Corrupt GZIP trailer")
+    short = bytearray(v2(1))
+    short[61] = 0x7E  # the record's length varint: 63 bytes, so its fields are read out of place
+    batch_header.seal(short, 0, len(short))
+    expect("INVALID_RECORD", lambda: run(bytes(short)), "Invalid negative header key size -23")
+
+
+def test_legacy_records_are_shown_as_kafka_prints_them():
+    lat = legacy(1, 2, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0)
+    e = expect("INVALID_TIMESTAMP", lambda: run(lat, to_magic=1, timestamp_type=TimestampType.LOG_APPEND_TIME))
+    assert e.record_errors[0].message == (
+        "Invalid timestamp type in message LegacyRecordBatch(offset=0, Record(magic=1, attributes=0, "
+        "compression=NONE, crc=0, LogAppendTime=1700000000000, key=5 bytes, value=7 bytes)). "
+        "Producer should not set timestamp type to LogAppendTime.")
+    v2lat = v2(1, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW, keys=[None])
+    e = expect("INVALID_TIMESTAMP", lambda: run(v2lat, timestamp_type=TimestampType.LOG_APPEND_TIME))
+    assert e.record_errors[0].message == (
+        f"Invalid timestamp type in message DefaultRecord(offset=0, timestamp={NOW}, key=0 bytes, value=64 bytes). "
+        "Producer should not set timestamp type to LogAppendTime.")
+
+
+def test_timestamp_bounds_at_their_edges():
+    edge = dict(timestamp_before_max_ms=1000, timestamp_after_max_ms=500)
+    assert run(v2(2, timestamps=[NOW - 1000, NOW + 500]), **edge).path == "A1"
+    e = expect("INVALID_TIMESTAMP", lambda: run(v2(2, timestamps=[NOW - 1001, NOW + 501]), **edge))
+    assert [x.batch_index for x in e.record_errors] == [0, 1]
+    assert e.record_errors[1].message == (f"Timestamp {NOW + 501} of message with offset 1 is out of range. "
+                                          f"The timestamp should be within [{NOW - 1000}, {NOW + 500}]")
+    # Java's long arithmetic wraps: a bound of Long.MAX_VALUE admits every timestamp
+    assert run(v2(1, timestamps=[0])).path == "A1"
+    far = dict(timestamp_before_max_ms=2 ** 63 - 1, timestamp_after_max_ms=2 ** 63 - 1)
+    assert run(v2(2, timestamps=[0, 2 ** 62]), **far).path == "A1"
