@@ -38,9 +38,9 @@ import kcodec  # noqa: E402
 from kcodec._native.columnar import encode_columnar  # noqa: E402
 from kcodec.advise.cpu import FEATURES, features, fit  # noqa: E402
 from kcodec.advise.grid import parse_codecs  # noqa: E402
+from kcodec.advise.inputs.generated.traffic import TOPICS, generate_traffic  # noqa: E402
 from kcodec.advise.measure import ONE_BATCH, BatchEncoder, measure_build, measure_read  # noqa: E402
 from kcodec.advise.profile import record_columns  # noqa: E402
-from kcodec.advise.sample import TOPICS, generate_sample  # noqa: E402
 from kcodec.arrow.encode import compressed_batches  # noqa: E402
 from kcodec.compression import get_codec  # noqa: E402
 from kcodec.records import RecordBatchBuilder  # noqa: E402
@@ -96,7 +96,7 @@ def main() -> int:
     args = ap.parse_args()
     import pyarrow.compute as pc
 
-    sample = generate_sample(args.records) if not args.from_dump else None
+    sample = generate_traffic(args.records) if not args.from_dump else None
     shapes = [int(s) for s in args.shapes.split(",")]
     codecs = parse_codecs(args.codecs)
     print(f"{'topic':<10} {'codec':<8} {'rec/b':>6} {'advise c MB/s':>14} {'native':>7} {'ratio':>6} "

@@ -137,7 +137,7 @@ def produce_estate(bootstrap: str, specs: Sequence[TopicSpec] = ESTATE, seed: in
 
 def fetch_partition(bootstrap: str, topic: str, partition: int) -> bytes:
     """Every batch of a partition, from offset 0 to the high watermark, as the broker returns them."""
-    from kcodec.advise.cluster import fetch_chunk
+    from kcodec.advise.inputs.cluster.fetch import fetch_chunk
 
     return fetch_chunk(bootstrap, topic, partition, 0, 1 << 30)
 

@@ -65,7 +65,7 @@ def test_settings_and_groups_read_only(tmp_path):
     """What DescribeConfigs, Metadata, ListGroups and OffsetFetch answer, and that nothing but reads
     was sent."""
     from broker import recorded_broker
-    from kcodec.advise.cluster_settings import read_cluster_settings
+    from kcodec.advise.inputs.cluster.settings import read_cluster_settings
 
     with recorded_broker() as (broker, proxy):
         _create(broker.bootstrap, [

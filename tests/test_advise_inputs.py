@@ -8,9 +8,9 @@ import pytest
 
 from builders import batch, kv, make_log
 from kcodec.advise.inputs import Sampling, check_inputs
+from kcodec.advise.inputs.files import FileSource
+from kcodec.advise.inputs.generated import GeneratedSource
 from kcodec.advise.inputs.logs import LogSource
-from kcodec.advise.inputs.records import RecordSource
-from kcodec.advise.inputs.sample import SampleSource
 from kcodec.advise.job import Options, check_options
 from kcodec.errors import KcodecError
 
@@ -75,13 +75,13 @@ def test_inputs_of_two_kinds_are_refused_after_one_listing(tmp_path, monkeypatch
 
 def test_what_each_kind_answers(tmp_path):
     sample = check_options(Options()).plan
-    assert isinstance(sample, SampleSource) and sample.description == "generated sample"
+    assert isinstance(sample, GeneratedSource) and sample.description == "generated sample"
     assert sample.replays_today and sample.reads_every_record and not sample.real_time
     assert sample.known_topics() == ["app-logs", "clicks", "telemetry"]
     records = tmp_path / "r.json"
     records.write_text(json.dumps({"value": "v", "timestamp": 1_700_000_000_000}) + "\n")
     rec = check_options(Options(inputs=[str(records)], topic="orders")).plan
-    assert isinstance(rec, RecordSource) and rec.replays_today and rec.reads_every_record and rec.real_time
+    assert isinstance(rec, FileSource) and rec.replays_today and rec.reads_every_record and rec.real_time
     assert not rec.topic_names_checked and rec.topic_regex == "orders"
     assert rec.description.startswith(f"json {records} topics /orders/; timestamps: ")
     for source in (sample, rec):
@@ -118,7 +118,7 @@ def test_a_cluster_is_listed_once(kafka_broker, monkeypatch):
     pytest.importorskip("kafka")
     from kcodec.advise.grid import Setting
     from kcodec.advise.inputs.cluster import ClusterSource
-    from kcodec.advise.kafka_client import BrokerSession
+    from kcodec.advise.inputs.cluster.protocol import BrokerSession
 
     _create_and_produce(kafka_broker.bootstrap, "listed-once", 2, 40)
     asked = []

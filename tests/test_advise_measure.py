@@ -357,6 +357,7 @@ def test_measured_build_and_read_are_the_batches_measured():
 def test_settings_that_cut_alike_are_replayed_and_built_once_and_measure_as_alone(monkeypatch):
     import pyarrow as pa
 
+    import kcodec.advise.replay.starts as starts
     import kcodec.advise.task as task
 
     # two bursts an hour apart: lingers of 5 to 100 ms end a batch at its burst's end (today's
@@ -369,10 +370,10 @@ def test_settings_that_cut_alike_are_replayed_and_built_once_and_measure_as_alon
     grid = [Setting(c, lvl, b, g) for c, lvl in (("zstd", 1), ("none", None)) for b in (16384, 1 << 20)
             for g in (5, 20, 100)]
     built, read, warmed = [], [], []
-    real_build, real_read, real_warm = task.measure_build, task.measure_read, task.warm_estimate
+    real_build, real_read, real_warm = task.measure_build, task.measure_read, starts.warm_estimate
     monkeypatch.setattr(task, "measure_build", lambda *a, **k: built.append(a[2]) or real_build(*a, **k))
     monkeypatch.setattr(task, "measure_read", lambda *a, **k: read.append(1) or real_read(*a, **k))
-    monkeypatch.setattr(task, "warm_estimate", lambda *a, **k: warmed.append(a[3]) or real_warm(*a, **k))
+    monkeypatch.setattr(starts, "warm_estimate", lambda *a, **k: warmed.append(a[3]) or real_warm(*a, **k))
     framed, real_framed = [], BatchEncoder.framed
     monkeypatch.setattr(BatchEncoder, "framed", lambda self, *a: framed.append(a[1]) or real_framed(self, *a))
     rows = measure_chunk("t", 0, 0, data, grid)

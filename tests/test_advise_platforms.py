@@ -7,8 +7,8 @@ import json
 import pytest
 
 from kcodec.advise.assumptions import CLUSTER, DEFAULT, FLAGS, MEASURED, PRICES_FILE
-from kcodec.advise.cluster_settings import TopicSettings
 from kcodec.advise.cost import DAYS_PER_MONTH, GB, Prices, TopicEconomics, monthly_cost
+from kcodec.advise.inputs.cluster.settings import TopicSettings
 from kcodec.advise.job import Options, check_options
 from kcodec.advise.platforms import PLATFORMS, platform
 from kcodec.advise.topic_config import price_topic

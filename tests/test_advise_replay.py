@@ -532,9 +532,9 @@ def test_default_chunks_predict_what_the_whole_partition_predicts(monkeypatch):
           f"{bytes_} bytes, {rpb:.1f} records/batch")
     assert abs(bytes_ / whole_bytes - 1) <= 0.01
     assert abs(rpb / whole_rpb - 1) <= 0.10
-    import kcodec.advise.task as measure
+    import kcodec.advise.replay.starts as starts
 
-    monkeypatch.setattr(measure, "warm_estimate", lambda *a, **k: 1.0)
+    monkeypatch.setattr(starts, "warm_estimate", lambda *a, **k: 1.0)
     _, cold_rpb = _predict(chunks, setting)
     assert cold_rpb < 0.8 * whole_rpb
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from kcodec.advise.inputs.files.timestamps import TimestampPlan, detect_timestamps
 from kcodec.advise.job import Options, check_options
-from kcodec.advise.timestamps import TimestampPlan, detect_timestamps
 from kcodec.errors import KcodecError
 
 T0_MS = 1_700_000_000_000  # 2023-11-14
@@ -165,7 +165,7 @@ def test_topic_and_partial_tail_on_log_directories(spark, tmp_path):
     c = check_options(Options(inputs=[str(logs)], topic="ord.*"))
     assert sorted(c.plan.topic_partitions) == ["orders"] and {r.topic for r in c.plan.ranges} == {"orders"}
     assert c.plan.description.endswith("topics /ord.*/")
-    from kcodec.advise.tails import partial_tails
+    from kcodec.advise.inputs.logs.tails import partial_tails
 
     assert [t[:2] for t in c.plan.tails] == [("orders", 0), ("orders", 1)]
     assert partial_tails(spark, c.plan.tails) == {"orders": [

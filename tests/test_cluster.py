@@ -15,8 +15,8 @@ import pytest
 
 from builders import batch
 from cluster_estate import TopicSpec, build_estate, fetch_partition, produce_estate
-from kcodec.advise import cluster
-from kcodec.advise.kafka_client import FetchedRecords, LeaderMoved, OffsetOutOfRange, PartitionMeta
+from kcodec.advise.inputs.cluster import fetch as cluster
+from kcodec.advise.inputs.cluster.protocol import FetchedRecords, LeaderMoved, OffsetOutOfRange, PartitionMeta
 from kcodec.errors import ClusterError, KcodecError
 from kcodec.records import LegacyRecordBatchBuilder, RecordBatchBuilder, read_batches
 from kcodec.records.framing import iter_entries

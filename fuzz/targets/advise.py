@@ -22,8 +22,7 @@ import kcodec
 from kcodec.advise.grid import Setting
 from kcodec.advise.measure import BatchEncoder, zstd_empty_last_blocks
 from kcodec.advise.profile import record_columns
-from kcodec.advise.replay import JAVA, SenderModel, arrival_ms, producer_groups, time_cuts, time_limits
-from kcodec.advise.task import replay_starts
+from kcodec.advise.replay import JAVA, SenderModel, arrival_ms, producer_groups, replay_starts, time_cuts, time_limits
 from targets.builder import BINARY_TYPES, CODECS, _column, other_columns
 
 

@@ -32,24 +32,22 @@ from kcodec.advise.measure import (
 )
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS, TodayProfile, profile_chunk, record_columns
 from kcodec.advise.replay import (
-    BATCH_OVERHEAD,
     JAVA,
     ClientRules,
     SenderModel,
     calibrate,
     client_rules,
     detect_client,
-    form_batches,
     producer_groups,
+    replay_starts,
     time_limits,
-    warm_estimate,
     warm_records,
 )
 from kcodec.errors import KcodecError
 from kcodec.escape import json_text
 
 __all__ = ["METRICS_DDL", "TODAY", "CHUNK_ERROR", "CODEC_NAMES", "HIST_BINS", "measure_chunk", "measure_batches",
-           "replay_starts", "metrics_schema"]
+           "metrics_schema"]
 
 TODAY = "today"
 CHUNK_ERROR = "kcodec advise chunk error: "
@@ -85,31 +83,6 @@ def metrics_schema():
 _PROFILE_FIELDS = ("codec_bytes", "magic_batches", "log_append_batches", "min_ts", "max_ts", "batch_records",
                    "batch_bytes", "record_size_hist", "client", "sender_delay_ms", "sender_calibrated",
                    "replay_batches", "producer_ids", "producers_replayed", "client_recognised")
-
-
-def replay_starts(encoder: BatchEncoder, cols: Dict[str, np.ndarray], setting: Setting,
-                  client: ClientRules = JAVA, sender: Optional[SenderModel] = None) -> np.ndarray:
-    """Where one producer would cut its records of one partition under ``setting``.
-
-    Java cuts a compressed batch on its estimate of the compressed size, which
-    follows the ratio of the batches it closed before: each such batch is built
-    as it closes to learn its ratio.  A chunk is a slice of a running
-    producer's stream, so the estimate is warmed up first, not started at 1.0.
-    """
-    compressed = setting.codec != "none"
-    sizes = cols["sizes"]
-    learns = compressed and client.fill == "estimated"
-
-    if not learns:
-        return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
-                            compressed=compressed, client=client, sender=sender)
-    # the records' bytes from 0, so the ratio of a:b is two lookups: the replay asks for thousands of ranges
-    ratio = encoder.ratios(setting.codec, setting.level, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
-                           BATCH_OVERHEAD)
-    estimate = warm_estimate(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms, ratio,
-                             client, sender)
-    return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
-                        compressed=compressed, close=ratio, client=client, sender=sender, estimate=estimate)
 
 
 def _row(topic, partition, chunk, name, setting, records, payload, plain, batches, stored, cs: CpuTime,

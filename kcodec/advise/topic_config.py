@@ -4,7 +4,7 @@ The bill of a topic depends on how long it is kept and on how many replicas
 store it.  With ``--metadata-log DIR`` each topic's ``retention.ms`` and its
 partitions' replica count come from the cluster's own metadata; with
 ``--bootstrap-server`` the live cluster's answers
-(:mod:`kcodec.advise.cluster_settings`) add ``retention.bytes``, tiered
+(:mod:`kcodec.advise.inputs.cluster.settings`) add ``retention.bytes``, tiered
 storage and, when counted, the consumer groups.  The report says so next to
 the figures.  Precedence: a topic's entry in ``--prices`` first, then flags,
 then the cluster, then the ``defaults`` of ``--prices``, then the defaults.
@@ -43,7 +43,7 @@ def price_topic(topic: str, defaults: TopicEconomics, per_topic: Mapping[str, To
     fields given as flags, ``file_defaults`` those the ``defaults`` of ``--prices``
     set, ``metadata`` a :class:`~kcodec.log.cluster_metadata.ClusterMetadata` or
     None and ``cluster`` the topic's
-    :class:`~kcodec.advise.cluster_settings.TopicSettings` or None.
+    :class:`~kcodec.advise.inputs.cluster.settings.TopicSettings` or None.
     """
     sources: Dict[str, Source] = {f: (DEFAULT, "") for f in ECONOMICS_FIELDS}
     for f in file_defaults:

@@ -1,24 +1,27 @@
-"""What ``kcodec advise`` reads, checked and listed once before Spark starts: one module per input kind.
+"""What ``kcodec advise`` reads, checked and listed once before Spark starts: one module or package per input kind.
 
 - ``source``: the interface every kind offers (:class:`Source`): its topics and partitions, what it
   knows of each topic, the chunk DataFrame of its sample, what ``--topic`` and ``--write`` do with it;
 - ``logs``: log directories and their URLs, Kafka's tiered-storage layout included (``LogSegment``'s
-  files, read as stored);
-- ``cluster``: a live cluster (``--bootstrap-server``), as a consumer fetches it;
-- ``records``: Parquet and JSON record files, batched today as the --current-* flags say;
-- ``sample``: the generated sample, when no input is given.
+  files, read as stored); ``logs.tails``, the partial batches at a log's end;
+- ``cluster``: a live cluster (``--bootstrap-server``), as a consumer fetches it: ``cluster.protocol``,
+  the Kafka protocol spoken; ``cluster.fetch``, the chunks planned and fetched; ``cluster.settings``,
+  the topics' settings on the cluster;
+- ``files``: Parquet and JSON record files; ``files.timestamps``, what their timestamp column holds;
+- ``generated``: the generated sample, when no input is given; ``generated.traffic``, its records;
+- ``replayed``: what the two kinds of records share: today's batches replayed at the --current-* flags.
 
-Every kind yields chunks (:mod:`kcodec.advise.chunks`): runs of whole record batches as stored.
+Every kind yields chunks (:mod:`kcodec.advise.inputs.chunks`): runs of whole record batches as stored.
 """
 from __future__ import annotations
 
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
+from kcodec.advise.inputs.chunks import CHUNK_DDL, chunk_batch
+from kcodec.advise.inputs.files import FileSource
+from kcodec.advise.inputs.generated import GeneratedSource
 from kcodec.advise.inputs.logs import ChunkRange, LogSource, plan_sample, read_chunks
-from kcodec.advise.inputs.records import RecordSource
-from kcodec.advise.inputs.sample import SampleSource
 from kcodec.advise.inputs.source import RoundSampledSource, Sampling, Source
 from kcodec.errors import KcodecError
 from kcodec.storage import Storage, resolve
@@ -49,7 +52,7 @@ def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
                  storage_options: Optional[Dict[str, Any]] = None) -> Source:
     """Check every input path or URL and say what it is; errors name the path and what was expected."""
     if not paths:
-        return SampleSource(storage_options)
+        return GeneratedSource(storage_options)
     if fmt not in (None, "kafka-log", "parquet", "json"):
         raise KcodecError(f"--format {fmt}: choose kafka-log, parquet or json")
     kinds: List[str] = []
@@ -70,7 +73,7 @@ def check_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
         _close(listings)
         raise
     if kinds[0] != "kafka-log":
-        return RecordSource(paths, kinds[0], storage_options)
+        return FileSource(paths, kinds[0], storage_options)
     return LogSource(paths, listings, chunk_bytes, storage_options)
 
 

@@ -3,7 +3,7 @@
 An input lists its topics and partitions once, when it is opened, and tells what it
 knows of each topic: its stored bytes, the time its log spans, its offsets, where a
 partial batch could be, and its settings on the cluster.  It yields the chunk
-DataFrame (:data:`kcodec.advise.chunks.CHUNK_DDL`) the measuring tasks read, and
+DataFrame (:data:`kcodec.advise.inputs.chunks.CHUNK_DDL`) the measuring tasks read, and
 answers the few questions whose answer depends on what it is, so that nothing
 downstream asks which kind it was given.
 """
@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from kcodec.advise.grid import Setting
 from kcodec.errors import KcodecError
 
-__all__ = ["Source", "Sampling", "ReplayedSource", "RoundSampledSource", "compile_topics"]
+__all__ = ["Source", "Sampling", "RoundSampledSource", "compile_topics"]
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Source(ABC):
         return None
 
     def topic_settings(self, count_groups: bool = False) -> Dict[str, Any]:
-        """topic -> :class:`~kcodec.advise.cluster_settings.TopicSettings`, where the input is a cluster."""
+        """topic -> :class:`~kcodec.advise.inputs.cluster.settings.TopicSettings`, where the input is a cluster."""
         return {}
 
     def chunk_place(self, topic: str, partition: int, chunk: int) -> Optional[Tuple[str, int]]:
@@ -136,35 +136,3 @@ class RoundSampledSource(Source):
     @abstractmethod
     def read_sampled(self, spark, sampling: Sampling, chunks: Sequence[Any]):
         """The chunk DataFrame of some of :meth:`sample_candidates`'s chunks."""
-
-
-class ReplayedSource(Source):
-    """An input of records rather than batches: today's batches are made by replaying the producer
-    at the --current-* flags (:mod:`kcodec.advise.records`)."""
-
-    replays_today = True
-    reads_every_record = True
-
-    @abstractmethod
-    def records(self, spark, sampling: Sampling):
-        """A DataFrame of records: key, value, timestamp, headers, topic (and partition where given)."""
-
-    def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
-        from kcodec.advise.records import record_chunks
-
-        frame = self.records(spark, sampling)
-        # Measuring a chunk costs far more than making it: spread the chunks over more tasks than
-        # made them, so cores stay busy and the progress bar moves.
-        chunks = record_chunks(frame, sampling.current, sampling.partitions, sampling.chunk_bytes)
-        return chunks.repartition(max(8, 4 * sampling.tasks)), None
-
-    def write_records(self, spark, sampling: Sampling):
-        return self.records(spark, sampling)
-
-    def only_topics(self, df):
-        """The records of the topics ``--topic`` matches whole (all without it)."""
-        if self.topic_regex is None:
-            return df
-        from pyspark.sql import functions as F
-
-        return df.filter(F.col("topic").rlike(f"^(?:{self.topic_regex})$"))

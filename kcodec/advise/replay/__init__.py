@@ -15,6 +15,8 @@ module                    Kafka / librdkafka counterpart
 ``registry``              the clients known, and which of them wrote a topic's batches
 ``partitioner``           ``BuiltInPartitioner`` (the sticky partitioner of keyless records)
 ``producers``             one ``KafkaProducer`` each: records split by the batches' producer id
+``starts``                one producer's cuts of one partition under a setting, Java's ratio learnt
+                          from the batches the caller builds
 ========================  ==============================================================
 
 Every function takes numpy columns and returns batch boundaries; nothing here builds a batch.
@@ -37,8 +39,10 @@ from kcodec.advise.replay.partitioner import assign_partitions
 from kcodec.advise.replay.producers import producer_groups
 from kcodec.advise.replay.registry import CLIENTS, NOT_RECOGNISED, client_rules, detect_client
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
+from kcodec.advise.replay.starts import Ratios, replay_starts
 
 __all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
            "time_limits", "update_estimate", "varint_sizes", "warm_estimate", "warm_records", "CLIENTS", "JAVA",
            "LIBRDKAFKA", "ClientRules", "client_config", "client_rules", "detect_client", "NOT_RECOGNISED",
-           "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate", "time_cuts"]
+           "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate", "time_cuts",
+           "Ratios", "replay_starts"]

@@ -3,7 +3,7 @@
 The cluster is listed once: one Metadata request names its topics, partitions,
 leaders and replicas, and everything after it (the offsets, the sample's plan,
 the topics' settings, the Spark tasks' fetches) starts from that answer.  The
-reading itself is :mod:`kcodec.advise.cluster`'s.
+reading itself is :mod:`kcodec.advise.inputs.cluster.fetch`'s.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["ClusterSource", "open_cluster"]
 def open_cluster(bootstrap: str, timeout_s: float) -> "ClusterSource":
     """The cluster at ``bootstrap``, its Metadata read; errors name the address."""
     try:
-        from kcodec.advise.kafka_client import BrokerSession
+        from kcodec.advise.inputs.cluster.protocol import BrokerSession
     except ImportError as exc:
         raise KcodecError(f"--bootstrap-server {bootstrap}: the cluster reader is not available ({exc})") from None
     with BrokerSession(bootstrap, timeout_s) as session:
@@ -31,7 +31,7 @@ class ClusterSource(Source):
 
     def __init__(self, bootstrap: str, metas: Sequence[Any], timeout_s: float) -> None:
         """``metas``: the cluster's Metadata, every partition of every topic
-        (:class:`~kcodec.advise.kafka_client.PartitionMeta`)."""
+        (:class:`~kcodec.advise.inputs.cluster.protocol.PartitionMeta`)."""
         super().__init__(f"cluster {bootstrap}")
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
@@ -41,7 +41,7 @@ class ClusterSource(Source):
 
     def select_topics(self, regex: Optional[str]) -> None:
         """Internal topics only when ``regex`` spells out their ``__`` prefix; with no regex, every other topic."""
-        from kcodec.advise.cluster import select_partitions
+        from kcodec.advise.inputs.cluster.fetch import select_partitions
 
         self.partitions = select_partitions(self._metas, regex, self.bootstrap)
         self.topic_partitions = {}
@@ -58,7 +58,7 @@ class ClusterSource(Source):
     def offset_ranges(self) -> List[Any]:
         """Each chosen partition's offsets (ListOffsets), asked once."""
         if self._ranges is None:
-            from kcodec.advise.cluster import list_offset_ranges
+            from kcodec.advise.inputs.cluster.fetch import list_offset_ranges
 
             self._ranges = list_offset_ranges(self.bootstrap, self.partitions, self.timeout_s)
         return self._ranges
@@ -67,26 +67,26 @@ class ClusterSource(Source):
         return self.topic_partitions.get(topic)
 
     def topic_settings(self, count_groups: bool = False) -> Dict[str, Any]:
-        from kcodec.advise.cluster_settings import read_cluster_settings
+        from kcodec.advise.inputs.cluster.settings import read_cluster_settings
 
         return read_cluster_settings(self.bootstrap, sorted(self.topic_partitions), self.timeout_s, count_groups,
                                      metas=self.partitions)
 
     def plan(self, sampling: Sampling) -> List[Any]:
-        """The chunks the Spark tasks fetch (:func:`kcodec.advise.cluster.plan_chunks`)."""
-        from kcodec.advise.cluster import plan_chunks
+        """The chunks the Spark tasks fetch (:func:`kcodec.advise.inputs.cluster.fetch.plan_chunks`)."""
+        from kcodec.advise.inputs.cluster.fetch import plan_chunks
 
         return plan_chunks(self.offset_ranges(), sampling.sample_bytes, sampling.chunk_bytes)
 
     def read_volumes(self, sampling: Sampling) -> None:
         """Each topic's offsets and the time they span, from the first and last batch of each partition."""
-        from kcodec.advise.cluster import cluster_volumes
+        from kcodec.advise.inputs.cluster.fetch import cluster_volumes
 
         self.topic_offsets, self.topic_span_ms = cluster_volumes(self.bootstrap, self.offset_ranges(), self.leaders,
                                                                  self.timeout_s, sampling.fetch_retry_s)
 
     def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
-        from kcodec.advise.cluster import fetch_chunks
+        from kcodec.advise.inputs.cluster.fetch import fetch_chunks
 
         self.read_volumes(sampling)
         return fetch_chunks(spark, self.bootstrap, self.plan(sampling), self.leaders, self.timeout_s,

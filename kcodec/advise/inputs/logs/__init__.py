@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
+from kcodec.advise.inputs.chunks import CHUNK_DDL, chunk_batch
 from kcodec.advise.inputs.source import RoundSampledSource, Sampling
 from kcodec.errors import KcodecError
 from kcodec.storage import resolve
@@ -95,7 +95,7 @@ class LogSource(RoundSampledSource):
 
     def _add_tail(self, topic: str, partition: int, segments) -> None:
         """Where the partition's last segment would end in a partial batch (a crash while the broker appended):
-        from its last indexed batch to its end, read in a Spark task (:mod:`kcodec.advise.tails`)."""
+        from its last indexed batch to its end, read in a Spark task (:mod:`kcodec.advise.inputs.logs.tails`)."""
         if not segments:
             return
         seg = segments[-1]
@@ -129,7 +129,7 @@ class LogSource(RoundSampledSource):
         return None if r is None else (r.path, r.start)
 
     def tail_notes(self, spark, topics: Sequence[str]) -> Dict[str, List[str]]:
-        from kcodec.advise.tails import partial_tails
+        from kcodec.advise.inputs.logs.tails import partial_tails
 
         wanted = set(topics)
         return partial_tails(spark, [t for t in self.tails if t[0] in wanted], self.storage_options)

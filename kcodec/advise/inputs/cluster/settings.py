@@ -1,6 +1,6 @@
 """A live cluster's own settings for the topics advise prices (``--bootstrap-server``).
 
-Read-only, through :class:`~kcodec.advise.kafka_client.BrokerSession`: each
+Read-only, through :class:`~kcodec.advise.inputs.cluster.protocol.BrokerSession`: each
 topic's ``retention.ms``, ``retention.bytes``, ``compression.type``,
 ``cleanup.policy``, ``remote.storage.enable`` and ``local.retention.ms``
 (DescribeConfigs, as Kafka's ``Admin.describeConfigs``), its replication factor
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence
 
-from kcodec.advise.kafka_client import BrokerSession, PartitionMeta
+from kcodec.advise.inputs.cluster.protocol import BrokerSession, PartitionMeta
 
 __all__ = ["TopicSettings", "SETTINGS", "read_cluster_settings"]
 

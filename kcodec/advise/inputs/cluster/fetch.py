@@ -6,7 +6,7 @@ partition's range, ``sample_bytes`` per topic in all.  Spark tasks fetch the
 chunks; each chunk's ``data`` is a run of whole batches cut from Fetch
 responses byte for byte (any magic, any codec, never decoded), so the codec
 and batch shape the producers chose are measured, not assumed.  Nothing is
-committed and no consumer group is joined (:mod:`kcodec.advise.kafka_client`).
+committed and no consumer group is joined (:mod:`kcodec.advise.inputs.cluster.protocol`).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
-from kcodec.advise.kafka_client import (
+from kcodec.advise.inputs.chunks import CHUNK_DDL, chunk_batch
+from kcodec.advise.inputs.cluster.protocol import (
     EARLIEST,
     LATEST,
     BrokerSession,

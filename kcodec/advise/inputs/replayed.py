@@ -1,4 +1,4 @@
-"""Records (of Parquet, JSON or the generated sample) as chunks of batches, like a producer would write them.
+"""Inputs of records (Parquet, JSON, the generated sample) and their chunks, batched as a producer would.
 
 Records carry no batches, so today's batches are made by replaying the
 producer with ``--current-codec``, ``--current-batch-size`` and
@@ -7,14 +7,16 @@ keyless ones to the sticky partitioner (:mod:`kcodec.advise.replay`).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from abc import abstractmethod
+from typing import Any, Iterator, Optional, Tuple
 
 import numpy as np
 
-from kcodec.advise.chunks import CHUNK_DDL, chunk_batch
 from kcodec.advise.grid import Setting
+from kcodec.advise.inputs.chunks import CHUNK_DDL, chunk_batch
+from kcodec.advise.inputs.source import Sampling, Source
 
-__all__ = ["record_chunks", "RECORD_DDL"]
+__all__ = ["ReplayedSource", "record_chunks", "RECORD_DDL"]
 
 RECORD_DDL = ("key binary, value binary, timestamp timestamp, headers array<struct<key:string,value:binary>>, "
               "topic string")
@@ -32,8 +34,7 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
 
     from kcodec.advise.measure import BatchEncoder
     from kcodec.advise.profile import record_columns
-    from kcodec.advise.replay import assign_partitions
-    from kcodec.advise.task import replay_starts
+    from kcodec.advise.replay import assign_partitions, replay_starts
     from kcodec.partitioner import partition_for_keys
 
     batches = [b for b in batches if b.num_rows]
@@ -63,3 +64,33 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
                 if run and (b is None or size >= chunk_bytes):
                     yield chunk_batch(topic or "records", p, task * 100_000 + chunk, b"".join(run))
                     chunk, size, run = chunk + 1, 0, []
+
+
+class ReplayedSource(Source):
+    """An input of records rather than batches: today's batches are made by replaying the producer
+    at the --current-* flags."""
+
+    replays_today = True
+    reads_every_record = True
+
+    @abstractmethod
+    def records(self, spark, sampling: Sampling):
+        """A DataFrame of records: key, value, timestamp, headers, topic (and partition where given)."""
+
+    def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
+        frame = self.records(spark, sampling)
+        # Measuring a chunk costs far more than making it: spread the chunks over more tasks than
+        # made them, so cores stay busy and the progress bar moves.
+        chunks = record_chunks(frame, sampling.current, sampling.partitions, sampling.chunk_bytes)
+        return chunks.repartition(max(8, 4 * sampling.tasks)), None
+
+    def write_records(self, spark, sampling: Sampling):
+        return self.records(spark, sampling)
+
+    def only_topics(self, df):
+        """The records of the topics ``--topic`` matches whole (all without it)."""
+        if self.topic_regex is None:
+            return df
+        from pyspark.sql import functions as F
+
+        return df.filter(F.col("topic").rlike(f"^(?:{self.topic_regex})$"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["generate_sample", "TOPICS"]
+__all__ = ["generate_traffic", "TOPICS"]
 
 TOPICS = ("clicks", "app-logs", "telemetry")
 
@@ -27,7 +27,7 @@ _MESSAGES = [
 ]
 
 
-def generate_sample(records: int = 200_000, seed: int = 7, start_ms: int = 1_700_000_000_000):
+def generate_traffic(records: int = 200_000, seed: int = 7, start_ms: int = 1_700_000_000_000):
     """A pyarrow Table with key, value, timestamp (UTC, us), headers and topic columns."""
     import pyarrow as pa
 

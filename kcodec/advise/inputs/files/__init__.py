@@ -1,21 +1,22 @@
 """Record files (Parquet, JSON) as an input of ``kcodec advise``.
 
 Records carry no batches: today's batches are replayed at the --current-* flags
-(:class:`~kcodec.advise.inputs.source.ReplayedSource`).  Their topics come from a
+(:class:`~kcodec.advise.inputs.replayed.ReplayedSource`).  Their topics come from a
 ``topic`` column, else from the file's name, so only Spark can list them; their
-timestamps' unit is settled before Spark starts (:mod:`kcodec.advise.timestamps`).
+timestamps' unit is settled before Spark starts (:mod:`kcodec.advise.inputs.files.timestamps`).
 """
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence
 
-from kcodec.advise.inputs.source import ReplayedSource, Sampling
+from kcodec.advise.inputs.replayed import ReplayedSource
+from kcodec.advise.inputs.source import Sampling
 from kcodec.errors import KcodecError
 
-__all__ = ["RecordSource"]
+__all__ = ["FileSource"]
 
 
-class RecordSource(ReplayedSource):
+class FileSource(ReplayedSource):
     """Parquet or JSON files or folders of them (``fmt``), paths or URLs."""
 
     topic_names_checked = False  # a topic column may hold any string
@@ -24,10 +25,10 @@ class RecordSource(ReplayedSource):
         super().__init__(f"{fmt} {', '.join(paths)}", storage_options)
         self.paths = list(paths)
         self.format = fmt
-        self.timestamps: Optional[Any] = None  #: a kcodec.advise.timestamps.TimestampPlan, once settled
+        self.timestamps: Optional[Any] = None  #: a kcodec.advise.inputs.files.timestamps.TimestampPlan, once settled
 
     def use_timestamp_unit(self, unit: Optional[str]) -> None:
-        from kcodec.advise.timestamps import detect_timestamps
+        from kcodec.advise.inputs.files.timestamps import detect_timestamps
 
         self.timestamps = detect_timestamps(self.paths, self.format, unit, self.storage_options)
         self.description += f"; timestamps: {self.timestamps.text()}"
@@ -45,7 +46,7 @@ class RecordSource(ReplayedSource):
         if "topic" not in df.columns:
             df = df.withColumn("topic", F.lit(_topic_name(self.paths[0])))
         if self.timestamps is not None:
-            from kcodec.advise.timestamps import timestamp_column
+            from kcodec.advise.inputs.files.timestamps import timestamp_column
 
             df = timestamp_column(df, self.timestamps)
         df = self.only_topics(df)
