@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
 __all__ = ["ClientRules", "BatchMarks", "JAVA", "LIBRDKAFKA", "client_config", "kafka_config",
-           "LIBRDKAFKA_REQUEST_OVERHEAD", "batch_marks", "gzip_header", "lz4_frame", "zstd_frame",
+           "LIBRDKAFKA_REQUEST_OVERHEAD", "batch_marks", "framed_as", "gzip_header", "lz4_frame", "zstd_frame",
            "XERIAL", "ZSTD_EMPTY_END"]
 
 # ProduceRequest header, client id "rdkafka", topic and partition framing, and the 61-byte v2 batch
@@ -91,6 +91,23 @@ def zstd_frame(m: BatchMarks) -> Optional[Tuple[bool, bool]]:
 
 def _xerial(m: BatchMarks) -> bool:
     return m.body[:8] == XERIAL
+
+
+def framed_as(m: BatchMarks, gzip: Callable[[Tuple[int, int, int]], bool], xerial: bool, lz4: Tuple[int, int],
+              zstd: Tuple[bool, bool]) -> bool:
+    """Whether ``m``'s records are framed as one client frames them: ``gzip`` tests the gzip header's
+    (MTIME, XFL, OS), ``xerial`` is snappy-java's stream (else one raw snappy block), ``lz4`` the frame's
+    (FLG, BD) bytes, ``zstd`` the frame's :func:`zstd_frame` marks.  Uncompressed records pass."""
+    if m.codec == 1:
+        g = gzip_header(m)
+        return g is not None and gzip(g)
+    if m.codec == 2:
+        return _xerial(m) == xerial
+    if m.codec == 3:
+        return lz4_frame(m) == lz4
+    if m.codec == 4:
+        return zstd_frame(m) == zstd
+    return True
 
 
 def kafka_config(client: "ClientRules", codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
@@ -176,31 +193,16 @@ def _java_writes(m: BatchMarks) -> bool:
     # a max timestamp of -1 over records is sarama's; a batch without a producer id has no sequence
     if m.max_timestamp < 0 < m.records or (m.producer_id < 0 and m.base_sequence >= 0):
         return False
-    if m.codec == 1:
-        g = gzip_header(m)
-        return g is not None and g == (0, 0, _GZIP_OS_UNKNOWN)  # GZIPOutputStream's fixed header
-    if m.codec == 2:
-        return _xerial(m)
-    if m.codec == 3:
-        return lz4_frame(m) == (0x60, 0x40)  # KafkaLZ4BlockOutputStream: independent 64 KiB blocks, no checksums
-    if m.codec == 4:
-        return zstd_frame(m) == (False, True)  # zstd-jni's stream, flushed and closed
-    return True
+    # GZIPOutputStream's fixed header; KafkaLZ4BlockOutputStream's independent 64 KiB blocks without
+    # checksums; zstd-jni's stream, flushed and closed
+    return framed_as(m, lambda g: g == (0, 0, _GZIP_OS_UNKNOWN), True, (0x60, 0x40), (False, True))
 
 
 def _librdkafka_writes(m: BatchMarks) -> bool:
     if m.max_timestamp < 0 < m.records or (m.producer_id < 0 and m.base_sequence >= 0):
         return False
-    if m.codec == 1:
-        g = gzip_header(m)
-        return g is not None and g[0] == 0 and g[2] == _GZIP_OS_UNIX
-    if m.codec == 2:
-        return not _xerial(m)
-    if m.codec == 3:
-        return lz4_frame(m) == (0x60, 0x40)
-    if m.codec == 4:
-        return zstd_frame(m) == (False, False)  # a stream ended once, on its last data block
-    return True
+    # zstd: a stream ended once, on its last data block
+    return framed_as(m, lambda g: g[0] == 0 and g[2] == _GZIP_OS_UNIX, False, (0x60, 0x40), (False, False))
 
 
 def client_config(client: ClientRules, codec: str, level: Optional[int], default_level: bool, batch_bytes: int,

@@ -18,9 +18,8 @@
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
-
-from kcodec.advise.replay.client import BatchMarks, ClientRules, gzip_header, lz4_frame, zstd_frame
+from kcodec.advise.replay.client import BatchMarks, ClientRules, framed_as
+from kcodec.advise.replay.clients.kafka_python import python_names
 
 __all__ = ["RULES"]
 
@@ -31,25 +30,11 @@ _LZ4_HC = 10
 def _writes(m: BatchMarks) -> bool:
     if m.max_timestamp < 0 < m.records or (m.producer_id < 0 and m.base_sequence < 0):
         return False
-    if m.codec == 1:
-        g = gzip_header(m)
-        return g is not None and g[0] != 0 and g[2] == 255
-    if m.codec == 2:
-        return m.body[:8] == b"\x82SNAPPY\x00"
-    if m.codec == 3:
-        return lz4_frame(m) == (0x70, 0x40)  # independent 64 KiB blocks with block checksums
-    if m.codec == 4:
-        z = zstd_frame(m)
-        return z is not None and z[0] and not z[1]
-    return True
-
-
-def _names(rules: ClientRules, codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
-           linger_ms: int) -> Dict[str, str]:
-    return {"compression_type": "None" if codec == "none" else repr(codec), "max_batch_size": str(batch_bytes),
-            "linger_ms": str(linger_ms)}
+    # gzip: the header carries the time of compression; lz4: independent 64 KiB blocks with block
+    # checksums; zstd: a frame stating its content size, ending on its last data block
+    return framed_as(m, lambda g: g[0] != 0 and g[2] == 255, True, (0x70, 0x40), (True, False))
 
 
 RULES = ClientRules("aiokafka", "uncompressed", None, False, 16384, 0, "", zstd_ends_on_data=True,
                     fill_overhead=61, next_record="size", default_levels=(("gzip", 9), ("lz4", _LZ4_HC)),
-                    lz4_frame_extra=4, writes=_writes, names=_names)
+                    lz4_frame_extra=4, writes=_writes, names=python_names("max_batch_size"))

@@ -21,35 +21,31 @@
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
-from kcodec.advise.replay.client import BatchMarks, ClientRules, gzip_header, lz4_frame, zstd_frame
+from kcodec.advise.replay.client import BatchMarks, ClientRules, framed_as
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "python_names"]
 
 
 def _writes(m: BatchMarks) -> bool:
     if m.max_timestamp < 0 < m.records or (m.producer_id < 0 and m.base_sequence >= 0):
         return False
-    if m.codec == 1:
-        g = gzip_header(m)
-        return g is not None and g[0] != 0 and g[2] == 255
-    if m.codec == 2:
-        return m.body[:8] == b"\x82SNAPPY\x00"
-    if m.codec == 3:
-        return lz4_frame(m) == (0x68, 0x40)  # independent 64 KiB blocks, content size stated
-    if m.codec == 4:
-        z = zstd_frame(m)
-        return z is not None and z[0] and not z[1]
-    return True
+    # gzip: the header carries the time of compression; lz4: independent 64 KiB blocks, content size
+    # stated; zstd: a frame stating its content size, ending on its last data block
+    return framed_as(m, lambda g: g[0] != 0 and g[2] == 255, True, (0x68, 0x40), (True, False))
 
 
-def _names(rules: ClientRules, codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
-           linger_ms: int) -> Dict[str, str]:
-    return {"compression_type": "None" if codec == "none" else repr(codec), "batch_size": str(batch_bytes),
-            "linger_ms": str(linger_ms)}
+def python_names(batch_size: str) -> Callable[..., Dict[str, str]]:
+    """kafka-python's way of naming a setting, its batch size called ``batch_size`` (aiokafka, written
+    after it, calls it ``max_batch_size``)."""
+    def names(rules: ClientRules, codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
+              linger_ms: int) -> Dict[str, str]:
+        return {"compression_type": "None" if codec == "none" else repr(codec), batch_size: str(batch_bytes),
+                "linger_ms": str(linger_ms)}
+    return names
 
 
 RULES = ClientRules("kafka-python", "uncompressed", None, False, 16384, 0, "", zstd_ends_on_data=True,
                     fill_overhead=61, next_record="size", default_levels=(("gzip", 9),), lz4_frame_extra=8,
-                    writes=_writes, names=_names)
+                    writes=_writes, names=python_names("batch_size"))

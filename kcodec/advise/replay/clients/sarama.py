@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
-from kcodec.advise.replay.client import BatchMarks, ClientRules, gzip_header, lz4_frame, zstd_frame
+from kcodec.advise.replay.client import BatchMarks, ClientRules, framed_as
 
 __all__ = ["RULES", "MAX_MESSAGE_BYTES"]
 
@@ -39,17 +39,9 @@ _CODECS = {"none": "CompressionNone", "gzip": "CompressionGZIP", "snappy": "Comp
 def _writes(m: BatchMarks) -> bool:
     if not m.max_timestamp < 0 < m.records:
         return False
-    if m.codec == 1:
-        g = gzip_header(m)
-        return g is not None and g[0] == 0 and g[2] == 255
-    if m.codec == 2:
-        return m.body[:8] != b"\x82SNAPPY\x00"
-    if m.codec == 3:
-        return lz4_frame(m) == (0x64, 0x70)  # independent 4 MiB blocks, content checksum
-    if m.codec == 4:
-        z = zstd_frame(m)
-        return z is not None and z[0] and not z[1]
-    return True
+    # snappy: one raw block; lz4: independent 4 MiB blocks, content checksum; zstd: a frame stating
+    # its content size, ending on its last data block
+    return framed_as(m, lambda g: g[0] == 0 and g[2] == 255, False, (0x64, 0x70), (True, False))
 
 
 def _names(rules: ClientRules, codec: str, level: Optional[int], default_level: bool, batch_bytes: int,
