@@ -37,11 +37,12 @@ def _to_chunks(batches: Iterator, current: Setting, partitions: int, chunk_bytes
     from kcodec.advise.replay import assign_partitions, replay_starts
     from kcodec.partitioner import partition_for_keys
 
-    batches = [b for b in batches if b.num_rows]
-    if not batches:
+    filled = [b for b in batches if b.num_rows]
+    if not filled:
         return
-    table = pa.Table.from_batches(batches).combine_chunks()
-    task = TaskContext.get().partitionId() if TaskContext.get() else 0
+    table = pa.Table.from_batches(filled).combine_chunks()
+    context = TaskContext.get()
+    task = context.partitionId() if context is not None else 0
     for topic in pc.unique(table["topic"]).to_pylist():
         part_table = table.filter(pc.equal(table["topic"], topic)) if topic is not None \
             else table.filter(pc.is_null(table["topic"]))

@@ -37,13 +37,13 @@ class TimestampPlan:
     how: str = ""  #: what decided it, for the user
 
     def text(self) -> str:
+        if self.unit is not None:  # only an epoch plan has one
+            return f"epoch {_UNIT_NAMES[self.unit]} ({self.how})"
         if self.kind == "none":
             return "no timestamp column: linger.ms cannot be replayed"
         if self.kind == "timestamp":
             return f"timestamp column of type timestamp ({self.how})"
-        if self.kind == "iso":
-            return f"ISO-8601 timestamp strings ({self.how})"
-        return f"epoch {_UNIT_NAMES[self.unit]} ({self.how})"
+        return f"ISO-8601 timestamp strings ({self.how})"
 
 
 def _unit_of(value: float) -> Optional[str]:
@@ -80,8 +80,8 @@ def _decide(values: Sequence[Any], where: str, unit_flag: Optional[str]) -> Time
     if unit_flag:
         return TimestampPlan("epoch", unit_flag, "--timestamp-unit")
     units = {_unit_of(float(v)) for v in present}
-    if len(units) == 1 and None not in units:
-        unit = units.pop()
+    unit = units.pop() if len(units) == 1 else None
+    if unit is not None:
         return TimestampPlan("epoch", unit, f"detected from {len(present)} values of {where}: all dates "
                                             f"between 1990 and 2100 in {_UNIT_NAMES[unit]}")
     lo, hi = min(present), max(present)

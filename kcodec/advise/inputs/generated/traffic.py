@@ -8,6 +8,8 @@ with random ids look to a codec).  About five thousand records a second.
 """
 from __future__ import annotations
 
+from typing import Dict, List, Optional, Union
+
 import numpy as np
 
 __all__ = ["generate_traffic", "TOPICS"]
@@ -36,7 +38,9 @@ def generate_traffic(records: int = 200_000, seed: int = 7, start_ms: int = 1_70
     ts_ms = start_ms + np.cumsum(rng.exponential(0.2, size=records)).astype(np.int64)
     users = rng.zipf(1.3, size=records) % 50_000
     nums = rng.integers(0, 100_000, size=(records, 3))
-    keys, values, headers = [], [], []
+    keys: List[Optional[bytes]] = []  # app-logs lines have no key
+    values: List[bytes] = []
+    headers: List[Optional[List[Dict[str, Union[str, bytes]]]]] = []
     for i in range(records):
         k = kind[i]
         a, b, c = (int(x) for x in nums[i])
