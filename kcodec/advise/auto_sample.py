@@ -178,15 +178,17 @@ class AutoSampler(Generic[U]):
             self.rounds += 1
         return out
 
-    def settle(self, topic: str, setting: str, plain: Sequence[int], stored: Sequence[int]) -> Optional[SampleReach]:
+    def settle(self, topic: str, setting: str, plain: Sequence[int], stored: Sequence[int],
+               decided: bool = True) -> Optional[SampleReach]:
         """After a round: the topic's recommended ``setting`` and its per-chunk plain and stored bytes (every
-        chunk measured so far). Returns the topic's reach once it is done, else None."""
+        chunk measured so far), and whether the race over its grid is decided (a topic whose race is not
+        reads on past its precision). Returns the topic's reach once it is done, else None."""
         n, total = self.taken[topic], len(self.candidates[topic])
         population = max(total, self.population.get(topic, total))
         half = ratio_interval(plain, stored, population)
         if n >= population:
             stop = "whole"
-        elif half <= self.target.precision:  # reached on the cap's last chunks too: the target stopped it
+        elif half <= self.target.precision and decided:  # reached on the cap's last chunks too: the target stopped it
             stop = "precision"
         elif n >= total:
             stop = "cap"

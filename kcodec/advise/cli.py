@@ -65,6 +65,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_PRECISION:g}, i.e. +/-1%%)")
     g.add_argument("--sample-cap", default=DEFAULT_CAP, metavar="SIZE",
                    help=f"--sample auto: the most bytes read per topic (default {DEFAULT_CAP})")
+    g.add_argument("--race", choices=("on", "off"), default="on",
+                   help="--sample auto: after each round, stop measuring the settings that cannot be the pick "
+                        "(95%% confidence, docs/race.md); off measures every setting on every range, for audits "
+                        "(default on)")
     g.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
     g.add_argument("--fetch-retry-s", type=float, default=30.0,
                    help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "

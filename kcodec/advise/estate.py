@@ -49,7 +49,7 @@ def acceptable(a: TopicAdvice, rule: Rule, tolerance: float) -> List[Measured]:
     best = a.best.cost.total
     out = []
     for m in a.results:
-        if m is not a.best and not rule.allows(m):
+        if m is not a.best and (not rule.allows(m) or m.dropped is not None):
             continue
         spread = max(tolerance, _Z * math.hypot(_relative_error(m), _relative_error(a.best)))
         if m is a.best or m.cost.total <= best * (1 + spread):

@@ -93,23 +93,37 @@ def format_size(n: float) -> str:
     return f"{int(n)}B"
 
 
+def _levels(c: CompressionType, text: str, spec: str) -> List[Optional[int]]:
+    """``3`` or a range ``1-19`` of ``c``'s levels, each validated."""
+    m = re.fullmatch(r"(-?\d+)-(-?\d+)", text)
+    if m is None:
+        return [c.validate_level(int(text))]
+    lo, hi = int(m.group(1)), int(m.group(2))
+    if lo > hi:
+        raise UnsupportedCodecError(f"{c.kafka_name}:{text} in {spec!r}: a level range runs from low to high")
+    return [c.validate_level(v) for v in range(lo, hi + 1)]
+
+
 def parse_codecs(spec: str) -> List[tuple]:
     """``"none,gzip,zstd:1,3,19,lz4:9"`` -> [(codec, level or None), ...] (levels validated).
 
-    A bare number after a ``codec:level`` item continues that codec's level list.
+    A bare number after a ``codec:level`` item continues that codec's level list; ``zstd:1-19`` (or a bare
+    ``1-19``) is every level from 1 to 19.
     """
     out: List[tuple] = []
     current: Optional[CompressionType] = None
     for item in [s.strip() for s in spec.split(",") if s.strip()]:
-        if re.fullmatch(r"-?\d+", item):
+        if re.fullmatch(r"-?\d+(?:--?\d+)?", item):
             if current is None:
                 raise UnsupportedCodecError(f"level {item} without a codec in {spec!r}")
-            out.append((current.kafka_name, current.validate_level(int(item))))
+            out.extend((current.kafka_name, v) for v in _levels(current, item, spec))
             continue
         name, _, level = item.partition(":")
         current = CompressionType.of(name)
-        lvl = current.validate_level(int(level)) if level else None
-        out.append((current.kafka_name, lvl))
+        if level:
+            out.extend((current.kafka_name, v) for v in _levels(current, level, spec))
+        else:
+            out.append((current.kafka_name, None))
     seen, unique = set(), []
     for c in out:
         if c not in seen:

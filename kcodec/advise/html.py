@@ -98,6 +98,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>{f"<p>Sample: {e(a.sample.text())}</p>" if a.sample is not None else ""}
+{"".join(f"<p>Race: {e(line)}</p>" for line in a.race.text()) if a.race is not None else ""}
 <p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>. {saves}</p>{replay}
 <ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 {img}

@@ -35,6 +35,7 @@ from kcodec.advise.grid import (
 from kcodec.advise.inputs import RoundSampledSource, Sampling, Source, open_inputs
 from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_memory
 from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
+from kcodec.advise.racing import RangeBook, TopicRace, race_off_reason
 from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.task import CHUNK_ERROR, METRICS_DDL, TODAY, measure_batches
@@ -70,6 +71,7 @@ class Options:
     sample: str = DEFAULT_SAMPLE
     sample_precision: float = DEFAULT_PRECISION
     sample_cap: str = DEFAULT_CAP
+    race: str = "on"
     chunk: str = DEFAULT_CHUNK
     prices: Optional[str] = None
     platform: str = "ec2"
@@ -226,6 +228,8 @@ def check_options(o: Options) -> Checked:
     buffer_memory = _flag("--buffer-memory", parse_size, o.buffer_memory)
     if buffer_memory < 1:
         raise KcodecError(f"--buffer-memory {o.buffer_memory}: at least 1 byte")
+    if o.race not in ("on", "off"):
+        raise KcodecError(f"--race {o.race}: expected on or off")
     if o.cpu_cost not in ("model", "measured"):
         raise KcodecError(f"--cpu-cost {o.cpu_cost}: expected model or measured")
     rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, min_saving, o.cpu_cost, knee_share)
@@ -408,14 +412,15 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     producers = o.producers
     cpu = o.cpu_cost
 
-    def measure(frame, label: str):
-        rows = frame.mapInArrow(lambda it: measure_batches(it, settings, client, today_linger, producers, cpu),
+    def measure(frame, label: str, grid=settings):
+        rows = frame.mapInArrow(lambda it: measure_batches(it, grid, client, today_linger, producers, cpu),
                                 METRICS_DDL)
         return _collect(rows, label, spark, c.plan, o.progress)
 
     reach: Dict[str, object] = {}
+    races: Dict[str, TopicRace] = {}
     if c.sample_bytes is None and isinstance(c.plan, RoundSampledSource):
-        table, reach = _measure_in_rounds(spark, c.plan, c, o, sampling, measure, today)
+        table, reach, races = _measure_in_rounds(spark, c.plan, c, o, sampling, measure, today)
         n_chunks = sum(r.chunks for r in reach.values())
     else:
         chunks, n_chunks = c.plan.chunks(spark, sampling)
@@ -429,7 +434,10 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     tails = c.plan.tail_notes(spark, sorted(aggregates))
     advice: List[TopicAdvice] = []
     for topic in sorted(aggregates):
-        a = _advise_one(topic, aggregates[topic], c, o, today)
+        race = races.get(topic)
+        a = _advise_one(topic, race.keep(aggregates[topic]) if race else aggregates[topic], c, o, today)
+        if race is not None:
+            race.finish(a)
         a.notes.extend(tails.get(topic, []))
         a.sample = reach.get(topic)
         if a.best is not None:
@@ -537,24 +545,33 @@ def _measure_in_rounds(spark, plan: RoundSampledSource, c: Checked, o: Options, 
     candidates, population = plan.sample_candidates(c.target.cap_bytes)
     ordered = {t: nested_order(us, lambda u: u.partition, lambda u: u.chunk) for t, us in candidates.items()}
     sampler = AutoSampler(ordered, population, lambda u: u.size, c.target)
+    racing = race_off_reason(o.race, o.cpu_cost, c.choose) is None
+    races = {t: TopicRace(c.settings, c.rule.knee) for t in ordered} if racing else {}
+    book = RangeBook()
     tables = []
     while True:
         chunks = sampler.next_round()
         if not chunks:
             break
         label = "measuring chunks" + (f", round {sampler.rounds}" if sampler.rounds > 1 else "")
-        tables.append(measure(plan.read_sampled(spark, sampling, chunks), label))
+        grid = {t: r.running for t, r in races.items()} if racing else c.settings
+        tables.append(measure(plan.read_sampled(spark, sampling, chunks), label, grid))
+        if racing:
+            book.add(tables[-1])
         table = pa.concat_tables(tables)
         aggregates = aggregate_rows(table)
         for topic in sampler.open_topics:
-            setting = ""
+            setting, race = "", races.get(topic)
             if topic in aggregates:
-                a = _advise_one(topic, aggregates[topic], c, o, today)
+                a = _advise_one(topic, race.keep(aggregates[topic]) if race else aggregates[topic], c, o, today)
                 pick = a.best or min(a.results, key=lambda m: (m.cost.total, m.setting))
                 setting = pick.label
+                if race is not None:
+                    total = len(ordered[topic])
+                    race.round(a, book, max(total, population.get(topic, total)), c.rule)
             plain, stored = _chunk_sizes(table, topic, setting)
-            sampler.settle(topic, setting, plain, stored)
-    return pa.concat_tables(tables), sampler.reach
+            sampler.settle(topic, setting, plain, stored, race.race.decided if race is not None else True)
+    return pa.concat_tables(tables), sampler.reach, races
 
 
 def _chunk_sizes(table, topic: str, setting: str):

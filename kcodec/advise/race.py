@@ -36,11 +36,16 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["ALPHA", "Contender", "Limit", "Gap", "Drop", "RoundLog", "Race", "paired_gap", "ratio_bound",
+__all__ = ["ALPHA", "dollars", "Contender", "Limit", "Gap", "Drop", "RoundLog", "Race", "paired_gap", "ratio_bound",
            "t_upper", "round_alpha", "leader", "tied", "eliminate", "group_names"]
 
 #: The chance the race may lose the best setting: the sampling target's 95%.
 ALPHA = 0.05
+
+
+def dollars(x: float) -> str:
+    """$ to the cent, or to three figures below a dollar (a small topic's gaps are fractions of a cent)."""
+    return f"${x:,.2f}" if abs(x) >= 1 or x == 0 else f"${x:.3g}"
 
 
 def _t_two_sided(t: float, df: int) -> float:
@@ -261,8 +266,8 @@ def eliminate(contenders: Sequence[Contender], sizes: Sequence[float], populatio
         low = paired_gap(c.costs, best.costs, sizes, population).lower(a)
         if low > c.margin + best.margin:
             drops.append(Drop(c.name, round_no, "cost", best.name, low,
-                              f"cost at least ${low:,.2f}/month above {best.name}'s, past the tie margin of "
-                              f"${c.margin + best.margin:,.2f}"))
+                              f"cost at least {dollars(low)}/month above {best.name}'s, past the tie margin of "
+                              f"{dollars(c.margin + best.margin)}"))
     return best, drops
 
 
@@ -324,10 +329,10 @@ class Race:
             cost = [d for d in log.drops if d.reason == "cost"]
             if cost:
                 names = group_names([d.name for d in cost], self.names)
-                leaders = sorted({d.leader for d in cost}, key=self.names.index)
-                above = (f"{leaders[0]}'s" if len(leaders) == 1 else
+                leaders = group_names(sorted({d.leader for d in cost}), self.names)
+                above = (f"{leaders[0]}'s" if len(leaders) == 1 and "*" not in leaders[0] else
                          f"their group's leader's ({', '.join(leaders)})")
-                parts.append(f"{', '.join(names)}, their cost at least ${min(d.bound for d in cost):,.2f}/month "
+                parts.append(f"{', '.join(names)}, their cost at least {dollars(min(d.bound for d in cost))}/month "
                              f"above {above} beyond the tie margin")
             rule = [d for d in log.drops if d.reason == "rule"]
             if rule:

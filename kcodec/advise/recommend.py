@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Generic, List, Optional, Sequence, TypeVar
 
 from kcodec.advise.assumptions import Assumption
 from kcodec.advise.auto_sample import SampleReach
@@ -39,9 +39,13 @@ from kcodec.advise.cpu import CpuCost, cpu_cost
 from kcodec.advise.grid import Setting, format_size
 from kcodec.advise.latency import LingerPoint, ProducerMemory, knee, linger_curve
 from kcodec.advise.notes import best_excluded, excluded_note, keep_note
+from kcodec.advise.race import Drop
 from kcodec.advise.task import TODAY
 
-__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config", "pick", "CODEC_ORDER"]
+if TYPE_CHECKING:  # racing builds on this module
+    from kcodec.advise.racing import TopicRace
+
+__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config", "pick", "tie_order", "CODEC_ORDER"]
 
 MS_PER_DAY = 86_400_000
 #: Kafka's CompressionType ids: the last tie-break of the rule.
@@ -108,6 +112,7 @@ class Measured(Generic[S]):
     #: stored bytes with every record in a batch of its own, where the replayed batches depend on the
     #: sender's load (Java at linger.ms=0): the most such a setting can store, and what it is priced at
     worst_stored_bytes: Optional[int] = None
+    dropped: Optional[Drop] = None  #: the race dropped it: its figures are those of the round it was dropped
     _cost: Optional[MonthlyCost] = field(default=None, init=False, repr=False)
 
     @property
@@ -217,6 +222,7 @@ class TopicAdvice:
     memory: Optional[ProducerMemory] = None  # of the recommended batch.size
     rule: Optional[Rule] = None  # the rule the choice followed, to mark the rows it left out
     sample: Optional[SampleReach] = None  # how far --sample auto read
+    race: Optional["TopicRace"] = None  # the race over the grid, where it ran
 
     @property
     def codec_mix(self) -> Dict[str, float]:
@@ -256,7 +262,8 @@ def _default_level(s: Setting) -> bool:
     return s.level is None or s.level == get_codec(s.codec).default_level
 
 
-def _tie_order(m: Measured):
+def tie_order(m: Measured):
+    """The rule's order among settings of equal cost: less CPU, smaller linger.ms, batch.size, codec id, level."""
     s = m.setting
     codec = CODEC_ORDER.index(s.codec) if s.codec in CODEC_ORDER else len(CODEC_ORDER)
     return (m.cost.cpu, s.linger_ms, s.batch_bytes, codec, s.codec, -1 if s.level is None else 0,
@@ -268,10 +275,10 @@ def pick(candidates: Sequence[Measured]) -> Optional[Measured]:
     then the first of those by less CPU, smaller linger.ms, smaller batch.size, codec id, level."""
     if not candidates:
         return None
-    cheapest = min(candidates, key=lambda m: (m.cost.total, _tie_order(m)))
+    cheapest = min(candidates, key=lambda m: (m.cost.total, tie_order(m)))
     equal = [m for m in candidates
              if m.cost.total - cheapest.cost.total <= m.cost_uncertainty + cheapest.cost_uncertainty]
-    return min(equal, key=_tie_order)
+    return min(equal, key=tie_order)
 
 
 def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:

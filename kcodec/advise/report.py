@@ -46,6 +46,8 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
             lines.append(f"  replay     {replay}")
         if a.sample is not None:
             lines.append(f"  sample     {a.sample.text()}")
+        if a.race is not None:
+            lines.extend(f"  race       {line}" for line in a.race.text())
         if a.best is not None:
             forced = "" if a.chosen_by == "rule" else f"chosen by {a.chosen_by}, not by the rule: "
             if a.saving < 0:
@@ -154,12 +156,14 @@ def _doc(a: TopicAdvice) -> Dict:
                 "measured_read_mbps": x.measured_read_mbps, "measured_read_spread": x.read_spread_share,
                 "stored_per_day": x.stored_per_day,
                 "worst_stored_bytes": x.worst_stored_bytes,
+                "dropped": x.dropped.doc() if x.dropped is not None else None,
                 "cost_month": {"storage": x.cost.storage, "network": x.cost.network, "cpu": x.cost.cpu,
                                "total": x.cost.total}}
     return {"topic": a.topic, "partitions": a.partitions, "timestamps": a.timestamp_type,
             "stored_per_day": a.stored_per_day, "per_day_source": a.per_day_source, "priced": a.priced,
             "volume_source": a.volume_source, "codec_mix": a.codec_mix,
             "sample": a.sample.doc() if a.sample is not None else None,
+            "race": a.race.doc() if a.race is not None else None,
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
             "config": client_config_of(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,

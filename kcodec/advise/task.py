@@ -15,7 +15,7 @@ timing, since they are the same bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -296,9 +296,11 @@ def _producer_replays(table, cols, prof: TodayProfile, rules: ClientRules, today
     return out, fields
 
 
-def measure_batches(batches: Iterator, settings: Sequence[Setting], client: str = "auto",
-                    today_linger_ms: Optional[int] = None, producers: int = 1, cpu_cost: str = "model"):
-    """mapInArrow body: chunk rows in, metric rows out."""
+def measure_batches(batches: Iterator, settings: Union[Sequence[Setting], Mapping[str, Sequence[Setting]]],
+                    client: str = "auto", today_linger_ms: Optional[int] = None, producers: int = 1,
+                    cpu_cost: str = "model"):
+    """mapInArrow body: chunk rows in, metric rows out; ``settings`` for every topic, or per topic (the
+    settings still running in each topic's race)."""
     import pyarrow as pa
 
     schema = metrics_schema()
@@ -309,7 +311,8 @@ def measure_batches(batches: Iterator, settings: Sequence[Setting], client: str 
             chunk = b.column(2)[i].as_py()
             data = b.column(3)[i].as_buffer()
             try:
-                rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", settings,
+                mine = settings.get(topic, ()) if isinstance(settings, Mapping) else settings
+                rows = measure_chunk(topic, partition, chunk, memoryview(data).tobytes() if data else b"", mine,
                                      client, today_linger_ms, producers, cpu_cost)
             except KcodecError as exc:
                 # Spark wraps a task's exception in its own; the marked line lets the driver say it in one

@@ -5,6 +5,7 @@ from typing import Dict, Optional
 
 from kcodec.advise.latency import percent
 from kcodec.advise.notes import exclusions
+from kcodec.advise.race import dollars
 from kcodec.advise.recommend import Measured, TopicAdvice
 
 __all__ = ["codec_mix_text", "client_config_of", "config_text", "replay_text", "row_mark"]
@@ -67,5 +68,7 @@ def row_mark(a: TopicAdvice, m: Measured) -> str:
              if m.worst_ratio is not None else "")
     if a.best is not None and m is a.best:
         return "; ".join(x for x in ("set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})"), worst) if x)
+    if m.dropped is not None:
+        return f"dropped after round {m.dropped.round}: {m.dropped.detail} (+/-{dollars(m.cost_uncertainty)} then)"
     why = exclusions(a.rule, m) if a.rule is not None else []
     return "; ".join(x for x in (f"excluded: {'; '.join(why)}" if why else "", worst) if x)

@@ -1,0 +1,128 @@
+"""The race (:mod:`kcodec.advise.race`) in the measuring loop: each round's metrics rows to contenders, and
+the settings it dropped back into a topic's advice, marked, with their figures at the round they were dropped.
+
+The race runs under ``--sample auto`` with ``--race on`` (the default) and
+the CPU model's bill: a measured CPU time moves with the machine's load, and
+the race decides from byte counts and the model only.  Under ``--knee``
+below 1 (the default 0.9), the rule picks within one ``linger.ms`` and
+``batch.size``, so each of those races apart and keeps its own best.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from kcodec.advise.cpu import cpu_cost
+from kcodec.advise.grid import Setting
+from kcodec.advise.race import Contender, Limit, Race
+from kcodec.advise.recommend import Measured, Rule, TopicAdvice, tie_order
+from kcodec.advise.task import TODAY
+
+__all__ = ["TopicRace", "RangeBook", "race_off_reason"]
+
+_RANGE_COLUMNS = ("topic", "setting", "partition", "chunk", "payload_bytes", "stored_bytes", "batches", "records",
+                  "compress_seconds", "read_seconds")
+
+
+def race_off_reason(race: str, cpu: str, choose: Optional[Setting]) -> Optional[str]:
+    """Why the grid is measured whole (None: it races)."""
+    if race == "off":
+        return "--race off: every setting measured on every range"
+    if cpu == "measured":
+        return "--cpu-cost measured: the race decides from the CPU model only, so every setting is measured"
+    if choose is not None:
+        return "--choose: every setting measured on every range"
+    return None
+
+
+class RangeBook:
+    """Every measured range's figures per topic and setting, added to round by round."""
+
+    def __init__(self) -> None:
+        self.rows: Dict[Tuple[str, str], Dict[Tuple[int, int], Tuple]] = {}
+
+    def add(self, table) -> None:
+        cols = table.select(list(_RANGE_COLUMNS)).to_pydict()
+        for i in range(len(cols["topic"])):
+            key = (cols["topic"][i], cols["setting"][i])
+            self.rows.setdefault(key, {})[(cols["partition"][i], cols["chunk"][i])] = tuple(
+                cols[c][i] for c in _RANGE_COLUMNS[4:])
+
+    def ranges(self, topic: str, setting: str) -> List[Tuple[Tuple[int, int], Tuple]]:
+        """(range, figures) of ``setting`` in (partition, chunk) order."""
+        return sorted(self.rows.get((topic, setting), {}).items())
+
+
+class TopicRace:
+    """One topic's race over its grid, and the settings it dropped as they were costed when dropped."""
+
+    def __init__(self, settings: Sequence[Setting], knee: float) -> None:
+        self.settings = {s.label: s for s in settings}
+        # the knee picks within a linger.ms and batch.size: each races apart
+        groups = [(s.linger_ms, s.batch_bytes) for s in settings] if knee < 1 else None
+        self.race = Race([s.label for s in settings], groups=groups)
+        self.frozen: Dict[str, Measured] = {}
+
+    @property
+    def running(self) -> List[Setting]:
+        return [self.settings[n] for n in self.race.running]
+
+    def keep(self, agg: Dict[str, Any]) -> Dict[str, Any]:
+        """The topic's aggregate with only today's line and the running settings' (the dropped ones were
+        summed over fewer ranges)."""
+        running = set(self.race.running)
+        return {**agg, "settings": [r for r in agg["settings"] if r["setting"] == TODAY or r["setting"] in running]}
+
+    def round(self, advice: TopicAdvice, book: RangeBook, population: int, rule: Rule) -> None:
+        """One round: ``advice`` costs the running settings over every range so far."""
+        costed = {m.label: m for m in advice.results}
+        sizes = [f[0] for _, f in book.ranges(advice.topic, TODAY)]
+        where = [r for r, _ in book.ranges(advice.topic, TODAY)]
+        contenders = [self._contender(costed[name], book.ranges(advice.topic, name), where, rule)
+                      for name in self.race.running]
+        log = self.race.round(contenders, sizes, population)
+        for d in log.drops:
+            m = costed[d.name]
+            m.dropped = d
+            self.frozen[d.name] = m
+
+    @staticmethod
+    def _contender(m: Measured, ranges, where: List, rule: Rule) -> Contender:
+        if [r for r, _ in ranges] != where:
+            raise ValueError(f"{m.label}: not measured on the same ranges as today's batches")
+        s, cost = m.setting, m.cost
+        if s is None or cost is None:
+            raise ValueError("the race takes costed settings, not today's batches")
+        build, read = [], []
+        for _, (payload, stored, batches, records, cs, rs) in ranges:
+            c = cpu_cost(s.codec, s.level, payload, stored, batches, records, cs, rs, measured=rule.cpu == "measured")
+            build.append(c.compress_seconds)
+            read.append(c.read_seconds)
+        stored_total = math.fsum(f[1] for _, f in ranges) or 1.0
+        # the CPU the bill counts: building, where a codec compresses, and reading
+        billed = [(b if s.codec != "none" else 0.0) + r for b, r in zip(build, read)]
+        cpu_total = math.fsum(billed)
+        volume = cost.storage + cost.network
+        costs = tuple(volume * f[1] / stored_total + (cost.cpu * w / cpu_total if cpu_total > 0 else 0.0)
+                      for (_, f), w in zip(ranges, billed))
+        out = (f"linger.ms {s.linger_ms} past --max-linger-ms {rule.max_linger_ms:g}"
+               if s.linger_ms > rule.max_linger_ms else None)
+        return Contender(m.label, costs, m.cost_uncertainty, tie_order(m), rule.allows(m),
+                         (Limit("build", tuple(build), rule.min_compress_mbps),
+                          Limit("read", tuple(read), rule.min_read_mbps)), out)
+
+    def finish(self, advice: TopicAdvice) -> None:
+        """The dropped settings into ``advice``'s table, marked, with their figures at the round dropped."""
+        advice.results = sorted(list(advice.results) + list(self.frozen.values()), key=lambda m: m.label)
+        advice.race = self
+
+    def text(self) -> List[str]:
+        lines = self.race.text()
+        state = ("decided" if self.race.decided else "not decided: more ranges would be needed to tell the "
+                 "settings still running apart")
+        lines.append(f"{len(self.race.running)} of {len(self.race.names)} settings ran to the end, "
+                     f"{len(self.race.rounds)} round(s); {state}")
+        return lines
+
+    def doc(self) -> Dict[str, Any]:
+        return self.race.doc()
