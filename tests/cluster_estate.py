@@ -135,11 +135,17 @@ def produce_estate(bootstrap: str, specs: Sequence[TopicSpec] = ESTATE, seed: in
     return produced
 
 
-def fetch_partition(bootstrap: str, topic: str, partition: int) -> bytes:
-    """Every batch of a partition, from offset 0 to the high watermark, as the broker returns them."""
-    from kcodec.advise.inputs.cluster.fetch import fetch_chunk
+def fetch_partition(bootstrap: str, topic: str, partition: int, offset: int = 0, max_bytes: int = 1 << 30,
+                    stop: Optional[int] = None, timeout_s: float = 10.0) -> bytes:
+    """The batches of a partition from ``offset`` (to ``stop``, else the high watermark), at most
+    ``max_bytes`` of them, as the broker returns them: read as advise's Spark tasks read a chunk."""
+    from kcodec.advise.inputs.cluster.fetch import _Reader
 
-    return fetch_chunk(bootstrap, topic, partition, 0, 1 << 30)
+    reader = _Reader(bootstrap, timeout_s)
+    try:
+        return reader.read(topic, partition, offset, stop, max_bytes).data
+    finally:
+        reader.close()
 
 
 def mirror_to_log_dir(bootstrap: str, specs: Sequence[TopicSpec], log_dir: Path) -> Dict[Tuple[str, int], bytes]:

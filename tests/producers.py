@@ -345,9 +345,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
 
 def stored_batches(bootstrap: str, topic: str, partitions: int = 1, offset: int = 0) -> Dict[int, bytes]:
     """Each partition's batches from ``offset`` on, exactly as the broker stores them."""
-    from kcodec.advise.inputs.cluster.fetch import fetch_chunk
+    from cluster_estate import fetch_partition
 
-    return {p: fetch_chunk(bootstrap, topic, p, offset, (1 << 31) - 1, timeout_s=30.0) for p in range(partitions)}
+    return {p: fetch_partition(bootstrap, topic, p, offset, (1 << 31) - 1, timeout_s=30.0) for p in range(partitions)}
 
 
 @dataclass(frozen=True)

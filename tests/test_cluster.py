@@ -15,8 +15,11 @@ import pytest
 
 from builders import batch
 from cluster_estate import TopicSpec, build_estate, fetch_partition, produce_estate
+from kcodec.advise.grid import Setting
 from kcodec.advise.inputs.cluster import fetch as cluster
+from kcodec.advise.inputs.cluster import open_cluster
 from kcodec.advise.inputs.cluster.protocol import FetchedRecords, LeaderMoved, OffsetOutOfRange, PartitionMeta
+from kcodec.advise.inputs.source import Sampling
 from kcodec.errors import ClusterError, KcodecError
 from kcodec.records import LegacyRecordBatchBuilder, RecordBatchBuilder, read_batches
 from kcodec.records.framing import iter_entries
@@ -27,6 +30,18 @@ CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 # What each codec's payload starts with, as the producing client frames it.
 PAYLOAD_MAGIC = {"gzip": b"\x1f\x8b", "lz4": b"\x04\x22\x4d\x18", "zstd": b"\x28\xb5\x2f\xfd"}
 XERIAL = b"\x82SNAPPY\x00"  # kafka-python's snappy framing; librdkafka writes raw blocks
+
+
+def selected(bootstrap, regex, timeout_s=10.0):
+    """The (topic, partition)s ``kcodec advise --bootstrap-server BOOTSTRAP --topic REGEX`` reads."""
+    source = open_cluster(bootstrap, timeout_s)
+    source.select_topics(regex)
+    return [(m.topic, m.partition) for m in source.partitions]
+
+
+def sampling(sample_bytes, chunk_bytes):
+    return Sampling(sample_bytes, chunk_bytes, tasks=2, current=Setting("none", None, 16384, 0), partitions=1,
+                    records=0, seed=0, fetch_retry_s=30.0)
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +103,13 @@ def test_estate_log_dir_holds_the_fetched_batches(estate):
 
 
 # -- selection and errors -------------------------------------------------------------------------
-def test_check_cluster_selects_topics(estate, kafka_broker):
+def test_topics_are_selected(estate, kafka_broker):
     specs, _, _ = estate
     bootstrap = kafka_broker.bootstrap
-    everything = cluster.check_cluster(bootstrap, None)
+    everything = selected(bootstrap, None)
     for spec in specs.values():
         assert [(spec.name, p) for p in range(spec.partitions)] == [tp for tp in everything if tp[0] == spec.name]
-    assert cluster.check_cluster(bootstrap, "events-.*|app-logs") == [
+    assert selected(bootstrap, "events-.*|app-logs") == [
         ("app-logs", 0), ("app-logs", 1), ("events-json", 0), ("events-json", 1), ("events-json", 2)]
 
 
@@ -116,7 +131,7 @@ def test_internal_topics_only_when_the_regex_names_them():
 def test_regex_errors_name_the_regex(estate, kafka_broker, regex, message):
     t0 = time.monotonic()
     with pytest.raises(ClusterError, match=message):
-        cluster.check_cluster(kafka_broker.bootstrap, regex)
+        selected(kafka_broker.bootstrap, regex)
     assert time.monotonic() - t0 < 5
 
 
@@ -131,8 +146,8 @@ def test_bad_address_fails_fast_and_named(address, message):
 
     address = address.format(closed=free_port())
     t0 = time.monotonic()
-    for call in (lambda: cluster.check_cluster(address, None, timeout_s=5),
-                 lambda: cluster.fetch_chunk(address, "t", 0, 0, 1000, timeout_s=5)):
+    for call in (lambda: selected(address, None, timeout_s=5),
+                 lambda: fetch_partition(address, "t", 0, 0, 1000, timeout_s=5)):
         with pytest.raises(ClusterError, match=message) as info:
             call()
         assert isinstance(info.value, KcodecError) and "\n" not in str(info.value)
@@ -146,13 +161,13 @@ def test_a_silent_server_times_out_within_the_bound():
         address = "127.0.0.1:%d" % silent.getsockname()[1]
         t0 = time.monotonic()
         with pytest.raises(ClusterError, match=rf"no Kafka broker answered at {address} within 1 s"):
-            cluster.check_cluster(address, None, timeout_s=1)
+            selected(address, None, timeout_s=1)
         assert time.monotonic() - t0 < 4
 
 
 def test_unknown_partition_is_named(estate, kafka_broker):
     with pytest.raises(ClusterError, match="events-json-7"):
-        cluster.fetch_chunk(kafka_broker.bootstrap, "events-json", 7, 0, 1000)
+        fetch_partition(kafka_broker.bootstrap, "events-json", 7, 0, 1000)
 
 
 # -- reading chunks -------------------------------------------------------------------------------
@@ -351,11 +366,12 @@ def test_only_metadata_offsets_and_fetch_requests_are_sent(tmp_path):
         spec = TopicSpec("watched", "log", 2, "gzip", 200, 5000, 1 << 20, flush_every=50)
         produce_estate(broker.bootstrap, [spec])
         recorder.clear()
-        assert cluster.check_cluster(broker.bootstrap, "watched") == [("watched", 0), ("watched", 1)]
-        chunks = cluster.plan_cluster(broker.bootstrap, None, 4000, 2000)
+        source = open_cluster(broker.bootstrap, 10.0)
+        source.select_topics("watched")
+        assert [(m.topic, m.partition) for m in source.partitions] == [("watched", 0), ("watched", 1)]
+        chunks = source.plan(sampling(4000, 2000))
         for c in chunks:
-            assert cluster.fetch_chunk(broker.bootstrap, c.topic, c.partition, c.offset, c.max_bytes,
-                                       stop=c.stop)
+            assert fetch_partition(broker.bootstrap, c.topic, c.partition, c.offset, c.max_bytes, c.stop)
         sent = collections.Counter(recorder.api_keys)
     # ApiVersions 18, Metadata 3, ListOffsets 2, Fetch 1: no FindCoordinator (10), JoinGroup (11),
     # OffsetCommit (8) or any other request that could create a group or move an offset.
@@ -363,10 +379,18 @@ def test_only_metadata_offsets_and_fetch_requests_are_sent(tmp_path):
 
 
 # -- in Spark -------------------------------------------------------------------------------------
+def cluster_chunks(spark, bootstrap, topics, sample_bytes, chunk_bytes):
+    source = open_cluster(bootstrap, 10.0)
+    source.select_topics(topics)
+    df, count = source.chunks(spark, sampling(sample_bytes, chunk_bytes))
+    assert count is None  # known only once Spark has fetched
+    return df
+
+
 def test_cluster_chunks_in_spark(spark, estate, kafka_broker):
     specs, written, _ = estate
     topics = "events-json|device-binary|app-logs"
-    df = cluster.cluster_chunks(spark, kafka_broker.bootstrap, topics, sample_bytes=12_000, chunk_bytes=3_000)
+    df = cluster_chunks(spark, kafka_broker.bootstrap, topics, sample_bytes=12_000, chunk_bytes=3_000)
     assert df.schema.simpleString() == "struct<topic:string,partition:int,chunk:int,data:binary>"
     rows = df.collect()
     by_topic = collections.defaultdict(list)
@@ -387,7 +411,7 @@ def test_cluster_chunks_in_spark(spark, estate, kafka_broker):
         keys = [(r.partition, r.chunk) for r in chunks]
         assert len(keys) == len(set(keys))
     # A sample larger than the topics reads each partition whole, every batch once.
-    whole = cluster.cluster_chunks(spark, kafka_broker.bootstrap, "device-binary", 1 << 24, 1 << 20).collect()
+    whole = cluster_chunks(spark, kafka_broker.bootstrap, "device-binary", 1 << 24, 1 << 20).collect()
     for p in range(2):
         parts = sorted((r.chunk, bytes(r.data)) for r in whole if r.partition == p)
         assert b"".join(d for _, d in parts) == written[("device-binary", p)]
@@ -398,4 +422,4 @@ def test_missing_kafka_python_names_the_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "kafka.net.compat", None)  # as if kafka-python were not installed
     with pytest.raises(ClusterError, match=r'needs kafka-python .*: pip install "kcodec\[cluster\]"'):
-        cluster.check_cluster("127.0.0.1:9092", None)
+        open_cluster("127.0.0.1:9092", 10.0)

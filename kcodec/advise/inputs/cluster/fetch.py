@@ -39,14 +39,10 @@ __all__ = [
     "ChunkRead",
     "DEFAULT_FETCH_RETRY_S",
     "PartitionRange",
-    "check_cluster",
-    "cluster_chunks",
     "cluster_volumes",
-    "fetch_chunk",
     "fetch_chunks",
     "list_offset_ranges",
     "plan_chunks",
-    "plan_cluster",
     "read_chunk",
     "select_partitions",
 ]
@@ -120,14 +116,6 @@ def select_partitions(metas: Sequence[PartitionMeta], topic_regex: Optional[str]
             reason = error_name(m.error) if m.error else "no leader"
             raise ClusterError(f"partition {m.topic}-{m.partition} at {bootstrap} cannot be read: {reason}")
     return chosen
-
-
-def check_cluster(bootstrap: str, topic_regex: Optional[str], timeout_s: float = 10.0) -> List[Tuple[str, int]]:
-    """The (topic, partition)s ``topic_regex`` selects at ``bootstrap`` (all non-internal topics
-    when None; the regex must match a whole topic name).  Raises ClusterError, naming the address,
-    regex, topic or partition, when the cluster cannot be reached or read."""
-    with BrokerSession(bootstrap, timeout_s) as session:
-        return [(m.topic, m.partition) for m in select_partitions(session.metadata(), topic_regex, bootstrap)]
 
 
 def list_offset_ranges(bootstrap: str, chosen: Sequence[PartitionMeta],
@@ -346,18 +334,6 @@ class _Reader:
         self.session.close()
 
 
-def fetch_chunk(bootstrap: str, topic: str, partition: int, offset: int, max_bytes: int,
-                timeout_s: float = 10.0, stop: Optional[int] = None,
-                retry_s: float = DEFAULT_FETCH_RETRY_S) -> bytes:
-    """Whole batches of ``topic``-``partition`` from ``offset`` (up to ``stop``), at most
-    ``max_bytes``, as the broker stores them.  No Spark needed."""
-    reader = _Reader(bootstrap, timeout_s, retry_s)
-    try:
-        return reader.read(topic, partition, offset, stop, max_bytes).data
-    finally:
-        reader.close()
-
-
 # -- Spark ----------------------------------------------------------------------------------------
 def _fetch_task(bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S):
     def task(plans: Iterator) -> Iterator:
@@ -377,15 +353,6 @@ def _fetch_task(bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH
             if reader is not None:
                 reader.close()
     return task
-
-
-def plan_cluster(bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,
-                 timeout_s: float = 10.0) -> List[Chunk]:
-    """The chunks :func:`cluster_chunks` reads, planned from metadata and offsets alone."""
-    with BrokerSession(bootstrap, timeout_s) as session:
-        chosen = select_partitions(session.metadata(), topic_regex, bootstrap)
-        ranges = _offset_ranges(session, chosen)
-    return plan_chunks(ranges, sample_bytes, chunk_bytes)
 
 
 def _batch_times(data: bytes) -> Optional[Tuple[int, int]]:
@@ -428,18 +395,6 @@ def cluster_volumes(bootstrap: str, ranges: Sequence[PartitionRange], leaders: D
     finally:
         reader.close()
     return offsets, spans
-
-
-def cluster_chunks(spark, bootstrap: str, topic_regex: Optional[str], sample_bytes: int, chunk_bytes: int,
-                   timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S):
-    """A DataFrame ``topic, partition, chunk, data`` (:data:`CHUNK_DDL`): one row per chunk that
-    read any batch, fetched inside Spark tasks; the driver only plans, from one Metadata request."""
-    with BrokerSession(bootstrap, timeout_s) as session:
-        chosen = select_partitions(session.metadata(), topic_regex, bootstrap)
-        ranges = _offset_ranges(session, chosen)
-    leaders = {(m.topic, m.partition): m.leader for m in chosen}
-    return fetch_chunks(spark, bootstrap, plan_chunks(ranges, sample_bytes, chunk_bytes), leaders, timeout_s,
-                        retry_s)
 
 
 def fetch_chunks(spark, bootstrap: str, chunks: Sequence[Chunk], leaders: Dict[Tuple[str, int], int],
