@@ -36,7 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["flights", "java_classpath", "produce_java", "produce_librdkafka", "produce_kafka_python",
            "produce_aiokafka", "go_producer", "produce_sarama", "create_topic", "stored_batches", "BatchShape",
-           "shape_of", "CLIENTS", "PRODUCE", "client_missing"]
+           "shape_of", "CLIENTS", "PRODUCE", "client_missing", "producer_config"]
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "SteadyProducer.java"
 JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
@@ -328,6 +328,21 @@ def produce_sarama(bootstrap: str, topic: str, records: Sequence[Record], rate: 
     finally:
         os.unlink(path)
     return 0
+
+
+def producer_config(client: str, codec: str, batch_bytes: int, linger_ms: int) -> Dict[str, object]:
+    """A codec, batch size and linger in ``client``'s own names, as its producer here takes them."""
+    if client in ("java", "librdkafka"):
+        return {"compression.type": codec, "batch.size": batch_bytes, "linger.ms": linger_ms}
+    if client in ("kafka-python", "aiokafka"):
+        size = "batch_size" if client == "kafka-python" else "max_batch_size"
+        return {"compression_type": None if codec == "none" else codec, size: batch_bytes, "linger_ms": linger_ms}
+    if client == "sarama":
+        if linger_ms == 0:  # as fast as it can: Bytes without a Frequency would never flush on time
+            return {"Producer.Compression": codec, "Producer.Flush.Bytes": 0, "Producer.Flush.Frequency": "0"}
+        return {"Producer.Compression": codec, "Producer.Flush.Bytes": batch_bytes,
+                "Producer.Flush.Frequency": f"{linger_ms}ms"}
+    raise ValueError(client)
 
 
 #: Each client's producer: (bootstrap, topic, records, rate, producers, config) -> first measured offset.

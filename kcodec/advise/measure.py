@@ -131,6 +131,24 @@ def zstd_empty_last_blocks(batches: Sequence[Union[bytes, memoryview]]) -> int:
     return count
 
 
+def zstd_one_shot_bytes(batches: Sequence[Union[bytes, memoryview]], level: Optional[int]) -> int:
+    """Stored bytes of the zstd batches (each buffer one batch or several back to back) with each batch's
+    records compressed in one call that knows their size, as a client compressing a whole buffer at once
+    does (zstandard's ``compress``, cramjam's, libzstd's ``ZSTD_compressCCtx``): a frame that states its
+    content size, with parameters chosen for that size, instead of Java's stream."""
+    import zstandard
+
+    compressor = zstandard.ZstdCompressor(level=3 if level is None else level)
+    total = 0
+    for buf in batches:
+        view = memoryview(buf).cast("B")
+        for e in iter_entries(view):
+            body = view[e.position + RECORD_BATCH_OVERHEAD:e.position + e.size]
+            plain = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+            total += RECORD_BATCH_OVERHEAD + len(compressor.compress(plain))
+    return total
+
+
 class BatchEncoder:
     """Real Kafka v2 batches of a table's records cut where the caller says.
 

@@ -29,6 +29,7 @@ from kcodec.advise.measure import (
     measure_build,
     measure_read,
     zstd_empty_last_blocks,
+    zstd_one_shot_bytes,
 )
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS, TodayProfile, profile_chunk, record_columns
 from kcodec.advise.replay import (
@@ -233,14 +234,17 @@ class _Producer:
             else:
                 blob, count, seconds = framed
                 batches, cs = [blob], CpuTime(seconds, 0.0, 1, seconds)
-            got = self._built[key] = _Built(key, count, self._stored(starts, batches, s.codec, count), cs)
+            got = self._built[key] = _Built(key, count, self._stored(starts, batches, s.codec, count, level), cs)
             self._fresh = (key, batches)
         return got
 
-    def _stored(self, starts: np.ndarray, batches: Sequence[Union[bytes, memoryview]], codec: str, count: int) -> int:
+    def _stored(self, starts: np.ndarray, batches: Sequence[Union[bytes, memoryview]], codec: str, count: int,
+                level: Optional[int]) -> int:
         """Stored bytes of ``batches`` as the client frames them."""
         stored = sum(map(len, batches))
-        if codec == "snappy" and self.rules.raw_snappy:
+        if codec == "zstd" and self.rules.zstd_one_shot:
+            stored = zstd_one_shot_bytes(batches, level)
+        elif codec == "snappy" and self.rules.raw_snappy:
             stored = self.encoder.raw_snappy_bytes(starts)
         elif codec == "zstd" and self.rules.zstd_ends_on_data:
             stored -= len(ZSTD_EMPTY_LAST_BLOCK) * zstd_empty_last_blocks(batches)
@@ -257,7 +261,7 @@ class _Producer:
             n = len(self.cols["ts"])
             starts = np.arange(n + 1, dtype=np.int64)
             got = self._alone[(s.codec, level)] = self._stored(starts, self.encoder.build(starts, s.codec, level),
-                                                               s.codec, n)
+                                                               s.codec, n, level)
         return got
 
     def batches(self, b: _Built) -> Sequence[Union[bytes, memoryview]]:

@@ -147,6 +147,9 @@ class ClientRules:
     #: whether a zstd frame ends on its last data block (librdkafka ends the stream once) rather than
     #: with an empty last block of 3 bytes after a flush (Java's zstd-jni stream, as kcodec writes it)
     zstd_ends_on_data: bool = False
+    #: whether a zstd batch's records are compressed in one call that knows their size (a frame stating
+    #: it, with parameters for that size) rather than as a stream
+    zstd_one_shot: bool = False
     #: an uncompressed fill's bytes before the first record (librdkafka's request header and batch header)
     fill_overhead: int = LIBRDKAFKA_REQUEST_OVERHEAD
     #: what the next record adds to an uncompressed fill's test: ``upper`` (its worst case, librdkafka),

@@ -47,5 +47,6 @@ def python_names(batch_size: str) -> Callable[..., Dict[str, str]]:
 
 
 RULES = ClientRules("kafka-python", "uncompressed", None, False, 16384, 0, "", zstd_ends_on_data=True,
-                    fill_overhead=61, next_record="size", default_levels=(("gzip", 9),), lz4_frame_extra=8,
-                    writes=_writes, names=python_names("batch_size"))
+                    zstd_one_shot=True, load_bound_at_zero_linger=True, fill_overhead=61, next_record="size",
+                    default_levels=(("gzip", 9),), lz4_frame_extra=8, writes=_writes,
+                    names=python_names("batch_size"))
