@@ -69,7 +69,7 @@ def producers(data: bytes) -> list:
     table = to_arrow(data, batch_fields=("batch_position", "producer_id"), use_threads=False)
     cols = task.record_columns(table)
     prof = task.profile_chunk(data, table, cols)
-    rules = task.client_rules(task.detect_client(data) or task.JAVA.name)
+    rules = task.client_rules(task.detect_client(data) or task.DEFAULT_CLIENT.name)
     return task._producer_replays(table, cols, prof, rules, None, 1)[0]
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
-from kcodec.advise.recommend import Measured, Rule, advise_topic, kafka_config
+from kcodec.advise.recommend import Measured, Rule, advise_topic
+from kcodec.advise.replay import JAVA, client_config
 
 DAY = 86_400_000
 ZSTD19 = Setting("zstd", 19, 16384, 5)     # the cheapest, at a level only clients 3.8+ can set
@@ -75,12 +76,16 @@ def test_measured_rates_and_ratios():
     assert empty.compress_mbps == empty.read_mbps == pytest.approx(2_000 / 1e6 / 1e-9)
 
 
-def test_kafka_config_names_a_level_only_when_it_is_not_the_default():
-    assert kafka_config(ZSTD19) == {"compression.type": "zstd", "compression.zstd.level": "19",
-                                    "batch.size": "16384", "linger.ms": "5"}
-    assert kafka_config(Setting("zstd", 3, 65536, 0)) == {"compression.type": "zstd", "batch.size": "65536",
-                                                          "linger.ms": "0"}
-    assert kafka_config(GZIP) == {"compression.type": "gzip", "batch.size": "16384", "linger.ms": "5"}
+def _java(s: Setting):
+    return client_config(JAVA, s.codec, s.level, s.default_level, s.batch_bytes, s.linger_ms)
+
+
+def test_the_config_names_a_level_only_when_it_is_not_the_default():
+    assert _java(ZSTD19) == {"compression.type": "zstd", "compression.zstd.level": "19",
+                             "batch.size": "16384", "linger.ms": "5"}
+    assert _java(Setting("zstd", 3, 65536, 0)) == {"compression.type": "zstd", "batch.size": "65536",
+                                                    "linger.ms": "0"}
+    assert _java(GZIP) == {"compression.type": "gzip", "batch.size": "16384", "linger.ms": "5"}
 
 
 def test_the_cheapest_allowed_setting_is_chosen():
@@ -103,7 +108,7 @@ def test_the_cheapest_allowed_setting_is_chosen():
     assert a.best.cost.total == pytest.approx(best.total) and a.best.cost.cpu == pytest.approx(best.cpu)
     assert a.saving == pytest.approx(today.total - best.total)
     assert a.best_without_level.setting == ZSTD      # for clients before 3.8
-    assert a.config() == kafka_config(ZSTD19)
+    assert a.config() == _java(ZSTD19)
     again = monthly_cost(1.25e8, 5e8, 250.0, 1000.0, prices, econ, broker_recompresses=True)
     assert a.recompress_cpu == pytest.approx(again.cpu - best.cpu)
     assert a.codec_mix == {"none": 1.0} and a.timestamp_type == "CreateTime"

@@ -9,12 +9,17 @@ also those inside functions, since a late import is still a dependency.
 Package faces (``kcodec``, ``kcodec.arrow``) are for users: inside the package every name is
 imported from its defining module, and the columnar helpers other packages need are public
 names of ``kcodec.arrow``'s modules, so no module takes a private (``_name``) name of them.
+
+``kcodec advise`` keeps each input kind in one place and each producer client in one place: code
+that only one input kind uses lives in that kind's package under ``inputs/``, and no module
+outside ``replay/`` writes a client's name (a client's behaviour is a field of its rules).
 """
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List, Sequence, Set
 
 import kcodec
 
@@ -163,6 +168,56 @@ def private_imports(root: Path) -> List[str]:
     return out
 
 
+#: the package holding one folder per input kind of ``kcodec advise``
+INPUTS = "kcodec.advise.inputs"
+#: the package holding the producer clients' rules, the one place a client is named
+REPLAY = "kcodec.advise.replay"
+
+
+def input_kinds(root: Path) -> Set[str]:
+    """The input kinds: each package under :data:`INPUTS` (its modules are one kind's code)."""
+    base = root.joinpath(*INPUTS.split("."))
+    return {f"{INPUTS}.{p.parent.name}" for p in base.glob("*/__init__.py")}
+
+
+def single_kind_imports(graph: Dict[str, Set[str]], kinds: Set[str]) -> List[str]:
+    """Every advise module outside :data:`INPUTS` whose imports reach exactly one input kind's code:
+    that code is the kind's own and belongs in its package."""
+    out = []
+    for name, edges in sorted(graph.items()):
+        if not name.startswith("kcodec.advise") or name == INPUTS or name.startswith(INPUTS + "."):
+            continue
+        reached = {k for k in kinds for e in edges if e == k or e.startswith(k + ".")}
+        if len(reached) == 1:
+            out.append(f"{name} imports only {reached.pop()}'s code: move it into that input kind's package")
+    return out
+
+
+#: module -> the client name its strings may hold because they name something else by it
+LIBRARIES = {"kcodec.advise.inputs.cluster.protocol": "kafka-python"}  # the library a live cluster is read with
+
+
+def client_names_outside_replay(root: Path, names: Sequence[str]) -> List[str]:
+    """Every string (not a docstring) outside :data:`REPLAY` that holds a producer client's name as a word:
+    a client's behaviour is a field of its rules, and only the registry names it."""
+    out = []
+    for name, path in sorted(modules(root).items()):
+        if path.suffix != ".py" or name == REPLAY or name.startswith(REPLAY + "."):
+            continue
+        named = [n for n in names if n != LIBRARIES.get(name)]
+        words = re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in named) + r")(?![\w-])")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                found = words.search(node.value)
+                if found:
+                    out.append(f"{name}:{node.lineno} names the producer client {found.group(1)!r}")
+    return out
+
+
 ROOT = Path(kcodec.__file__).resolve().parent.parent
 
 
@@ -176,6 +231,43 @@ def test_layers_point_down_and_nothing_imports_the_lazy_face():
 
 def test_no_private_names_of_the_columnar_modules_are_imported():
     assert private_imports(ROOT) == []
+
+
+def test_each_input_kinds_code_is_in_its_package():
+    kinds = input_kinds(ROOT)
+    assert {"kcodec.advise.inputs.cluster", "kcodec.advise.inputs.logs"} <= kinds
+    assert single_kind_imports(import_graph(ROOT), kinds) == []
+
+
+def test_no_client_is_named_outside_the_replay():
+    from kcodec.advise.replay import CLIENTS
+
+    assert {"java", "librdkafka"} <= set(CLIENTS)
+    assert client_names_outside_replay(ROOT, sorted(CLIENTS)) == []
+
+
+def test_the_advise_checks_find_planted_violations(tmp_path):
+    advise = tmp_path / "kcodec" / "advise"
+    for folder in ("inputs/logs", "inputs/cluster", "replay"):
+        (advise / folder).mkdir(parents=True)
+    for init in ("", "advise", "advise/inputs", "advise/inputs/logs", "advise/inputs/cluster", "advise/replay"):
+        (tmp_path / "kcodec" / init / "__init__.py").write_text("")
+    (advise / "inputs" / "logs" / "tails.py").write_text("def tails(): pass\n")
+    (advise / "inputs" / "cluster" / "fetch.py").write_text("def fetch(): pass\n")
+    (advise / "replay" / "client.py").write_text('JAVA = "java"\n')
+    (advise / "report.py").write_text('"""What java prints."""\nfrom kcodec.advise.inputs.logs.tails import tails\n'
+                                      'KIND = f"a {1} java producer"\n')
+    (advise / "estate.py").write_text("from kcodec.advise.inputs.logs import tails\n"
+                                      "from kcodec.advise.inputs.cluster.fetch import fetch\n")
+    (advise / "cost.py").write_text('def f(name="librdkafka2"):\n    return name == "Java"\n')
+    kinds = input_kinds(tmp_path)
+    assert kinds == {"kcodec.advise.inputs.cluster", "kcodec.advise.inputs.logs"}
+    assert single_kind_imports(import_graph(tmp_path), kinds) == [
+        "kcodec.advise.report imports only kcodec.advise.inputs.logs's code: move it into that input kind's package",
+    ]
+    assert client_names_outside_replay(tmp_path, ["java", "librdkafka"]) == [
+        "kcodec.advise.report:3 names the producer client 'java'",
+    ]
 
 
 def test_the_checks_find_planted_violations(tmp_path):

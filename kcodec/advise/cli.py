@@ -12,7 +12,7 @@ from kcodec.advise.grid import (
     DEFAULT_LINGERS,
     DEFAULT_SAMPLE,
 )
-from kcodec.advise.replay.registry import CLIENTS
+from kcodec.advise.replay.registry import CLIENTS, DEFAULT_CLIENT, clients_help
 
 __all__ = ["add_parser", "run"]
 
@@ -98,11 +98,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help=f"producer linger.ms values (default {DEFAULT_LINGERS})")
     g.add_argument("--producer-client", choices=(*CLIENTS, "auto"), default="auto",
                    help="whose batching rules the replay follows and whose configuration names are printed: "
-                        "java (estimated compressed fill, compression.<codec>.level), librdkafka (uncompressed "
-                        "fill, batch.num.messages, compression.level), kafka-python and aiokafka (uncompressed "
-                        "fill, keyword arguments, no levels) or sarama (Producer.Flush.*); auto names the one "
-                        "client whose framing every batch shows, else follows java and says the client was not "
-                        "recognised (default auto)")
+                        f"{clients_help()}; auto names the one client whose framing every batch shows, else follows "
+                        f"{DEFAULT_CLIENT.name} and says the client was not recognised (default auto)")
     g.add_argument("--producers", type=int, default=1,
                    help="producers writing each partition, for batches without a producer id (non-idempotent "
                         "producers write -1); idempotent producers' ids are counted from the batches (default 1)")

@@ -58,6 +58,13 @@ class Setting:
     def codec_label(self) -> str:
         return self.codec if self.level is None else f"{self.codec}:{self.level}"
 
+    @property
+    def default_level(self) -> bool:
+        """Whether a client without KIP-390 levels gets this setting: no level, or the codec's default."""
+        from kcodec.compression import get_codec
+
+        return self.level is None or self.level == get_codec(self.codec).default_level
+
     def __lt__(self, other: "Setting") -> bool:
         # the codec's default level (None) first: a grid such as zstd,zstd:19 holds both
         return self._order() < other._order()

@@ -18,7 +18,7 @@ from kcodec.advise.grid import format_size
 from kcodec.advise.latency import cost_lines
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import TopicAdvice
-from kcodec.advise.topic_text import client_config_of, codec_mix_text, replay_text, row_mark
+from kcodec.advise.topic_text import codec_mix_text, replay_text, row_mark
 from kcodec.escape import file_name, html_text
 
 __all__ = ["report_html", "topic_html"]
@@ -61,7 +61,7 @@ def _page(title: str, body: str, script: bool = False) -> str:
 
 
 def _config_html(a: TopicAdvice) -> str:
-    cfg = client_config_of(a)
+    cfg = a.config()
     return " ".join(f"{html_text(k)}={html_text(v)}" for k, v in cfg.items()) or "keep today's settings"
 
 

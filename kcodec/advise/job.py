@@ -641,14 +641,8 @@ def _harmonise(advice: List[TopicAdvice], c: Checked, o: Options) -> None:
                                                plain, broker_recompresses=True).cpu
                             - costs.monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps, m.read_mbps,
                                                  c.prices, plain).cpu)
-        if _default_level(m.setting):  # settable by every client: no older clients' alternative to name
+        if m.setting.default_level:  # settable by every client: no older clients' alternative to name
             a.best_without_level = None
-
-
-def _default_level(s: Setting) -> bool:
-    from kcodec.advise.recommend import _default_level as default
-
-    return default(s)
 
 
 def _money(x: float) -> str:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
 from kcodec.advise.grid import format_size
-from kcodec.advise.replay.registry import client_rules
 
 __all__ = ["DEFAULT_BUFFER_MEMORY", "DEFAULT_KNEE", "knee", "LingerPoint", "linger_curve", "ProducerMemory",
            "producer_memory", "percent", "cost_lines", "curve_doc"]
@@ -116,14 +115,12 @@ def cost_lines(a, money: Callable[[float], str]) -> List[tuple]:
             best = f"{money(p.saving)} ({p.best.label})" if p.best is not None else "none meets the speed rule"
             points.append(f"{p.linger_ms} ms {best}" + ("" if p.in_budget else " over budget"))
         out.append(("by linger", "; ".join(points)))
-        replay = (a.profile or {}).get("replay") or {}
         zero = next((p for p in a.curve if p.linger_ms == 0), None)
-        name = replay.get("client", "java")
-        if zero is not None and client_rules(name).load_bound_at_zero_linger:
-            text = (f"a {'Java' if name == 'java' else name} producer's batches at linger.ms=0 hold what arrives "
-                    f"while its sender is busy, which varies with the CPU it gets and run to run; the 0 ms figures "
-                    f"take a sender as late as today's batches show, and each 0 ms setting is priced at its worst "
-                    f"case, every record sent alone (an idle sender)")
+        if zero is not None and a.client.load_bound_at_zero_linger:
+            text = (f"a {a.client.display_name} producer's batches at linger.ms=0 hold what arrives while its sender "
+                    f"is busy, which varies with the CPU it gets and run to run; the 0 ms figures take a sender as "
+                    f"late as today's batches show, and each 0 ms setting is priced at its worst case, every record "
+                    f"sent alone (an idle sender)")
             m = zero.best
             if m is not None and m.worst_ratio is not None:
                 text += f"; {m.label}: {m.ratio:.2f}x as today's sender, {m.worst_ratio:.2f}x at worst"

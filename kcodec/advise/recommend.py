@@ -40,12 +40,13 @@ from kcodec.advise.grid import Setting, format_size
 from kcodec.advise.latency import LingerPoint, ProducerMemory, knee, linger_curve
 from kcodec.advise.notes import best_excluded, excluded_note, keep_note
 from kcodec.advise.race import Drop
+from kcodec.advise.replay import DEFAULT_CLIENT, ClientRules, client_config, client_rules
 from kcodec.advise.task import TODAY
 
 if TYPE_CHECKING:  # racing builds on this module
     from kcodec.advise.racing import TopicRace
 
-__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "kafka_config", "pick", "tie_order", "CODEC_ORDER"]
+__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_order", "CODEC_ORDER"]
 
 MS_PER_DAY = 86_400_000
 #: Kafka's CompressionType ids: the last tie-break of the rule.
@@ -241,25 +242,21 @@ class TopicAdvice:
             return 0.0
         return self.today.cost.total - self.best.cost.total
 
+    @property
+    def client(self) -> ClientRules:
+        """The producer client whose rules the replay followed."""
+        return _client(self.profile)
+
     def config(self) -> Dict[str, str]:
-        return kafka_config(self.best.setting) if self.best is not None else {}
+        """The recommended setting in the configuration names of :attr:`client`."""
+        if self.best is None:
+            return {}
+        s = self.best.setting
+        return client_config(self.client, s.codec, s.level, s.default_level, s.batch_bytes, s.linger_ms)
 
 
-def kafka_config(s: Setting) -> Dict[str, str]:
-    """Producer configuration for a setting; a level needs clients 3.8 or newer (KIP-390)."""
-    out = {"compression.type": s.codec}
-    if not _default_level(s):
-        out[f"compression.{s.codec}.level"] = str(s.level)
-    out["batch.size"] = str(s.batch_bytes)
-    out["linger.ms"] = str(s.linger_ms)
-    return out
-
-
-def _default_level(s: Setting) -> bool:
-    """Whether a client without KIP-390 levels gets this setting: no level, or the codec's default."""
-    from kcodec.compression import get_codec
-
-    return s.level is None or s.level == get_codec(s.codec).default_level
+def _client(prof: Dict) -> ClientRules:
+    return client_rules((prof.get("replay") or {}).get("client") or DEFAULT_CLIENT.name)
 
 
 def tie_order(m: Measured):
@@ -301,12 +298,9 @@ def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
 
 def _expressible(results: List["Measured"], prof: Dict) -> List["Measured"]:
     """The settings the replayed client can be configured with: a level only where it sets levels."""
-    from kcodec.advise.replay import client_rules
-
-    replay = prof.get("replay") or {}
-    if not replay.get("recognised", True):
+    if not (prof.get("replay") or {}).get("recognised", True):
         return results
-    rules = client_rules(replay.get("client") or "java")
+    rules = _client(prof)
     return results if rules.sets_levels else [m for m in results if m.setting.level is None]
 
 
@@ -393,8 +387,8 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         if excluded is not None:
             notes.append(excluded_note(excluded, today.cost.total, rule))
     without = None
-    if best is not None and not _default_level(best.setting):
-        plain = [m for m in ok if _default_level(m.setting) and m.cost.total < today.cost.total]
+    if best is not None and not best.setting.default_level:
+        plain = [m for m in ok if m.setting.default_level and m.cost.total < today.cost.total]
         without = pick(plain)
     recompress = 0.0
     if best is not None:

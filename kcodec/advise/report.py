@@ -15,7 +15,7 @@ from kcodec.advise.latency import cost_lines, curve_doc
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.replay import LIMITS
-from kcodec.advise.topic_text import client_config_of, codec_mix_text, config_text, replay_text, row_mark
+from kcodec.advise.topic_text import codec_mix_text, config_text, replay_text, row_mark
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
@@ -60,11 +60,13 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
         for label, text in cost_lines(a, _money):
             lines.append(f"  {label:<10} {text}")
         if a.best is not None:
-            if a.best_without_level is not None and (a.profile.get("replay") or {}).get("client", "java") == "java":
+            since = a.client.levels_since
+            if a.best_without_level is not None and since is not None:
                 w = a.best_without_level
-                lines.append(f"  pre-3.8    compression.type={w.setting.codec} batch.size={w.setting.batch_bytes} "
-                             f"linger.ms={w.setting.linger_ms} (clients/brokers older than 3.8 cannot set a "
-                             f"level; saves {_money(t.cost.total - w.cost.total)}/month)")
+                lines.append(f"  {'pre-' + since:<10} compression.type={w.setting.codec} "
+                             f"batch.size={w.setting.batch_bytes} linger.ms={w.setting.linger_ms} (clients/brokers "
+                             f"older than {since} cannot set a level; saves "
+                             f"{_money(t.cost.total - w.cost.total)}/month)")
             lines.append(f"  topic      compression.type=producer (a topic codec that differs from the "
                          f"producer's makes brokers rebuild every batch: about "
                          f"{_money(a.recompress_cpu)}/month of CPU here)")
@@ -165,7 +167,7 @@ def _doc(a: TopicAdvice) -> Dict:
             "sample": a.sample.doc() if a.sample is not None else None,
             "race": a.race.doc() if a.race is not None else None,
             "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
-            "config": client_config_of(a), "without_level": m(a.best_without_level) if a.best_without_level else None,
+            "config": a.config(), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
             "assumptions": [x.doc() for x in a.assumptions],
             "latency_ms": a.best.setting.linger_ms if a.best else None,

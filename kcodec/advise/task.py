@@ -33,7 +33,7 @@ from kcodec.advise.measure import (
 )
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS, TodayProfile, profile_chunk, record_columns
 from kcodec.advise.replay import (
-    JAVA,
+    DEFAULT_CLIENT,
     ClientRules,
     SenderModel,
     calibrate,
@@ -131,7 +131,7 @@ def measure_chunk(topic: str, partition: int, chunk: int, data: bytes, settings:
     cols = record_columns(table)
     prof = profile_chunk(data, table, cols)
     detected = detect_client(data) if client == "auto" else client
-    rules = client_rules(detected or JAVA.name)
+    rules = client_rules(detected or DEFAULT_CLIENT.name)
     replays, calibration = _producer_replays(table, cols, prof, rules, today_linger_ms, producers)
     calibration["client_recognised"] = detected is not None
     encoder = BatchEncoder(table)
@@ -210,7 +210,7 @@ class _Producer:
             return replay_starts(self.encoder, self.cols, s, self.rules, self.sender)
         compressed = s.codec != "none"
         # Only Java's compressed fill learns the ratio, the one step that depends on the codec and level.
-        learns = compressed and self.rules.fill == "estimated"
+        learns = compressed and self.rules.learns_ratio
         key = (compressed, (s.codec, s.level) if learns else None, s.batch_bytes, limits)
         got = self._starts.get(key)
         if got is None:

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Sequence
 import numpy as np
 
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS
+from kcodec.advise.replay import DEFAULT_CLIENT
 
 __all__ = ["TODAY_COLUMNS", "today_profiles", "percentile", "median_element"]
 
@@ -80,7 +81,7 @@ def today_profiles(table) -> Dict[str, Dict[str, Any]]:
         replay_batches = sum(r["replay_batches"] for r in rs)
         clients = sorted({r["client"] for r in rs if r["client"] is not None})
         profile["replay"] = {
-            "client": clients[0] if len(clients) == 1 else "java", "clients": clients,
+            "client": clients[0] if len(clients) == 1 else DEFAULT_CLIENT.name, "clients": clients,
             # a chunk whose framing no single client writes was replayed with Java's rules
             "recognised": len(clients) == 1 and all(r["client_recognised"] is not False for r in rs),
             "sender_delay_ms": median_element([r["sender_delay_ms"] for r in rs]),

@@ -1,31 +1,18 @@
 """A topic's advice in a few words, for every rendering (terminal, estate summary, HTML)."""
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Optional
 
 from kcodec.advise.latency import percent
 from kcodec.advise.notes import exclusions
 from kcodec.advise.race import dollars
 from kcodec.advise.recommend import Measured, TopicAdvice
 
-__all__ = ["codec_mix_text", "client_config_of", "config_text", "replay_text", "row_mark"]
+__all__ = ["codec_mix_text", "config_text", "replay_text", "row_mark"]
 
 
 def codec_mix_text(a: TopicAdvice) -> str:
     return " ".join(f"{k} {percent(v)}" for k, v in sorted(a.codec_mix.items(), key=lambda kv: -kv[1]))
-
-
-def client_config_of(a: TopicAdvice) -> Dict[str, str]:
-    """The recommended setting in the configuration names of the client the replay followed."""
-    from kcodec.advise.replay import client_config, client_rules
-
-    if a.best is None:
-        return {}
-    java = a.config()
-    s = a.best.setting
-    rules = client_rules(a.profile.get("replay", {}).get("client") or "java")
-    return client_config(rules, s.codec, s.level, f"compression.{s.codec}.level" not in java, s.batch_bytes,
-                         s.linger_ms)
 
 
 def replay_text(a: TopicAdvice) -> Optional[str]:
@@ -57,7 +44,7 @@ def replay_text(a: TopicAdvice) -> Optional[str]:
 def config_text(a: TopicAdvice) -> str:
     if a.best is None:
         return "keep today's settings"
-    return " ".join(f"{k}={v}" for k, v in client_config_of(a).items())
+    return " ".join(f"{k}={v}" for k, v in a.config().items())
 
 
 def row_mark(a: TopicAdvice, m: Measured) -> str:

@@ -37,12 +37,20 @@ from kcodec.advise.replay.accumulator import (
 from kcodec.advise.replay.client import JAVA, LIBRDKAFKA, ClientRules, client_config
 from kcodec.advise.replay.partitioner import assign_partitions
 from kcodec.advise.replay.producers import producer_groups
-from kcodec.advise.replay.registry import CLIENTS, NOT_RECOGNISED, client_rules, detect_client
+from kcodec.advise.replay.registry import (
+    CLIENTS,
+    DEFAULT_CLIENT,
+    NOT_RECOGNISED,
+    client_rules,
+    clients_help,
+    detect_client,
+)
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
 from kcodec.advise.replay.starts import Ratios, replay_starts
 
 __all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
            "time_limits", "update_estimate", "varint_sizes", "warm_estimate", "warm_records", "CLIENTS", "JAVA",
            "LIBRDKAFKA", "ClientRules", "client_config", "client_rules", "detect_client", "NOT_RECOGNISED",
+           "DEFAULT_CLIENT", "clients_help",
            "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate", "time_cuts",
            "Ratios", "replay_starts"]

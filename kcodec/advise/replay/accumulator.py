@@ -150,7 +150,7 @@ def _cutter(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.ndarray,
         sender = sender or SenderModel.default(client)
         arrival = np.ascontiguousarray(arrival_ms(ts), dtype=np.float64)
         closes = np.ascontiguousarray(sender.close_times(arrival, ts, float(linger_ms)), dtype=np.float64)
-    estimated = client.fill == "estimated"
+    estimated = client.learns_ratio
     if estimated:
         overhead = BATCH_OVERHEAD
         nxt_size = sizes  # MemoryRecordsBuilder.hasRoomFor counts the record's own size
@@ -227,7 +227,7 @@ def warm_estimate(timestamps: np.ndarray, sizes: np.ndarray, upper_bounds: np.nd
     ``ratio(a, b)`` is the observed ratio of records ``a:b`` built as one batch.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
-    if client.fill != "estimated" or len(sizes) == 0:
+    if not client.learns_ratio or len(sizes) == 0:
         return 1.0
     n = warm_records(sizes)
     cum = np.cumsum(sizes)

@@ -173,9 +173,26 @@ class ClientRules:
     writes: Optional[Callable[[BatchMarks], bool]] = None
     #: a setting in the client's own names: (rules, codec, level, level is the default, batch bytes, linger ms)
     names: Callable[..., Dict[str, str]] = kafka_config
+    #: what ``--producer-client``'s help says of its fill and configuration names
+    summary: str = ""
+    #: the client in a sentence of the report ("a Java producer's batches"); its name where empty
+    title: str = ""
+    #: the client version from which a codec's level can be set, where older ones cannot (the report
+    #: then offers them the best setting at the codec's default level); None: every version can, or none
+    levels_since: Optional[str] = None
 
     def level_key(self, codec: str) -> str:
         return self.level_name.format(codec=codec)
+
+    @property
+    def learns_ratio(self) -> bool:
+        """Whether it fills ``batch.size`` with compressed bytes estimated from the ratio of the batches it
+        closed (Java's ``CompressionRatioEstimator``), so a replay under a codec builds batches to learn it."""
+        return self.fill == "estimated"
+
+    @property
+    def display_name(self) -> str:
+        return self.title or self.name
 
     @property
     def sets_levels(self) -> bool:
@@ -215,6 +232,8 @@ def client_config(client: ClientRules, codec: str, level: Optional[int], default
 
 
 JAVA = ClientRules("java", "estimated", None, True, 16384, 5, "compression.{codec}.level", fill_overhead=61,
-                   writes=_java_writes, load_bound_at_zero_linger=True)
+                   writes=_java_writes, load_bound_at_zero_linger=True,
+                   summary="estimated compressed fill, compression.<codec>.level", title="Java", levels_since="3.8")
 LIBRDKAFKA = ClientRules("librdkafka", "uncompressed", 10000, False, 1000000, 5, "compression.level",
-                         raw_snappy=True, zstd_ends_on_data=True, writes=_librdkafka_writes)
+                         raw_snappy=True, zstd_ends_on_data=True, writes=_librdkafka_writes,
+                         summary="uncompressed fill, batch.num.messages, compression.level")

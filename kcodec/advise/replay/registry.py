@@ -8,15 +8,17 @@ given to a client that did not write it.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from kcodec.advise.replay.client import JAVA, LIBRDKAFKA, ClientRules, batch_marks
 from kcodec.advise.replay.clients import aiokafka, kafka_python, sarama
 
-__all__ = ["CLIENTS", "client_rules", "detect_client", "NOT_RECOGNISED"]
+__all__ = ["CLIENTS", "DEFAULT_CLIENT", "client_rules", "detect_client", "NOT_RECOGNISED", "clients_help"]
 
 CLIENTS: Dict[str, ClientRules] = {c.name: c for c in (JAVA, LIBRDKAFKA, kafka_python.RULES, aiokafka.RULES,
                                                        sarama.RULES)}
+#: the client whose rules are followed where neither the user nor the batches' framing names one
+DEFAULT_CLIENT = JAVA
 #: what the report says of a topic whose framing no single client writes
 NOT_RECOGNISED = "client not recognised: Java's rules assumed (--producer-client to choose)"
 
@@ -27,6 +29,15 @@ def client_rules(name: str) -> ClientRules:
         return CLIENTS[name]
     except KeyError:
         raise ValueError(f"unknown producer client {name!r} (choose {', '.join(CLIENTS)} or auto)") from None
+
+
+def clients_help() -> str:
+    """The clients ``--producer-client`` offers, each with its summary; clients summed up alike share one."""
+    alike: Dict[str, List[str]] = {}
+    for c in CLIENTS.values():
+        alike.setdefault(c.summary, []).append(c.name)
+    parts = [f"{' and '.join(names)} ({summary})" for summary, names in alike.items()]
+    return " or ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else parts[0]
 
 
 def detect_client(data) -> Optional[str]:

@@ -38,7 +38,7 @@ def replay_starts(encoder: Ratios, cols: Dict[str, np.ndarray], setting: Setting
     """
     compressed = setting.codec != "none"
     sizes = cols["sizes"]
-    learns = compressed and client.fill == "estimated"
+    learns = compressed and client.learns_ratio
 
     if not learns:
         return form_batches(cols["ts"], sizes, cols["upper"], setting.batch_bytes, setting.linger_ms,
