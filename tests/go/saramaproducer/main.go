@@ -6,9 +6,11 @@
 //
 // RECORDS_FILE holds, per record, int32 key length (-1 for null), key, int32 value length, value.
 // Each of PRODUCERS producers is its own AsyncProducer taking every PRODUCERS-th record.  The
-// names are sarama's Config fields: Producer.Flush.Frequency (a Go duration), Producer.Flush.Bytes,
-// Producer.Flush.Messages, Producer.Flush.MaxMessages, Producer.Compression (none, gzip, snappy,
-// lz4, zstd), Producer.CompressionLevel, Producer.Idempotent, Version (a Kafka version).
+// names are sarama's Config fields: Producer.Flush.Frequency (a Go duration, or a Go expression of
+// one such as "5 * time.Millisecond"), Producer.Flush.Bytes, Producer.Flush.Messages,
+// Producer.Flush.MaxMessages, Producer.Compression (none, gzip, snappy, lz4, zstd, or Go's
+// sarama.CompressionZSTD and the like), Producer.CompressionLevel, Producer.Idempotent, Version
+// (a Kafka version).
 package main
 
 import (
@@ -66,6 +68,22 @@ func readRecords(path string) ([]record, error) {
 var codecs = map[string]sarama.CompressionCodec{
 	"none": sarama.CompressionNone, "gzip": sarama.CompressionGZIP, "snappy": sarama.CompressionSnappy,
 	"lz4": sarama.CompressionLZ4, "zstd": sarama.CompressionZSTD,
+	// as Go source names them, which is how kcodec advise prints a setting
+	"sarama.CompressionNone": sarama.CompressionNone, "sarama.CompressionGZIP": sarama.CompressionGZIP,
+	"sarama.CompressionSnappy": sarama.CompressionSnappy, "sarama.CompressionLZ4": sarama.CompressionLZ4,
+	"sarama.CompressionZSTD": sarama.CompressionZSTD,
+}
+
+// duration reads a Go duration ("5ms") or a Go expression of one ("5 * time.Millisecond", "0").
+func duration(value string) (time.Duration, error) {
+	if n, err := strconv.Atoi(value); err == nil {
+		return time.Duration(n), nil
+	}
+	if strings.HasSuffix(value, " * time.Millisecond") {
+		n, err := strconv.Atoi(strings.TrimSuffix(value, " * time.Millisecond"))
+		return time.Duration(n) * time.Millisecond, err
+	}
+	return time.ParseDuration(value)
 }
 
 func configure(c *sarama.Config, name, value string) error {
@@ -73,7 +91,7 @@ func configure(c *sarama.Config, name, value string) error {
 	var err error
 	switch name {
 	case "Producer.Flush.Frequency":
-		c.Producer.Flush.Frequency, err = time.ParseDuration(value)
+		c.Producer.Flush.Frequency, err = duration(value)
 	case "Producer.Flush.Bytes":
 		c.Producer.Flush.Bytes, err = atoi()
 	case "Producer.Flush.Messages":
