@@ -571,15 +571,18 @@ def test_clients_without_levels_are_offered_default_levels_only():
     from kcodec.advise.grid import Setting
     from kcodec.advise.recommend import _expressible
 
-    rows = [SimpleNamespace(setting=Setting("zstd", lvl, 16384, 5)) for lvl in (None, 1, 9)]
+    rows = [SimpleNamespace(setting=Setting(c, lvl, 16384, 5))
+            for c, lvl in (("zstd", None), ("zstd", 1), ("zstd", 3), ("zstd", 9), ("gzip", 6), ("gzip", 9))]
 
     def offered(client, recognised=True):
         prof = {"replay": {"client": client, "recognised": recognised}}
-        return [m.setting.level for m in _expressible(rows, prof)]
+        return [m.setting.codec_label for m in _expressible(rows, prof)]
 
-    assert offered("kafka-python") == [None] and offered("aiokafka") == [None]
-    assert offered("java") == offered("sarama") == offered("librdkafka") == [None, 1, 9]
-    assert offered("java", recognised=False) == [None, 1, 9]
+    # the Python clients compress zstd at level 3 and gzip at 9 by themselves, and can be set to nothing else
+    assert offered("kafka-python") == offered("aiokafka") == ["zstd", "zstd:3", "gzip:9"]
+    assert offered("java") == offered("sarama") == offered("librdkafka") == [
+        "zstd", "zstd:1", "zstd:3", "zstd:9", "gzip:6", "gzip:9"]
+    assert offered("java", recognised=False) == offered("java")
 
 
 def test_each_clients_own_fill_rule():

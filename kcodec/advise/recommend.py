@@ -297,11 +297,12 @@ def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
 
 
 def _expressible(results: List["Measured"], prof: Dict) -> List["Measured"]:
-    """The settings the replayed client can be configured with: a level only where it sets levels."""
+    """The settings the replayed client can be configured with: a level other than its own only where it sets
+    levels."""
     if not (prof.get("replay") or {}).get("recognised", True):
         return results
     rules = _client(prof)
-    return results if rules.sets_levels else [m for m in results if m.setting.level is None]
+    return [m for m in results if rules.expresses(m.setting.codec, m.setting.level)]
 
 
 def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,

@@ -199,6 +199,18 @@ class ClientRules:
         """Whether a level other than the codec's default can be configured."""
         return bool(self.level_name)
 
+    def expresses(self, codec: str, level: Optional[int]) -> bool:
+        """Whether the client can be configured to compress ``codec`` at ``level``: any level where it sets
+        levels, else only the level it compresses at by itself (kafka-python's zstd is level 3)."""
+        if self.sets_levels or level is None:
+            return True
+        own = self.build_level(codec, None)
+        if own is None:
+            from kcodec.compression import get_codec
+
+            own = get_codec(codec).default_level
+        return level == own
+
     def build_level(self, codec: str, level: Optional[int]) -> Optional[int]:
         """The level a batch is compressed at: ``level``, else the client's own default for the codec."""
         if level is not None:
