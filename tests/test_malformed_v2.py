@@ -227,6 +227,82 @@ def test_a_later_batchs_absurd_count_does_not_size_the_columns():
     assert int(out.stdout) < 64, out.stdout  # MiB; 1 GiB before counts were bounded by batch sizes
 
 
+#: A 522-byte zstd batch (CRC stale) whose frame declares no content size, a 2 MiB window and one
+#: 449-byte compressed block whose sequences claim more than the block can hold: libzstd answers
+#: "Destination buffer is too small" into any buffer, the 128 KiB its blocks can decode to included.
+ZSTD_TOO_SMALL_EVERYWHERE = bytes.fromhex(
+    "0000000000000800000001feffffffff0201e4097600040000001d0000018bcfe568000000018bcff37555ff"
+    "ffffffffffffffffffffffffff0000001e28b52ffd00580c0e0096d9533a3053920e33c51bd67f10f9c64d0f"
+    "d8d85a4a62fec5595ebbba640d841b5518d0283c81f537acdc52ee2465392d3fffac5b69bda9c84f12d616a7"
+    "45004400460067755b4b777737132605246801e233ead2751549b0d1c1e7b52a931ecaf039aa5a22c9051341"
+    "56f3eb00708871c2e75c689649c3e94023165478f0d934614cc3e940b64f02185848f846bb45ccc643c3b7c2"
+    "53b543b0d191e23b35352f3a60b232c337eaa5260da7135d02acf8e15ba523de16c8d4aaf3e11d106f11c8dc"
+    "50f1d970ad341d00793e0e6b9a2ec2a56584ef84a9ae0e42051c2abfaa740f0ca0f8e0fb375b070c3c45709d"
+    "36d02024876f45c4af2e2019f2c2f733dd2e939212447c5b66a6a560c30e16be95296e66024ef5cd74281796"
+    "1ebe35adddae8d8c16be31d3d62f515660f84ecbbcbaab8b1464617461ea287c78acbc5d3f2b09e1c3b7deda"
+    "fd69369de864028814dfa7023c20404392e601253c7c4457a040f73b2c36bc628757e1c859ed84317c11b204"
+    "0c4b08afd8c882167ba088bb4acb5404412ce0be13ebdf77b00afcfb0db682acfb652a0caeb89ddb8bf058af"
+    "f88415143e843b206178622ffc2731421c9ed8e113132ec024041194d80bbf49b2f12f010000"
+)
+
+_EVERY_READ_PATH = """
+import resource, sys
+import kcodec
+from kcodec.log import LogSegment, read_arrow
+
+data = bytes.fromhex(sys.argv[1])
+segment = sys.argv[2]
+with open(segment, "wb") as f:
+    f.write(data)
+z = kcodec.get_codec("zstd")  # the library and a context loaded, and Arrow's conversion run once
+warm = kcodec.RecordBatchBuilder(compression="zstd")
+warm.append(b"k", b"v" * 1000, 0)
+kcodec.to_arrow(warm.build())
+paths = {
+    "to_arrow copying": lambda: kcodec.to_arrow(data, validate=False, use_threads=False),
+    "to_arrow threads": lambda: kcodec.to_arrow(data, validate=False),
+    "to_arrow views": lambda: kcodec.to_arrow(data, validate=False, use_threads=False, views=True),
+    "records": lambda: [b.records() for b in kcodec.read_batches(data, validate=False)],
+    "iteration": lambda: [list(b) for b in kcodec.read_batches(data, validate=False)],
+    "scan": lambda: [b.scan() for b in kcodec.read_batches(data, validate=False)],
+    "codec": lambda: z.decompress(data[61:]),
+    "segment batches": lambda: [b.records() for b in LogSegment(segment).batches(validate=False)],
+    "segment read_arrow": lambda: read_arrow(segment, validate=False).read_all(),
+    "segment read_arrow views": lambda: read_arrow(segment, validate=False, views=True).read_all(),
+}
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for name, read in paths.items():
+    try:
+        read()
+    except kcodec.errors.CorruptCompressedDataError as e:
+        message = e.message
+    else:
+        message = "no error"
+    print(name, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, message, sep="\t")
+"""
+
+
+def test_a_frame_too_small_for_any_buffer_stays_within_its_blocks_bound(tmp_path):
+    # Each read path grew its output while libzstd said "too small", up to its limit: copying
+    # to_arrow peaked 454 MB above the process before.  The blocks can decode to 128 KiB at most,
+    # so no buffer past that is asked for.  ru_maxrss (KiB, Linux) counts the malloc'ed columns
+    # that tracemalloc does not see, in a child process of its own.
+    import subprocess
+    import sys
+    if sys.platform != "linux":
+        pytest.skip("ru_maxrss is in KiB on Linux only")
+    out = subprocess.run([sys.executable, "-c", _EVERY_READ_PATH, ZSTD_TOO_SMALL_EVERYWHERE.hex(),
+                          str(tmp_path / "00000000000000002048.log")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split("\t") for line in out.stdout.splitlines()]
+    assert [name for name, _, _ in rows] == [
+        "to_arrow copying", "to_arrow threads", "to_arrow views", "records", "iteration", "scan", "codec",
+        "segment batches", "segment read_arrow", "segment read_arrow views"]
+    for name, grown_mb, message in rows:
+        assert message == "zstd: Destination buffer is too small", (name, message)
+        assert int(grown_mb) < 16, (name, grown_mb, out.stdout)  # MiB over the process before the reads
+
+
 def test_compressed_payload_that_lies_about_its_size():
     from kcodec import LimitExceededError, get_codec
     bomb = get_codec("zstd").compress(b"\0" * (64 * 1024 * 1024))

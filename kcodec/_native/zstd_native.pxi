@@ -420,7 +420,10 @@ cdef int64_t _zstd_n_decompress(void *state, const uint8_t *src, int64_t n, uint
     _zstd_give(st, c)
     free(fixed)
     if st.z.is_error(code):
-        if code == <size_t>(-_ZSTD_DST_TOO_SMALL):
+        # Into room for the blocks' bound, libzstd's "too small" is a corrupt block's claim (a
+        # sequence longer than a block can hold): a reader growing its buffer on it would grow
+        # to its limit without ever decoding more.
+        if code == <size_t>(-_ZSTD_DST_TOO_SMALL) and cap < r.bound:
             return KCODEC_CODEC_DST_TOO_SMALL
         return _zstd_error(st, KCODEC_CODEC_CORRUPT, code, err, err_cap)
     return <int64_t>code
