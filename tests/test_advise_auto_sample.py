@@ -284,6 +284,19 @@ def test_sample_flags_are_checked(tmp_path):
             check_options(Options(**kw))
 
 
+def test_a_fixed_sample_takes_a_chunk_larger_than_the_auto_cap():
+    # --sample-cap bounds --sample auto alone; a fixed --sample holding two 256MiB chunks is taken.
+    from kcodec.advise.job import Options, _sampling, check_options
+
+    o = Options(sample="512MiB", chunk="256MiB")
+    c = check_options(o)
+    assert (c.sample_bytes, c.chunk_bytes) == (512 << 20, 256 << 20)
+    sampling = _sampling(o, c, 2)
+    assert (sampling.sample_bytes, sampling.chunk_bytes) == (512 << 20, 256 << 20)
+    with pytest.raises(KcodecError, match=r"--sample-cap 64MiB: at least one --chunk \(256MiB\)"):
+        check_options(Options(sample="auto", chunk="256MiB"))
+
+
 def test_the_estate_says_how_far_sampling_read_in_one_line():
     from kcodec.advise.auto_sample import SampleReach
     from kcodec.advise.estate_text import sample_line

@@ -158,7 +158,8 @@ def check_options(o: Options) -> Checked:
     if chunk_bytes < 1024:
         raise KcodecError(f"--chunk {o.chunk}: at least 1KiB")
     cap_bytes = _flag("--sample-cap", parse_size, o.sample_cap)
-    if cap_bytes < chunk_bytes:
+    # --sample-cap bounds --sample auto alone: a fixed --sample reads its own size whatever the cap.
+    if sample_bytes is None and cap_bytes < chunk_bytes:
         raise KcodecError(f"--sample-cap {o.sample_cap}: at least one --chunk ({o.chunk})")
     if not 0 < o.sample_precision < 1:
         raise KcodecError(f"--sample-precision {o.sample_precision:g}: a share above 0 and below 1, e.g. 0.01")
