@@ -385,6 +385,51 @@ def test_errors_from_iteration_and_scan_carry_absolute_positions():
         assert info.value.position == start + 61
 
 
+def _segment_with_corrupt_gzip_second_batch() -> bytes:
+    """A 616-byte batch, then a gzip batch (payload from byte 677) whose deflate data's first byte is flipped."""
+    first = RecordBatchBuilder(base_offset=0)
+    for i in range(5):
+        first.append(b"k%d" % i, b"v" * 100, T0 + i)
+    second = RecordBatchBuilder(compression="gzip", base_offset=5)
+    for i in range(5):
+        second.append(b"k%d" % i, b"w" * 100 + bytes([i]), T0 + i)
+    bad = bytearray(second.build())
+    bad[61 + 10] ^= 0xFF  # past the 10-byte gzip header
+    return first.build() + fix_crc(bad)
+
+
+def test_decompression_errors_name_the_payloads_byte_in_the_file(tmp_path, capsys):
+    # The codec names byte 10 of the payload; the file's byte is the payload's start (677) plus
+    # that, not the batch's start (616) plus it, which lies in the batch header.
+    import kcodec
+    from kcodec.cli import main
+    from kcodec.log import LogSegment, read_arrow
+
+    data = _segment_with_corrupt_gzip_second_batch()
+    assert len(data) == 754 and data[616 + 61:616 + 61 + 3] == b"\x1f\x8b\x08"
+    with pytest.raises(CorruptCompressedDataError) as codec_error:
+        kcodec.get_codec("gzip").decompress(data[677:])
+    assert codec_error.value.position == 10
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(data)
+    paths = {
+        "records": lambda: [b.records() for b in read_batches(data)],
+        "iteration": lambda: [list(b) for b in read_batches(data)],
+        "scan": lambda: [b.scan() for b in read_batches(data)],
+        "to_arrow": lambda: kcodec.to_arrow(data, use_threads=False),
+        "to_arrow views": lambda: kcodec.to_arrow(data, views=True),
+        "segment batches": lambda: [b.records() for b in LogSegment(log).batches()],
+        "segment read_arrow": lambda: read_arrow(log).read_all(),
+    }
+    for name, read in paths.items():
+        with pytest.raises(CorruptCompressedDataError) as info:
+            read()
+        assert (name, info.value.position, info.value.batch_offset) == (name, 687, 5)
+    assert main(["dump", "--deep-iteration", str(log)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "at byte 687, in the batch with base offset 5" in err, err
+
+
 def test_kafkas_lenient_varints_and_record_fields():
     # dropped high bits of a 5-byte varint / 10-byte varlong,
     # ignored record attributes, negative offset and timestamp deltas.

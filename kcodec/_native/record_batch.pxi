@@ -227,20 +227,22 @@ cdef class RecordBatchBase:
             codec = get_codec(cid)
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+        # A codec's error names its byte within the payload (or none): the buffer's byte is the payload's start
+        # plus that offset, as CRC errors name the buffer's bytes.
+        start = self.position + min(<Py_ssize_t>KC_BATCH_OVERHEAD, self.size_in_bytes)
         try:
             native = native_of(codec)
             if native is None:
                 return codec.decompress(self.payload, magic=2, max_size=self._max_size)
         except KcodecError as exc:
-            raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+            raise exc.with_context(position=start, batch_offset=self.base_offset)
         # Straight from the source buffer: no view objects for the payload.
-        start = self.position + min(<Py_ssize_t>KC_BATCH_OVERHEAD, self.size_in_bytes)
         self._acquire(&view)  # its error names the batch already
         try:
             return native.decompress_at(<const uint8_t *>view.buf + start, self.position + self.size_in_bytes - start,
                                         2, self._max_size, None, self._src, start)
         except KcodecError as exc:
-            raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+            raise exc.with_context(position=start, batch_offset=self.base_offset)
         finally:
             PyBuffer_Release(&view)
 
@@ -253,11 +255,15 @@ cdef class RecordBatchBase:
             return self.records_data()
         try:
             native = native_of(get_codec(cid))
-            if native is None:
-                return self.records_data()
-            store, size = native.decompress_buffer(self.payload, 2, self._max_size, self._pool)
         except KcodecError as exc:
             raise exc.with_context(position=self.position, batch_offset=self.base_offset)
+        if native is None:
+            return self.records_data()
+        try:
+            store, size = native.decompress_buffer(self.payload, 2, self._max_size, self._pool)
+        except KcodecError as exc:
+            raise exc.with_context(position=self.position + min(<Py_ssize_t>KC_BATCH_OVERHEAD, self.size_in_bytes),
+                                   batch_offset=self.base_offset)
         return PooledBuffer(store, size, self._pool)
 
     def __iter__(self):
