@@ -29,8 +29,7 @@ KCODEC_HOME = Path(kcodec.__file__).resolve().parents[1]
 def install(name: str, work: Path) -> Path:
     """``plugins/<name>`` installed by pip into ``work/site`` (no network, no build isolation).
 
-    The build sees the kcodec the tests import (a plugin's C part includes
-    ``kcodec.get_include()``).
+    The build sees the kcodec the tests import.
     """
     src = work / "src"
     shutil.copytree(ROOT / "plugins" / name, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))

@@ -1,13 +1,13 @@
 """cffi build script of ``kcodec_libdeflate._kafka_gzip`` (run by setup.py's ``cffi_modules``).
 
 Compiles kafka_gzip.c against the system's libdeflate (Debian: ``libdeflate-dev``)
-and kcodec's native codec interface header (``kcodec.get_include()``).
+and kcodec's native codec interface header, version 1, which the package ships in
+``include/kcodec/codec.h``: the build does not import kcodec, so pip's isolated build
+needs no kcodec from an index.  kcodec refuses a capsule of another interface version.
 """
 import os
 
 from cffi import FFI
-
-import kcodec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,7 +22,7 @@ ffibuilder.set_source(
     '#include "kafka_gzip.h"',
     # setuptools wants sources relative to setup.py
     sources=[os.path.relpath(os.path.join(HERE, "kafka_gzip.c"))],
-    include_dirs=[HERE, kcodec.get_include()],
+    include_dirs=[HERE, os.path.join(HERE, "include")],
     libraries=["deflate"],
     extra_compile_args=["-O2"],
 )
