@@ -301,3 +301,56 @@ def test_codec_level_ranges():
         parse_codecs("zstd:1-23")
     with pytest.raises(UnsupportedCodecError, match="without a codec"):
         parse_codecs("1-3")
+
+
+def _measured(setting, stored, storage):
+    from kcodec.advise.cost import MonthlyCost
+    from kcodec.advise.cpu import cpu_cost
+    from kcodec.advise.recommend import Measured
+
+    m = Measured(setting, 4000, 400_000, 410_000, 40, stored, 0.01, 0.01, 1.0, 0.0, 4)
+    m.cpu = cpu_cost(setting.codec, setting.level, 400_000, stored, 40, 4000, 0.01, 0.01)
+    m.cost = MonthlyCost(storage, storage / 2, 0.5)
+    return m
+
+
+def test_topic_race_from_metrics_rows():
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.racing import RangeBook, TopicRace, race_off_reason
+    from kcodec.advise.recommend import Rule
+    from kcodec.advise.task import TODAY
+
+    zstd, none = Setting("zstd", 3, 16384, 5), Setting("none", None, 16384, 5)
+    rows = []
+    for chunk in range(4):
+        for name, stored in ((TODAY, 50_000), (zstd.label, 25_000), (none.label, 102_500)):
+            rows.append({"topic": "t", "setting": name, "partition": 0, "chunk": chunk, "payload_bytes": 100_000,
+                         "stored_bytes": stored, "batches": 10, "records": 1000, "compress_seconds": 0.001,
+                         "read_seconds": 0.001})
+    book = RangeBook()
+    book.add(pa.Table.from_pylist(rows))
+    race = TopicRace([none, zstd], knee=1.0)
+    advice = SimpleNamespace(topic="t", results=[_measured(zstd, 100_000, 10.0), _measured(none, 410_000, 41.0)])
+    # every range of the topic measured: the gap is exact, 62 - 15.5 (storage, network and CPU), far past the margins
+    race.round(advice, book, 4, Rule())
+    assert race.race.running == [zstd.label] and [s.label for s in race.running] == [zstd.label]
+    gone = race.frozen[none.label]
+    assert (gone.dropped.round, gone.dropped.reason) == (1, "cost")
+    assert gone.dropped.bound == pytest.approx(62 - 15.5)
+    agg = {"settings": [{"setting": TODAY}, {"setting": zstd.label}, {"setting": none.label}]}
+    assert [r["setting"] for r in race.keep(agg)["settings"]] == [TODAY, zstd.label]
+    final = SimpleNamespace(topic="t", results=[advice.results[0]], race=None)
+    race.finish(final)
+    assert [m.label for m in final.results] == [none.label, zstd.label] and final.race is race
+    assert race.text()[-1] == "1 of 2 settings ran to the end, 1 round(s); decided"
+    # a round missing a range of a running setting is refused
+    book.rows[("t", zstd.label)].pop((0, 3))
+    with pytest.raises(ValueError, match="same ranges"):
+        TopicRace([zstd], knee=1.0).round(SimpleNamespace(topic="t", results=[advice.results[0]]), book, 4, Rule())
+    assert race_off_reason("off", "model", None).startswith("--race off")
+    assert race_off_reason("on", "measured", None).startswith("--cpu-cost measured")
+    assert race_off_reason("on", "model", None) is None

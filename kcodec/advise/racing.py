@@ -117,6 +117,9 @@ class TopicRace:
         advice.race = self
 
     def text(self) -> List[str]:
+        """The race's lines for a topic's report: none for a grid of one setting, which has no race."""
+        if len(self.race.names) <= 1:
+            return []
         lines = self.race.text()
         state = ("decided" if self.race.decided else "not decided: more ranges would be needed to tell the "
                  "settings still running apart")
