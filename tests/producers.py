@@ -330,18 +330,29 @@ def produce_sarama(bootstrap: str, topic: str, records: Sequence[Record], rate: 
     return 0
 
 
-def producer_config(client: str, codec: str, batch_bytes: int, linger_ms: int) -> Dict[str, object]:
-    """A codec, batch size and linger in ``client``'s own names, as its producer here takes them."""
+def producer_config(client: str, codec: str, batch_bytes: int, linger_ms: int,
+                    level: Optional[int] = None) -> Dict[str, object]:
+    """A codec (and level), batch size and linger in ``client``'s own names, as its producer here takes them."""
+    out: Dict[str, object]
     if client in ("java", "librdkafka"):
-        return {"compression.type": codec, "batch.size": batch_bytes, "linger.ms": linger_ms}
+        out = {"compression.type": codec, "batch.size": batch_bytes, "linger.ms": linger_ms}
+        if level is not None:
+            out["compression.level" if client == "librdkafka" else f"compression.{codec}.level"] = level
+        return out
     if client in ("kafka-python", "aiokafka"):
+        if level is not None:
+            raise ValueError(f"{client} sets no compression level")
         size = "batch_size" if client == "kafka-python" else "max_batch_size"
         return {"compression_type": None if codec == "none" else codec, size: batch_bytes, "linger_ms": linger_ms}
     if client == "sarama":
         if linger_ms == 0:  # as fast as it can: Bytes without a Frequency would never flush on time
-            return {"Producer.Compression": codec, "Producer.Flush.Bytes": 0, "Producer.Flush.Frequency": "0"}
-        return {"Producer.Compression": codec, "Producer.Flush.Bytes": batch_bytes,
-                "Producer.Flush.Frequency": f"{linger_ms}ms"}
+            out = {"Producer.Compression": codec, "Producer.Flush.Bytes": 0, "Producer.Flush.Frequency": "0"}
+        else:
+            out = {"Producer.Compression": codec, "Producer.Flush.Bytes": batch_bytes,
+                   "Producer.Flush.Frequency": f"{linger_ms}ms"}
+        if level is not None:
+            out["Producer.CompressionLevel"] = level
+        return out
     raise ValueError(client)
 
 
