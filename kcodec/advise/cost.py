@@ -146,7 +146,9 @@ def _load(path: Optional[str], overrides: Dict[str, Optional[float]], base: Pric
     given = _object(doc.get("prices", {}), f"--prices {path}: prices")
     _build(Prices, given, f"--prices {path}: prices")
     prices = replace(base, **given)
-    prices = replace(prices, **{k: v for k, v in overrides.items() if v is not None and k in _names(Prices)})
+    # only Prices' number fields (_names) are replaced, which mypy cannot tell from its two bool fields
+    prices = replace(prices, **{k: v for k, v in overrides.items()  # type: ignore[arg-type]
+                                if v is not None and k in _names(Prices)})
     defaults = _build(TopicEconomics, doc.get("defaults", {}), f"--prices {path}: defaults")
     defaults = replace(defaults, **{k: v for k, v in overrides.items()
                                     if v is not None and k in _names(TopicEconomics)})

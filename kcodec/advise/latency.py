@@ -13,9 +13,10 @@ latency budget (``--max-linger-ms``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Protocol, Sequence, TypeVar
 
-from kcodec.advise.grid import format_size
+from kcodec.advise.cost import MonthlyCost
+from kcodec.advise.grid import Setting, format_size
 
 __all__ = ["DEFAULT_BUFFER_MEMORY", "DEFAULT_KNEE", "knee", "LingerPoint", "linger_curve", "ProducerMemory",
            "producer_memory", "percent", "cost_lines", "curve_doc"]
@@ -24,7 +25,20 @@ DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024  # ProducerConfig's buffer.memory defau
 DEFAULT_KNEE = 0.9
 
 
-def knee(allowed: Sequence, today_total: float, share: float, pick: Callable) -> Optional[object]:
+class Priced(Protocol):
+    """A priced setting of the grid (``kcodec.advise.recommend.Measured[Setting]``), as the knee reads it."""
+
+    setting: Setting
+
+    @property
+    def cost(self) -> MonthlyCost: ...
+
+
+P = TypeVar("P", bound=Priced)
+
+
+def knee(allowed: Sequence[P], today_total: float, share: float,
+         pick: Callable[[Sequence[P]], Optional[P]]) -> Optional[P]:
     """Of ``allowed`` settings (``Measured``), the smallest ``linger.ms``, then ``batch.size``, saving at least
     ``share`` of what the rule's pick among all of them saves (``pick`` again decides among settings of that
     linger.ms and batch.size); the pick itself when nothing saves; None when none is allowed."""

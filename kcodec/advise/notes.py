@@ -2,7 +2,7 @@
 and the cheapest setting the rule left out; and the one way dollars are written."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 __all__ = ["money", "exclusions", "best_excluded", "keep_note", "excluded_note"]
 
@@ -38,7 +38,7 @@ def excluded_note(m, today_total: float, rule) -> str:
             f"{' and '.join(exclusions(rule, m))}")
 
 
-def keep_note(best, today_total: float, rule) -> Optional[str]:
+def keep_note(best, today_total: float, rule) -> str:
     """Why the rule's best setting is not recommended: it saves too little, or costs more than today."""
     saving = today_total - best.cost.total
     if saving <= 0:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Generic, List, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
 
 from kcodec.advise.assumptions import Assumption
 from kcodec.advise.auto_sample import SampleReach
@@ -77,11 +77,11 @@ class Rule:
                 f"when it saves at least {self.min_saving * 100:g}% of today's $/month (--min-saving), else keep "
                 f"today's settings; CPU from {source} (--cpu-cost)")
 
-    def fast_enough(self, m: "Measured") -> bool:
+    def fast_enough(self, m: "Measured[Setting]") -> bool:
         return (m.setting is not None and m.compress_mbps >= self.min_compress_mbps
                 and m.read_mbps >= self.min_read_mbps)
 
-    def allows(self, m: "Measured") -> bool:
+    def allows(self, m: "Measured[Setting]") -> bool:
         return self.fast_enough(m) and m.setting.linger_ms <= self.max_linger_ms
 
 
@@ -259,7 +259,7 @@ def _client(prof: Dict) -> ClientRules:
     return client_rules((prof.get("replay") or {}).get("client") or DEFAULT_CLIENT.name)
 
 
-def tie_order(m: Measured):
+def tie_order(m: Measured[Setting]) -> Tuple[float, int, int, int, str, int, int]:
     """The rule's order among settings of equal cost: less CPU, smaller linger.ms, batch.size, codec id, level."""
     s = m.setting
     codec = CODEC_ORDER.index(s.codec) if s.codec in CODEC_ORDER else len(CODEC_ORDER)
@@ -267,7 +267,7 @@ def tie_order(m: Measured):
             s.level or 0)
 
 
-def pick(candidates: Sequence[Measured]) -> Optional[Measured]:
+def pick(candidates: Sequence[Measured[Setting]]) -> Optional[Measured[Setting]]:
     """The rule's pick among costed settings: the cheapest, unless others are equal within uncertainty,
     then the first of those by less CPU, smaller linger.ms, smaller batch.size, codec id, level."""
     if not candidates:
@@ -278,10 +278,12 @@ def pick(candidates: Sequence[Measured]) -> Optional[Measured]:
     return min(equal, key=tie_order)
 
 
-def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
-    setting = None
-    if row["setting"] != TODAY:
-        setting = Setting(row["codec"], row["level"], int(row["batch_size"]), int(row["linger_ms"]))
+def _setting(row: Dict[str, Any]) -> Setting:
+    return Setting(row["codec"], row["level"], int(row["batch_size"]), int(row["linger_ms"]))
+
+
+def _measured(row: Dict[str, Any], setting: S, dominant: str, cpu: str = "model") -> Measured[S]:
+    """The measurement of one row of the grid (``setting``) or of today's batches (None)."""
     m = Measured(setting, int(row["records"]), int(row["payload_bytes"]), int(row["plain_bytes"]),
                  int(row["batches"]), int(row["stored_bytes"]), float(row["compress_seconds"]),
                  float(row["read_seconds"]), float(row["ratio_mean"] or 0.0), float(row["ratio_std"] or 0.0),
@@ -296,7 +298,7 @@ def _measured(row: Dict, dominant: str, cpu: str = "model") -> Measured:
     return m
 
 
-def _expressible(results: List["Measured"], prof: Dict) -> List["Measured"]:
+def _expressible(results: List[Measured[Setting]], prof: Dict[str, Any]) -> List[Measured[Setting]]:
     """The settings the replayed client can be configured with: a level other than its own only where it sets
     levels."""
     if not (prof.get("replay") or {}).get("recognised", True):
@@ -324,13 +326,13 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     rows = agg["settings"]
     prof = agg["profile"]
     dominant = max(prof["codec_bytes"], key=lambda k: prof["codec_bytes"][k])
-    today = _measured(next(r for r in rows if r["setting"] == TODAY), dominant, rule.cpu)
-    results = sorted((_measured(r, dominant, rule.cpu) for r in rows if r["setting"] != TODAY),
+    today = _measured(next(r for r in rows if r["setting"] == TODAY), None, dominant, rule.cpu)
+    results = sorted((_measured(r, _setting(r), dominant, rule.cpu) for r in rows if r["setting"] != TODAY),
                      key=lambda m: m.setting)
     results = _expressible(results, prof)
     partitions = max(int(r["partitions"]) for r in rows)
     notes: List[str] = []
-    stored_total = known_bytes if known_bytes else today.stored_bytes
+    stored_total: float = known_bytes if known_bytes else today.stored_bytes
     if topic_offsets is not None and today.records:
         stored_total = topic_offsets * today.stored_bytes / today.records
     span_ms = (prof["max_ts"] - prof["min_ts"]) if prof.get("min_ts") is not None else 0
@@ -373,6 +375,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         m.cost = monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps if m.setting.codec != "none" else None,
                               m.read_mbps, prices, econ)
     ok = [m for m in results if rule.allows(m)]
+    best: Optional[Measured[Setting]]
     if choose is not None:
         best = next(m for m in results if m.setting == choose)
         chosen_by = f"--choose {choose.label}"
@@ -395,7 +398,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     if best is not None:
         recompress = monthly_cost(best.stored_per_day, raw_per_day, best.compress_mbps, best.read_mbps, prices, econ,
                                   broker_recompresses=True).cpu - best.cost.cpu
-    unmodelled = sorted({m.setting.codec_label for m in results if m.cpu.source != "model"}) \
+    unmodelled = sorted({m.setting.codec_label for m in results if m.cpu_source != "model"}) \
         if rule.cpu == "model" else []
     if unmodelled:
         notes.append(f"{', '.join(unmodelled)}: not in kcodec's CPU model; their CPU cost is this run's "
