@@ -20,7 +20,8 @@ import threading
 import time
 from typing import Iterator, List, Optional, Set, Tuple
 
-__all__ = ["Broker", "RequestRecorder", "recorded_broker", "tansu_binary", "free_port"]
+__all__ = ["Broker", "RequestRecorder", "recorded_broker", "tansu_binary", "free_port", "Certificates",
+           "TlsTerminator"]
 
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 10.0
@@ -49,17 +50,22 @@ class Broker:
     """One Tansu broker process on 127.0.0.1; :meth:`start` waits until it accepts connections."""
 
     def __init__(self, binary: pathlib.Path, port: Optional[int] = None,
-                 advertised_port: Optional[int] = None) -> None:
+                 advertised_port: Optional[int] = None, advertised_host: str = "127.0.0.1",
+                 authentication: bool = False) -> None:
         self.binary = binary
         self.port = port or free_port()
         #: the port metadata names as the broker's (a proxy in front of it, or the broker itself)
         self.advertised_port = advertised_port or self.port
+        #: the name metadata gives: a TLS terminator in front needs one its certificate holds
+        self.advertised_host = advertised_host
+        #: Tansu's --authentication: every client must pass a SASL exchange first
+        self.authentication = authentication
         self.process: Optional[subprocess.Popen] = None
         self._log = None
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.advertised_port}"
+        return f"{self.advertised_host}:{self.advertised_port}"
 
     def start(self) -> "Broker":
         url = f"tcp://127.0.0.1:{self.port}"
@@ -67,17 +73,17 @@ class Broker:
         self._log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [str(self.binary), "broker", "--listener-url", url,
-             "--advertised-listener-url", f"tcp://127.0.0.1:{self.advertised_port}",
-             "--storage-engine", "memory://tansu/"],
+             "--advertised-listener-url", f"tcp://{self.advertised_host}:{self.advertised_port}",
+             "--storage-engine", "memory://tansu/"] + (["--authentication"] if self.authentication else []),
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + _START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 self._log.seek(0)
                 err = self._log.read().decode(errors="replace")[-2000:]
-                self.process = None
+                code, self.process = self.process.returncode, None
                 self._log.close()
-                raise RuntimeError(f"tansu exited with {self.process.returncode}: {err}")
+                raise RuntimeError(f"tansu exited with {code}: {err}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
                     return self
@@ -200,3 +206,111 @@ def recorded_broker() -> Iterator[Tuple[Broker, RequestRecorder]]:
             yield broker, recorder
     finally:
         recorder.close()
+
+
+class Certificates:
+    """A test CA, a broker certificate for ``hosts`` and a client certificate it signed, made with
+    the ``openssl`` command in ``folder`` (EC P-256 keys: milliseconds each).  ``path(name)`` gives
+    ``ca.pem``, ``broker.pem`` (certificate and key, for a TLS terminator), ``client.pem``,
+    ``client.key``, ``client-both.pem`` (key and certificate, a PEM key store), or another CA's
+    ``other-ca.pem`` that signed nothing here."""
+
+    def __init__(self, folder: pathlib.Path, hosts: Tuple[str, ...] = ("localhost",)) -> None:
+        import shutil
+
+        import pytest
+
+        if shutil.which("openssl") is None:
+            pytest.skip("needs the openssl command (Debian: openssl)")
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._ca("ca")
+        self._ca("other-ca")
+        self.server("broker", *hosts)
+        self._signed("client", "ca", "extendedKeyUsage=clientAuth")
+        (folder / "client.pem").write_bytes((folder / "client.crt").read_bytes())
+        (folder / "client-both.pem").write_bytes((folder / "client.key").read_bytes() +
+                                                 (folder / "client.crt").read_bytes())
+
+    def path(self, name: str) -> str:
+        return str(self.folder / name)
+
+    def server(self, name: str, *hosts: str) -> str:
+        """A broker certificate for ``hosts`` signed by the CA, with its key: ``NAME.pem``."""
+        self._signed(name, "ca", f"subjectAltName={','.join('DNS:' + h for h in hosts)}")
+        both = self.folder / f"{name}.pem"
+        both.write_bytes((self.folder / f"{name}.crt").read_bytes() + (self.folder / f"{name}.key").read_bytes())
+        return str(both)
+
+    def encrypted_client_key(self, password: str) -> str:
+        """The client's key encrypted with ``password`` (AES-256, PKCS#8): ``client-encrypted.key``."""
+        self._openssl("pkcs8", "-topk8", "-in", "client.key", "-v2", "aes-256-cbc", "-passout", f"pass:{password}",
+                      "-out", "client-encrypted.key")
+        return self.path("client-encrypted.key")
+
+    def _openssl(self, *args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=self.folder, check=True, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def _ca(self, name: str) -> None:
+        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "2", "-subj", f"/CN=kcodec test {name}",
+                      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+
+    def _signed(self, name: str, ca: str, extension: str) -> None:
+        self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN=kcodec test {name}")
+        (self.folder / f"{name}.ext").write_text(extension + "\n")
+        self._openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
+                      "-set_serial", str(int(time.time() * 1000)), "-days", "2", "-out", f"{name}.crt",
+                      "-extfile", f"{name}.ext")
+
+
+class TlsTerminator:
+    """``socat`` ending TLS on ``port`` in front of a plaintext broker on ``upstream_port``, with the
+    certificate and key of ``cert_file``; ``client_ca`` set, it asks each client for a certificate
+    that CA signed (mutual TLS) and refuses the handshake without one."""
+
+    def __init__(self, upstream_port: int, cert_file: str, client_ca: Optional[str] = None,
+                 port: Optional[int] = None) -> None:
+        import shutil
+
+        import pytest
+
+        if shutil.which("socat") is None:
+            pytest.skip("needs the socat command (Debian: socat)")
+        self.port = port or free_port()
+        verify = f"verify=1,cafile={client_ca}" if client_ca else "verify=0"
+        self._log = tempfile.TemporaryFile()
+        self.process: Optional[subprocess.Popen] = subprocess.Popen(
+            ["socat", f"OPENSSL-LISTEN:{self.port},bind=127.0.0.1,reuseaddr,fork,cert={cert_file},{verify}",
+             f"TCP:127.0.0.1:{upstream_port}"], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self._log.seek(0)
+                raise RuntimeError(f"socat exited: {self._log.read().decode(errors='replace')[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        self.close()
+        raise RuntimeError(f"socat did not listen on 127.0.0.1:{self.port}")
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+            self._log.close()
+
+    def __enter__(self) -> "TlsTerminator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -12,7 +12,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["TopicSpec", "ESTATE", "produce_estate", "fetch_partition", "mirror_to_log_dir", "build_estate",
            "confluent_available"]
@@ -77,23 +77,24 @@ def _values(kind: str, n: int, seed: int) -> List[bytes]:
     return out
 
 
-def _create_topics(bootstrap: str, specs: Sequence[TopicSpec]) -> None:
+def _create_topics(bootstrap: str, specs: Sequence[TopicSpec], connection: Mapping[str, Any]) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, **connection)
     try:
         admin.create_topics([NewTopic(s.name, s.partitions, 1) for s in specs])
     finally:
         admin.close()
 
 
-def _produce_kafka_python(bootstrap: str, spec: TopicSpec, values: List[bytes]) -> None:
+def _produce_kafka_python(bootstrap: str, spec: TopicSpec, values: List[bytes],
+                          connection: Mapping[str, Any]) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if spec.compression == "none"
                              else spec.compression, linger_ms=spec.linger_ms, batch_size=spec.batch_size,
-                             acks=1)
+                             acks=1, **connection)
     try:
         for i, value in enumerate(values):
             producer.send(spec.name, value=value, key=b"k%d" % (i % 97), partition=i % spec.partitions)
@@ -120,18 +121,23 @@ def _produce_confluent(bootstrap: str, spec: TopicSpec, values: List[bytes]) -> 
         raise RuntimeError(f"confluent-kafka could not deliver to {spec.name}: {errors[:3]}")
 
 
-def produce_estate(bootstrap: str, specs: Sequence[TopicSpec] = ESTATE, seed: int = 11) -> List[TopicSpec]:
+def produce_estate(bootstrap: str, specs: Sequence[TopicSpec] = ESTATE, seed: int = 11,
+                   connection: Optional[Mapping[str, Any]] = None) -> List[TopicSpec]:
     """Create and fill ``specs``' topics; a confluent-kafka topic falls back to kafka-python where
-    confluent-kafka is not installed.  Returns the specs as produced."""
+    confluent-kafka is not installed, or where ``connection`` (kafka-python's arguments for a
+    secured listener) is given.  Returns the specs as produced."""
     produced = []
     for spec in specs:
-        if spec.client == "confluent-kafka" and not confluent_available():
+        if spec.client == "confluent-kafka" and (connection or not confluent_available()):
             spec = TopicSpec(**{**spec.__dict__, "client": "kafka-python"})
         produced.append(spec)
-    _create_topics(bootstrap, produced)
+    _create_topics(bootstrap, produced, connection or {})
     for n, spec in enumerate(produced):
         values = _values(spec.kind, spec.records, seed + n)
-        (_produce_confluent if spec.client == "confluent-kafka" else _produce_kafka_python)(bootstrap, spec, values)
+        if spec.client == "confluent-kafka":
+            _produce_confluent(bootstrap, spec, values)
+        else:
+            _produce_kafka_python(bootstrap, spec, values, connection or {})
     return produced
 
 

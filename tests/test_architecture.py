@@ -194,7 +194,8 @@ def single_kind_imports(graph: Dict[str, Set[str]], kinds: Set[str]) -> List[str
 
 
 #: module -> the client name its strings may hold because they name something else by it
-LIBRARIES = {"kcodec.advise.inputs.cluster.protocol": "kafka-python"}  # the library a live cluster is read with
+LIBRARIES = {"kcodec.advise.inputs.cluster.protocol": "kafka-python",  # the library a live cluster is read with
+             "kcodec.advise.inputs.cluster.security": "librdkafka"}  # whose property names --command-config takes
 
 
 def client_names_outside_replay(root: Path, names: Sequence[str]) -> List[str]:

@@ -50,6 +50,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--format", dest="input_format", help="input format: kafka-log, parquet or json")
     add_storage_option_argument(g)
     g.add_argument("--bootstrap-server", help="read a bounded sample from a live cluster, HOST:PORT")
+    g.add_argument("--command-config", metavar="FILE",
+                   help="with --bootstrap-server: a client properties file for TLS and SASL, as Kafka's own tools "
+                        "take it (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location ...; "
+                        "the operator's guide lists every name taken); a value may be ${env:NAME}")
     g.add_argument("--topic", help="only the topics this regular expression matches whole (every input kind)")
     g.add_argument("--timestamp-unit", choices=("s", "ms", "us", "ns"),
                    help="for Parquet/JSON records whose timestamp is a number: seconds, milliseconds, "

@@ -56,6 +56,7 @@ class Options:
     input_format: Optional[str] = None
     storage_option: Sequence[str] = ()  # KEY=VALUE file-system options for URL inputs
     bootstrap_server: Optional[str] = None
+    command_config: Optional[str] = None  #: a client properties file: TLS and SASL for --bootstrap-server
     topic: Optional[str] = None
     master: Optional[str] = None
     codecs: str = DEFAULT_CODECS
@@ -237,7 +238,7 @@ def check_options(o: Options) -> Checked:
     storage_options = None if o.bootstrap_server else \
         dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option) or None
     plan = open_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options, o.bootstrap_server, o.topic,
-                       o.timeout_s)
+                       o.timeout_s, o.command_config)
     plan.use_timestamp_unit(o.timestamp_unit)
     if o.write_dir:
         plan.check_write(o.write_dir)

@@ -34,14 +34,21 @@ RECORD_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
 
 def open_inputs(paths: Sequence[str], fmt: Optional[str], chunk_bytes: int,
                 storage_options: Optional[Dict[str, Any]] = None, bootstrap: Optional[str] = None,
-                topic_regex: Optional[str] = None, timeout_s: float = 10.0) -> Source:
-    """The input the arguments name, listed once, its topics chosen by ``topic_regex`` (``--topic``)."""
+                topic_regex: Optional[str] = None, timeout_s: float = 10.0,
+                command_config: Optional[str] = None) -> Source:
+    """The input the arguments name, listed once, its topics chosen by ``topic_regex`` (``--topic``);
+    ``command_config``: the client properties file of a secured cluster (``--command-config``)."""
+    if command_config and not bootstrap:
+        raise KcodecError(f"--command-config {command_config}: a secured cluster's client properties; give "
+                          "--bootstrap-server with it")
     if bootstrap:
         if paths:
             raise KcodecError("--bootstrap-server reads a live cluster: give no input paths with it")
         from kcodec.advise.inputs.cluster import open_cluster
+        from kcodec.advise.inputs.cluster.security import PLAINTEXT, read_command_config
 
-        source: Source = open_cluster(bootstrap, timeout_s)
+        security = read_command_config(command_config) if command_config else PLAINTEXT
+        source: Source = open_cluster(bootstrap, timeout_s, security)
     else:
         source = check_inputs(paths, fmt, chunk_bytes, storage_options)
     source.select_topics(topic_regex)

@@ -9,32 +9,36 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from kcodec.advise.inputs.cluster.security import PLAINTEXT, ClientSecurity
 from kcodec.advise.inputs.source import Sampling, Source
-from kcodec.errors import KcodecError
+from kcodec.errors import ClusterError, KcodecError
 
 __all__ = ["ClusterSource", "open_cluster"]
 
 
-def open_cluster(bootstrap: str, timeout_s: float) -> "ClusterSource":
-    """The cluster at ``bootstrap``, its Metadata read; errors name the address."""
+def open_cluster(bootstrap: str, timeout_s: float, security: ClientSecurity = PLAINTEXT) -> "ClusterSource":
+    """The cluster at ``bootstrap``, its Metadata read, over TLS and SASL as ``security`` says
+    (``--command-config``); errors name the address."""
     try:
         from kcodec.advise.inputs.cluster.protocol import BrokerSession
     except ImportError as exc:
         raise KcodecError(f"--bootstrap-server {bootstrap}: the cluster reader is not available ({exc})") from None
-    with BrokerSession(bootstrap, timeout_s) as session:
+    with BrokerSession(bootstrap, timeout_s, security) as session:
         metas = session.metadata()
-    return ClusterSource(bootstrap, metas, timeout_s)
+    return ClusterSource(bootstrap, metas, timeout_s, security)
 
 
 class ClusterSource(Source):
     """The topics of a live cluster, read through Fetch as the broker stores them."""
 
-    def __init__(self, bootstrap: str, metas: Sequence[Any], timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, metas: Sequence[Any], timeout_s: float,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         """``metas``: the cluster's Metadata, every partition of every topic
         (:class:`~kcodec.advise.inputs.cluster.protocol.PartitionMeta`)."""
-        super().__init__(f"cluster {bootstrap}")
+        super().__init__(f"cluster {bootstrap}" + ("" if security == PLAINTEXT else f" ({security.describe()})"))
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.security = security
         self._metas = list(metas)
         self.partitions: List[Any] = []  #: the chosen partitions' Metadata
         self._ranges: Optional[List[Any]] = None
@@ -43,7 +47,14 @@ class ClusterSource(Source):
         """Internal topics only when ``regex`` spells out their ``__`` prefix; with no regex, every other topic."""
         from kcodec.advise.inputs.cluster.fetch import select_partitions
 
-        self.partitions = select_partitions(self._metas, regex, self.bootstrap)
+        try:
+            self.partitions = select_partitions(self._metas, regex, self.bootstrap)
+        except ClusterError as exc:
+            if self.security.sasl or self.security.cert_file or self.security.cert_pem:
+                # Kafka leaves out of Metadata every topic the principal may not Describe.
+                raise ClusterError(f"{exc}; this principal sees only the topics its ACLs allow it to "
+                                   "Describe") from None
+            raise
         self.topic_partitions = {}
         for m in self.partitions:
             self.topic_partitions[m.topic] = self.topic_partitions.get(m.topic, 0) + 1
@@ -60,7 +71,7 @@ class ClusterSource(Source):
         if self._ranges is None:
             from kcodec.advise.inputs.cluster.fetch import list_offset_ranges
 
-            self._ranges = list_offset_ranges(self.bootstrap, self.partitions, self.timeout_s)
+            self._ranges = list_offset_ranges(self.bootstrap, self.partitions, self.timeout_s, self.security)
         return self._ranges
 
     def rate_partitions(self, topic: str) -> Optional[int]:
@@ -70,7 +81,7 @@ class ClusterSource(Source):
         from kcodec.advise.inputs.cluster.settings import read_cluster_settings
 
         return read_cluster_settings(self.bootstrap, sorted(self.topic_partitions), self.timeout_s, count_groups,
-                                     metas=self.partitions)
+                                     metas=self.partitions, security=self.security)
 
     def plan(self, sampling: Sampling) -> List[Any]:
         """The chunks the Spark tasks fetch (:func:`kcodec.advise.inputs.cluster.fetch.plan_chunks`)."""
@@ -83,14 +94,14 @@ class ClusterSource(Source):
         from kcodec.advise.inputs.cluster.fetch import cluster_volumes
 
         self.topic_offsets, self.topic_span_ms = cluster_volumes(self.bootstrap, self.offset_ranges(), self.leaders,
-                                                                 self.timeout_s, sampling.fetch_retry_s)
+                                                                 self.timeout_s, sampling.fetch_retry_s, self.security)
 
     def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
         from kcodec.advise.inputs.cluster.fetch import fetch_chunks
 
         self.read_volumes(sampling)
         return fetch_chunks(spark, self.bootstrap, self.plan(sampling), self.leaders, self.timeout_s,
-                              sampling.fetch_retry_s), None
+                            sampling.fetch_retry_s, self.security), None
 
     def check_write(self, out: str) -> None:
         raise KcodecError(f"--write {out}: needs log directories or record files, not --bootstrap-server")

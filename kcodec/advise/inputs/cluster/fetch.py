@@ -28,6 +28,7 @@ from kcodec.advise.inputs.cluster.protocol import (
     PartitionMeta,
     error_name,
 )
+from kcodec.advise.inputs.cluster.security import PLAINTEXT, ClientSecurity
 from kcodec.errors import ClusterError
 from kcodec.records import batch_header
 from kcodec.records.framing import LOG_OVERHEAD, iter_entries
@@ -119,10 +120,10 @@ def select_partitions(metas: Sequence[PartitionMeta], topic_regex: Optional[str]
 
 
 def list_offset_ranges(bootstrap: str, chosen: Sequence[PartitionMeta],
-                       timeout_s: float = 10.0) -> List[PartitionRange]:
+                       timeout_s: float = 10.0, security: ClientSecurity = PLAINTEXT) -> List[PartitionRange]:
     """Each partition's offset range (ListOffsets at its leader), the partitions and leaders as
     Metadata listed them: no Metadata is asked again."""
-    with BrokerSession(bootstrap, timeout_s) as session:
+    with BrokerSession(bootstrap, timeout_s, security) as session:
         return _offset_ranges(session, chosen)
 
 
@@ -286,8 +287,8 @@ class _Reader:
     """Reads chunks through one session, finding each partition's leader once."""
 
     def __init__(self, bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S,
-                 leaders: Optional[Dict[Tuple[str, int], int]] = None) -> None:
-        self.session = BrokerSession(bootstrap, timeout_s)
+                 leaders: Optional[Dict[Tuple[str, int], int]] = None, security: ClientSecurity = PLAINTEXT) -> None:
+        self.session = BrokerSession(bootstrap, timeout_s, security)
         self.retry_s = retry_s
         self.bootstrap = bootstrap
         # The leaders the driver's Metadata named: asked again only after a leader moved.
@@ -335,14 +336,17 @@ class _Reader:
 
 
 # -- Spark ----------------------------------------------------------------------------------------
-def _fetch_task(bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S):
+def _fetch_task(bootstrap: str, timeout_s: float, retry_s: float = DEFAULT_FETCH_RETRY_S,
+                security: ClientSecurity = PLAINTEXT):
+    # ``security`` reaches each task inside this closure, which Spark serialises into the task:
+    # never a column of the plan DataFrame, so never in a plan string or the Spark UI.
     def task(plans: Iterator) -> Iterator:
         reader = None
         try:
             for plan in plans:
                 for row in plan.to_pylist():
                     if reader is None:
-                        reader = _Reader(bootstrap, timeout_s, retry_s)
+                        reader = _Reader(bootstrap, timeout_s, retry_s, security=security)
                     if row["leader"] is not None and row["leader"] >= 0:
                         reader._leaders.setdefault((row["topic"], row["partition"]), row["leader"])
                     stop = None if row["stop"] is None or row["stop"] < 0 else row["stop"]
@@ -366,15 +370,15 @@ def _batch_times(data: bytes) -> Optional[Tuple[int, int]]:
 
 
 def cluster_volumes(bootstrap: str, ranges: Sequence[PartitionRange], leaders: Dict[Tuple[str, int], int],
-                    timeout_s: float = 10.0,
-                    retry_s: float = DEFAULT_FETCH_RETRY_S) -> Tuple[Dict[str, int], Dict[str, Tuple[int, int]]]:
+                    timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S,
+                    security: ClientSecurity = PLAINTEXT) -> Tuple[Dict[str, int], Dict[str, Tuple[int, int]]]:
     """Per topic, the offsets from each partition's earliest (ListOffsets) to its high watermark and the
     timestamp span they cover: the first batch's first timestamp to the last batch's largest.
 
     Only the first and the last batch of each partition are fetched.  A partition of v0/v1
     message sets, or whose timestamps are missing, gives no span.
     """
-    reader = _Reader(bootstrap, timeout_s, retry_s, leaders)
+    reader = _Reader(bootstrap, timeout_s, retry_s, leaders, security)
     offsets: Dict[str, int] = {}
     spans: Dict[str, Tuple[int, int]] = {}
     try:
@@ -398,11 +402,12 @@ def cluster_volumes(bootstrap: str, ranges: Sequence[PartitionRange], leaders: D
 
 
 def fetch_chunks(spark, bootstrap: str, chunks: Sequence[Chunk], leaders: Dict[Tuple[str, int], int],
-                 timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S):
+                 timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S,
+                 security: ClientSecurity = PLAINTEXT):
     """The chunk DataFrame of ``chunks`` (:func:`plan_chunks`), fetched inside Spark tasks from the
     ``leaders`` the driver's Metadata named."""
     rows = [(c.topic, c.partition, c.chunk, c.offset, -1 if c.stop is None else c.stop, c.max_bytes,
              leaders.get((c.topic, c.partition), -1)) for c in chunks]
     plan = spark.createDataFrame(rows, _PLAN_DDL)
     tasks = max(1, min(len(rows), spark.sparkContext.defaultParallelism))
-    return plan.repartition(tasks).mapInArrow(_fetch_task(bootstrap, timeout_s, retry_s), CHUNK_DDL)
+    return plan.repartition(tasks).mapInArrow(_fetch_task(bootstrap, timeout_s, retry_s, security), CHUNK_DDL)

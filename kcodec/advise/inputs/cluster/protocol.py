@@ -14,6 +14,7 @@ import socket
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from kcodec.advise.inputs.cluster.security import PLAINTEXT, ClientSecurity, check_connection, client_args, denied
 from kcodec.errors import ClusterError
 
 __all__ = ["BrokerSession", "PartitionMeta", "FetchedRecords", "LeaderMoved", "OffsetOutOfRange", "parse_bootstrap",
@@ -98,20 +99,23 @@ def error_name(code: int) -> str:
 class BrokerSession:
     """One client connection set to the cluster behind ``bootstrap``; use as a context manager."""
 
-    def __init__(self, bootstrap: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float = 10.0, security: ClientSecurity = PLAINTEXT) -> None:
+        """``security``: TLS and SASL (``--command-config``); its first connection is checked by
+        :func:`~kcodec.advise.inputs.cluster.security.check_connection` so that a refusal is one line."""
         if not timeout_s > 0:
             raise ClusterError(f"timeout must be positive, got {timeout_s}")
         self.bootstrap = bootstrap
         self.timeout_ms = max(1, int(timeout_s * 1000))
         _, client_cls, self._Metadata, self._ListOffsets, self._Fetch = _kafka()
-        _probe(parse_bootstrap(bootstrap), bootstrap, timeout_s)
+        host, port = _probe(parse_bootstrap(bootstrap), bootstrap, timeout_s)
+        check_connection(host, port, security, timeout_s, bootstrap)
         self._client = client_cls(
             bootstrap_servers=bootstrap, client_id=_CLIENT_ID,
             request_timeout_ms=self.timeout_ms,
             socket_connection_setup_timeout_ms=self.timeout_ms,
             socket_connection_setup_timeout_max_ms=self.timeout_ms,
             reconnect_backoff_max_ms=min(1000, self.timeout_ms),
-            receive_message_max_bytes=1 << 30)
+            receive_message_max_bytes=1 << 30, **client_args(security))
         try:
             self._client.check_version(timeout_ms=self.timeout_ms)
         except Exception as exc:
@@ -145,6 +149,10 @@ class BrokerSession:
                                f"{self.bootstrap} does not offer it ({problem})")
         request.API_VERSION = version
 
+    def _error(self, code: int, operation: str, resource: str, message: str) -> ClusterError:
+        """The ClusterError of a Kafka error code; an ACL refusal names the operation and the resource."""
+        return ClusterError(denied(code, operation, resource, self.bootstrap) or message)
+
     def _send(self, node: Optional[int], request, what: str):
         if node is None:
             node = self._client.least_loaded_node(bootstrap_fallback=True)
@@ -167,7 +175,8 @@ class BrokerSession:
         out = []
         for t in response.topics:
             if t.error_code and not t.partitions:
-                raise ClusterError(f"topic {t.name!r} at {self.bootstrap}: {error_name(t.error_code)}")
+                raise self._error(t.error_code, "Describe", f"topic {t.name!r}",
+                                  f"topic {t.name!r} at {self.bootstrap}: {error_name(t.error_code)}")
             for p in t.partitions:
                 out.append(PartitionMeta(t.name, p.partition_index, p.leader_id, p.error_code,
                                          bool(t.is_internal), tuple(p.replica_nodes or ())))
@@ -187,8 +196,9 @@ class BrokerSession:
         out: Dict[str, Dict[str, Optional[str]]] = {}
         for r in response.results:
             if r.error_code:
-                raise ClusterError(f"configuration of topic {r.resource_name!r} at {self.bootstrap}: "
-                                   f"{error_name(r.error_code)}" + (f" ({r.error_message})" if r.error_message else ""))
+                raise self._error(r.error_code, "DescribeConfigs", f"topic {r.resource_name!r}",
+                                  f"configuration of topic {r.resource_name!r} at {self.bootstrap}: "
+                                  f"{error_name(r.error_code)}" + (f" ({r.error_message})" if r.error_message else ""))
             out[r.resource_name] = {c.name: None if c.is_sensitive else c.value for c in r.configs}
         return out
 
@@ -203,8 +213,9 @@ class BrokerSession:
             self._version(request, 0)
             response = self._send(node, request, f"groups listed by broker {node}")
             if response.error_code:
-                raise ClusterError(f"groups listed by broker {node} at {self.bootstrap}: "
-                                   f"{error_name(response.error_code)}")
+                raise self._error(response.error_code, "Describe", "groups",
+                                  f"groups listed by broker {node} at {self.bootstrap}: "
+                                  f"{error_name(response.error_code)}")
             groups.update(g.group_id for g in response.groups)
         return sorted(groups)
 
@@ -217,7 +228,8 @@ class BrokerSession:
         self._version(find, 0, _FIND_COORDINATOR_MAX_VERSION)
         answer = self._send(None, find, f"coordinator of group {group!r}")
         if answer.error_code:
-            raise ClusterError(f"coordinator of group {group!r} at {self.bootstrap}: {error_name(answer.error_code)}")
+            raise self._error(answer.error_code, "Describe", f"group {group!r}",
+                              f"coordinator of group {group!r} at {self.bootstrap}: {error_name(answer.error_code)}")
         fetch = OffsetFetchRequest
         request = fetch(groups=[fetch.OffsetFetchRequestGroup(group_id=group, topics=None)], require_stable=False)
         self._version(request, 2, _OFFSET_FETCH_MAX_VERSION)
@@ -232,7 +244,8 @@ class BrokerSession:
         topics: Set[str] = set()
         for code, found in answers:
             if code:
-                raise ClusterError(f"offsets of group {group!r} at {self.bootstrap}: {error_name(code)}")
+                raise self._error(code, "Describe", f"group {group!r} or its topics",
+                                  f"offsets of group {group!r} at {self.bootstrap}: {error_name(code)}")
             topics.update(t.name for t in found if any(p.committed_offset >= 0 for p in t.partitions))
         return sorted(topics)
 
@@ -250,8 +263,9 @@ class BrokerSession:
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:
-                    raise ClusterError(f"offsets of {topic}-{p.partition_index} at {self.bootstrap}: "
-                                       f"{error_name(p.error_code)}")
+                    raise self._error(p.error_code, "Describe", f"topic {topic!r}",
+                                      f"offsets of {topic}-{p.partition_index} at {self.bootstrap}: "
+                                      f"{error_name(p.error_code)}")
                 out[p.partition_index] = p.offset
         return out
 
@@ -268,15 +282,19 @@ class BrokerSession:
         where = f"{topic}-{partition} at offset {offset}"
         response = self._send(leader, request, f"fetch of {where}")
         if getattr(response, "error_code", 0):
-            raise ClusterError(f"fetch of {where} from {self.bootstrap}: {error_name(response.error_code)}")
+            raise self._error(response.error_code, "Read", f"topic {topic!r}",
+                              f"fetch of {where} from {self.bootstrap}: {error_name(response.error_code)}")
         for t in response.responses:
             for p in t.partitions:
                 if t.topic != topic or p.partition_index != partition:
                     continue
                 if p.error_code:
-                    cls = (OffsetOutOfRange if p.error_code == _OFFSET_OUT_OF_RANGE
-                           else LeaderMoved if p.error_code in _LEADER_MOVED else ClusterError)
-                    raise cls(f"fetch of {where} from {self.bootstrap}: {error_name(p.error_code)}")
+                    message = f"fetch of {where} from {self.bootstrap}: {error_name(p.error_code)}"
+                    if p.error_code == _OFFSET_OUT_OF_RANGE:
+                        raise OffsetOutOfRange(message)
+                    if p.error_code in _LEADER_MOVED:
+                        raise LeaderMoved(message)
+                    raise self._error(p.error_code, "Read", f"topic {topic!r}", message)
                 log_start = getattr(p, "log_start_offset", -1)
                 return FetchedRecords(bytes(p.records or b""), p.high_watermark,
                                       -1 if log_start is None else log_start)
@@ -284,14 +302,14 @@ class BrokerSession:
         return FetchedRecords(b"", -1, -1)
 
 
-def _probe(addresses: Sequence[Tuple[str, int]], bootstrap: str, timeout_s: float) -> None:
-    """Fail at once, naming the address, when no bootstrap server accepts a TCP connection
-    (the client library would otherwise retry until its timeout)."""
+def _probe(addresses: Sequence[Tuple[str, int]], bootstrap: str, timeout_s: float) -> Tuple[str, int]:
+    """The first bootstrap server that accepts a TCP connection; fail at once, naming the address,
+    when none does (the client library would otherwise retry until its timeout)."""
     problems = []
     for host, port in addresses:
         try:
             with socket.create_connection((host, port), timeout=timeout_s):
-                return
+                return host, port
         except OSError as exc:
             problems.append(f"{host}:{port}: {exc.strerror or exc}")
     raise ClusterError(f"cannot reach Kafka at {bootstrap} ({'; '.join(problems)})")

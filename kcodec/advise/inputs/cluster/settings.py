@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence
 
 from kcodec.advise.inputs.cluster.protocol import BrokerSession, PartitionMeta
+from kcodec.advise.inputs.cluster.security import PLAINTEXT, ClientSecurity
 
 __all__ = ["TopicSettings", "SETTINGS", "read_cluster_settings"]
 
@@ -42,11 +43,12 @@ class TopicSettings:
 
 def read_cluster_settings(bootstrap: str, topics: Sequence[str], timeout_s: float = 10.0,
                           count_groups: bool = False,
-                          metas: Optional[Sequence[PartitionMeta]] = None) -> Dict[str, TopicSettings]:
+                          metas: Optional[Sequence[PartitionMeta]] = None,
+                          security: ClientSecurity = PLAINTEXT) -> Dict[str, TopicSettings]:
     """The settings of ``topics`` at ``bootstrap``; ClusterError names the address and topic on failure.
 
     ``metas``: the topics' partitions as a Metadata request already listed them (asked here when None)."""
-    with BrokerSession(bootstrap, timeout_s) as session:
+    with BrokerSession(bootstrap, timeout_s, security) as session:
         if metas is None:
             metas = session.metadata(list(topics))
         configs = session.topic_configs(list(topics))
