@@ -269,3 +269,11 @@ def test_the_operators_guide_lists_every_property_as_the_code_reads_it():
         row = (f"| {f'`{p.java}`' if p.java else ''} | {f'`{p.librdkafka}`' if p.librdkafka else ''} | "
                f"{'yes' if p.secret else ''} | {p.doc} |")
         assert row in guide, row
+
+
+def test_command_config_needs_a_cluster(tmp_path):
+    from kcodec.advise.inputs import open_inputs
+
+    with pytest.raises(KcodecError, match=r"^--command-config c.properties: a secured cluster's client properties; "
+                                          r"give --bootstrap-server with it$"):
+        open_inputs([str(tmp_path)], None, 1 << 20, command_config="c.properties")

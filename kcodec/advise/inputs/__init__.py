@@ -6,7 +6,7 @@
   files, read as stored); ``logs.tails``, the partial batches at a log's end;
 - ``cluster``: a live cluster (``--bootstrap-server``), as a consumer fetches it: ``cluster.protocol``,
   the Kafka protocol spoken; ``cluster.fetch``, the chunks planned and fetched; ``cluster.settings``,
-  the topics' settings on the cluster;
+  the topics' settings on the cluster; ``cluster.security``, TLS and SASL (``--command-config``);
 - ``files``: Parquet and JSON record files; ``files.timestamps``, what their timestamp column holds;
 - ``generated``: the generated sample, when no input is given; ``generated.traffic``, its records;
 - ``replayed``: what the two kinds of records share: today's batches replayed at the --current-* flags.

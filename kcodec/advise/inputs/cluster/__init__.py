@@ -3,7 +3,8 @@
 The cluster is listed once: one Metadata request names its topics, partitions,
 leaders and replicas, and everything after it (the offsets, the sample's plan,
 the topics' settings, the Spark tasks' fetches) starts from that answer.  The
-reading itself is :mod:`kcodec.advise.inputs.cluster.fetch`'s.
+reading itself is :mod:`kcodec.advise.inputs.cluster.fetch`'s; every connection is made as
+:mod:`kcodec.advise.inputs.cluster.security` says (TLS and SASL, ``--command-config``).
 """
 from __future__ import annotations
 
