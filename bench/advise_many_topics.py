@@ -43,7 +43,8 @@ def _estate(base: Path, topics: int, records: int) -> Path:
 def _run(root: Path, out: Path, master: str, extra: dict) -> dict:
     import kcodec.advise.job as job
     import kcodec.advise.report as report
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     marks = {}
     checked, written = job.check_options, report.write_reports

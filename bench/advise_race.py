@@ -32,7 +32,8 @@ def _one(args) -> int:
     """One advise run in this process: its answers and its CPU seconds as JSON on stdout."""
     from datasource_read import tree_cpu_seconds
 
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     opts = Options(inputs=[args.dir], master="local[2]", out_dir=args.out, progress=False, race=args.one,
                    codecs=args.codecs, bytes_per_day=args.bytes_per_day)

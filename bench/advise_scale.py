@@ -174,7 +174,8 @@ def main() -> int:
     if args.make_only:
         return 0
 
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     os.environ.setdefault("KCODEC_SPARK_MASTER", "local[2]")
     extra = args.advise_args.split()

@@ -15,7 +15,7 @@ import pytest
 from kcodec.advise.cost import GB, Prices, TopicEconomics, load_prices, monthly_cost
 from kcodec.advise.grid import Setting, parse_lingers, parse_size
 from kcodec.advise.inputs import ChunkRange, plan_sample
-from kcodec.advise.job import Options, check_options
+from kcodec.advise.options import Options, check_options
 from kcodec.advise.replay import assign_partitions, form_batches, record_sizes, update_estimate
 from kcodec.errors import KcodecError
 

@@ -231,7 +231,8 @@ def drift(tmp_path_factory):
 
 
 def _run(root: Path, out: Path, **kw):
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     lines = []
     result = run_advise(Options(inputs=[str(root)], out_dir=str(out), **GRID, **kw), log=lines.append)
@@ -273,7 +274,7 @@ def test_the_cap_stops_the_drifting_topic(spark, drift, tmp_path):
 
 
 def test_sample_flags_are_checked(tmp_path):
-    from kcodec.advise.job import Options, check_options
+    from kcodec.advise.options import Options, check_options
 
     for kw, message in ((dict(sample="0.5KiB"), "--sample 0.5KiB: at least 1KiB, or auto"),
                         (dict(sample="lots"), "--sample lots: not auto or a size"),

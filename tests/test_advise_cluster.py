@@ -38,7 +38,8 @@ def live(kafka_broker, tmp_path_factory):
 
 
 def _advise(tmp_path, name, **kwargs):
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     lines = []
     out = run_advise(Options(out_dir=str(tmp_path / name), **GRID, **kwargs), log=lines.append)

@@ -98,7 +98,8 @@ def test_settings_and_groups_read_only(tmp_path):
 
 def test_a_topic_is_priced_with_the_clusters_retention_and_replication(spark, kafka_broker, tmp_path):
     from kcodec.advise.cost import GB
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     bootstrap = kafka_broker.bootstrap
     _create(bootstrap, [("priced-kept", 2, 2, {"retention.ms": str(2 * DAY_MS), "compression.type": "producer",

@@ -206,6 +206,7 @@ def test_star_import_gives_the_public_names():
     names: dict = {}
     exec("from kcodec.advise.cost import *", names)
     assert sorted(n for n in names if n != "__builtins__") == sorted([
-        "Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "load_prices", "read_prices_file", "GB",
+        "Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "recompress_cpu", "load_prices", "read_prices_file",
+        "GB",
         "PRICE_LIST", "PRICE_FIELDS", "ECONOMICS_FIELDS", "value_problem", "DAYS_PER_MONTH"])
     assert names["value_problem"]("consumer_cross_zone", 2) == "is a share of the traffic: between 0 and 1"

@@ -140,7 +140,8 @@ def many(tmp_path_factory):
 
 
 def test_many_topics_summary(spark, many, tmp_path):
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     root, kinds, burst = many
     old = os.umask(0o027)
@@ -250,7 +251,8 @@ def _produce(bootstrap: str, topic: str, stamps) -> None:
 
 def test_cluster_volume_from_the_whole_span(spark, kafka_broker, tmp_path):
     pytest.importorskip("kafka")
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     day = 86_400_000
     start = 1_700_000_000_000

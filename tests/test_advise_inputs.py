@@ -11,7 +11,7 @@ from kcodec.advise.inputs import Sampling, check_inputs
 from kcodec.advise.inputs.files import FileSource
 from kcodec.advise.inputs.generated import GeneratedSource
 from kcodec.advise.inputs.logs import LogSource
-from kcodec.advise.job import Options, check_options
+from kcodec.advise.options import Options, check_options
 from kcodec.errors import KcodecError
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from kcodec.advise.cost import Prices, TopicEconomics
 from kcodec.advise.grid import Setting, parse_share
-from kcodec.advise.job import Options, check_options
 from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, cost_lines, producer_memory
+from kcodec.advise.options import Options, check_options
 from kcodec.advise.recommend import Rule, advise_topic
 from kcodec.errors import KcodecError
 from test_advise_recommend import agg, row

@@ -537,7 +537,8 @@ def logs(tmp_path_factory):
 
 
 def test_same_settings_and_dollars_on_every_run_while_cores_are_busy(spark, logs, tmp_path):
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()

@@ -9,7 +9,7 @@ import pytest
 from kcodec.advise.assumptions import CLUSTER, DEFAULT, FLAGS, MEASURED, PRICES_FILE
 from kcodec.advise.cost import DAYS_PER_MONTH, GB, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.inputs.cluster.settings import TopicSettings
-from kcodec.advise.job import Options, check_options
+from kcodec.advise.options import Options, check_options
 from kcodec.advise.platforms import PLATFORMS, platform
 from kcodec.advise.topic_config import price_topic
 from kcodec.errors import KcodecError

@@ -238,7 +238,8 @@ def drift(tmp_path_factory):
 
 
 def _advise(root, out, **kw):
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     lines: list = []
     result = run_advise(Options(inputs=[str(root)], out_dir=str(out), **{**RACE_GRID, **kw}), log=lines.append)
@@ -280,7 +281,7 @@ def test_the_race_keeps_the_exhaustive_answer_and_says_what_it_dropped(spark, dr
 
 
 def test_race_flag_is_checked(tmp_path):
-    from kcodec.advise.job import Options, check_options
+    from kcodec.advise.options import Options, check_options
     from kcodec.errors import KcodecError
 
     with pytest.raises(KcodecError, match="--race maybe: expected on or off"):

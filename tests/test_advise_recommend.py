@@ -54,7 +54,7 @@ def test_rule_allows_at_its_bounds():
 
 
 def test_rule_text_states_its_numbers():
-    assert Rule(min_compress_mbps=40, min_read_mbps=80.5, max_linger_ms=20, min_saving=0.125).text() == (
+    assert Rule(min_compress_mbps=40, min_read_mbps=80.5, max_linger_ms=20, min_saving=0.125, knee=1).text() == (
         "the lowest $/month (storage + network + CPU) among settings that build at 40 MB/s of CPU per core or "
         "more (--min-compress-mbps), read at 80.5 MB/s or more (--min-read-mbps) and linger at most 20 ms "
         "(--max-linger-ms); costs within their uncertainty count as equal and then less CPU, smaller linger.ms, "
@@ -62,8 +62,9 @@ def test_rule_text_states_its_numbers():
         "$/month (--min-saving), else keep today's settings; CPU from kcodec's CPU model (--cpu-cost)")
     assert Rule(cpu="measured").text().endswith("CPU from this run's measurement (--cpu-cost)")
     default = Rule()
+    # the command's defaults, which its options and flags take from here
     assert (default.min_compress_mbps, default.min_read_mbps, default.max_linger_ms, default.min_saving,
-            default.cpu) == (50.0, 100.0, 100.0, 0.05, "model")
+            default.cpu, default.knee) == (50.0, 100.0, 100.0, 0.05, "model", 0.9)
 
 
 def test_measured_rates_and_ratios():

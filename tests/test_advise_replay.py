@@ -462,7 +462,7 @@ def test_anonymous_producers_interleaved_in_the_log_are_replayed_apart():
     assert (same["batches"], same["stored_bytes"]) == (8, today["stored_bytes"])
 
 def test_replay_flags_are_checked_before_spark_starts():
-    from kcodec.advise.job import Options, check_options
+    from kcodec.advise.options import Options, check_options
     from kcodec.errors import KcodecError
 
     with pytest.raises(KcodecError, match="--producers 0: at least 1"):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kcodec.advise.inputs.files.timestamps import TimestampPlan, detect_timestamps
-from kcodec.advise.job import Options, check_options
+from kcodec.advise.options import Options, check_options
 from kcodec.errors import KcodecError
 
 T0_MS = 1_700_000_000_000  # 2023-11-14

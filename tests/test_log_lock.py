@@ -141,7 +141,8 @@ def test_writer_refuses_a_partition_in_a_held_log_dir(tmp_path):
 
 @pytest.mark.spark
 def test_advise_reads_beside_a_running_broker(spark, tmp_path):
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     root = broker_log_dir(tmp_path / "data")
     meta = metadata_log(tmp_path / "meta", {"clicks": {"retention.ms": str(2 * DAY)}})

@@ -3,15 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.advise.auto_sample import DEFAULT_CAP, DEFAULT_PRECISION
-from kcodec.advise.grid import (
-    CLUSTER_SAMPLE,
-    DEFAULT_BATCH_SIZES,
-    DEFAULT_CHUNK,
-    DEFAULT_CODECS,
-    DEFAULT_LINGERS,
-    DEFAULT_SAMPLE,
-)
+from kcodec.advise.grid import CLUSTER_SAMPLE
 from kcodec.advise.replay.registry import CLIENTS, DEFAULT_CLIENT, clients_help
 
 __all__ = ["add_parser", "run"]
@@ -40,7 +32,8 @@ _PRICE_FLAGS = {
 
 def _arguments(p: argparse.ArgumentParser) -> None:
     # Grouped by what an operator decides with them, so that --help reads as the steps of a run.
-    from kcodec.advise.platforms import DEFAULT_PLATFORM, PLATFORMS
+    from kcodec.advise.options import DEFAULTS as D
+    from kcodec.advise.platforms import PLATFORMS
     from kcodec.log.arguments import add_metadata_log_argument, add_storage_option_argument
 
     g = p.add_argument_group("what to read")
@@ -59,88 +52,92 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="for Parquet/JSON records whose timestamp is a number: seconds, milliseconds, "
                         "microseconds or nanoseconds since the epoch (default: detected when every sampled value "
                         "is a date between 1990 and 2100 in one unit, else this flag is required)")
-    g.add_argument("--sample", default=DEFAULT_SAMPLE,
+    g.add_argument("--sample", default=D.sample,
                    help="per topic, from logs or a cluster: 'auto' reads chunks spread over partitions and time "
                         "until the recommended setting's ratio is known to --sample-precision, at most "
                         "--sample-cap; or a fixed SIZE such as 64MiB "
-                        f"(default {DEFAULT_SAMPLE}; a live cluster under auto: {CLUSTER_SAMPLE})")
-    g.add_argument("--sample-precision", type=float, default=DEFAULT_PRECISION, metavar="SHARE",
+                        f"(default {D.sample}; a live cluster under auto: {CLUSTER_SAMPLE})")
+    g.add_argument("--sample-precision", type=float, default=D.sample_precision, metavar="SHARE",
                    help="--sample auto: the 95%% interval's half-width the ratio is known to, as a share "
-                        f"(default {DEFAULT_PRECISION:g}, i.e. +/-1%%)")
-    g.add_argument("--sample-cap", default=DEFAULT_CAP, metavar="SIZE",
-                   help=f"--sample auto: the most bytes read per topic (default {DEFAULT_CAP})")
-    g.add_argument("--race", choices=("on", "off"), default="on",
+                        f"(default {D.sample_precision:g}, i.e. +/-1%%)")
+    g.add_argument("--sample-cap", default=D.sample_cap, metavar="SIZE",
+                   help=f"--sample auto: the most bytes read per topic (default {D.sample_cap})")
+    g.add_argument("--race", choices=("on", "off"), default=D.race,
                    help="--sample auto: after each round, stop measuring the settings that cannot be the pick "
                         "(95%% confidence, docs/race.md); off measures every setting on every range, for audits "
-                        "(default on)")
-    g.add_argument("--chunk", default=DEFAULT_CHUNK, help=f"bytes per sampled range (default {DEFAULT_CHUNK})")
-    g.add_argument("--fetch-retry-s", type=float, default=30.0,
+                        f"(default {D.race})")
+    g.add_argument("--chunk", default=D.chunk, help=f"bytes per sampled range (default {D.chunk})")
+    g.add_argument("--fetch-retry-s", type=float, default=D.fetch_retry_s,
                    help="with --bootstrap-server: seconds to keep asking a slow broker that answers a fetch "
                         "below the high watermark with no records, before calling the partition unreadable "
-                        "(default 30)")
+                        f"(default {D.fetch_retry_s:g})")
     add_metadata_log_argument(g)
 
     g = p.add_argument_group("the generated sample", "with no input: three topics of realistic records")
-    g.add_argument("--records", type=int, default=100_000, help="sample size when generating (default 100000)")
-    g.add_argument("--seed", type=int, default=7,
-                   help="random seed of the generated sample; the same seed gives the same records (default 7)")
+    g.add_argument("--records", type=int, default=D.records, help=f"sample size when generating (default {D.records})")
+    g.add_argument("--seed", type=int, default=D.seed,
+                   help=f"random seed of the generated sample; the same seed gives the same records (default {D.seed})")
 
     g = p.add_argument_group("today's settings, for record inputs",
                              "Parquet and JSON hold records, not batches: how they are produced today")
-    g.add_argument("--current-codec", default="none",
-                   help="for record inputs (no batches): compression.type used today (default none)")
-    g.add_argument("--current-batch-size", default="16k", help="for record inputs: batch.size today (default 16k)")
-    g.add_argument("--current-linger-ms", default="5", help="for record inputs: linger.ms today (default 5)")
-    g.add_argument("--partitions", type=int, default=1, help="for record inputs: partitions per topic (default 1)")
+    g.add_argument("--current-codec", default=D.current_codec,
+                   help=f"for record inputs (no batches): compression.type used today (default {D.current_codec})")
+    g.add_argument("--current-batch-size", default=D.current_batch_size,
+                   help=f"for record inputs: batch.size today (default {D.current_batch_size})")
+    g.add_argument("--current-linger-ms", default=D.current_linger_ms,
+                   help=f"for record inputs: linger.ms today (default {D.current_linger_ms})")
+    g.add_argument("--partitions", type=int, default=D.partitions,
+                   help=f"for record inputs: partitions per topic (default {D.partitions})")
     g.add_argument("--current-size", help="today's stored size of all the data, e.g. 40TB or 40TiB, to project")
 
     g = p.add_argument_group("the settings tried")
-    g.add_argument("--codecs", default=DEFAULT_CODECS, help=f"codecs and levels (default {DEFAULT_CODECS})")
-    g.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES,
-                   help=f"producer batch.size values (default {DEFAULT_BATCH_SIZES})")
-    g.add_argument("--linger-ms", dest="lingers", default=DEFAULT_LINGERS,
-                   help=f"producer linger.ms values (default {DEFAULT_LINGERS})")
-    g.add_argument("--producer-client", choices=(*CLIENTS, "auto"), default="auto",
+    g.add_argument("--codecs", default=D.codecs, help=f"codecs and levels (default {D.codecs})")
+    g.add_argument("--batch-sizes", default=D.batch_sizes,
+                   help=f"producer batch.size values (default {D.batch_sizes})")
+    g.add_argument("--linger-ms", dest="lingers", default=D.lingers,
+                   help=f"producer linger.ms values (default {D.lingers})")
+    g.add_argument("--producer-client", choices=(*CLIENTS, "auto"), default=D.producer_client,
                    help="whose batching rules the replay follows and whose configuration names are printed: "
                         f"{clients_help()}; auto names the one client whose framing every batch shows, else follows "
-                        f"{DEFAULT_CLIENT.name} and says the client was not recognised (default auto)")
-    g.add_argument("--producers", type=int, default=1,
+                        f"{DEFAULT_CLIENT.name} and says the client was not recognised (default {D.producer_client})")
+    g.add_argument("--producers", type=int, default=D.producers,
                    help="producers writing each partition, for batches without a producer id (non-idempotent "
-                        "producers write -1); idempotent producers' ids are counted from the batches (default 1)")
+                        f"producers write -1); idempotent producers' ids are counted from the batches (default "
+                        f"{D.producers})")
     g.add_argument("--choose", help="setting to use instead of the recommended one, e.g. zstd:3@256k/5ms")
 
     g = p.add_argument_group("what a recommendation may cost",
                              "settings past these limits are left out; the rule picks among the rest")
-    g.add_argument("--max-linger-ms", type=float, default=100.0,
+    g.add_argument("--max-linger-ms", type=float, default=D.max_linger_ms,
                    help="the latency budget: the most linger.ms a recommendation may add to each send, in ms "
-                        "(default 100)")
+                        f"(default {D.max_linger_ms:g})")
     g.add_argument("--producer-partitions", type=int,
                    help="partitions one producer writes to, for the memory its batches hold (default: the "
                         "topic's partitions)")
-    g.add_argument("--buffer-memory", default="32m",
-                   help="the producers' buffer.memory, which holds a batch.size per partition (default 32m, "
-                        "Kafka's default)")
-    g.add_argument("--min-compress-mbps", type=float, default=50.0,
+    g.add_argument("--buffer-memory", default=D.buffer_memory,
+                   help="the producers' buffer.memory, which holds a batch.size per partition (default "
+                        f"{D.buffer_memory}, Kafka's default)")
+    g.add_argument("--min-compress-mbps", type=float, default=D.min_compress_mbps,
                    help="leave out settings that build batches slower than this, in MB of key, value and header "
-                        "bytes per CPU second of one core (kcodec's CPU model; default 50)")
-    g.add_argument("--min-read-mbps", type=float, default=100.0,
+                        f"bytes per CPU second of one core (kcodec's CPU model; default {D.min_compress_mbps:g})")
+    g.add_argument("--min-read-mbps", type=float, default=D.min_read_mbps,
                    help="leave out settings whose batches a consumer reads slower than this, in MB per CPU second "
-                        "of one core (kcodec's CPU model; default 100)")
-    g.add_argument("--cpu-cost", choices=("model", "measured"), default="model",
+                        f"of one core (kcodec's CPU model; default {D.min_read_mbps:g})")
+    g.add_argument("--cpu-cost", choices=("model", "measured"), default=D.cpu_cost,
                    help="CPU in the bill and the speed limits: kcodec's CPU model of its builder and reader, the "
                         "same on every run (default), or this run's measured thread CPU time, which moves with "
                         "the machine's load")
-    g.add_argument("--knee", default="0.9",
+    g.add_argument("--knee", default=D.knee,
                    help="the knee: recommend the smallest linger.ms, then batch.size, whose saving is at least "
-                        "this share of the best saving within the budget, e.g. 0.9 or 90%% (default 0.9; 1 picks "
-                        "the cheapest)")
-    g.add_argument("--min-saving", default="0.05",
-                   help="share of today's $/month a change must save, e.g. 0.05 or 5%% (default 0.05)")
+                        f"this share of the best saving within the budget, e.g. 0.9 or 90%% (default {D.knee:g}; 1 "
+                        f"picks the cheapest)")
+    g.add_argument("--min-saving", default=D.min_saving,
+                   help=f"share of today's $/month a change must save, e.g. 0.05 or 5%% (default {D.min_saving:g})")
 
     g = p.add_argument_group("the bill")
-    g.add_argument("--platform", default=DEFAULT_PLATFORM,
+    g.add_argument("--platform", default=D.platform,
                    help="whose bill to price: " + "; ".join(f"{k}, {v.title}" for k, v in PLATFORMS.items())
-                        + f" (default {DEFAULT_PLATFORM}); every price is still a flag")
+                        + f" (default {D.platform}); every price is still a flag")
     g.add_argument("--prices", help="JSON file of prices and per-topic retention, replication, consumers")
     g.add_argument("--count-consumer-groups", action="store_true",
                    help="with --bootstrap-server: count the consumer groups with committed offsets on each topic "
@@ -151,24 +148,24 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="bytes the producers of each topic send a day, e.g. 120GB, instead of the measured rate")
     g.add_argument("--volumes", metavar="FILE",
                    help="bytes per day per topic, one 'topic,SIZE' a line (wins over --bytes-per-day)")
-    g.add_argument("--min-span-hours", type=float, default=1.0,
+    g.add_argument("--min-span-hours", type=float, default=D.min_span_hours,
                    help="a topic whose timestamps span less (a burst, a new topic) is not priced: give its "
-                        "volume (default 1)")
+                        f"volume (default {D.min_span_hours:g})")
 
     g = p.add_argument_group("estates of many topics")
-    g.add_argument("--top", type=int, default=20,
-                   help="estates of two or more topics: how many topics the summary lists by saving (default 20)")
+    g.add_argument("--top", type=int, default=D.top,
+                   help=f"estates of two or more topics: how many topics the summary lists by saving (default {D.top})")
     g.add_argument("--all-topics", action="store_true",
                    help="print every topic's detail before the estate summary (the summary alone by default)")
     g.add_argument("--group-by", metavar="REGEX",
                    help="also price one setting per group of topics: the regex's first group (else its match) "
                         "in the topic name is the group, e.g. '^([^.]+)\\.' for the prefix before a dot")
-    g.add_argument("--same-setting-within", type=float, default=0.02, metavar="SHARE",
+    g.add_argument("--same-setting-within", type=float, default=D.same_setting_within, metavar="SHARE",
                    help="topics whose best settings cost within their estimates' uncertainty of each other, and "
-                        "at least this share of their $/month, get one setting (default 0.02)")
+                        f"at least this share of their $/month, get one setting (default {D.same_setting_within:g})")
 
     g = p.add_argument_group("report and run")
-    g.add_argument("--out", dest="out_dir", default="advise-report", help="report folder (default advise-report)")
+    g.add_argument("--out", dest="out_dir", default=D.out_dir, help=f"report folder (default {D.out_dir})")
     g.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
     g.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")
     g.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")
@@ -184,7 +181,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     opts = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
     overrides = {field: opts.pop(flag.lstrip("-").replace("-", "_")) for flag, (field, _) in _PRICE_FLAGS.items()}

@@ -33,12 +33,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Mapping, Optional
 
 from kcodec.errors import KcodecError
 
-__all__ = ["Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "load_prices", "read_prices_file", "GB",
-           "PRICE_LIST", "PRICE_FIELDS", "ECONOMICS_FIELDS", "value_problem", "DAYS_PER_MONTH"]
+__all__ = ["Prices", "TopicEconomics", "MonthlyCost", "monthly_cost", "recompress_cpu", "load_prices",
+           "read_prices_file", "GB", "PRICE_LIST", "PRICE_FIELDS", "ECONOMICS_FIELDS", "value_problem",
+           "DAYS_PER_MONTH"]
 
 GB = 2 ** 30
 DAYS_PER_MONTH = 30
@@ -115,7 +116,18 @@ def monthly_cost(stored_per_day: float, uncompressed_per_day: float, compress_mb
     return MonthlyCost(storage, network, core_seconds / 3600 * prices.vcpu_hour)
 
 
-def load_prices(path: Optional[str], overrides: Dict[str, Optional[float]], base: Optional[Prices] = None):
+def recompress_cpu(stored_per_day: float, uncompressed_per_day: float, compress_mbps: Optional[float],
+                   read_mbps: Optional[float], prices: Prices) -> float:
+    """$/month of CPU the brokers spend when a topic's ``compression.type`` differs from the producer's, so
+    they rebuild every batch: one more read and build of its bytes.  It does not depend on the topic's
+    economics: only on its bytes, the codec's speeds and the vCPU price."""
+    plain = TopicEconomics()
+    return (monthly_cost(stored_per_day, uncompressed_per_day, compress_mbps, read_mbps, prices, plain,
+                         broker_recompresses=True).cpu
+            - monthly_cost(stored_per_day, uncompressed_per_day, compress_mbps, read_mbps, prices, plain).cpu)
+
+
+def load_prices(path: Optional[str], overrides: Mapping[str, Optional[float]], base: Optional[Prices] = None):
     """Prices, default economics and per-topic economics from ``--prices FILE`` and flags.
 
     The file is JSON: ``{"prices": {...Prices fields}, "defaults": {...TopicEconomics
@@ -141,7 +153,7 @@ def read_prices_file(path: Optional[str]) -> Dict:
     return doc
 
 
-def _load(path: Optional[str], overrides: Dict[str, Optional[float]], base: Prices):
+def _load(path: Optional[str], overrides: Mapping[str, Optional[float]], base: Prices):
     doc = read_prices_file(path)
     given = _object(doc.get("prices", {}), f"--prices {path}: prices")
     _build(Prices, given, f"--prices {path}: prices")

@@ -23,12 +23,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from kcodec.advise.cost import Prices, recompress_cpu
 from kcodec.advise.grid import Setting
+from kcodec.advise.notes import money
 from kcodec.advise.recommend import Measured, Rule, TopicAdvice
 from kcodec.errors import KcodecError
 
 __all__ = ["DEFAULT_TOLERANCE", "OTHER_GROUP", "Estate", "SettingGroup", "SharedSetting", "acceptable", "group_of",
-           "harmonise", "plan_estate", "shared_setting", "compile_group_by"]
+           "harmonise", "set_harmonised", "plan_estate", "shared_setting", "compile_group_by"]
 
 DEFAULT_TOLERANCE = 0.02
 OTHER_GROUP = "(no match)"
@@ -94,6 +96,28 @@ def harmonise(advice: Sequence[TopicAdvice], rule: Rule, tolerance: float = DEFA
             given[t] = options[t][pick]
             left.discard(t)
     return given
+
+
+def set_harmonised(advice: Sequence[TopicAdvice], rule: Rule, prices: Prices, tolerance: float = DEFAULT_TOLERANCE,
+                   group_by: Optional[str] = None) -> None:
+    """Give each topic the setting :func:`harmonise` shares with topics like it, saying so in its notes."""
+    given = harmonise(advice, rule, tolerance, group_by)
+    for a in advice:
+        m = given.get(a.topic)
+        if m is None or m is a.best or a.best is None:
+            continue
+        own = a.best
+        diff = m.cost.total - own.cost.total
+        # The topic's own pick can be the knee's, not its cheapest: the shared setting may then cost less.
+        a.notes.append(f"set as topics like it: {m.label} costs {money(abs(diff))}/month "
+                       f"{'more' if diff >= 0 else 'less'} than this topic's own pick, {own.label}, within the "
+                       f"estimates' uncertainty "
+                       f"(--same-setting-within {tolerance:g})")
+        a.best = m
+        raw_per_day = a.stored_per_day * a.today.payload_bytes / max(1, a.today.stored_bytes)
+        a.recompress_cpu = recompress_cpu(m.stored_per_day, raw_per_day, m.compress_mbps, m.read_mbps, prices)
+        if m.setting.default_level:  # settable by every client: no older clients' alternative to name
+            a.best_without_level = None
 
 
 def _own_best_saving(a: TopicAdvice, rule: Rule) -> float:

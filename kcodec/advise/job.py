@@ -6,281 +6,30 @@ only per-topic aggregates come back to the driver.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Union
+from typing import Callable, Dict, List, Optional
 
-from kcodec.advise import cost as costs
 from kcodec.advise.aggregate import aggregate_rows
-from kcodec.advise.assumptions import bill_assumptions, flag_name, topic_assumptions
-from kcodec.advise.auto_sample import DEFAULT_CAP, DEFAULT_PRECISION, AutoSampler, SampleTarget, nested_order
+from kcodec.advise.assumptions import topic_assumptions
+from kcodec.advise.auto_sample import AutoSampler, nested_order
 from kcodec.advise.cpu import REFERENCE
-from kcodec.advise.grid import (
-    CLUSTER_SAMPLE,
-    DEFAULT_BATCH_SIZES,
-    DEFAULT_CHUNK,
-    DEFAULT_CODECS,
-    DEFAULT_LINGERS,
-    DEFAULT_SAMPLE,
-    Setting,
-    parse_batch_sizes,
-    parse_codecs,
-    parse_lingers,
-    parse_share,
-    parse_size,
-)
-from kcodec.advise.inputs import RoundSampledSource, Sampling, Source, open_inputs
-from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, DEFAULT_KNEE, producer_memory
-from kcodec.advise.platforms import DEFAULT_PLATFORM, platform
+from kcodec.advise.grid import CLUSTER_SAMPLE, Setting, parse_size
+from kcodec.advise.inputs import RoundSampledSource, Sampling, Source
+from kcodec.advise.latency import producer_memory
+from kcodec.advise.options import Checked, Options, check_options
 from kcodec.advise.racing import RangeBook, TopicRace, race_off_reason
-from kcodec.advise.recommend import Rule, TopicAdvice, advise_topic
+from kcodec.advise.recommend import TopicAdvice, advise_topic
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.task import CHUNK_ERROR, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.topic_config import price_topic
+from kcodec.advise.volumes import given_volume
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
-from kcodec.storage import parse_storage_option
+from kcodec.spark.interrupts import Interrupts, interrupted
 
-__all__ = ["run_advise", "Options", "check_options"]
-
-
-
-@dataclass
-class Options:
-    """Every argument of ``kcodec advise``, checked by :func:`check_options` before Spark starts."""
-
-    inputs: Sequence[str] = ()
-    input_format: Optional[str] = None
-    storage_option: Sequence[str] = ()  # KEY=VALUE file-system options for URL inputs
-    bootstrap_server: Optional[str] = None
-    command_config: Optional[str] = None  #: a client properties file: TLS and SASL for --bootstrap-server
-    topic: Optional[str] = None
-    master: Optional[str] = None
-    codecs: str = DEFAULT_CODECS
-    batch_sizes: str = DEFAULT_BATCH_SIZES
-    lingers: str = DEFAULT_LINGERS
-    records: int = 100_000
-    seed: int = 7
-    current_codec: str = "none"
-    current_batch_size: str = "16k"
-    current_linger_ms: str = "5"
-    current_size: Optional[str] = None
-    partitions: int = 1
-    sample: str = DEFAULT_SAMPLE
-    sample_precision: float = DEFAULT_PRECISION
-    sample_cap: str = DEFAULT_CAP
-    race: str = "on"
-    chunk: str = DEFAULT_CHUNK
-    prices: Optional[str] = None
-    platform: str = "ec2"
-    count_consumer_groups: bool = False
-    metadata_log: Optional[str] = None
-    price_overrides: Dict[str, Optional[float]] = field(default_factory=dict)
-    out_dir: str = "advise-report"
-    write_dir: Optional[str] = None
-    choose: Optional[str] = None
-    min_compress_mbps: float = 50.0
-    min_read_mbps: float = 100.0
-    max_linger_ms: float = 100.0
-    min_saving: Union[float, str] = 0.05
-    cpu_cost: str = "model"
-    knee: Union[float, str] = DEFAULT_KNEE
-    producer_partitions: Optional[int] = None
-    buffer_memory: str = "32m"
-    tasks: Optional[int] = None
-    timeout_s: float = 10.0
-    progress: bool = True
-    producer_client: str = "auto"
-    producers: int = 1
-    fetch_retry_s: float = 30.0
-    top: int = 20
-    all_topics: bool = False
-    group_by: Optional[str] = None
-    same_setting_within: float = 0.02
-    min_span_hours: float = 1.0
-    bytes_per_day: Optional[str] = None
-    volumes: Optional[str] = None
-    timestamp_unit: Optional[str] = None
-
-
-@dataclass
-class Checked:
-    settings: List[Setting]
-    current: Setting
-    sample_bytes: Optional[int]  #: None: --sample auto
-    chunk_bytes: int
-    current_bytes: Optional[int]
-    choose: Optional[Setting]
-    prices: costs.Prices
-    defaults: costs.TopicEconomics
-    topics: Dict[str, costs.TopicEconomics]
-    rule: Rule
-    plan: Source  #: the input, listed once
-    flagged: Set[str] = field(default_factory=set)  #: TopicEconomics fields given as flags
-    metadata: Optional[object] = None  #: the --metadata-log read, a ClusterMetadata
-    volumes: Dict[str, int] = field(default_factory=dict)  #: --volumes FILE
-    bytes_per_day: Optional[int] = None  #: --bytes-per-day
-    bill: List = field(default_factory=list)  #: the platform and prices, as Assumptions
-    file_defaults: Set[str] = field(default_factory=set)  #: TopicEconomics fields the --prices defaults set
-    topic_fields: Dict[str, Set[str]] = field(default_factory=dict)  #: fields each --prices topic sets
-    cluster: Dict[str, object] = field(default_factory=dict)  #: topic -> TopicSettings from --bootstrap-server
-    buffer_memory: int = DEFAULT_BUFFER_MEMORY
-    target: SampleTarget = field(default_factory=SampleTarget)  #: --sample auto's
-
-
-def _flag(name: str, fn, value):
-    try:
-        return fn(value)
-    except (KcodecError, ValueError) as exc:
-        msg = exc.message if isinstance(exc, KcodecError) else str(exc)
-        raise KcodecError(f"{name} {value}: {msg}") from None
-
-
-def check_options(o: Options) -> Checked:
-    """Parse and check every flag and input; errors name the flag or file."""
-    grid_codecs = _flag("--codecs", parse_codecs, o.codecs)
-    sizes = _flag("--batch-sizes", parse_batch_sizes, o.batch_sizes)
-    lingers = _flag("--linger-ms", parse_lingers, o.lingers)
-    for s in sizes:
-        if not 1 <= s <= 2 ** 31 - 1:
-            raise KcodecError(f"--batch-sizes {o.batch_sizes}: batch.size must be between 1 byte and 2 GiB")
-    cur_codec, cur_level = _flag("--current-codec", parse_codecs, o.current_codec)[0]
-    current = Setting(cur_codec, cur_level, _flag("--current-batch-size", parse_size, o.current_batch_size),
-                      _flag("--current-linger-ms", parse_lingers, o.current_linger_ms)[0])
-    if not 1 <= current.batch_bytes <= 2 ** 31 - 1:
-        raise KcodecError(f"--current-batch-size {o.current_batch_size}: batch.size must be between 1 byte and 2 GiB")
-    sample_bytes = None if str(o.sample).strip().lower() == "auto" else _flag("--sample", _sample_size, o.sample)
-    if sample_bytes is not None and sample_bytes < 1024:
-        raise KcodecError(f"--sample {o.sample}: at least 1KiB, or auto")
-    chunk_bytes = _flag("--chunk", parse_size, o.chunk)
-    if chunk_bytes < 1024:
-        raise KcodecError(f"--chunk {o.chunk}: at least 1KiB")
-    cap_bytes = _flag("--sample-cap", parse_size, o.sample_cap)
-    # --sample-cap bounds --sample auto alone: a fixed --sample reads its own size whatever the cap.
-    if sample_bytes is None and cap_bytes < chunk_bytes:
-        raise KcodecError(f"--sample-cap {o.sample_cap}: at least one --chunk ({o.chunk})")
-    if not 0 < o.sample_precision < 1:
-        raise KcodecError(f"--sample-precision {o.sample_precision:g}: a share above 0 and below 1, e.g. 0.01")
-    current_bytes = _flag("--current-size", parse_size, o.current_size) if o.current_size is not None else None
-    if current_bytes is not None and current_bytes < 1:
-        raise KcodecError(f"--current-size {o.current_size}: more than 0 bytes")
-    for flag, value, least in (("--records", o.records, 1), ("--tasks", o.tasks, 1), ("--seed", o.seed, 0)):
-        if value is not None and value < least:
-            raise KcodecError(f"{flag} {value}: {'at least 1' if least else '0 or more'}")
-    if o.partitions < 1:
-        raise KcodecError(f"--partitions {o.partitions}: at least 1")
-    if not o.fetch_retry_s >= 0:
-        raise KcodecError(f"--fetch-retry-s {o.fetch_retry_s}: seconds, 0 or more")
-    if o.producers < 1:
-        raise KcodecError(f"--producers {o.producers}: at least 1")
-    if o.top < 0:
-        raise KcodecError(f"--top {o.top}: 0 or more")
-    if not 0 <= o.same_setting_within < 1:
-        raise KcodecError(f"--same-setting-within {o.same_setting_within}: a share from 0 to below 1, e.g. 0.02")
-    if not o.min_span_hours >= 0:
-        raise KcodecError(f"--min-span-hours {o.min_span_hours}: hours, 0 or more")
-    from kcodec.advise.estate import compile_group_by
-    from kcodec.advise.volumes import load_volumes, parse_volume
-
-    compile_group_by(o.group_by)
-    volumes = load_volumes(o.volumes)
-    bytes_per_day = parse_volume("--bytes-per-day", o.bytes_per_day) if o.bytes_per_day else None
-    if o.producer_client != "auto":
-        from kcodec.advise.replay import client_rules
-
-        _flag("--producer-client", client_rules, o.producer_client)
-    settings = sorted({Setting(c, lvl, b, g) for c, lvl in grid_codecs + [("none", None)]
-                       for b in sizes for g in lingers})
-    choose = None
-    if o.choose:
-        choose = _flag("--choose", lambda t: Setting.parse(t, current.batch_bytes, current.linger_ms), o.choose)
-        if choose not in settings:
-            raise KcodecError(f"--choose {o.choose}: {choose.label} is not among the measured settings "
-                              f"(--codecs {o.codecs}, --batch-sizes {o.batch_sizes}, --linger-ms {o.lingers})")
-    _check_master(o.master, o.timeout_s)
-    overrides = {k: v for k, v in o.price_overrides.items() if v is not None}
-    for name, value in overrides.items():
-        problem = costs.value_problem(name, value)
-        if problem:
-            raise KcodecError(f"{flag_name(name)} {value:g}: {problem}")
-    if o.count_consumer_groups and not o.bootstrap_server:
-        raise KcodecError("--count-consumer-groups asks a live cluster: give --bootstrap-server")
-    plat = platform(o.platform)
-    prices, defaults, topics = costs.load_prices(o.prices, overrides, base=plat.prices)
-    doc = costs.read_prices_file(o.prices)
-    bill = bill_assumptions(plat, o.platform != DEFAULT_PLATFORM, prices, set(overrides),
-                            set((doc.get("prices") or {})), o.prices)
-    file_defaults = set(doc.get("defaults") or {})
-    topic_fields = {t: set(spec or {}) for t, spec in (doc.get("topics") or {}).items()}
-    for flag, value in (("--min-compress-mbps", o.min_compress_mbps), ("--min-read-mbps", o.min_read_mbps),
-                        ("--max-linger-ms", o.max_linger_ms)):
-        if not 0 <= value < float("inf"):
-            raise KcodecError(f"{flag} {value:g}: a number, 0 or more")
-    min_saving = _flag("--min-saving", parse_share, o.min_saving)
-    if min_saving >= 1:
-        raise KcodecError(f"--min-saving {o.min_saving}: a share below 1 (100%)")
-    knee_share = _flag("--knee", parse_share, o.knee)
-    if knee_share == 0:
-        raise KcodecError(f"--knee {o.knee}: a share above 0, at most 1 (100%)")
-    if o.producer_partitions is not None and o.producer_partitions < 1:
-        raise KcodecError(f"--producer-partitions {o.producer_partitions}: at least 1")
-    buffer_memory = _flag("--buffer-memory", parse_size, o.buffer_memory)
-    if buffer_memory < 1:
-        raise KcodecError(f"--buffer-memory {o.buffer_memory}: at least 1 byte")
-    if o.race not in ("on", "off"):
-        raise KcodecError(f"--race {o.race}: expected on or off")
-    if o.cpu_cost not in ("model", "measured"):
-        raise KcodecError(f"--cpu-cost {o.cpu_cost}: expected model or measured")
-    rule = Rule(o.min_compress_mbps, o.min_read_mbps, o.max_linger_ms, min_saving, o.cpu_cost, knee_share)
-    storage_options = None if o.bootstrap_server else \
-        dict(_flag("--storage-option", parse_storage_option, t) for t in o.storage_option) or None
-    plan = open_inputs(list(o.inputs), o.input_format, chunk_bytes, storage_options, o.bootstrap_server, o.topic,
-                       o.timeout_s, o.command_config)
-    plan.use_timestamp_unit(o.timestamp_unit)
-    if o.write_dir:
-        plan.check_write(o.write_dir)
-    from kcodec.advise.topic_config import read_metadata
-
-    metadata = read_metadata(o.metadata_log, dict(_flag("--storage-option", parse_storage_option, t)
-                                                  for t in o.storage_option) or None)
-    cluster = plan.topic_settings(o.count_consumer_groups)
-    return Checked(settings, current, sample_bytes, chunk_bytes, current_bytes, choose, prices, defaults, topics,
-                   rule, plan, set(overrides), metadata, volumes=volumes, bytes_per_day=bytes_per_day, bill=bill,
-                   file_defaults=file_defaults, topic_fields=topic_fields, cluster=cluster, buffer_memory=buffer_memory,
-                   target=SampleTarget(o.sample_precision, cap_bytes))
-
-
-
-def _sample_size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except (KcodecError, ValueError):
-        raise KcodecError("not auto or a size (examples: auto, 16MiB, 1GB)") from None
-
-
-def _check_master(master: Optional[str], timeout_s: float) -> None:
-    """A ``spark://`` master that accepts no connection is said at once: Spark itself would retry
-    for a minute and then print its stack traces."""
-    import re
-    import socket
-
-    if not master or not master.startswith("spark://"):
-        return
-    problems = []
-    for part in master[len("spark://"):].split(","):
-        host, sep, port = part.rpartition(":")
-        if (not sep or not port.isdigit() or not 0 < int(port) < 65536
-                or not re.fullmatch(r"[\w.\-\[\]:]+", host)):
-            raise KcodecError(f"--master {master}: {part!r} is not HOST:PORT")
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-                return
-        except OSError as exc:
-            problems.append(f"{host}:{port}: {exc.strerror or exc}")
-    raise KcodecError(f"--master {master}: no Spark master answers ({'; '.join(problems)})")
+__all__ = ["run_advise"]
 
 
 def _sampling(o: Options, c: Checked, tasks: int) -> Sampling:
@@ -292,97 +41,14 @@ def _sampling(o: Options, c: Checked, tasks: int) -> Sampling:
 
 def run_advise(options: Optional[Options] = None, *, log: Callable[[str], None] = print, **kwargs) -> Dict:
     """Run the advisor; returns the per-topic advice and the report paths."""
-    interrupts = _Interrupts()
+    interrupts = Interrupts()
     try:
         return _run_advise(options, log, interrupts, **kwargs)
     finally:
         interrupts.restore()
 
 
-class _Interrupts:
-    """Ctrl-C while Spark runs ends in one KeyboardInterrupt, said in one line by the CLI.
-
-    PySpark's own SIGINT handler asks the JVM to cancel every job through the very
-    connection the interrupted call is waiting on, and py4j logs each broken call with
-    its traceback; the JVM, in the same process group, got the signal too and is ending.
-    """
-
-    def __init__(self) -> None:
-        self._handler = None
-        self._quiet = None
-        self.pending = False
-
-    def starting(self) -> None:
-        """While the JVM starts, a Ctrl-C is noted, not raised: the launch it would break (the JVM got the
-        signal too) fails with Spark's own error, which :meth:`started` turns back into the interrupt."""
-        import signal
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def noted(signum, frame):
-            self.pending = True
-
-        previous = signal.signal(signal.SIGINT, noted)
-        if self._handler is None:
-            self._handler = previous
-
-    @contextlib.contextmanager
-    def keeping(self):
-        """Keep the handler of :meth:`starting` while the session is made: SparkContext's constructor
-        installs PySpark's own, which only :meth:`started` may replace."""
-        import signal
-
-        real = signal.signal
-
-        def keep(signum, handler):
-            return signal.getsignal(signum) if signum == signal.SIGINT else real(signum, handler)
-
-        signal.signal = keep
-        try:
-            yield
-        finally:
-            signal.signal = real
-
-    def started(self, failure: Optional[BaseException] = None) -> None:
-        """After the session is made (or failed with ``failure``): raise the Ctrl-C noted meanwhile, else
-        let the next one raise."""
-        import logging
-        import signal
-        import threading
-
-        if self.pending:
-            raise KeyboardInterrupt
-        if failure is not None:
-            raise failure
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def interrupted(signum, frame):
-            raise KeyboardInterrupt
-
-        previous = signal.signal(signal.SIGINT, interrupted)
-        if self._handler is None:
-            self._handler = previous
-        root = logging.getLogger()
-        if not root.handlers:  # py4j logs broken calls on the root logger, which would print them
-            self._quiet = logging.NullHandler()
-            root.addHandler(self._quiet)
-
-    def restore(self) -> None:
-        import logging
-        import signal
-
-        if self._handler is not None:
-            signal.signal(signal.SIGINT, self._handler)
-            self._handler = None
-        if self._quiet is not None:
-            logging.getLogger().removeHandler(self._quiet)
-            self._quiet = None
-
-
-def _run_advise(options: Optional[Options], log: Callable[[str], None], interrupts: _Interrupts, **kwargs) -> Dict:
+def _run_advise(options: Optional[Options], log: Callable[[str], None], interrupts: Interrupts, **kwargs) -> Dict:
     from kcodec.advise.report import summary_text, write_reports
     from kcodec.spark.session import get_session
 
@@ -449,10 +115,10 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         advice.append(a)
     estate = None
     if len(advice) > 1:
-        from kcodec.advise.estate import plan_estate
+        from kcodec.advise.estate import plan_estate, set_harmonised
 
         if c.choose is None:
-            _harmonise(advice, c, o)
+            set_harmonised(advice, c.rule, c.prices, o.same_setting_within, o.group_by)
         estate = plan_estate(advice, c.rule, o.group_by, o.same_setting_within)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": _sample_text(c, o),
@@ -495,7 +161,7 @@ def _advise_one(topic: str, agg: Dict, c: Checked, o: Options, today: Optional[S
     """One topic's advice from its aggregate, priced from every source of its economics."""
     priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
                          c.file_defaults, c.topic_fields, o.prices)
-    econ, given = _volume(topic, priced.economics, c, o)
+    econ, given = given_volume(topic, priced.economics, c.volumes, o.volumes, c.topics, c.bytes_per_day)
     if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
         agg["profile"]["min_ts"], agg["profile"]["max_ts"] = c.plan.topic_span_ms[topic]
     min_span_ms = o.min_span_hours * 3_600_000 if c.plan.real_time else 0.0
@@ -515,7 +181,7 @@ def _collect(rows, label: str, spark, plan: Source, progress: bool):
         try:
             return rows.toArrow()
         except Exception as exc:  # Spark's wrapper of a task's error: a kcodec error is said in one line
-            if _interrupted(exc):
+            if interrupted(exc):
                 raise KeyboardInterrupt from None
             err = kcodec_error_in(exc)
             if err is None:
@@ -523,19 +189,6 @@ def _collect(rows, label: str, spark, plan: Source, progress: bool):
             if err.message.startswith(CHUNK_ERROR):
                 raise _chunk_error(err.message[len(CHUNK_ERROR):], plan) from None
             raise err from None  # e.g. a cluster's partition that could not be fetched
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while handling a Ctrl-C: PySpark's Arrow collect ends its stream in a
-    ``finally`` that asks the JVM, already ending, for its result, and that error replaces the interrupt."""
-    seen = set()
-    at: Optional[BaseException] = exc
-    while at is not None and id(at) not in seen:
-        if isinstance(at, KeyboardInterrupt):
-            return True
-        seen.add(id(at))
-        at = at.__cause__ or at.__context__
-    return False
 
 
 def _measure_in_rounds(spark, plan: RoundSampledSource, c: Checked, o: Options, sampling: Sampling, measure,
@@ -603,54 +256,6 @@ def _sample_text(c: Checked, o: Options) -> str:
 def _offsets(plan: Source, topic: str) -> Optional[int]:
     """A cluster topic's offsets, where the span they cover is known too."""
     return plan.topic_offsets.get(topic) if topic in plan.topic_span_ms else None
-
-
-def _volume(topic: str, econ: costs.TopicEconomics, c: Checked, o: Options):
-    """The topic's economics with the bytes per day the user gave, and which flag or file gave it."""
-    from dataclasses import replace
-
-    if topic in c.volumes:
-        return replace(econ, bytes_per_day=float(c.volumes[topic])), f"--volumes {o.volumes}"
-    if topic in c.topics and c.topics[topic].bytes_per_day is not None:
-        return econ, "--prices"
-    if c.bytes_per_day is not None:
-        return replace(econ, bytes_per_day=float(c.bytes_per_day)), "--bytes-per-day"
-    return econ, "--prices"
-
-
-def _harmonise(advice: List[TopicAdvice], c: Checked, o: Options) -> None:
-    """Topics whose best settings differ by less than their estimates' uncertainty get one setting."""
-    from kcodec.advise.estate import harmonise
-
-    given = harmonise(advice, c.rule, o.same_setting_within, o.group_by)
-    for a in advice:
-        m = given.get(a.topic)
-        if m is None or m is a.best:
-            continue
-        own = a.best
-        diff = m.cost.total - own.cost.total
-        # The topic's own pick can be the knee's, not its cheapest: the shared setting may then cost less.
-        a.notes.append(f"set as topics like it: {m.label} costs {_money(abs(diff))}/month "
-                       f"{'more' if diff >= 0 else 'less'} than this topic's own pick, {own.label}, within the "
-                       f"estimates' uncertainty "
-                       f"(--same-setting-within {o.same_setting_within:g})")
-        a.best = m
-        # The CPU of brokers rebuilding batches does not depend on the topic's economics: only on its bytes,
-        # the codec's speeds and the vCPU price.
-        raw_per_day = a.stored_per_day * a.today.payload_bytes / max(1, a.today.stored_bytes)
-        plain = costs.TopicEconomics()
-        a.recompress_cpu = (costs.monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps, m.read_mbps, c.prices,
-                                               plain, broker_recompresses=True).cpu
-                            - costs.monthly_cost(m.stored_per_day, raw_per_day, m.compress_mbps, m.read_mbps,
-                                                 c.prices, plain).cpu)
-        if m.setting.default_level:  # settable by every client: no older clients' alternative to name
-            a.best_without_level = None
-
-
-def _money(x: float) -> str:
-    from kcodec.advise.notes import money
-
-    return money(x)
 
 
 def _chunk_error(line: str, plan: Source) -> KcodecError:

@@ -18,11 +18,10 @@ from typing import Callable, List, Optional, Protocol, Sequence, TypeVar
 from kcodec.advise.cost import MonthlyCost
 from kcodec.advise.grid import Setting, format_size
 
-__all__ = ["DEFAULT_BUFFER_MEMORY", "DEFAULT_KNEE", "knee", "LingerPoint", "linger_curve", "ProducerMemory",
+__all__ = ["DEFAULT_BUFFER_MEMORY", "knee", "LingerPoint", "linger_curve", "ProducerMemory",
            "producer_memory", "percent", "cost_lines", "curve_doc"]
 
 DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024  # ProducerConfig's buffer.memory default
-DEFAULT_KNEE = 0.9
 
 
 class Priced(Protocol):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Dict, Generic, List, Optional, Sequence, 
 
 from kcodec.advise.assumptions import Assumption
 from kcodec.advise.auto_sample import SampleReach
-from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
+from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost, recompress_cpu
 from kcodec.advise.cpu import CpuCost, cpu_cost
 from kcodec.advise.grid import Setting, format_size
 from kcodec.advise.latency import LingerPoint, ProducerMemory, knee, linger_curve
@@ -57,12 +57,14 @@ S = TypeVar("S", bound=Optional[Setting])
 
 @dataclass(frozen=True)
 class Rule:
+    """The rule a recommendation follows (the module's steps 1 to 5); its defaults are ``kcodec advise``'s."""
+
     min_compress_mbps: float = 50.0
     min_read_mbps: float = 100.0
     max_linger_ms: float = 100.0
     min_saving: float = 0.05  # fraction of today's $/month a change must save to be worth making
     cpu: str = "model"  # where the CPU of the bill and of the speed limits comes from: "model" or "measured"
-    knee: float = 1.0  # share of the best saving within budget the smallest linger.ms/batch.size must keep
+    knee: float = 0.9  # share of the best saving within budget the smallest linger.ms/batch.size must keep (1: none)
 
     def text(self) -> str:
         source = "kcodec's CPU model" if self.cpu == "model" else "this run's measurement"
@@ -396,8 +398,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         without = pick(plain)
     recompress = 0.0
     if best is not None:
-        recompress = monthly_cost(best.stored_per_day, raw_per_day, best.compress_mbps, best.read_mbps, prices, econ,
-                                  broker_recompresses=True).cpu - best.cost.cpu
+        recompress = recompress_cpu(best.stored_per_day, raw_per_day, best.compress_mbps, best.read_mbps, prices)
     unmodelled = sorted({m.setting.codec_label for m in results if m.cpu_source != "model"}) \
         if rule.cpu == "model" else []
     if unmodelled:

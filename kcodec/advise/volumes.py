@@ -7,13 +7,15 @@ blank lines and lines starting with ``#`` are skipped.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Mapping, Optional, Tuple
 
+from kcodec.advise.cost import TopicEconomics
 from kcodec.advise.grid import parse_size
 from kcodec.errors import KcodecError
 
-__all__ = ["load_volumes", "parse_volume"]
+__all__ = ["load_volumes", "parse_volume", "given_volume"]
 
 
 def parse_volume(flag: str, text: str) -> int:
@@ -50,3 +52,16 @@ def load_volumes(path: Optional[str]) -> Dict[str, int]:
             raise KcodecError(f"--volumes {path}: line {n}: topic {topic} given twice")
         out[topic] = parse_volume(f"--volumes {path}: line {n}:", size)
     return out
+
+
+def given_volume(topic: str, econ: TopicEconomics, volumes: Mapping[str, int], volumes_file: Optional[str],
+                 per_topic: Mapping[str, TopicEconomics], bytes_per_day: Optional[int]) -> Tuple[TopicEconomics, str]:
+    """The topic's economics with the bytes per day the user gave, and which flag or file gave it:
+    its line of ``--volumes`` first, then its ``--prices`` entry, then ``--bytes-per-day``."""
+    if topic in volumes:
+        return replace(econ, bytes_per_day=float(volumes[topic])), f"--volumes {volumes_file}"
+    if topic in per_topic and per_topic[topic].bytes_per_day is not None:
+        return econ, "--prices"
+    if bytes_per_day is not None:
+        return replace(econ, bytes_per_day=float(bytes_per_day)), "--bytes-per-day"
+    return econ, "--prices"
