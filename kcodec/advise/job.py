@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 from kcodec.advise.aggregate import aggregate_rows
 from kcodec.advise.assumptions import topic_assumptions
-from kcodec.advise.auto_sample import AutoSampler, nested_order
+from kcodec.advise.auto_sample import AutoSampler, SampleReach, nested_order
 from kcodec.advise.cpu import REFERENCE
 from kcodec.advise.grid import CLUSTER_SAMPLE, Setting, parse_size
 from kcodec.advise.inputs import RoundSampledSource, Sampling, Source
@@ -85,8 +85,9 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
                                 METRICS_DDL)
         return _collect(rows, label, spark, c.plan, o.progress)
 
-    reach: Dict[str, object] = {}
+    reach: Dict[str, SampleReach] = {}
     races: Dict[str, TopicRace] = {}
+    n_chunks: Optional[int]  # None: the input knows its chunks only once Spark has read them
     if c.sample_bytes is None and isinstance(c.plan, RoundSampledSource):
         table, reach, races = _measure_in_rounds(spark, c.plan, c, o, sampling, measure, today)
         n_chunks = sum(r.chunks for r in reach.values())
