@@ -1,10 +1,11 @@
-"""Notes that say exactly what the rule did: why a setting was excluded, why today's settings are kept,
-and the cheapest setting the rule left out; and the one way dollars are written."""
+"""Notes that say exactly what the rule did, in words: why a setting was excluded (the limits it is past are
+:meth:`~kcodec.advise.recommend.Rule.exclusions`), why today's settings are kept; and the one way dollars are
+written."""
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List
 
-__all__ = ["money", "exclusions", "best_excluded", "keep_note", "excluded_note"]
+__all__ = ["money", "why_excluded", "keep_note", "excluded_note"]
 
 
 def money(x: float) -> str:
@@ -14,28 +15,18 @@ def money(x: float) -> str:
     return f"{sign}${shown:,.2f}"
 
 
-def exclusions(rule, m) -> List[str]:
-    """Why the rule (:class:`~kcodec.advise.recommend.Rule`) leaves setting ``m`` out; empty when it does not."""
-    out = []
-    if m.compress_mbps < rule.min_compress_mbps:
-        out.append(f"compresses at {m.compress_mbps:.0f} MB/s per core (< --min-compress-mbps "
-                   f"{rule.min_compress_mbps:g})")
-    if m.read_mbps < rule.min_read_mbps:
-        out.append(f"reads at {m.read_mbps:.0f} MB/s per core (< --min-read-mbps {rule.min_read_mbps:g})")
-    if m.setting.linger_ms > rule.max_linger_ms:
-        out.append(f"lingers {m.setting.linger_ms} ms (> --max-linger-ms {rule.max_linger_ms:g})")
-    return out
-
-
-def best_excluded(results: Sequence, rule, below: float):
-    """The cheapest setting the rule leaves out that costs less than ``below`` $/month, or None."""
-    out = [m for m in results if exclusions(rule, m) and m.cost.total < below]
-    return min(out, key=lambda m: m.cost.total) if out else None
+def why_excluded(rule, m) -> List[str]:
+    """Why the rule (:class:`~kcodec.advise.recommend.Rule`) leaves setting ``m`` out, in words; empty when it
+    does not."""
+    words = {"--min-compress-mbps": "compresses at {value:.0f} MB/s per core (< --min-compress-mbps {limit:g})",
+             "--min-read-mbps": "reads at {value:.0f} MB/s per core (< --min-read-mbps {limit:g})",
+             "--max-linger-ms": "lingers {value} ms (> --max-linger-ms {limit:g})"}
+    return [words[x.flag].format(value=x.value, limit=x.limit) for x in rule.exclusions(m)]
 
 
 def excluded_note(m, today_total: float, rule) -> str:
     return (f"cheaper but excluded: {m.label} would save {money(today_total - m.cost.total)}/month, but it "
-            f"{' and '.join(exclusions(rule, m))}")
+            f"{' and '.join(why_excluded(rule, m))}")
 
 
 def keep_note(best, today_total: float, rule) -> str:

@@ -38,7 +38,7 @@ from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.cpu import CpuCost, cpu_cost
 from kcodec.advise.grid import Setting, format_size
 from kcodec.advise.latency import LingerPoint, ProducerMemory, knee, linger_curve
-from kcodec.advise.notes import best_excluded, excluded_note, keep_note
+from kcodec.advise.notes import excluded_note, keep_note
 from kcodec.advise.race import Drop
 from kcodec.advise.replay import DEFAULT_CLIENT, ClientRules, client_config, client_rules
 from kcodec.advise.task import TODAY
@@ -46,7 +46,7 @@ from kcodec.advise.task import TODAY
 if TYPE_CHECKING:  # racing builds on this module
     from kcodec.advise.racing import TopicRace
 
-__all__ = ["Rule", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_order", "CODEC_ORDER"]
+__all__ = ["Rule", "Exclusion", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_order", "CODEC_ORDER"]
 
 MS_PER_DAY = 86_400_000
 #: Kafka's CompressionType ids: the last tie-break of the rule.
@@ -79,12 +79,32 @@ class Rule:
                 f"when it saves at least {self.min_saving * 100:g}% of today's $/month (--min-saving), else keep "
                 f"today's settings; CPU from {source} (--cpu-cost)")
 
+    def exclusions(self, m: "Measured[Setting]") -> List[Exclusion]:
+        """The limits setting ``m`` is past (step 1), in the order the flags are listed; empty when it is within all."""
+        out = []
+        if not m.compress_mbps >= self.min_compress_mbps:
+            out.append(Exclusion("--min-compress-mbps", m.compress_mbps, self.min_compress_mbps))
+        if not m.read_mbps >= self.min_read_mbps:
+            out.append(Exclusion("--min-read-mbps", m.read_mbps, self.min_read_mbps))
+        if not m.setting.linger_ms <= self.max_linger_ms:
+            out.append(Exclusion("--max-linger-ms", m.setting.linger_ms, self.max_linger_ms))
+        return out
+
     def fast_enough(self, m: "Measured[Setting]") -> bool:
-        return (m.setting is not None and m.compress_mbps >= self.min_compress_mbps
-                and m.read_mbps >= self.min_read_mbps)
+        """Within the speed limits, whatever its linger.ms (the saving at each linger.ms is shown)."""
+        return m.setting is not None and all(x.flag == "--max-linger-ms" for x in self.exclusions(m))
 
     def allows(self, m: "Measured[Setting]") -> bool:
-        return self.fast_enough(m) and m.setting.linger_ms <= self.max_linger_ms
+        return m.setting is not None and not self.exclusions(m)
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """One limit of the rule a setting is past: the flag that sets it, the setting's figure and the limit."""
+
+    flag: str
+    value: float
+    limit: float
 
 
 @dataclass
@@ -389,7 +409,7 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
         elif today.cost.total - best.cost.total < rule.min_saving * today.cost.total:
             notes.append(keep_note(best, today.cost.total, rule))
             best = None
-        excluded = best_excluded(results, rule, (best or today).cost.total)
+        excluded = _best_excluded(results, rule, (best or today).cost.total)
         if excluded is not None:
             notes.append(excluded_note(excluded, today.cost.total, rule))
     without = None
@@ -413,6 +433,12 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
                        cheapest=cheapest if best is not None and cheapest is not best else None,
                        curve=linger_curve(results, today.cost.total, rule.fast_enough, rule.max_linger_ms, pick),
                        rule=rule)
+
+
+def _best_excluded(results: Sequence[Measured[Setting]], rule: Rule, below: float) -> Optional[Measured[Setting]]:
+    """The cheapest setting the rule leaves out that costs less than ``below`` $/month, or None."""
+    out = [m for m in results if not rule.allows(m) and m.cost.total < below]
+    return min(out, key=lambda m: m.cost.total) if out else None
 
 
 def _span_text(ms: float) -> str:

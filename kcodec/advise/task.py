@@ -47,43 +47,47 @@ from kcodec.advise.replay import (
 from kcodec.errors import KcodecError
 from kcodec.escape import json_text
 
-__all__ = ["METRICS_DDL", "TODAY", "CHUNK_ERROR", "CODEC_NAMES", "HIST_BINS", "measure_chunk", "measure_batches",
-           "metrics_schema"]
+__all__ = ["METRICS", "METRICS_DDL", "TODAY", "CHUNK_ERROR", "CODEC_NAMES", "HIST_BINS", "measure_chunk",
+           "measure_batches", "metrics_schema"]
 
 TODAY = "today"
 CHUNK_ERROR = "kcodec advise chunk error: "
 
-METRICS_DDL = (
-    "topic string, partition int, chunk int, setting string, codec string, level int, batch_size int, "
-    "linger_ms int, records long, payload_bytes long, plain_bytes long, batches long, stored_bytes long, "
-    "compress_seconds double, compress_spread double, read_seconds double, read_spread double, "
-    "codec_bytes array<long>, magic_batches array<long>, "
-    "log_append_batches long, min_ts long, max_ts long, batch_records array<int>, batch_bytes array<int>, "
-    "record_size_hist array<long>, client string, sender_delay_ms double, sender_calibrated boolean, "
-    "replay_batches long, producer_ids int, producers_replayed int, client_recognised boolean, "
-    "worst_stored_bytes long")
+#: the metrics row of one setting of one chunk: its setting and what its batches measure
+_SETTING_COLUMNS = (
+    ("topic", "string"), ("partition", "int"), ("chunk", "int"), ("setting", "string"), ("codec", "string"),
+    ("level", "int"), ("batch_size", "int"), ("linger_ms", "int"), ("records", "long"), ("payload_bytes", "long"),
+    ("plain_bytes", "long"), ("batches", "long"), ("stored_bytes", "long"), ("compress_seconds", "double"),
+    ("compress_spread", "double"), ("read_seconds", "double"), ("read_spread", "double"),
+)
+#: what today's batches show, on today's row only (:mod:`kcodec.advise.profile`)
+_PROFILE_COLUMNS = (
+    ("codec_bytes", "array<long>"), ("magic_batches", "array<long>"), ("log_append_batches", "long"),
+    ("min_ts", "long"), ("max_ts", "long"), ("batch_records", "array<int>"), ("batch_bytes", "array<int>"),
+    ("record_size_hist", "array<long>"), ("client", "string"), ("sender_delay_ms", "double"),
+    ("sender_calibrated", "boolean"), ("replay_batches", "long"), ("producer_ids", "int"),
+    ("producers_replayed", "int"), ("client_recognised", "boolean"),
+)
+#: the worst case a load-bound setting is priced at
+_WORST_COLUMNS = (
+    ("worst_stored_bytes", "long"),
+)
+#: every metrics column, name and Spark SQL type, in the order a row is written: stated once, and
+#: :data:`METRICS_DDL`, :func:`metrics_schema` and the profile's fields are read from it
+METRICS = _SETTING_COLUMNS + _PROFILE_COLUMNS + _WORST_COLUMNS
+METRICS_DDL = ", ".join(f"{name} {kind}" for name, kind in METRICS)
 
 
 def metrics_schema():
-    """:data:`METRICS_DDL` as Arrow (mapInArrow matches columns by position and width)."""
+    """:data:`METRICS` as Arrow (mapInArrow matches columns by position and width)."""
     import pyarrow as pa
 
-    i32, i64, f64, s = pa.int32(), pa.int64(), pa.float64(), pa.string()
-    return pa.schema([
-        ("topic", s), ("partition", i32), ("chunk", i32), ("setting", s), ("codec", s), ("level", i32),
-        ("batch_size", i32), ("linger_ms", i32), ("records", i64), ("payload_bytes", i64), ("plain_bytes", i64),
-        ("batches", i64), ("stored_bytes", i64), ("compress_seconds", f64), ("compress_spread", f64),
-        ("read_seconds", f64), ("read_spread", f64),
-        ("codec_bytes", pa.list_(i64)), ("magic_batches", pa.list_(i64)), ("log_append_batches", i64),
-        ("min_ts", i64), ("max_ts", i64), ("batch_records", pa.list_(i32)), ("batch_bytes", pa.list_(i32)),
-        ("record_size_hist", pa.list_(i64)), ("client", s), ("sender_delay_ms", f64),
-        ("sender_calibrated", pa.bool_()), ("replay_batches", i64), ("producer_ids", i32),
-        ("producers_replayed", i32), ("client_recognised", pa.bool_()), ("worst_stored_bytes", i64)])
+    arrow = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "double": pa.float64(),
+             "boolean": pa.bool_(), "array<int>": pa.list_(pa.int32()), "array<long>": pa.list_(pa.int64())}
+    return pa.schema([(name, arrow[kind]) for name, kind in METRICS])
 
 
-_PROFILE_FIELDS = ("codec_bytes", "magic_batches", "log_append_batches", "min_ts", "max_ts", "batch_records",
-                   "batch_bytes", "record_size_hist", "client", "sender_delay_ms", "sender_calibrated",
-                   "replay_batches", "producer_ids", "producers_replayed", "client_recognised")
+_PROFILE_FIELDS = tuple(name for name, _ in _PROFILE_COLUMNS)
 
 
 def _row(topic, partition, chunk, name, setting, records, payload, plain, batches, stored, cs: CpuTime,

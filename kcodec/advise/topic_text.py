@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kcodec.advise.latency import percent
-from kcodec.advise.notes import exclusions
+from kcodec.advise.notes import why_excluded
 from kcodec.advise.race import dollars
 from kcodec.advise.recommend import Measured, TopicAdvice
 
@@ -57,5 +57,5 @@ def row_mark(a: TopicAdvice, m: Measured) -> str:
         return "; ".join(x for x in ("set" + ("" if a.chosen_by == "rule" else f" ({a.chosen_by})"), worst) if x)
     if m.dropped is not None:
         return f"dropped after round {m.dropped.round}: {m.dropped.detail} (+/-{dollars(m.cost_uncertainty)} then)"
-    why = exclusions(a.rule, m) if a.rule is not None else []
+    why = why_excluded(a.rule, m) if a.rule is not None else []
     return "; ".join(x for x in (f"excluded: {'; '.join(why)}" if why else "", worst) if x)
