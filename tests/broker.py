@@ -243,8 +243,10 @@ class Certificates:
         return str(both)
 
     def encrypted_client_key(self, password: str) -> str:
-        """The client's key encrypted with ``password`` (AES-256, PKCS#8): ``client-encrypted.key``."""
-        self._openssl("pkcs8", "-topk8", "-in", "client.key", "-v2", "aes-256-cbc", "-passout", f"pass:{password}",
+        """The client's key encrypted with ``password`` (PKCS#8): ``client-encrypted.key``.  PKCS#12's
+        3DES scheme, since Java 17's PEM key store reads no PBES2 key (``PBES2 SecretKeyFactory not
+        available``)."""
+        self._openssl("pkcs8", "-topk8", "-in", "client.key", "-v1", "PBE-SHA1-3DES", "-passout", f"pass:{password}",
                       "-out", "client-encrypted.key")
         return self.path("client-encrypted.key")
 

@@ -2,7 +2,8 @@
 
 TLS: ``socat`` ends TLS (OpenSSL) in front of a plaintext Tansu broker whose advertised listener
 is the TLS port, with certificates made here by ``openssl`` (tests/broker.py), and asks every
-client for a certificate the test CA signed (mutual TLS).
+client for a certificate the test CA signed (mutual TLS).  The Java client (kafka-clients 3.9) and
+librdkafka write through it with the same properties file advise reads with.
 
 SASL: Tansu 0.6's ``--authentication`` offers SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER and
 runs the exchange itself.  Its in-memory store keeps no SCRAM credential (``tansu user create``
@@ -294,3 +295,64 @@ def test_an_oauth_token_the_broker_refuses_is_one_line(sasl_broker, tmp_path, ca
     assert asked == [b"grant_type=client_credentials"]
     assert line == (f"kcodec advise: SASL authentication failed at broker 127.0.0.1:{sasl_broker.port}: "
                     "OAUTHBEARER: SASL Authentication failed.")
+
+
+JAVA_PROPERTIES = (
+    "config.providers=env\n"
+    "config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+    "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
+    "ssl.keystore.type=PEM\nssl.keystore.location={key_store}\nssl.key.password=${{env:KCODEC_TEST_KEY_PASSWORD}}\n")
+LIBRDKAFKA_PROPERTIES = (
+    "security.protocol=ssl\nssl.ca.location={ca}\nssl.certificate.location={certificate}\n"
+    "ssl.key.location={key}\nssl.key.password={password}\n")
+
+
+@pytest.mark.parametrize("client", ["java", "librdkafka"])
+def test_one_properties_file_serves_the_real_client_and_advise(tls_cluster, certs, tmp_path, monkeypatch, client):
+    """The properties a Java or librdkafka application already uses, its encrypted key's password
+    in the environment (Java's EnvVarConfigProvider) or in the file: that client writes through the
+    mutual-TLS endpoint with them, and advise reads its batches back with the same file."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    from kcodec.advise.inputs.cluster.fetch import _Reader
+    from kcodec.advise.inputs.cluster.protocol import BrokerSession
+    from kcodec.advise.inputs.cluster.security import parse_properties, read_command_config
+    from kcodec.records import read_batches
+    from producers import java_classpath, produce_java, produce_librdkafka
+
+    if client == "java" and java_classpath() is None:
+        pytest.skip("needs java, javac and the kafka-clients jars of ../shared/oracle/install-jars.sh")
+    pytest.importorskip("confluent_kafka")
+    broker, _ = tls_cluster
+    monkeypatch.setenv("KCODEC_TEST_KEY_PASSWORD", PASSWORD)
+    key = certs.encrypted_client_key(PASSWORD)
+    key_store = tmp_path / "client-store.pem"
+    key_store.write_text(pathlib.Path(key).read_text() + pathlib.Path(certs.path("client.pem")).read_text())
+    template = JAVA_PROPERTIES if client == "java" else LIBRDKAFKA_PROPERTIES
+    path = _properties(tmp_path, template.format(ca=certs.path("ca.pem"), key_store=key_store, key=key,
+                                                 certificate=certs.path("client.pem"), password=PASSWORD))
+    topic = f"written-by-{client}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, security_protocol="SSL",
+                             ssl_cafile=certs.path("ca.pem"), ssl_certfile=certs.path("client.pem"),
+                             ssl_keyfile=certs.path("client.key"))
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        admin.close()
+    records = [(None, b"record %d" % i) for i in range(300)]
+    config = parse_properties(pathlib.Path(path).read_text())
+    if client == "java":
+        produce_java(broker.bootstrap, topic, records, rate=3000, config=config, warmup=0)
+    else:
+        produce_librdkafka(broker.bootstrap, topic, records, rate=3000, config=config)
+
+    security = read_command_config(path)
+    with BrokerSession(broker.bootstrap, 5.0, security) as session:
+        assert [(m.topic, m.partition) for m in session.metadata([topic])] == [(topic, 0)]
+    reader = _Reader(broker.bootstrap, 5.0, 5.0, security=security)
+    try:
+        data = reader.read(topic, 0, 0, None, 1 << 20).data
+    finally:
+        reader.close()
+    assert [r.value for b in read_batches(data) for r in b] == [v for _, v in records]
