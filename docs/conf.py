@@ -19,12 +19,17 @@ import kcodec  # noqa: E402
 project = "kcodec"
 release = version = kcodec.__version__
 copyright = "the kcodec authors"
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "kcodec_cli"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx_copybutton",
+              "kcodec_cli", "kcodec_tutorial"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 myst_heading_anchors = 3
-exclude_patterns = ["_build"]
-html_theme = "alabaster"
+exclude_patterns = ["_build", "_generated"]
+# furo: search, a page outline, dark mode, and code blocks that scroll; the copy button on
+# every code block leaves out shell prompts and the output lines a block shows
+html_theme = "furo"
+html_title = f"kcodec {release}"
 html_static_path = []
+copybutton_exclude = ".linenos, .gp, .go"
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 # kcodec.spark's modules import pyspark; the reference builds without its 456 MB too

@@ -216,8 +216,56 @@ def test_the_cli_reference_names_every_flag():
                 assert flag in text, f"kcodec {name} {flag}"
 
 
+# ---- the tutorial: a page made from real runs
+
+def _tutorial():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import kcodec_tutorial
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    return kcodec_tutorial
+
+
+def uncovered_blocks(output: str, titles: List[str]) -> List[str]:
+    """The first line of each output block that no title of the page starts."""
+    return [block[0] for block in _tutorial().output_blocks(output)
+            if not any(block[0].startswith(title) for title in titles)]
+
+
+def test_the_tutorial_declares_its_runs():
+    steps = _tutorial().tutorial_steps((DOCS / "tutorial.md").read_text())
+    assert [s.run for s in steps] == ["sample", "logs"]
+    assert steps[0].args[0] == "advise" and "estate:" in steps[0].blocks
+
+
+def test_a_tutorial_that_leaves_a_block_out_is_found():
+    output = "kcodec advise: x\n\nestate: 3 topics\n\nwhat to set: one line\n  3 zstd\n"
+    assert uncovered_blocks(output, ["kcodec advise:", "estate:", "what to set:"]) == []
+    assert uncovered_blocks(output, ["kcodec advise:", "estate:"]) == ["what to set: one line"]
+
+
+@pytest.mark.spark
+def test_the_tutorial_explains_every_block_its_runs_print(tmp_path):
+    """docs/tutorial.md's runs, in order and in one folder as a reader makes them: every block a run
+    prints is one the page shows and explains, and every block the page shows is printed."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java")
+    tutorial = _tutorial()
+    for step in tutorial.tutorial_steps((DOCS / "tutorial.md").read_text()):
+        done = tutorial.run_kcodec(step.args, tmp_path)
+        assert done.returncode == 0, f"kcodec {shlex.join(step.args)}: {done.stderr[-2000:]}"
+        missing = [t for t in step.blocks if tutorial.block_titled(done.stdout, t) is None]
+        assert not missing, f"the page shows blocks that kcodec {shlex.join(step.args)} no longer prints: {missing}"
+        unexplained = uncovered_blocks(done.stdout, step.blocks)
+        assert not unexplained, f"kcodec {shlex.join(step.args)} prints blocks the page does not show: {unexplained}"
+
+
 # ---- the site itself
 
+# The site's tutorial runs advise on Spark while it builds; CI builds the site with -W itself.
+@pytest.mark.spark
 def test_docs_build_without_warnings(tmp_path):
     for module in ("sphinx", "myst_parser"):
         if importlib.util.find_spec(module) is None:
