@@ -277,3 +277,47 @@ def test_command_config_needs_a_cluster(tmp_path):
     with pytest.raises(KcodecError, match=r"^--command-config c.properties: a secured cluster's client properties; "
                                           r"give --bootstrap-server with it$"):
         open_inputs([str(tmp_path)], None, 1 << 20, command_config="c.properties")
+
+
+class _KafkaAnswers:
+    """The answers Apache Kafka gives on the checking connection, as bytes after the correlation id."""
+
+    def __init__(self, handshake: bytes, authenticate: bytes = b"") -> None:
+        self.answers = {17: handshake, 36: authenticate}
+        self.asked = []
+
+    def request(self, api_key, version, body, what):
+        self.asked.append((api_key, version, body))
+        return memoryview(self.answers[api_key])
+
+
+def _strings(*names: str) -> bytes:
+    import struct
+
+    return struct.pack(">i", len(names)) + b"".join(struct.pack(">h", len(n)) + n.encode() for n in names)
+
+
+def test_kafkas_own_refusals_are_one_line(tmp_path):
+    """UNSUPPORTED_SASL_MECHANISM (33) lists what the broker offers; SASL_AUTHENTICATION_FAILED (58)
+    carries the broker's message.  Neither holds the password, which went only into the token."""
+    import struct
+
+    from kcodec.advise.inputs.cluster.security import _authenticate
+
+    plain = security_from_properties({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                      "sasl.username": "advise", "sasl.password": PASSWORD}, "t", {})
+    answers = _KafkaAnswers(struct.pack(">h", 33) + _strings("SCRAM-SHA-256", "SCRAM-SHA-512"))
+    with pytest.raises(ClusterError) as info:
+        _authenticate(answers, "b1", plain, "broker b1:9093")
+    assert str(info.value) == "SASL at broker b1:9093: the broker does not offer mechanism PLAIN (it offers " \
+                              "SCRAM-SHA-256, SCRAM-SHA-512)"
+    message = b"Authentication failed: Invalid username or password"
+    answers = _KafkaAnswers(struct.pack(">h", 0) + _strings("PLAIN"),
+                            struct.pack(">hh", 58, len(message)) + message + struct.pack(">i", 0))
+    with pytest.raises(ClusterError) as info:
+        _authenticate(answers, "b1", plain, "broker b1:9093")
+    assert str(info.value) == "SASL authentication failed at broker b1:9093: PLAIN as user 'advise': " \
+                              "Authentication failed: Invalid username or password"
+    token = f"advise\0advise\0{PASSWORD}".encode()  # kafka-python names the user as authzid too
+    assert answers.asked == [(17, 1, struct.pack(">h", 5) + b"PLAIN"),
+                             (36, 0, struct.pack(">i", len(token)) + token)]
