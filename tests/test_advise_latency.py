@@ -6,9 +6,10 @@ import pytest
 
 from kcodec.advise.cost import Prices, TopicEconomics
 from kcodec.advise.grid import Setting, parse_share
-from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, cost_lines, producer_memory
+from kcodec.advise.latency import DEFAULT_BUFFER_MEMORY, producer_memory
 from kcodec.advise.options import Options, check_options
 from kcodec.advise.recommend import Rule, advise_topic
+from kcodec.advise.topic_text import cost_lines
 from kcodec.errors import KcodecError
 from test_advise_recommend import agg, row
 

@@ -11,6 +11,7 @@ from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.recommend import Measured, Rule, advise_topic
 from kcodec.advise.replay import JAVA, client_config
+from kcodec.advise.topic_text import rule_text
 
 DAY = 86_400_000
 ZSTD19 = Setting("zstd", 19, 16384, 5)     # the cheapest, at a level only clients 3.8+ can set
@@ -54,13 +55,13 @@ def test_rule_allows_at_its_bounds():
 
 
 def test_rule_text_states_its_numbers():
-    assert Rule(min_compress_mbps=40, min_read_mbps=80.5, max_linger_ms=20, min_saving=0.125, knee=1).text() == (
+    assert rule_text(Rule(min_compress_mbps=40, min_read_mbps=80.5, max_linger_ms=20, min_saving=0.125, knee=1)) == (
         "the lowest $/month (storage + network + CPU) among settings that build at 40 MB/s of CPU per core or "
         "more (--min-compress-mbps), read at 80.5 MB/s or more (--min-read-mbps) and linger at most 20 ms "
         "(--max-linger-ms); costs within their uncertainty count as equal and then less CPU, smaller linger.ms, "
         "smaller batch.size, codec id and level decide; recommended when it saves at least 12.5% of today's "
         "$/month (--min-saving), else keep today's settings; CPU from kcodec's CPU model (--cpu-cost)")
-    assert Rule(cpu="measured").text().endswith("CPU from this run's measurement (--cpu-cost)")
+    assert rule_text(Rule(cpu="measured")).endswith("CPU from this run's measurement (--cpu-cost)")
     default = Rule()
     # the command's defaults, which its options and flags take from here
     assert (default.min_compress_mbps, default.min_read_mbps, default.max_linger_ms, default.min_saving,
@@ -215,11 +216,11 @@ def test_rule_is_a_value_and_states_its_knee():
     with pytest.raises(dataclasses.FrozenInstanceError):
         rule.knee = 1.0  # type: ignore[misc]
     assert {rule, Rule(knee=0.8)} == {rule}
-    assert rule.text().startswith(
+    assert rule_text(rule).startswith(
         "the smallest linger.ms, then batch.size, saving at least 80% of what the lowest $/month (storage + network "
         "+ CPU) saves (--knee) among settings that build at 50 MB/s of CPU per core or more")
-    assert Rule(knee=0.125).text().startswith("the smallest linger.ms, then batch.size, saving at least 12.5% of")
-    assert Rule(knee=1.0).text().startswith("the lowest $/month (storage + network + CPU) among settings")
+    assert rule_text(Rule(knee=0.125)).startswith("the smallest linger.ms, then batch.size, saving at least 12.5% of")
+    assert rule_text(Rule(knee=1.0)).startswith("the lowest $/month (storage + network + CPU) among settings")
 
 
 def test_measured_without_a_cost_and_its_spreads():

@@ -10,13 +10,13 @@ price, or Kafka's and the model's defaults).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import AbstractSet, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from kcodec.advise.cost import PRICE_FIELDS, Prices, TopicEconomics
 from kcodec.advise.grid import format_size
 
 __all__ = ["Assumption", "MEASURED", "CLUSTER", "FLAGS", "PRICES_FILE", "DEFAULT", "flag_name", "bill_assumptions",
-           "topic_assumptions", "assumption_lines", "assumption_rows", "Source"]
+           "topic_assumptions", "Source"]
 
 MEASURED = "measured"
 CLUSTER = "from the cluster"
@@ -109,27 +109,3 @@ def topic_assumptions(econ: TopicEconomics, sources: Mapping[str, Source], per_d
             detail = "; ".join(filter(None, [detail, "not billed on this platform"]))
         out.append(Assumption(label, _number(name, value), source, detail))
     return out
-
-
-def assumption_lines(items: Sequence[Assumption], indent: str = "  ") -> List[str]:
-    """Terminal lines, one per assumption, grouped by source so what was guessed stands out."""
-    order = [MEASURED, CLUSTER, FLAGS, PRICES_FILE, DEFAULT]
-    by_source: Dict[str, List[Assumption]] = {}
-    for a in items:
-        by_source.setdefault(a.source, []).append(a)
-    lines = []
-    for source in order:
-        group = by_source.get(source)
-        if group:
-            lines.append(f"{indent}{source + ':':<18} " + "; ".join(
-                f"{a.name} {a.value}" + (f" ({a.detail})" if a.detail and (source in (CLUSTER, FLAGS)
-                                                                         or a.detail.startswith("not billed"))
-                                         else "")
-                for a in group))
-    return lines
-
-
-def assumption_rows(items: Sequence[Assumption], escape: Callable[[str], str]) -> str:
-    """HTML table rows: what, value, source, detail."""
-    return "".join(f"<tr><td>{escape(a.name)}</td><td>{escape(a.value)}</td><td>{escape(a.source)}</td>"
-                   f"<td>{escape(a.detail)}</td></tr>" for a in items)

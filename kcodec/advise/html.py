@@ -9,16 +9,15 @@ number of topics, and no asset comes from elsewhere.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Optional, Sequence, Set
+from typing import Callable, Dict, Iterable, Optional, Sequence, Set
 
-from kcodec.advise.assumptions import Assumption, assumption_rows
+from kcodec.advise.assumptions import Assumption
 from kcodec.advise.estate import Estate
 from kcodec.advise.estate_text import volume_tag
 from kcodec.advise.grid import format_size
-from kcodec.advise.latency import cost_lines
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import TopicAdvice
-from kcodec.advise.topic_text import codec_mix_text, replay_text, row_mark
+from kcodec.advise.topic_text import codec_mix_text, cost_lines, replay_text, row_mark
 from kcodec.escape import file_name, html_text
 
 __all__ = ["report_html", "topic_html"]
@@ -52,6 +51,12 @@ document.querySelectorAll("table.sortable th").forEach(function (th, i) {
   });
 });
 </script>"""
+
+
+def assumption_rows(items: Sequence[Assumption], escape: Callable[[str], str]) -> str:
+    """HTML table rows: what, value, source, detail."""
+    return "".join(f"<tr><td>{escape(a.name)}</td><td>{escape(a.value)}</td><td>{escape(a.source)}</td>"
+                   f"<td>{escape(a.detail)}</td></tr>" for a in items)
 
 
 def _page(title: str, body: str, script: bool = False) -> str:

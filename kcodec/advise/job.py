@@ -24,6 +24,7 @@ from kcodec.advise.recommend import TopicAdvice, advise_topic
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.task import CHUNK_ERROR, METRICS_DDL, TODAY, measure_batches
 from kcodec.advise.topic_config import price_topic
+from kcodec.advise.topic_text import rule_text
 from kcodec.advise.volumes import given_volume
 from kcodec.errors import KcodecError
 from kcodec.spark.errors import kcodec_error_in
@@ -123,7 +124,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         estate = plan_estate(advice, c.rule, o.group_by, o.same_setting_within)
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": _sample_text(c, o),
-               "rule": c.rule.text(), "assumptions": [a.doc() for a in c.bill],
+               "rule": rule_text(c.rule), "assumptions": [a.doc() for a in c.bill],
                "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
                               f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
                "replay": LIMITS}

@@ -19,7 +19,7 @@ from kcodec.advise.cost import MonthlyCost
 from kcodec.advise.grid import Setting, format_size
 
 __all__ = ["DEFAULT_BUFFER_MEMORY", "knee", "LingerPoint", "linger_curve", "ProducerMemory",
-           "producer_memory", "percent", "cost_lines", "curve_doc"]
+           "producer_memory", "percent"]
 
 DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024  # ProducerConfig's buffer.memory default
 
@@ -104,44 +104,3 @@ def percent(share: float) -> str:
 
 def producer_memory(batch_bytes: int, partitions: int, buffer_memory: int = DEFAULT_BUFFER_MEMORY) -> ProducerMemory:
     return ProducerMemory(batch_bytes, max(1, partitions), buffer_memory)
-
-
-def cost_lines(a, money: Callable[[float], str]) -> List[tuple]:
-    """(label, text) lines of a topic's advice (:class:`~kcodec.advise.recommend.TopicAdvice`): the latency and
-    memory of what to set, how the knee chose it, and the saving at each linger.ms."""
-    out = []
-    if a.best is not None:
-        s = a.best.setting
-        out.append(("latency", f"up to {s.linger_ms} ms added to each send (linger.ms={s.linger_ms}; a batch "
-                               f"filled to batch.size leaves sooner)"))
-        if a.memory is not None:
-            out.append(("memory", a.memory.text()))
-        if a.cheapest is not None:
-            c = a.cheapest
-            most = a.today.cost.total - c.cost.total
-            kept = a.saving / max(most, 1e-12)
-            out.append(("knee", f"the cheapest within the budget, {c.label}, saves {money(most)}/month at up to "
-                                f"{c.setting.linger_ms} ms; this setting keeps {kept * 100:.0f}% of that saving"))
-    if len(a.curve) > 1:
-        points = []
-        for p in a.curve:
-            best = f"{money(p.saving)} ({p.best.label})" if p.best is not None else "none meets the speed rule"
-            points.append(f"{p.linger_ms} ms {best}" + ("" if p.in_budget else " over budget"))
-        out.append(("by linger", "; ".join(points)))
-        zero = next((p for p in a.curve if p.linger_ms == 0), None)
-        if zero is not None and a.client.load_bound_at_zero_linger:
-            text = (f"a {a.client.display_name} producer's batches at linger.ms=0 hold what arrives while its sender "
-                    f"is busy, which varies with the CPU it gets and run to run; the 0 ms figures take a sender as "
-                    f"late as today's batches show, and each 0 ms setting is priced at its worst case, every record "
-                    f"sent alone (an idle sender)")
-            m = zero.best
-            if m is not None and m.worst_ratio is not None:
-                text += f"; {m.label}: {m.ratio:.2f}x as today's sender, {m.worst_ratio:.2f}x at worst"
-            out.append(("at 0 ms", text))
-    return out
-
-
-def curve_doc(a) -> List[dict]:
-    """The saving at each linger.ms, for results.json."""
-    return [{"linger_ms": p.linger_ms, "setting": p.best.label if p.best is not None else None,
-             "saving_month": p.saving, "in_budget": p.in_budget} for p in a.curve]

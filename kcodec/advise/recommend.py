@@ -66,19 +66,6 @@ class Rule:
     cpu: str = "model"  # where the CPU of the bill and of the speed limits comes from: "model" or "measured"
     knee: float = 0.9  # share of the best saving within budget the smallest linger.ms/batch.size must keep (1: none)
 
-    def text(self) -> str:
-        source = "kcodec's CPU model" if self.cpu == "model" else "this run's measurement"
-        pick = ("the lowest $/month (storage + network + CPU)" if self.knee >= 1 else
-                f"the smallest linger.ms, then batch.size, saving at least {self.knee * 100:g}% of what the "
-                f"lowest $/month (storage + network + CPU) saves (--knee)")
-        return (f"{pick} among settings that build at "
-                f"{self.min_compress_mbps:g} MB/s of CPU per core or more (--min-compress-mbps), read at "
-                f"{self.min_read_mbps:g} MB/s or more (--min-read-mbps) and linger at most "
-                f"{self.max_linger_ms:g} ms (--max-linger-ms); costs within their uncertainty count as equal and "
-                f"then less CPU, smaller linger.ms, smaller batch.size, codec id and level decide; recommended "
-                f"when it saves at least {self.min_saving * 100:g}% of today's $/month (--min-saving), else keep "
-                f"today's settings; CPU from {source} (--cpu-cost)")
-
     def exclusions(self, m: "Measured[Setting]") -> List[Exclusion]:
         """The limits setting ``m`` is past (step 1), in the order the flags are listed; empty when it is within all."""
         out = []

@@ -8,20 +8,37 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from kcodec.advise.assumptions import Assumption, assumption_lines
+from kcodec.advise.assumptions import CLUSTER, DEFAULT, FLAGS, MEASURED, PRICES_FILE, Assumption
 from kcodec.advise.cost import GB
 from kcodec.advise.grid import format_size
-from kcodec.advise.latency import cost_lines, curve_doc
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.replay import LIMITS
-from kcodec.advise.topic_text import codec_mix_text, config_text, replay_text, row_mark
+from kcodec.advise.topic_text import codec_mix_text, config_text, cost_lines, curve_doc, replay_text, row_mark
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
 __all__ = ["summary_text", "details_text", "write_reports"]
 
 
 _money = money
+
+
+def assumption_lines(items: Sequence[Assumption], indent: str = "  ") -> List[str]:
+    """Terminal lines, one per assumption, grouped by source so what was guessed stands out."""
+    order = [MEASURED, CLUSTER, FLAGS, PRICES_FILE, DEFAULT]
+    by_source: Dict[str, List[Assumption]] = {}
+    for a in items:
+        by_source.setdefault(a.source, []).append(a)
+    lines = []
+    for source in order:
+        group = by_source.get(source)
+        if group:
+            lines.append(f"{indent}{source + ':':<18} " + "; ".join(
+                f"{a.name} {a.value}" + (f" ({a.detail})" if a.detail and (source in (CLUSTER, FLAGS)
+                                                                         or a.detail.startswith("not billed"))
+                                         else "")
+                for a in group))
+    return lines
 
 
 def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = None,

@@ -1,14 +1,15 @@
-"""A topic's advice in a few words, for every rendering (terminal, estate summary, HTML)."""
+"""A topic's advice in words, for every rendering (terminal, estate summary, HTML, results.json): the rule,
+the setting's configuration, its latency and memory, the saving at each linger.ms, why a row was left out."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kcodec.advise.latency import percent
 from kcodec.advise.notes import why_excluded
 from kcodec.advise.race import dollars
-from kcodec.advise.recommend import Measured, TopicAdvice
+from kcodec.advise.recommend import Measured, Rule, TopicAdvice
 
-__all__ = ["codec_mix_text", "config_text", "replay_text", "row_mark"]
+__all__ = ["codec_mix_text", "config_text", "replay_text", "row_mark", "rule_text", "cost_lines", "curve_doc"]
 
 
 def codec_mix_text(a: TopicAdvice) -> str:
@@ -59,3 +60,64 @@ def row_mark(a: TopicAdvice, m: Measured) -> str:
         return f"dropped after round {m.dropped.round}: {m.dropped.detail} (+/-{dollars(m.cost_uncertainty)} then)"
     why = why_excluded(a.rule, m) if a.rule is not None else []
     return "; ".join(x for x in (f"excluded: {'; '.join(why)}" if why else "", worst) if x)
+
+
+def rule_text(rule: Rule) -> str:
+    """The rule in one sentence, with the figures it was given and the flags that set them."""
+    source = "kcodec's CPU model" if rule.cpu == "model" else "this run's measurement"
+    pick = ("the lowest $/month (storage + network + CPU)" if rule.knee >= 1 else
+            f"the smallest linger.ms, then batch.size, saving at least {rule.knee * 100:g}% of what the "
+            f"lowest $/month (storage + network + CPU) saves (--knee)")
+    return (f"{pick} among settings that build at "
+            f"{rule.min_compress_mbps:g} MB/s of CPU per core or more (--min-compress-mbps), read at "
+            f"{rule.min_read_mbps:g} MB/s or more (--min-read-mbps) and linger at most "
+            f"{rule.max_linger_ms:g} ms (--max-linger-ms); costs within their uncertainty count as equal and "
+            f"then less CPU, smaller linger.ms, smaller batch.size, codec id and level decide; recommended "
+            f"when it saves at least {rule.min_saving * 100:g}% of today's $/month (--min-saving), else keep "
+            f"today's settings; CPU from {source} (--cpu-cost)")
+
+
+def cost_lines(a: TopicAdvice, money: Callable[[float], str]) -> List[Tuple[str, str]]:
+    """(label, text) lines of a topic's advice (:class:`~kcodec.advise.recommend.TopicAdvice`): the latency and
+    memory of what to set, how the knee chose it, and the saving at each linger.ms."""
+    out: List[Tuple[str, str]] = []
+    if a.best is not None:
+        s = a.best.setting
+        out.append(("latency", f"up to {s.linger_ms} ms added to each send (linger.ms={s.linger_ms}; a batch "
+                               f"filled to batch.size leaves sooner)"))
+        if a.memory is not None:
+            out.append(("memory", a.memory.text()))
+        if a.cheapest is not None:
+            c = a.cheapest
+            most = a.today.cost.total - c.cost.total
+            kept = a.saving / max(most, 1e-12)
+            out.append(("knee", f"the cheapest within the budget, {c.label}, saves {money(most)}/month at up to "
+                                f"{c.setting.linger_ms} ms; this setting keeps {kept * 100:.0f}% of that saving"))
+    if len(a.curve) > 1:
+        points = []
+        for p in a.curve:
+            at: Any = p.best  # a LingerPoint's setting, a Measured
+            best = f"{money(p.saving)} ({at.label})" if at is not None else "none meets the speed rule"
+            points.append(f"{p.linger_ms} ms {best}" + ("" if p.in_budget else " over budget"))
+        out.append(("by linger", "; ".join(points)))
+        zero = next((p for p in a.curve if p.linger_ms == 0), None)
+        if zero is not None and a.client.load_bound_at_zero_linger:
+            text = (f"a {a.client.display_name} producer's batches at linger.ms=0 hold what arrives while its sender "
+                    f"is busy, which varies with the CPU it gets and run to run; the 0 ms figures take a sender as "
+                    f"late as today's batches show, and each 0 ms setting is priced at its worst case, every record "
+                    f"sent alone (an idle sender)")
+            m: Any = zero.best
+            if m is not None and m.worst_ratio is not None:
+                text += f"; {m.label}: {m.ratio:.2f}x as today's sender, {m.worst_ratio:.2f}x at worst"
+            out.append(("at 0 ms", text))
+    return out
+
+
+def curve_doc(a: TopicAdvice) -> List[Dict[str, Any]]:
+    """The saving at each linger.ms, for results.json."""
+    return [{"linger_ms": p.linger_ms, "setting": _label(p.best), "saving_month": p.saving, "in_budget": p.in_budget}
+            for p in a.curve]
+
+
+def _label(m: Any) -> Optional[str]:
+    return m.label if m is not None else None
