@@ -837,3 +837,94 @@ def test_a_batch_of_large_values_has_the_crc_of_its_bytes(seed):
 def test_java_reads_a_batch_of_large_values():
     assert_java_reads_as_kcodec(build(_large_value_records(9), base_offset=42))
     assert_java_reads_as_kcodec(build(_large_value_records(8), base_offset=0))
+
+
+def test_control_records_have_kafkas_key_and_value_bytes():
+    b = RecordBatchBuilder(base_offset=40, producer_id=7, producer_epoch=2, is_transactional=True, is_control=True)
+    assert b.append_control(ControlRecordType.LEADER_CHANGE, b"\x00\x01", timestamp=TS) == 40
+    # an EndTransactionMarker brings its own value: version 0, then the coordinator epoch
+    assert b.append_control(EndTransactionMarker(ControlRecordType.ABORT, 9), timestamp=TS + 1) == 41
+    assert b.append_end_txn_marker(ControlRecordType.COMMIT, 258, timestamp=TS + 2, offset=45) == 45
+    got = [(r.offset, r.timestamp, r.key, r.value) for r in one(b.build())]
+    assert got == [(40, TS, b"\x00\x00\x00\x02", b"\x00\x01"),
+                   (41, TS + 1, b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x09"),
+                   (45, TS + 2, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x01\x02")]
+
+
+def test_control_records_refused_with_kafkas_messages():
+    txn = dict(producer_id=7, producer_epoch=2, is_transactional=True)
+    with pytest.raises(RecordBuilderError, match="^Control records can only be appended to control batches$"):
+        RecordBatchBuilder(**txn).append_control(EndTransactionMarker(ControlRecordType.COMMIT, 1), timestamp=TS)
+    with pytest.raises(RecordBuilderError, match="^Control records can only be appended to control batches$"):
+        RecordBatchBuilder(**txn).append_control(key=b"\x00\x00\x00\x01", value=b"", timestamp=TS)
+    b = RecordBatchBuilder(is_control=True, **txn)
+    with pytest.raises(RecordBuilderError, match="^append_control needs a control_type or a key$"):
+        b.append_control(timestamp=TS)
+    with pytest.raises(RecordBuilderError, match="^Cannot append record with unknown control record type$"):
+        b.append_control(ControlRecordType.UNKNOWN, b"", timestamp=TS)
+    with pytest.raises(RecordBuilderError, match="^LEADER_CHANGE is not an end transaction marker type$"):
+        b.append_end_txn_marker(ControlRecordType.LEADER_CHANGE, 1, timestamp=TS)
+    with pytest.raises(RecordBuilderError, match="^End transaction marker requires a valid producerId$"):
+        RecordBatchBuilder(is_control=True, is_transactional=True).append_control(
+            EndTransactionMarker(ControlRecordType.ABORT, 1), timestamp=TS)
+    with pytest.raises(RecordBuilderError, match="^End transaction marker depends on batch transactional flag"):
+        RecordBatchBuilder(is_control=True, producer_id=7).append_end_txn_marker(ControlRecordType.COMMIT, 1)
+    # nothing refused was written
+    b.append_control(ControlRecordType.SNAPSHOT_HEADER, b"", timestamp=TS)
+    assert [(r.offset, r.key) for r in one(b.build())] == [(0, b"\x00\x00\x00\x03")]
+
+
+def test_override_last_offset_keeps_a_compacted_batchs_last_offset():
+    b = RecordBatchBuilder(base_offset=10, producer_id=3, producer_epoch=0, base_sequence=100)
+    b.append(b"k", b"v", TS)
+    b.append(b"k", b"w", TS, offset=12)
+    b.override_last_offset(20)
+    batch = one(b.build())
+    assert (batch.base_offset, batch.last_offset, batch.last_offset_delta, batch.record_count) == (10, 20, 10, 2)
+    assert [r.offset for r in batch] == [10, 12]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_builders_refuse_each_v2_only_argument_with_kafkas_message(magic):
+    refused = [({"producer_id": 5}, "Idempotent records"), ({"producer_epoch": 0}, "Idempotent records"),
+               ({"base_sequence": 0}, "Idempotent records"), ({"is_transactional": True}, "Transactional records"),
+               ({"is_control": True}, "Control records"),
+               ({"delete_horizon_ms": 0}, f"Delete horizon is only supported with magic version 2, not {magic}$")]
+    for kwargs, message in refused:
+        with pytest.raises(RecordBuilderError, match=(
+                message if message.endswith("$") else f"^{message} cannot be used with magic version {magic}$")):
+            kcodec.batch_builder(magic=magic, **kwargs)
+    # the v2 defaults, and a negative delete horizon (none), are what an old batch has anyway; a leader
+    # epoch has no field there and is dropped, as MemoryRecordsBuilder drops it
+    b = kcodec.batch_builder(magic=magic, producer_id=-1, producer_epoch=-1, base_sequence=-1, is_transactional=False,
+                             is_control=False, partition_leader_epoch=4, delete_horizon_ms=-1, base_offset=3)
+    b.append(b"k", b"v", TS)
+    assert [(x.magic, x.base_offset) for x in read_batches(bytes(b.build()))] == [(magic, 3)]
+    kcodec.batch_builder(magic=magic, delete_horizon_ms=None)
+
+
+def test_compression_ratio_estimator_rounds_to_java_floats_and_resets_one_topic():
+    import numpy as np
+
+    from kcodec.records.builder import CompressionRatioEstimator
+
+    est = CompressionRatioEstimator()
+    f32 = lambda x: float(np.float32(x))  # noqa: E731
+    # a worse ratio above estimate + 0.05 is taken as the float Java holds
+    assert est.update("t", "lz4", 1.3) == f32(1.3) != 1.3
+    assert est.update("t", 3, f32(1.3)) == f32(1.3)  # the same ratio again leaves it
+    assert est.update("t", "lz4", 1.31) == f32(f32(1.3) + f32(0.05))
+    assert est.update("t", "lz4", 0.1) == f32(f32(f32(1.3) + f32(0.05)) - f32(0.005))
+    est.update("u", "lz4", 0.5)
+    est.update("t", "gzip", 0.5)
+    est.reset("t")
+    assert (est.estimation("t", "lz4"), est.estimation("t", 1)) == (1.0, 1.0)
+    assert est.estimation("u", CompressionType.LZ4) == f32(1 - f32(0.005))
+
+
+def test_a_builder_has_no_attributes_beyond_its_own():
+    # __slots__: no per-instance dict, so a misspelt setting fails instead of being kept silently
+    b = kcodec.batch_builder(magic=2)
+    with pytest.raises(AttributeError):
+        b.write_limt = 10
+    assert not hasattr(b, "__dict__")
