@@ -11,6 +11,7 @@ import pytest
 from kcodec.advise.replay import (
     JAVA,
     LIBRDKAFKA,
+    Calibration,
     SenderModel,
     arrival_ms,
     calibrate,
@@ -635,3 +636,217 @@ def test_java_linger_0_rows_carry_every_record_alone():
     # librdkafka's native sender: no worst case is taken
     rdk = {r["setting"]: r for r in measure_chunk("t", 0, 0, data, settings, client="librdkafka", today_linger_ms=0)}
     assert rdk["zstd@16KiB/0ms"]["worst_stored_bytes"] is None
+
+
+# --- the sender's model, value by value ------------------------------------------------------------
+
+def test_the_sender_delay_of_each_kind_of_linger():
+    assert SenderModel.default(JAVA) == SenderModel(JAVA, 0.5, 0.05)
+    assert SenderModel.default(LIBRDKAFKA) == SenderModel(LIBRDKAFKA, 0.5, 0.05)
+    timed = SenderModel(JAVA, 0.7)  # no delay of its own at linger 0: the client's idle one
+    assert (timed.delay_at(0), timed.delay_at(0.001), timed.delay_at(5)) == (0.05, 0.7, 0.7)
+    both = SenderModel(JAVA, 0.7, 0.2)
+    assert (both.delay_at(0), both.delay_at(1)) == (0.2, 0.7)
+
+
+def test_close_times_java_waits_whole_milliseconds_librdkafka_from_the_record():
+    ts = np.array([0, 0, 3, 10])
+    arrival = arrival_ms(ts)
+    # Java: the batch is ready when its millisecond clock reaches ts + linger (never before the record)
+    java = SenderModel(JAVA, 0.5, 0.25)
+    assert java.close_times(arrival, ts, 5).tolist() == [5.5, 5.5, 8.5, 15.5]
+    assert java.close_times(arrival, ts, 0).tolist() == (arrival + 0.25).tolist()
+    # librdkafka: linger.ms after the record itself
+    rd = SenderModel(LIBRDKAFKA, 0.5, 0.25)
+    assert rd.close_times(arrival, ts, 5).tolist() == (arrival + 5.5).tolist()
+    assert rd.close_times(arrival, ts, 0).tolist() == (arrival + 0.25).tolist()
+
+
+def test_a_calibrated_sender_and_its_error():
+    assert Calibration(1.0, True, 10, 8, 0.0).error == 0.25
+    assert Calibration(1.0, True, 6, 8, 0.0).error == -0.25
+    assert Calibration(1.0, False, 9, 0, 0.0).error == 8.0  # no replayed batch counts as one
+    # calibrated at linger 5: at linger 0 the idle delay plus the excess over idle (never below idle)
+    assert Calibration(2.0, True, 10, 10, 5.0).model(JAVA) == SenderModel(JAVA, 2.0, 2.0 - 0.5 + 0.05)
+    assert Calibration(0.3, True, 10, 10, 5.0).model(JAVA) == SenderModel(JAVA, 0.3, 0.05)
+    # calibrated at linger 0: after a linger timer the timed idle delay plus the same excess
+    assert Calibration(0.3, True, 10, 10, 0.0).model(JAVA) == SenderModel(JAVA, 0.3 - 0.05 + 0.5, 0.3)
+    assert Calibration(0.02, True, 10, 10, 0.0).model(JAVA) == SenderModel(JAVA, 0.5, 0.02)
+    assert Calibration(3.0, False, 10, 10, 5.0).model(LIBRDKAFKA) == SenderModel.default(LIBRDKAFKA)
+
+
+def test_calibration_of_one_batch_or_none_and_its_notes():
+    ts = np.repeat(np.arange(100), 4)
+    note = "one batch: nothing to calibrate the sender on"
+    assert calibrate(ts[:0], 5, 3, JAVA) == Calibration(0.5, False, 5, 5, 3.0, note)
+    assert calibrate(ts, 1, None, JAVA) == Calibration(0.5, False, 1, 1, 0.0, note)
+    assert calibrate(ts, 0, 2, JAVA) == Calibration(0.5, False, 0, 0, 2.0, note)
+    # every record alone at linger 5 (400 batches): batch.size cut them; the default delay's own replay
+    # cuts 20 batches of 5 ms
+    assert calibrate(ts, 400, 5, JAVA) == Calibration(
+        0.5, False, 400, 20, 5.0, "today's batches are smaller than linger.ms=5 alone makes them (cut by "
+        "batch.size or batch.num.messages): sender delay not calibrated, 0.5 ms assumed")
+    # a record every 100 ms: even a 1000 ms delay cuts batches of 10 records, more than today's 2
+    sparse = np.arange(100) * 100
+    assert calibrate(sparse, 2, 0, JAVA) == Calibration(
+        1000.0, True, 2, 10, 0.0, "today's batches are larger than a 1000 ms sender delay makes them")
+
+
+def test_calibration_takes_the_middle_of_the_delays_that_fit_equally():
+    # 4 records in each millisecond, one batch per millisecond today, at linger 0: every delay from where
+    # the last record of a millisecond joins (0.75 ms after the first) up to where the next millisecond's
+    # first would (about 1 ms) fits; the bisection brackets that range to 1e-3 and takes its middle
+    ts = np.repeat(np.arange(100), 4)
+    cal = calibrate(ts, 100, 0, JAVA)
+    arrival = arrival_ms(ts)
+    fits = [d for d in np.arange(0.0, 2.0, 0.0005)
+            if time_cuts(arrival, SenderModel(JAVA, d, d).close_times(arrival, ts, 0)) == 100]
+    assert fits and abs(cal.delay_ms - (fits[0] + fits[-1]) / 2) < 2e-3
+    assert cal.note == f"sender delay {cal.delay_ms:.3g} ms at linger.ms=0"
+
+
+# --- the accumulator's sizes and its warm estimate -------------------------------------------------
+
+def test_varint_sizes_at_each_width_edge():
+    from kcodec.advise.replay import varint_sizes
+
+    edges = [0, 63, -64, 64, -65, 8191, -8192, 8192, -8193, 2 ** 20 - 1, -2 ** 20, 2 ** 20, 2 ** 27 - 1, -2 ** 27,
+             2 ** 27, -2 ** 27 - 1, 2 ** 31 - 1, -2 ** 31]
+    assert varint_sizes(np.array(edges)).tolist() == [1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 5]
+
+
+def test_record_sizes_and_upper_bounds_are_the_bytes_a_builder_writes():
+    from kcodec.advise.replay import record_sizes, record_upper_bounds
+
+    # records alone in a batch (offset and timestamp deltas 0): the batch is 61 bytes and the record
+    cases = [(None, b"v" * 10, []), (b"k" * 70, None, []), (b"", b"x" * 200, [("h", b"1"), ("hh", None)]),
+             (b"key", b"y" * 9000, [("a" * 100, b"b" * 30)])]
+    klen, vlen, hbytes, hcount, built = [], [], [], [], []
+    for key, value, headers in cases:
+        b = RecordBatchBuilder()
+        b.append(key, value, 1_700_000_000_000, headers)
+        built.append(len(bytes(b.build())) - 61)
+        klen.append(-1 if key is None else len(key))
+        vlen.append(-1 if value is None else len(value))
+        hcount.append(len(headers))
+        # each header framed: key length varint and key, value length varint (-1 for null) and value
+        hbytes.append(sum(1 + len(k) + 1 + (0 if v is None else len(v)) + (len(k) > 63) for k, v in headers))
+    assert record_sizes(np.array(klen), np.array(vlen), np.array(hbytes), np.array(hcount)).tolist() == built
+    assert record_sizes(np.array(klen[:2]), np.array(vlen[:2])).tolist() == built[:2]
+    # DefaultRecordBatch.estimateBatchSizeUpperBound: header, the record's most overhead (21), its bytes
+    assert record_upper_bounds(np.array(klen), np.array(vlen), np.array(hbytes)).tolist() == [
+        61 + 21 + 10, 61 + 21 + 70, 61 + 21 + 200 + hbytes[2], 61 + 21 + 3 + 9000 + hbytes[3]]
+    assert record_upper_bounds(np.array(klen), np.array(vlen)).tolist() == [92, 152, 282, 9085]
+
+
+def test_form_batches_hands_back_its_last_estimate_and_holds_every_record_without_limits():
+    ts = np.zeros(40, np.int64)
+    sizes = np.full(40, 100)
+    state = {}
+    starts = form_batches(ts, sizes, sizes + 82, 500, None, compressed=True, close=lambda a, b: 0.25, state=state)
+    est = 1.0
+    for _ in range(len(starts) - 1):
+        est = update_estimate(est, 0.25)
+    assert state == {"estimate": est} and est < 1.0
+    # no batch.size, no linger, no batch.num.messages: one batch of all records, whatever the linger's kind
+    for linger in (None, float("inf"), float("nan")):
+        assert form_batches(ts, sizes, sizes + 82, BIG, linger).tolist() == [0, 40]
+    assert time_limits(ts, float("inf")).tolist() == [] and time_limits(ts, None).dtype == np.int64
+    assert time_limits(np.array([7]), 5).tolist() == [1]
+
+
+def test_warm_records_reach_just_past_a_mebibyte():
+    from kcodec.advise.replay import accumulator
+    from kcodec.advise.replay.accumulator import warm_records
+
+    assert accumulator.WARM_BYTES == 1 << 20
+    assert warm_records(np.full(5000, 1000)) == 1049  # 1048 records hold at most 1 MiB: one more
+    assert warm_records(np.full(5000, 1024)) == 1025  # 1024 records are exactly 1 MiB
+    assert warm_records(np.full(10, 1000)) == 10
+    assert warm_records(np.zeros(0, np.int64)) == 0
+
+
+def test_warm_estimate_starts_from_the_first_batch_and_replays_until_it_settles():
+    from kcodec.advise.replay import accumulator
+    from kcodec.advise.replay.accumulator import warm_estimate
+
+    ts = np.zeros(3000, np.int64)
+    sizes = np.full(3000, 1000)
+    upper = sizes + 82
+    calls = []
+
+    def steady(a, b):
+        calls.append((a, b))
+        return 0.3
+
+    # the first batch-sized group is 16 records (16 000 bytes within 16 384); a ratio that never moves
+    # the estimate settles in one round
+    assert warm_estimate(ts, sizes, upper, 16384, None, steady) == float(np.float32(0.3))
+    assert calls[0] == (0, 16) and [a for a, _ in calls].count(0) == 2
+    assert max(b for _, b in calls) == 1049  # the warm records only
+    calls.clear()
+    warm_estimate(ts, sizes, upper, 10, None, steady)
+    assert calls[0] == (0, 1)
+
+    # three records each alone in a batch, each batch better than estimated: every round lowers the
+    # estimate by three improving steps, so all rounds run
+    def better(a, b):
+        calls.append((a, b))
+        return 1.0 if len(calls) == 1 else 0.1
+
+    calls.clear()
+    got = warm_estimate(ts[:3], sizes[:3], upper[:3], 10, None, better)
+    want = 1.0
+    for _ in range(3 * accumulator.WARM_ROUNDS):
+        want = update_estimate(want, 0.1)
+    assert accumulator.WARM_ROUNDS == 8 and got == want
+    assert [a for a, _ in calls].count(0) == 1 + accumulator.WARM_ROUNDS
+    # librdkafka keeps no estimate, and no records give none to keep
+    assert warm_estimate(ts, sizes, upper, 16384, None, steady, client=LIBRDKAFKA) == 1.0
+    assert warm_estimate(ts[:0], sizes[:0], upper[:0], 16384, None, steady) == 1.0
+
+
+def test_the_sticky_partition_moves_on_at_the_record_that_reaches_batch_size():
+    from kcodec.advise.replay import assign_partitions
+
+    keyless = np.full(9, -1)
+    # the third record brings the run to 300: it is the run's last at batch.size 300, not at 301
+    assert assign_partitions(np.full(9, 100), keyless, 300, 3).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert assign_partitions(np.full(9, 100), keyless, 301, 3).tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2]
+    assert assign_partitions(np.full(9, 100), keyless, 300, 2).tolist() == [0, 0, 0, 1, 1, 1, 0, 0, 0]
+    # keyed records keep their partition and count for no run; a record alone over batch.size is a run
+    keyed = np.array([4, -1, -1, 2, -1, -1, -1])
+    sizes = np.array([999, 500, 50, 999, 200, 10, 10])
+    assert assign_partitions(sizes, keyed, 200, 5).tolist() == [4, 0, 1, 2, 1, 2, 2]
+    same = np.array([3, 1, 0], np.int32)
+    got = assign_partitions(np.full(3, 10), same, 10, 4)
+    assert got.tolist() == [3, 1, 0] and got.dtype == np.int32
+
+
+def test_arrivals_of_no_record_and_of_one():
+    none = arrival_ms(np.zeros(0, np.int64))
+    assert none.dtype == np.float64 and none.tolist() == []
+    golden = (5 ** 0.5 - 1) / 2
+    assert arrival_ms(np.array([7])).tolist() == [7 + golden]
+    # a clock going back starts a run of its own, with the next offset of the sequence
+    assert arrival_ms(np.array([7, 7, 6])).tolist() == [7 + golden / 2, 7 + (1 + golden) / 2, 6 + (2 * golden) % 1]
+
+
+def test_producer_groups_of_few_records_and_mixed_ids():
+    anon = np.full(3, -1)
+    assert [g.tolist() for g in producer_groups(anon, 0)] == [[0, 1, 2]]  # no count is one producer
+    assert [g.tolist() for g in producer_groups(anon[:2], 5)] == [[0], [1]]  # no empty producer
+    assert [g.tolist() for g in producer_groups(np.array([9, 3, 9, -1, 3, -1]), 2)] == [[0, 2], [1, 4], [3], [5]]
+    # batch by batch: a batch that starts when another producer's last ended goes to the one idle longest
+    batch_of, ts = np.array([0, 1, 2, 3]), np.array([0, 1, 5, 5])
+    assert [g.tolist() for g in producer_groups(np.full(4, -1), 3, batch_of, ts)] == [[0, 3], [1], [2]]
+
+
+def test_a_sender_and_its_calibration_are_values():
+    # frozen: a model shared by the chunks of a topic cannot be changed by one of them, and both hash
+    model = SenderModel(JAVA, 0.5, 0.05)
+    cal = Calibration(0.7, True, 3, 3, 5.0)
+    for value, field in ((model, "delay_ms"), (cal, "delay_ms")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, field, 1.0)
+    assert {model: 1}[SenderModel.default(JAVA)] == 1 and hash(cal) == hash(Calibration(0.7, True, 3, 3, 5.0))
