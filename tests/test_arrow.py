@@ -873,3 +873,170 @@ def test_from_arrow_large_batches_carry_the_crc_of_their_bytes(sizes):
     if oracle_available():
         rc, doc = oracle_verify(data)
         assert rc == 0, doc
+
+
+def _header_fields(blob):
+    (b,) = read_batches(blob)
+    return (b.base_offset, b.magic, int(b.compression), int(b.timestamp_type), b.producer_id, b.producer_epoch,
+            b.base_sequence, b.is_transactional, b.partition_leader_epoch, b.record_count)
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_from_arrow_header_defaults_are_a_plain_producers(codec):
+    # MemoryRecordsBuilder's defaults: offset 0, no producer id, epoch or sequence, no leader epoch yet.
+    table = pa.table({"value": [b"a", b"b"], "timestamp": pa.array([T0, T0 + 1], pa.int64())})
+    cid = CODECS.index(codec)
+    want = (0, 2, cid, 0, -1, -1, -1, False, -1, 2)
+    (one,) = kcodec.from_arrow_iter(table, compression=codec)
+    (two,) = kcodec.from_arrow(table, compression=codec)
+    assert _header_fields(one) == _header_fields(two) == want
+    b = kcodec.RecordBatchBuilder(compression=codec)
+    b.append(None, b"a", T0)
+    b.append(None, b"b", T0 + 1)
+    assert one == two == bytes(b.build())
+
+
+def test_from_arrow_default_batch_size_is_one_mebibyte():
+    # Two records that fill 1 MiB to the byte share a batch; one byte more and the second starts another.
+    small = _record_size(1, 10)
+    first = 1_048_576 - 61 - small
+    value_len = next(n for n in range(first - 16, first) if _record_size(0, n) == first)
+    for extra, batches in ((0, 1), (1, 2)):
+        table = pa.table({"value": [b"x" * value_len, b"y" * (10 + extra)],
+                          "timestamp": pa.array([T0, T0], pa.int64())})
+        if extra:
+            assert 61 + _record_size(0, value_len) + _record_size(1, 10 + extra) == 1_048_577
+        assert len(list(kcodec.from_arrow_iter(table))) == batches, extra
+        assert len(kcodec.from_arrow(table)) == batches, extra
+
+
+def test_from_arrow_takes_record_batches_and_arrow_stream_exporters():
+    table = _table(_rows(12, seed=4))
+    want = kcodec.from_arrow(table, compression="gzip", max_batch_bytes=500)
+    assert len(want) > 1
+
+    class Exporter:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return table.__arrow_c_stream__(requested_schema)
+
+    for data in (table.to_batches()[0], Exporter()):
+        assert kcodec.from_arrow(data, compression="gzip", max_batch_bytes=500) == want
+        assert list(kcodec.from_arrow_iter(data, compression="gzip", max_batch_bytes=500)) == want
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_from_arrow_of_no_rows_writes_no_batch(magic):
+    empty = pa.table({"value": pa.array([], pa.binary()), "timestamp": pa.array([], pa.int64())})
+    for codec in ("none", "lz4"):
+        assert kcodec.from_arrow(empty, compression=codec, magic=magic) == []
+        assert list(kcodec.from_arrow_iter(empty, compression=codec, magic=magic)) == []
+
+
+def test_options_defaults_are_the_functions_defaults():
+    # EncodeOptions and DecodeOptions carry the public functions' arguments; made with no argument
+    # they must ask for what a call without keywords asks for
+    import inspect
+
+    from kcodec.arrow.options import DecodeOptions, EncodeOptions
+
+    for fn, options in ((kcodec.from_arrow_iter, EncodeOptions), (kcodec.to_arrow, DecodeOptions),
+                        (kcodec.decode_columns, DecodeOptions)):
+        params = inspect.signature(fn).parameters
+        want = {name: params[name].default for name in options._fields}
+        assert options()._asdict() == want, fn.__name__
+    assert EncodeOptions() == ("none", None, 1_048_576, 0, 2, kcodec.TimestampType.CREATE_TIME, None, -1, -1, -1,
+                               False, -1, 1.0)
+
+
+def test_from_arrow_with_a_codec_that_has_no_native_functions():
+    # A codec without native functions compresses each batch's records through its compress(): here
+    # the built-in zstd's (magic 2 only), so the batches, header fields and sequences included, are the
+    # native path's
+    from kcodec.compression.zstd import ZstdCodec
+
+    builtin = kcodec.get_codec("zstd")
+
+    class PythonZstd(ZstdCodec):
+        def native_codec(self):
+            return None
+
+        def compress(self, data, level=None, magic=2):
+            return builtin.compress(data, level, magic)
+
+    rows = _rows(40, seed=9)
+    options = dict(compression="zstd", max_batch_bytes=2000, base_offset=7, producer_id=12, producer_epoch=3,
+                   base_sequence=2 ** 31 - 5, is_transactional=True, partition_leader_epoch=4)
+    native = kcodec.from_arrow(_table(rows), **options)
+    kcodec.register_codec(PythonZstd(), replace=True)
+    try:
+        ours = kcodec.from_arrow(_table(rows), **options)
+    finally:
+        kcodec.unregister_codec(4)
+    assert len(ours) > 2 and ours == native
+    first = _header_fields(ours[0])[9]
+    assert [_header_fields(b)[:9] for b in ours][:2] == [(7, 2, 4, 0, 12, 3, 2 ** 31 - 5, True, 4),
+                                                         (7 + first, 2, 4, 0, 12, 3, first - 5, True, 4)]
+
+
+def test_from_arrow_legacy_needs_a_value_column_and_no_key_column():
+    with pytest.raises(kcodec.RecordBuilderError, match="^from_arrow needs a 'value' column$"):
+        kcodec.from_arrow(pa.table({"key": [b"k"]}), magic=1)
+    (blob,) = kcodec.from_arrow(pa.table({"value": [b"a", b"b"]}), magic=1, base_offset=3)
+    assert [(r.offset, r.key, r.value) for b in read_batches(blob) for r in b] == [(3, None, b"a"), (4, None, b"b")]
+
+
+def test_from_arrow_refuses_log_append_time_without_its_time_and_equal_offsets():
+    table = pa.table({"value": [b"a", b"b"], "offset": pa.array([5, 5], pa.int64())})
+    for codec in ("none", "lz4"):
+        with pytest.raises(kcodec.RecordBuilderError, match="^a LOG_APPEND_TIME batch needs log_append_time$"):
+            kcodec.from_arrow(table.drop_columns("offset"), compression=codec,
+                              timestamp_type=kcodec.TimestampType.LOG_APPEND_TIME)
+        with pytest.raises(kcodec.RecordBuilderError, match="must increase strictly"):
+            kcodec.from_arrow(table, compression=codec)
+        (one,) = kcodec.from_arrow(table.slice(1), compression=codec)
+        assert [r.offset for r in next(read_batches(one))] == [5]
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_from_arrow_names_the_first_negative_timestamp_other_than_minus_one(codec):
+    def table(stamps):
+        return pa.table({"value": [b"v"] * len(stamps), "timestamp": pa.array(stamps, pa.int64())})
+
+    with pytest.raises(kcodec.RecordBuilderError, match="^Invalid negative timestamp -5$"):
+        kcodec.from_arrow(table([T0, 0, -1, -5, -7]), compression=codec)
+    with pytest.raises(kcodec.RecordBuilderError, match="^Invalid negative timestamp -2$"):
+        kcodec.from_arrow(table([-2]), compression=codec)
+    # -1 is "no timestamp", and 0 the epoch itself
+    (blob,) = kcodec.from_arrow(table([-1, 0, -1]), compression=codec)
+    assert [r.timestamp for r in next(read_batches(blob))] == [-1, 0, -1]
+
+
+def test_from_arrow_sequences_from_zero_move_on_with_each_batch():
+    rows = _rows(60, seed=6)
+    for codec in ("none", "lz4"):
+        got = [next(read_batches(b)) for b in kcodec.from_arrow(_table(rows), compression=codec, max_batch_bytes=2000,
+                                                                 producer_id=5, producer_epoch=0, base_sequence=0)]
+        assert len(got) > 2
+        assert [b.base_sequence for b in got] == [b.base_offset for b in got] == \
+            [0] + np.cumsum([b.record_count for b in got])[:-1].tolist()
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_from_arrow_legacy_cuts_like_the_builder_and_fills_missing_offsets(magic):
+    values = [bytes([65 + i]) * 100 for i in range(12)]
+    offsets = [0, None, 2, 3, None, 5, 6, None, 8, 20, 21, 30]
+    table = pa.table({"value": values, "offset": pa.array(offsets, pa.int64()),
+                      "timestamp": pa.array([T0 + i for i in range(12)], pa.int64())})
+    got = kcodec.from_arrow(table, magic=magic, compression="gzip", max_batch_bytes=400)
+    filled = [i if o is None else o for i, o in enumerate(offsets)]
+    want, b = [], None
+    for i, (off, value) in enumerate(zip(filled, values)):
+        if b is not None and not b.has_room_for(None, value):
+            want.append(bytes(b.build()))
+            b = None
+        if b is None:
+            b = kcodec.batch_builder(magic=magic, compression="gzip", base_offset=off, write_limit=400)
+        b.append(None, value, T0 + i, offset=off)
+    want.append(bytes(b.build()))
+    assert 2 < len(got) < 12 and got == want
+    assert [(r.offset, r.value) for blob in got for x in read_batches(blob) for r in x] == list(zip(filled, values))
