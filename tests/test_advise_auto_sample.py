@@ -287,7 +287,8 @@ def test_sample_flags_are_checked(tmp_path):
 
 def test_a_fixed_sample_takes_a_chunk_larger_than_the_auto_cap():
     # --sample-cap bounds --sample auto alone; a fixed --sample holding two 256MiB chunks is taken.
-    from kcodec.advise.job import Options, _sampling, check_options
+    from kcodec.advise.job import _sampling
+    from kcodec.advise.options import Options, check_options
 
     o = Options(sample="512MiB", chunk="256MiB")
     c = check_options(o)

@@ -360,7 +360,7 @@ def test_a_span_of_one_millisecond_is_a_span():
 
 
 def test_span_text_units():
-    from kcodec.advise.recommend import _span_text
+    from kcodec.advise.volumes import span_text as _span_text
     # each unit from exactly one of it: just below, the smaller unit rounds up to 60 (or 24 h, 1000 ms)
     spans = {2 * DAY: "2 days", DAY: "1 days", DAY - 1: "24 h", 3_600_000: "1 h", 3_599_999: "60 min",
              5_400_000: "1.5 h", 60_000: "1 min", 59_999: "60 s", 90_000: "1.5 min", 1000: "1 s", 1500: "1.5 s",

@@ -36,19 +36,19 @@ from kcodec.advise.assumptions import Assumption
 from kcodec.advise.auto_sample import SampleReach
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost, recompress_cpu
 from kcodec.advise.cpu import CpuCost, cpu_cost
-from kcodec.advise.grid import Setting, format_size
+from kcodec.advise.grid import Setting
 from kcodec.advise.latency import LingerPoint, ProducerMemory, knee, linger_curve
 from kcodec.advise.notes import excluded_note, keep_note
 from kcodec.advise.race import Drop
 from kcodec.advise.replay import DEFAULT_CLIENT, ClientRules, client_config, client_rules
 from kcodec.advise.task import TODAY
+from kcodec.advise.volumes import daily_volume
 
 if TYPE_CHECKING:  # racing builds on this module
     from kcodec.advise.racing import TopicRace
 
 __all__ = ["Rule", "Exclusion", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_order", "CODEC_ORDER"]
 
-MS_PER_DAY = 86_400_000
 #: Kafka's CompressionType ids: the last tie-break of the rule.
 CODEC_ORDER = ("none", "gzip", "snappy", "lz4", "zstd")
 #: a measured setting's: ``Setting`` for one of the grid, ``None`` for today's batches
@@ -340,41 +340,11 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
                      key=lambda m: m.setting)
     results = _expressible(results, prof)
     partitions = max(int(r["partitions"]) for r in rows)
-    notes: List[str] = []
-    stored_total: float = known_bytes if known_bytes else today.stored_bytes
-    if topic_offsets is not None and today.records:
-        stored_total = topic_offsets * today.stored_bytes / today.records
-    span_ms = (prof["max_ts"] - prof["min_ts"]) if prof.get("min_ts") is not None else 0
-    priced = True
-    if econ.bytes_per_day is not None:
-        per_day, source, tag = float(econ.bytes_per_day), f"given ({given})", f"given, {given}"
-    elif topic_offsets is not None and span_ms > 0:
-        per_day = stored_total / (span_ms / MS_PER_DAY)
-        source = (f"{topic_offsets} offsets from each partition's earliest (ListOffsets) to its high watermark at the "
-                  f"sample's {today.stored_bytes / max(1, today.records):.0f} stored bytes per record, "
-                  f"over their timestamps' span of {_span_text(span_ms)}")
-        tag = f"offsets over {_span_text(span_ms)}"
-    elif sampled_partitions and prof.get("partition_rate"):
-        per_day = prof["partition_rate"] * MS_PER_DAY * sampled_partitions
-        source = f"the sampled chunks' mean rate x {sampled_partitions} partitions"
-        tag = "sampled chunks' rate"
-    elif span_ms > 0:
-        per_day = stored_total / (span_ms / MS_PER_DAY)
-        source = (f"{'all segments' if known_bytes else 'the measured records'} over their timestamps' span "
-                  f"of {_span_text(span_ms)}")
-        tag = f"{'segments' if known_bytes else 'records'} over {_span_text(span_ms)}"
-    else:
-        per_day, source = float(stored_total), "no timestamps: the data is taken as one day of traffic"
-        tag = "no timestamps"
-        notes.append("no usable timestamps: linger.ms cannot be replayed and bytes per day are a guess; "
-                     "give bytes_per_day in --prices")
-    if econ.bytes_per_day is None and min_span_ms > 0 and span_ms < min_span_ms:
-        priced = False
-        tag = f"not priced: span {_span_text(span_ms)}"
-        notes.append(f"not priced: the timestamps span {_span_text(span_ms)}, too short to know a daily volume "
-                     f"(--min-span-hours {min_span_ms / 3_600_000:g}); the dollars shown extrapolate "
-                     f"{format_size(stored_total)} to {format_size(per_day)}/day and are left out of the "
-                     f"estate's total: give --bytes-per-day or a --volumes file")
+    volume = daily_volume(today.stored_bytes, today.records, known_bytes, topic_offsets, sampled_partitions,
+                          prof.get("partition_rate"), prof["max_ts"] - prof["min_ts"] if prof.get("min_ts") is not None
+                          else 0, econ.bytes_per_day, given, min_span_ms)
+    notes: List[str] = list(volume.notes)
+    per_day, source, tag, priced = volume.per_day, volume.source, volume.tag, volume.priced
     raw_per_day = per_day * today.payload_bytes / max(1, today.stored_bytes)
     today.stored_per_day = per_day
     today.cost = monthly_cost(per_day, raw_per_day, today.compress_mbps if dominant != "none" else None,
@@ -426,10 +396,3 @@ def _best_excluded(results: Sequence[Measured[Setting]], rule: Rule, below: floa
     """The cheapest setting the rule leaves out that costs less than ``below`` $/month, or None."""
     out = [m for m in results if not rule.allows(m) and m.cost.total < below]
     return min(out, key=lambda m: m.cost.total) if out else None
-
-
-def _span_text(ms: float) -> str:
-    for unit, div in (("days", MS_PER_DAY), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms >= div:
-            return f"{ms / div:.3g} {unit}"
-    return f"{ms:.0f} ms"

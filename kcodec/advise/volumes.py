@@ -1,4 +1,5 @@
-"""Daily volumes the user knows better than a short sample can tell: ``--bytes-per-day`` and ``--volumes FILE``.
+"""Daily volumes: what the user knows better than a short sample can tell (``--bytes-per-day``, ``--volumes FILE``),
+and the ladder of bytes per day a topic is priced at (:func:`daily_volume`).
 
 A volumes file holds one topic a line, its name and the bytes its producers send a
 day, separated by a comma or white space (``orders,120GB`` or ``orders 120GiB``);
@@ -7,15 +8,15 @@ blank lines and lines starting with ``#`` are skipped.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from kcodec.advise.cost import TopicEconomics
-from kcodec.advise.grid import parse_size
+from kcodec.advise.grid import format_size, parse_size
 from kcodec.errors import KcodecError
 
-__all__ = ["load_volumes", "parse_volume", "given_volume"]
+__all__ = ["load_volumes", "parse_volume", "given_volume", "DailyVolume", "daily_volume", "span_text", "MS_PER_DAY"]
 
 
 def parse_volume(flag: str, text: str) -> int:
@@ -65,3 +66,71 @@ def given_volume(topic: str, econ: TopicEconomics, volumes: Mapping[str, int], v
     if bytes_per_day is not None:
         return replace(econ, bytes_per_day=float(bytes_per_day)), "--bytes-per-day"
     return econ, "--prices"
+
+
+MS_PER_DAY = 86_400_000
+
+
+@dataclass(frozen=True)
+class DailyVolume:
+    """The bytes a topic's producers store a day, and what that figure rests on."""
+
+    per_day: float
+    source: str  #: where the figure comes from, in a sentence
+    tag: str  #: the same in a few words
+    priced: bool  #: False: the span is too short to tell a daily volume, the topic is left out of the dollars
+    notes: Tuple[str, ...] = ()
+
+
+def daily_volume(stored_bytes: int, records: int, known_bytes: Optional[int], topic_offsets: Optional[int],
+                 sampled_partitions: Optional[int], partition_rate: Optional[float], span_ms: float,
+                 bytes_per_day: Optional[float], given: str, min_span_ms: float) -> DailyVolume:
+    """The ladder of bytes per day, first rung that applies: ``bytes_per_day`` when given (``given`` names the
+    flag or file); a live cluster's ``topic_offsets`` at the sample's stored bytes per record over the span;
+    the sampled chunks' rate times ``sampled_partitions``; ``known_bytes`` (all segments) or the measured
+    ``stored_bytes`` over the timestamps' span; else the data as one day.  A span shorter than
+    ``min_span_ms`` marks the volume not priced."""
+    notes: List[str] = []
+    per_day: float
+    stored_total: float = known_bytes if known_bytes else stored_bytes
+    if topic_offsets is not None and records:
+        stored_total = topic_offsets * stored_bytes / records
+    priced = True
+    if bytes_per_day is not None:
+        per_day, source, tag = float(bytes_per_day), f"given ({given})", f"given, {given}"
+    elif topic_offsets is not None and span_ms > 0:
+        per_day = stored_total / (span_ms / MS_PER_DAY)
+        source = (f"{topic_offsets} offsets from each partition's earliest (ListOffsets) to its high watermark at the "
+                  f"sample's {stored_bytes / max(1, records):.0f} stored bytes per record, "
+                  f"over their timestamps' span of {span_text(span_ms)}")
+        tag = f"offsets over {span_text(span_ms)}"
+    elif sampled_partitions and partition_rate:
+        per_day = partition_rate * MS_PER_DAY * sampled_partitions
+        source = f"the sampled chunks' mean rate x {sampled_partitions} partitions"
+        tag = "sampled chunks' rate"
+    elif span_ms > 0:
+        per_day = stored_total / (span_ms / MS_PER_DAY)
+        source = (f"{'all segments' if known_bytes else 'the measured records'} over their timestamps' span "
+                  f"of {span_text(span_ms)}")
+        tag = f"{'segments' if known_bytes else 'records'} over {span_text(span_ms)}"
+    else:
+        per_day, source = float(stored_total), "no timestamps: the data is taken as one day of traffic"
+        tag = "no timestamps"
+        notes.append("no usable timestamps: linger.ms cannot be replayed and bytes per day are a guess; "
+                     "give bytes_per_day in --prices")
+    if bytes_per_day is None and min_span_ms > 0 and span_ms < min_span_ms:
+        priced = False
+        tag = f"not priced: span {span_text(span_ms)}"
+        notes.append(f"not priced: the timestamps span {span_text(span_ms)}, too short to know a daily volume "
+                     f"(--min-span-hours {min_span_ms / 3_600_000:g}); the dollars shown extrapolate "
+                     f"{format_size(stored_total)} to {format_size(per_day)}/day and are left out of the "
+                     f"estate's total: give --bytes-per-day or a --volumes file")
+    return DailyVolume(per_day, source, tag, priced, tuple(notes))
+
+
+def span_text(ms: float) -> str:
+    """A span of milliseconds in its largest whole unit, to three figures."""
+    for unit, div in (("days", MS_PER_DAY), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= div:
+            return f"{ms / div:.3g} {unit}"
+    return f"{ms:.0f} ms"
