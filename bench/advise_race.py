@@ -1,6 +1,7 @@
 """``kcodec advise`` with the race over its grid against every setting measured on every range.
 
     python bench/advise_race.py --dir /tmp/advise-race --topics 40
+    python bench/advise_race.py --dir /tmp/advise-race --sample-cap 4MiB --chunk 512KiB   # a smaller look
     python bench/advise_race.py --dir /tmp/advise-race --modes on --codecs none,snappy,lz4,gzip:1-9,zstd:1-19
 
 The estate is ``bench/advise_scale.py``'s estate of many topics (one partition each, 4 to 40 MiB,
@@ -36,7 +37,8 @@ def _one(args) -> int:
     from kcodec.advise.options import Options
 
     opts = Options(inputs=[args.dir], master="local[2]", out_dir=args.out, progress=False, race=args.one,
-                   codecs=args.codecs, bytes_per_day=args.bytes_per_day)
+                   codecs=args.codecs, bytes_per_day=args.bytes_per_day, sample_cap=args.sample_cap,
+                   chunk=args.chunk)
     t0 = time.perf_counter()
     result = run_advise(opts, log=lambda s: None)
     wall = time.perf_counter() - t0
@@ -54,13 +56,14 @@ def _one(args) -> int:
 
 def _run(args, mode: str, codecs: str, out: Path) -> dict:
     cmd = [sys.executable, __file__, "--one", mode, "--dir", args.dir, "--out", str(out), "--codecs", codecs,
-           "--bytes-per-day", args.bytes_per_day]
+           "--bytes-per-day", args.bytes_per_day, "--sample-cap", args.sample_cap, "--chunk", args.chunk]
     got = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(got.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
-    from kcodec.advise.grid import DEFAULT_CODECS
+    from kcodec.advise.auto_sample import DEFAULT_CAP
+    from kcodec.advise.grid import DEFAULT_CHUNK, DEFAULT_CODECS
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/tmp/advise-race")
@@ -68,6 +71,8 @@ def main() -> int:
     ap.add_argument("--codecs", default=DEFAULT_CODECS)
     ap.add_argument("--modes", default="on,off", help="on (race), off (every setting on every range), or both")
     ap.add_argument("--bytes-per-day", default="10GB", help="each topic's volume, so the dollars mean something")
+    ap.add_argument("--sample-cap", default=DEFAULT_CAP)
+    ap.add_argument("--chunk", default=DEFAULT_CHUNK)
     ap.add_argument("--out", default="", help="(--one) the report folder")
     ap.add_argument("--one", choices=("on", "off"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -84,7 +89,7 @@ def main() -> int:
         runs[mode] = _run(args, mode, args.codecs, root.parent / f"{root.name}-report-{mode}")
         r = runs[mode]
         print(f"--race {mode}: {r['cpu']:.0f} CPU s ({r['wall']:.0f} s wall), {r['chunks']} chunks, "
-              f"grid {args.codecs}", flush=True)
+              f"grid {args.codecs}, --sample-cap {args.sample_cap}, --chunk {args.chunk}", flush=True)
     if set(runs) != {"on", "off"}:
         return 0
     on, off = runs["on"]["topics"], runs["off"]["topics"]
