@@ -2,6 +2,8 @@
 
     python bench/advise_race.py --dir /tmp/advise-race --topics 40
     python bench/advise_race.py --dir /tmp/advise-race --sample-cap 4MiB --chunk 512KiB   # a smaller look
+    python bench/advise_race.py --one on --dir D ... > on.json; ... --one off ... > off.json   # side by side
+    python bench/advise_race.py --compare on.json off.json
     python bench/advise_race.py --dir /tmp/advise-race --modes on --codecs none,snappy,lz4,gzip:1-9,zstd:1-19
 
 The estate is ``bench/advise_scale.py``'s estate of many topics (one partition each, 4 to 40 MiB,
@@ -75,9 +77,15 @@ def main() -> int:
     ap.add_argument("--chunk", default=DEFAULT_CHUNK)
     ap.add_argument("--out", default="", help="(--one) the report folder")
     ap.add_argument("--one", choices=("on", "off"), help=argparse.SUPPRESS)
+    ap.add_argument("--compare", nargs=2, metavar=("ON.json", "OFF.json"),
+                    help="compare the JSON lines two --one runs printed, instead of running")
     args = ap.parse_args()
     if args.one:
         return _one(args)
+    if args.compare:
+        runs = {m: json.loads(Path(f).read_text().strip().splitlines()[-1]) for m, f in zip(("on", "off"),
+                                                                                            args.compare)}
+        return _compare(runs)
     from advise_scale import make_many
 
     root = Path(args.dir)
@@ -92,6 +100,10 @@ def main() -> int:
               f"grid {args.codecs}, --sample-cap {args.sample_cap}, --chunk {args.chunk}", flush=True)
     if set(runs) != {"on", "off"}:
         return 0
+    return _compare(runs)
+
+
+def _compare(runs: dict) -> int:
     on, off = runs["on"]["topics"], runs["off"]["topics"]
     same = worst = worst_today = 0.0
     print(f"\n{'topic':<20} {'race pick':<22} {'exhaustive pick':<22} {'saving race':>12} {'exhaustive':>11} "
