@@ -110,7 +110,8 @@ def test_long_linger_prediction_matches_stored_bytes(kafka_broker, flights, toda
             # is its own history, which its stored batches do not show: 182 to 286 records per batch over
             # identical runs against the replay's 308, with the stored bytes within 1.2% each time.
             continue
-        assert abs(rpb_err) <= max(RPB_BOUND, 1 / real.batches)
+        # or one batch either way: 10 batches replayed against 11 stored is 10% and a hair in floating point
+        assert abs(rpb_err) <= max(RPB_BOUND, 1 / min(real.batches, row["batches"])) + 1e-9
 
 
 @pytest.mark.parametrize("setting", SHORT, ids=lambda s: s.label)
