@@ -118,27 +118,29 @@ def _records_file(records: Sequence[Record]) -> str:
 
 
 def produce_java(bootstrap: str, topic: str, records: Sequence[Record], rate: float, producers: int = 1,
-                 config: Optional[Dict[str, object]] = None, warmup: int = 40000) -> int:
+                 config: Optional[Dict[str, object]] = None, warmup: int = 40000, properties: Optional[str] = None,
+                 warmup_topic: Optional[str] = None) -> int:
     """Produce ``records`` at ``rate`` records/s with ``producers`` Java KafkaProducers (kafka-clients 3.9).
 
     Each producer first sends its share of ``warmup`` records (``records`` repeated as needed) to
     the same topic as fast as it takes them, and flushes: a cold JVM sends slowly and bunches
     records a running application's producer sends alone, and the producer's compression ratio
     estimate (one per topic) starts at 1.0 and settles only after a hundred batches or more.  Returns the offset the
-    measured records start at (the warm-up records come before it).
+    measured records start at (the warm-up records come before it; 0 when they go to ``warmup_topic``).
+    ``properties``: a producer.properties file the producer loads after ``config``.
     """
     cp = java_classpath()
     if cp is None:
         raise RuntimeError("java, javac or the kafka-clients jars are missing (../shared/oracle/install-jars.sh)")
     path = _records_file(records)
     try:
-        args = [f"{k}={v}" for k, v in (config or {}).items()]
-        subprocess.run(["java", "-cp", cp, "SteadyProducer", bootstrap, topic, topic, str(warmup), path,
+        args = [f"{k}={v}" for k, v in (config or {}).items()] + ([f"@{properties}"] if properties else [])
+        subprocess.run(["java", "-cp", cp, "SteadyProducer", bootstrap, topic, warmup_topic or topic, str(warmup), path,
                         str(rate), str(producers), *args], check=True, capture_output=True,
                        timeout=120 + 2 * (len(records) + warmup) / rate)
     finally:
         os.unlink(path)
-    return warmup
+    return 0 if warmup_topic else warmup
 
 
 def produce_librdkafka(bootstrap: str, topic: str, records: Sequence[Record], rate: float, producers: int = 1,

@@ -164,8 +164,22 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="topics whose best settings cost within their estimates' uncertainty of each other, and "
                         f"at least this share of their $/month, get one setting (default {D.same_setting_within:g})")
 
+    g = p.add_argument_group("after the change",
+                             "check what the broker stores since the producers took the advice (same input)")
+    g.add_argument("--check", metavar="RESULTS_JSON",
+                   help="a previous run's results.json: per topic, detect the setting in effect since the change "
+                        "and compare stored bytes per record, ratio, records per batch and the monthly saving with "
+                        "what was predicted; says where producers did not change or too little data came")
+    g.add_argument("--since", metavar="TIME",
+                   help="with --check: when the producers were changed, ISO-8601 (UTC unless a zone is given) or "
+                        "ms since the epoch (default: the previous run's time)")
+
     g = p.add_argument_group("report and run")
     g.add_argument("--out", dest="out_dir", default=D.out_dir, help=f"report folder (default {D.out_dir})")
+    g.add_argument("--emit", dest="emit_dir", metavar="DIR",
+                   help="write the recommended settings here, one set of files per setting group: each "
+                        "producer client's configuration lines in its own names and the kafka-configs.sh commands "
+                        "for topics whose compression.type would rebuild the batches; nothing is applied")
     g.add_argument("--write", dest="write_dir", help="write each topic recompressed with its setting here")
     g.add_argument("--master", help="Spark master (default local[*]; spark-submit's when run under it)")
     g.add_argument("--tasks", type=int, help="Spark tasks (default: default parallelism)")

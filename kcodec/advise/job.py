@@ -55,8 +55,10 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
 
     o = options or Options(**kwargs)
     started = time.perf_counter()
+    run_at_ms = int(time.time() * 1000)  # a later --check takes the batches stamped after it
     c = check_options(o)
-    log(f"kcodec advise: {c.plan.description}; {len(c.settings)} settings per chunk; starting Spark ...")
+    doing = f"checking against {o.check}" if o.check else f"{len(c.settings)} settings per chunk"
+    log(f"kcodec advise: {c.plan.description}; {doing}; starting Spark ...")
     interrupts.starting()
     try:
         with interrupts.keeping():
@@ -73,6 +75,14 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
 
         check_topics(spark, c.plan, _sampling(o, c, tasks), o.write_dir)
     sampling = _sampling(o, c, tasks)
+    if o.check:
+        from kcodec.advise.check import run_check
+
+        checked = run_check(spark, c.plan, sampling, o.check, o.since, o.out_dir, o.producer_client, o.producers,
+                            o.cpu_cost, log)
+        log(f"done in {time.perf_counter() - started:.0f}s")
+        return {"advice": [], "checks": checked["checks"], "paths": checked["paths"],
+                "seconds": time.perf_counter() - started}
     settings = list(c.settings)
     client = o.producer_client
     # Record inputs were batched here at --current-linger-ms; logs and clusters do not record theirs.
@@ -127,7 +137,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
                "rule": rule_text(c.rule), "assumptions": [a.doc() for a in c.bill],
                "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
                               f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
-               "replay": LIMITS}
+               "replay": LIMITS, "run_at_ms": run_at_ms}
     if c.metadata is not None:
         context["metadata log"] = f"{o.metadata_log}: each topic's retention.ms and replication factor"
     if c.cluster:
@@ -149,6 +159,12 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
         log(estate_text(estate, o.top, o.out_dir, c.current_bytes, o.current_size))
     paths = write_reports(Path(o.out_dir), advice, context, estate, o.top, o.all_topics)
     log(f"reports: {paths['html']}, {paths['png']}, {paths['json']}, {paths['csv']}")
+    if o.emit_dir:
+        from kcodec.advise.emit import emit_configs
+
+        emitted = emit_configs(Path(o.emit_dir), advice, estate, c.cluster, c.bill, o.bootstrap_server,
+                               o.command_config)
+        log(f"configuration to apply: {len(emitted)} file(s) in {o.emit_dir} (nothing was applied)")
     written = None
     if o.write_dir:
         from kcodec.advise.write import write_topics

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TypeVar, Union
 
 from kcodec.advise import cost as costs
@@ -70,6 +71,9 @@ class Options:
     price_overrides: Dict[str, Optional[float]] = field(default_factory=dict)
     out_dir: str = "advise-report"
     write_dir: Optional[str] = None
+    emit_dir: Optional[str] = None
+    check: Optional[str] = None  #: a previous run's results.json: check what is stored since its change
+    since: Optional[str] = None  #: with check: when the producers were changed
     choose: Optional[str] = None
     min_compress_mbps: float = Rule.min_compress_mbps
     min_read_mbps: float = Rule.min_read_mbps
@@ -236,6 +240,16 @@ def check_options(o: Options) -> Checked:
     plan.use_timestamp_unit(o.timestamp_unit)
     if o.write_dir:
         plan.check_write(o.write_dir)
+    if o.emit_dir and Path(o.emit_dir).exists() and not Path(o.emit_dir).is_dir():
+        raise KcodecError(f"--emit {o.emit_dir}: not a directory")
+    if o.since and not o.check:
+        raise KcodecError(f"--since {o.since}: only with --check")
+    if o.check:
+        from kcodec.advise.check import parse_since, read_previous
+
+        read_previous(o.check)
+        if o.since:
+            parse_since(o.since)
     from kcodec.advise.topic_config import read_metadata
 
     metadata = read_metadata(o.metadata_log, dict(_flag("--storage-option", parse_storage_option, t)

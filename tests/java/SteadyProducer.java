@@ -18,7 +18,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Produces a file of records to one topic at a steady rate, as an application does: record i is
  * handed to KafkaProducer.send at start + i / rate, with a null timestamp so the producer stamps it.
  *
- * Usage: SteadyProducer BOOTSTRAP TOPIC WARMUP_TOPIC WARMUP_RECORDS RECORDS_FILE RATE PRODUCERS [key=value ...]
+ * Usage: SteadyProducer BOOTSTRAP TOPIC WARMUP_TOPIC WARMUP_RECORDS RECORDS_FILE RATE PRODUCERS [key=value | @FILE ...]
+ * (@FILE: a producer.properties file, loaded in its place among the key=value arguments).
  * RECORDS_FILE holds, per record, int32 key length (-1 for null), key, int32 value length, value.
  * With PRODUCERS > 1 each producer is its own KafkaProducer in its own thread, taking every
  * PRODUCERS-th record at the same overall schedule.  Each producer first sends its share of
@@ -41,6 +42,13 @@ public final class SteadyProducer {
         props.put("key.serializer", ByteArraySerializer.class.getName());
         props.put("value.serializer", ByteArraySerializer.class.getName());
         for (int i = 7; i < args.length; i++) {
+            if (args[i].startsWith("@")) {
+                // a properties file, read by java.util.Properties as an application's configuration is
+                try (FileInputStream in = new FileInputStream(args[i].substring(1))) {
+                    props.load(in);
+                }
+                continue;
+            }
             int eq = args[i].indexOf('=');
             props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }

@@ -180,6 +180,11 @@ class ClientRules:
     #: the client version from which a codec's level can be set, where older ones cannot (the report
     #: then offers them the best setting at the codec's default level); None: every version can, or none
     levels_since: Optional[str] = None
+    #: how ``--emit`` writes a setting for it: the file's extension, one line per name (``{key}`` and
+    #: ``{value}`` replaced) and what starts a comment line in that language
+    config_suffix: str = "properties"
+    config_line: str = "{key}={value}"
+    config_comment: str = "#"
 
     def level_key(self, codec: str) -> str:
         return self.level_name.format(codec=codec)

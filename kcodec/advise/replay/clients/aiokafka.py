@@ -38,5 +38,5 @@ def _writes(m: BatchMarks) -> bool:
 RULES = ClientRules("aiokafka", "uncompressed", None, False, 16384, 0, "", zstd_ends_on_data=True,
                     zstd_one_shot=True, load_bound_at_zero_linger=True, fill_overhead=61, next_record="size",
                     default_levels=(("gzip", 9), ("lz4", _LZ4_HC)), lz4_frame_extra=4, writes=_writes,
-                    names=python_names("max_batch_size"),
+                    names=python_names("max_batch_size"), config_suffix="py", config_line="{key}={value},",
                     summary="uncompressed fill, keyword arguments, no levels")

@@ -49,5 +49,5 @@ def python_names(batch_size: str) -> Callable[..., Dict[str, str]]:
 RULES = ClientRules("kafka-python", "uncompressed", None, False, 16384, 0, "", zstd_ends_on_data=True,
                     zstd_one_shot=True, load_bound_at_zero_linger=True, fill_overhead=61, next_record="size",
                     default_levels=(("gzip", 9),), lz4_frame_extra=8, writes=_writes,
-                    names=python_names("batch_size"),
+                    names=python_names("batch_size"), config_suffix="py", config_line="{key}={value},",
                     summary="uncompressed fill, keyword arguments, no levels")

@@ -62,5 +62,5 @@ RULES = ClientRules("sarama", "uncompressed", None, False, MAX_MESSAGE_BYTES, 0,
                     raw_snappy=True, zstd_ends_on_data=True, zstd_one_shot=True, load_bound_at_zero_linger=True,
                     fill_overhead=49, next_record="none", record_overhead=36, max_batch_bytes=MAX_MESSAGE_BYTES,
                     zero_linger_unbounded=True, default_levels=(("zstd", -1000),), lz4_frame_extra=4, writes=_writes,
-                    names=_names,
+                    names=_names, config_suffix="go", config_line="config.{key} = {value}", config_comment="//",
                     summary="Producer.Flush.*")
