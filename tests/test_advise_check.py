@@ -144,3 +144,21 @@ def test_a_bad_previous_file_or_since_is_one_line(tmp_path):
         parse_since("yesterday")
     assert parse_since("2026-05-01T12:00:00Z") == parse_since("2026-05-01T12:00:00") == 1777636800000
     assert parse_since("1777636800000") == 1777636800000
+
+
+def test_the_flags_errors_are_one_line_before_spark(tmp_path):
+    import subprocess
+    import sys
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "kcodec.cli", "advise", "--records", "100", *argv],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    not_dir = tmp_path / "file"
+    not_dir.write_text("x")
+    for argv, line in ((("--check", "missing.json"), "kcodec advise: --check missing.json: no such file"),
+                       (("--since", "1"), "kcodec advise: --since 1: only with --check"),
+                       (("--emit", str(not_dir)), f"kcodec advise: --emit {not_dir}: not a directory")):
+        proc = run(*argv)
+        assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [line]
+        assert "starting Spark" not in proc.stdout
