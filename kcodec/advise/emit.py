@@ -88,7 +88,7 @@ def _header(comment: str, setting: Setting, topics: Sequence[TopicAdvice], bill:
 
 
 def _client_file(rules: ClientRules, setting: Setting, topics: Sequence[TopicAdvice],
-                 bill: Sequence[Assumption]) -> str:
+                 bill: Sequence[Assumption], cannot: Sequence[str] = ()) -> str:
     replayed = sorted({a.client.name for a in topics})
     what = f"{rules.display_name} producer configuration, in its own names"
     if replayed != [rules.name]:
@@ -96,6 +96,9 @@ def _client_file(rules: ClientRules, setting: Setting, topics: Sequence[TopicAdv
         what += (f"; the figures below are for the batching of {', '.join(CLIENTS[n].display_name for n in replayed)}"
                  f", which wrote these topics: {rules.display_name}'s batches at these values differ")
     lines = _header(rules.config_comment, setting, topics, bill, what)
+    if cannot:
+        lines.append(f"{rules.config_comment} no file for {', '.join(cannot)}: the level {setting.level} cannot be "
+                     f"set there")
     names = client_config(rules, setting.codec, setting.level, setting.default_level, setting.batch_bytes,
                           setting.linger_ms)
     lines.extend(rules.config_line.format(key=k, value=v) for k, v in names.items())
@@ -143,11 +146,12 @@ def emit_configs(out: Path, advice: Sequence[TopicAdvice], estate, cluster: Mapp
     written: List[Path] = []
     for n, (setting, topics) in enumerate(_groups(advice, estate), 1):
         stem = f"{n:02d}-{_slug(setting)}"
+        cannot = [r.display_name for r in CLIENTS.values() if not r.expresses(setting.codec, setting.level)]
         for rules in CLIENTS.values():
             if not rules.expresses(setting.codec, setting.level):
                 continue
             path = out / f"{stem}.{rules.name}.{rules.config_suffix}"
-            path.write_text(_client_file(rules, setting, topics, bill), encoding="utf-8")
+            path.write_text(_client_file(rules, setting, topics, bill, cannot), encoding="utf-8")
             written.append(path)
         text = _topic_file(setting, topics, bill, cluster, bootstrap, command_config)
         if text is not None:
