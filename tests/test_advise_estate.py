@@ -202,15 +202,28 @@ def _profiled(a: TopicAdvice) -> TopicAdvice:
 def test_report_of_500_topics_opens_at_1280px(tmp_path):
     pytest.importorskip("matplotlib")
     from browser import chromium, measure_page, screenshot
+    from kcodec.advise.assumptions import CLUSTER, bill_assumptions, topic_assumptions
+    from kcodec.advise.cost import Prices, TopicEconomics
+    from kcodec.advise.platforms import platform
     from kcodec.advise.report import write_reports
+    from kcodec.advise.topic_text import rule_text
+    from kcodec.escape import file_name
 
     grid = [Setting(c, lvl, b, g) for c, lvl in (("lz4", None), ("zstd", 1), ("zstd", None), ("gzip", None))
             for b in (16384, 1048576) for g in (5, 100)]
-    advice = [_profiled(topic(f"team-{i % 7}.a-rather-long-topic-name-for-wrapping-{i:05d}",
-                              {s: 40.0 + (i * 7 + j * 13) % 30 for j, s in enumerate(grid)}, today=100.0 + i % 50))
-              for i in range(500)]
+    # Long names with and without hyphens (underscores and dots only), as estates name their topics.
+    names = [f"team-{i % 7}.a-rather-long-topic-name-for-wrapping-{i:05d}" if i % 2 else
+             f"team-{i % 7}.orders_enriched_with_customer_profile_and_region.v2_{i:05d}" for i in range(500)]
+    advice = [_profiled(topic(name, {s: 40.0 + (i * 7 + j * 13) % 30 for j, s in enumerate(grid)},
+                              today=100.0 + i % 50)) for i, name in enumerate(names)]
+    for a in advice:
+        a.rule = FREE
+        a.assumptions = topic_assumptions(TopicEconomics(), {"retention_days": (CLUSTER, "DescribeConfigs")},
+                                          a.stored_per_day, "given in volumes.csv")
+    bill = bill_assumptions(platform("ec2"), False, Prices(), set(), set(), None)
+    context = {"input": "hand-built", "assumptions": [b.doc() for b in bill], "rule": rule_text(FREE)}
     estate = plan_estate(advice, FREE, group_by=r"^(team-\d)\.")
-    paths = write_reports(tmp_path / "rep", advice, {"input": "hand-built"}, estate, top=20)
+    paths = write_reports(tmp_path / "rep", advice, context, estate, top=20)
     page = paths["html"]
     assert page.stat().st_size < 2_000_000
     text = page.read_text()
@@ -220,10 +233,15 @@ def test_report_of_500_topics_opens_at_1280px(tmp_path):
         pytest.skip("chromium is not installed (Debian: apt-get install chromium): the page was not rendered")
     got = measure_page(page)
     assert got["scroll"] <= got["client"] == 1280, got
+    # Every cell at least as wide as its longest word: 500 rows of 9, the groups', the bill's and 20 sections'.
+    assert got["cells"] > 4500 and got["narrow_count"] == 0, got["narrow"]
     assert screenshot(page, tmp_path / "shot.png") == (1280, 900)
-    topic_page = next((tmp_path / "rep" / "topics").glob("*.html"))
-    got = measure_page(topic_page)
-    assert got["scroll"] <= got["client"], got
+    for name in names[:2]:  # a page with its settings table and its assumptions table
+        topic_page = tmp_path / "rep" / "topics" / f"{file_name(name)}.html"
+        assert "<th>setting</th>" in topic_page.read_text() and "the bill assumes" in topic_page.read_text()
+        got = measure_page(topic_page)
+        assert got["scroll"] <= got["client"], got
+        assert got["cells"] > 40 and got["narrow_count"] == 0, got["narrow"]
 
 
 # --- a live cluster's daily volume, from each partition's whole span ----------------------------------
