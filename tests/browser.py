@@ -37,7 +37,7 @@ window.addEventListener("load", function () {
     var longest = 0, word = "";
     var walk = document.createTreeWalker(c, NodeFilter.SHOW_TEXT), node;
     while ((node = walk.nextNode())) {
-      var re = /[^\s-]+-?/g, m;
+      var re = /[^\\s-]+-?/g, m;
       while ((m = re.exec(node.data))) {
         var r = document.createRange();
         r.setStart(node, m.index);

@@ -43,10 +43,15 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["MODEL", "MODEL_ERROR", "REFERENCE", "FEATURES", "CpuCost", "cpu_cost", "modelled", "features", "fit"]
+__all__ = ["MODEL", "MODEL_ERROR", "REFERENCE", "THROUGHPUT_NOTES", "FEATURES", "CpuCost", "cpu_cost", "modelled", "features", "fit"]
 
 REFERENCE = ("one vCPU of a 2-vCPU x86-64 KVM machine shared with other jobs (load average 6-8), "
              "kcodec 0.1's native builder and reader, 2026-11-26")
+
+#: What the MB/s of the report's tables are, one short line each.
+THROUGHPUT_NOTES = ("MB/s: key, value and header bytes per CPU second of one core",
+                    f"the bill's: kcodec's CPU model, fitted on {REFERENCE}",
+                    "beside it: this run's measured thread CPU time")
 
 FEATURES = ("payload bytes", "stored bytes", "batches", "records", "payload x ln(payload / stored)")
 

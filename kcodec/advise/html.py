@@ -9,15 +9,18 @@ number of topics, and no asset comes from elsewhere.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, Optional, Sequence, Set
+import re
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from kcodec.advise.assumptions import Assumption
+from kcodec.advise.cpu import THROUGHPUT_NOTES
 from kcodec.advise.estate import Estate
 from kcodec.advise.estate_text import volume_tag
 from kcodec.advise.grid import format_size
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import TopicAdvice
-from kcodec.advise.topic_text import codec_mix_text, cost_lines, replay_text, row_mark
+from kcodec.advise.replay import LIMIT_ITEMS
+from kcodec.advise.topic_text import codec_mix_text, cost_lines, headline, replay_lines, row_mark, rule_lines
 from kcodec.escape import file_name, html_text
 
 __all__ = ["report_html", "topic_html"]
@@ -26,11 +29,13 @@ _STYLE = """*{box-sizing:border-box}
 body{font-family:sans-serif;margin:0 auto;padding:1em;max-width:1280px}
 img{max-width:100%;height:auto}
 table{border-collapse:collapse;margin:1em 0;max-width:100%}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;overflow-wrap:anywhere}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
 td:first-child,th:first-child,td.l{text-align:left}
 th{cursor:pointer;background:#f4f4f4}
 tr.best{background:#dfd;font-weight:bold}
-code{overflow-wrap:anywhere;white-space:normal}
+code{white-space:normal}
+p.lead{font-size:1.1em}
+ol.notes{font-size:.9em;margin-top:-.5em}
 section{margin-top:2em;border-top:1px solid #ccc}
 .np{color:#a40}"""
 
@@ -53,10 +58,25 @@ document.querySelectorAll("table.sortable th").forEach(function (th, i) {
 </script>"""
 
 
-def assumption_rows(items: Sequence[Assumption], escape: Callable[[str], str]) -> str:
-    """HTML table rows: what, value, source, detail."""
-    return "".join(f"<tr><td>{escape(a.name)}</td><td>{escape(a.value)}</td><td>{escape(a.source)}</td>"
-                   f"<td>{escape(a.detail)}</td></tr>" for a in items)
+def breakable(text: str) -> str:
+    """``text`` escaped for HTML, with a line-break opportunity (``<wbr>``) after each ``.``, ``_`` and ``=`` that
+    a letter follows: long topic names and configuration strings wrap there (as they do after ``-`` and ``/``),
+    never inside a word, and numbers (``36.27``) never at their point."""
+    return "<wbr>".join(html_text(part) for part in re.split(r"(?<=[._=])(?=[^\s\d])", text))
+
+
+def assumption_rows(items: Sequence[Assumption], escape: Callable[[str], str], notes: Dict[str, int]) -> str:
+    """HTML table rows: what, value, source; a row with a detail points to its numbered note in ``notes``
+    (detail -> number, filled here in order of first use), so a detail many rows share stands once."""
+    rows = []
+    for a in items:
+        mark = ""
+        if a.detail:
+            n = notes.setdefault(a.detail, len(notes) + 1)
+            mark = f" <sup>[{n}]</sup>"
+        rows.append(f"<tr><td>{escape(a.name)}</td><td class=l>{escape(a.value)}</td>"
+                    f"<td class=l>{escape(a.source)}{mark}</td></tr>")
+    return "".join(rows)
 
 
 def _page(title: str, body: str, script: bool = False) -> str:
@@ -74,8 +94,15 @@ def _config_html(a: TopicAdvice) -> str:
 def _assumption_table(items: Sequence[Assumption]) -> str:
     if not items:
         return ""
-    return ("<table><tr><th>the bill assumes</th><th>value</th><th>source</th><th>detail</th></tr>"
-            + assumption_rows(items, html_text) + "</table>")
+    notes: Dict[str, int] = {}
+    rows = assumption_rows(items, breakable, notes)
+    listed = "".join(f"<li>{breakable(detail)}</li>" for detail in notes)
+    return ("<table><tr><th>the bill assumes</th><th>value</th><th>source</th></tr>" + rows + "</table>"
+            + (f"<ol class=notes>{listed}</ol>" if notes else ""))
+
+
+def _list(items: Iterable[str]) -> str:
+    return "<ul>" + "".join(f"<li>{html_text(x)}</li>" for x in items) + "</ul>"
 
 
 def _section(a: TopicAdvice, chart: Optional[str]) -> str:
@@ -93,18 +120,18 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
     notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
     forced = "" if a.chosen_by == "rule" else f" (chosen by {e(a.chosen_by)}, not by the rule)"
     costs = "".join(f"<li>{e(label)}: {e(text)}</li>" for label, text in cost_lines(a, money))
-    saves = (f"Saves <b>{money(a.saving)}</b>/month{forced}." if a.priced else
-             "<b class=np>Not priced</b>: the volume is not known (see the notes).")
-    replay = f"<p>Replay: {e(replay_text(a))}</p>" if replay_text(a) else ""
+    unpriced = "" if a.priced else " <b class=np>Not priced</b>: the volume is not known (see the notes)."
+    replay = f"<p>Replay:</p>{_list(replay_lines(a))}" if replay_lines(a) else ""
     img = (f'<p><img loading="lazy" src="{e(chart)}" width="1240" height="420" alt="charts for {e(a.topic)}"></p>'
            if chart else "<p>Chart drawn for the topics of the summary only (--top N, or --all-topics).</p>")
-    return f"""<section id="t-{e(file_name(a.topic))}"><h2>{e(a.topic)}</h2>
+    return f"""<section id="t-{e(file_name(a.topic))}"><h2>{breakable(a.topic)}</h2>
+<p class=lead><b>{e(headline(a, money))}</b>{forced}</p>
 <p>Today: {e(codec_mix_text(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
 bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>{f"<p>Sample: {e(a.sample.text())}</p>" if a.sample is not None else ""}
 {"".join(f"<p>Race: {e(line)}</p>" for line in a.race.text()) if a.race is not None else ""}
-<p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>. {saves}</p>{replay}
+<p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>.{unpriced}</p>{replay}
 <ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 {img}
 <table><thead><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
@@ -132,10 +159,21 @@ def _estate_rows(ranked: Sequence[TopicAdvice], inline: Set[str]) -> Iterable[st
                            f"</td><td data-v='{a.saving:.6f}'>{money(a.saving)}</td>")
         else:
             money_cells = "<td data-v='-1' class=np>not priced</td><td data-v='-1'></td><td data-v='-1'></td>"
-        yield (f"<tr><td><a href='{e(href)}'>{e(a.topic)}</a></td><td class=l>{e(setting)}</td>"
+        yield (f"<tr><td><a href='{e(href)}'>{breakable(a.topic)}</a></td><td class=l>{e(setting)}</td>"
                f"<td class=l>{e(codec_mix_text(a))}</td><td data-v='{a.today.ratio:.4f}'>{a.today.ratio:.2f}x</td>"
                f"<td data-v='{a.stored_per_day:.0f}'>{e(format_size(a.stored_per_day))}</td>"
                f"<td class=l>{e(volume_tag(a))}</td>{money_cells}</tr>")
+
+
+def _context_item(key: str, value: object, advice: Sequence[TopicAdvice]) -> str:
+    """One line of the run's context; the rule, the throughput and the replay's limits as short lists."""
+    rule = next((a.rule for a in advice if a.rule is not None), None)
+    lists: Dict[str, List[str]] = {"replay": list(LIMIT_ITEMS), "throughput": list(THROUGHPUT_NOTES)}
+    if rule is not None:
+        lists["rule"] = rule_lines(rule)
+    if key in lists:
+        return f"<li>{html_text(key)}:{_list(lists[key])}</li>"
+    return f"<li>{html_text(key)}: {breakable(str(value))}</li>"
 
 
 def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[Estate], inline: Sequence[str],
@@ -183,9 +221,8 @@ def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[E
                  f"<th>$/month after</th><th>saved $/month</th></tr></thead><tbody>"
                  f"{''.join(_estate_rows(ranked, inline_set))}</tbody></table>")
     bill = _assumption_table([Assumption(**d) for d in context.get("assumptions", ())])
-    parts.append("<h2>Assumptions</h2>" + bill + "<ul>" + "".join(f"<li>{e(k)}: {e(v)}</li>"
-                                                                 for k, v in context.items() if k != "assumptions")
-                 + "</ul>")
+    parts.append("<h2>Assumptions</h2>" + bill + "<ul>" + "".join(_context_item(k, v, advice) for k, v in context.items()
+                                                                 if k != "assumptions") + "</ul>")
     by_name = {a.topic: a for a in advice}
     for t in inline:
         a = by_name[t]

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional
 from kcodec.advise.aggregate import aggregate_rows
 from kcodec.advise.assumptions import topic_assumptions
 from kcodec.advise.auto_sample import AutoSampler, SampleReach, nested_order
-from kcodec.advise.cpu import REFERENCE
+from kcodec.advise.cpu import THROUGHPUT_NOTES
 from kcodec.advise.grid import CLUSTER_SAMPLE, Setting, parse_size
 from kcodec.advise.inputs import RoundSampledSource, Sampling, Source
 from kcodec.advise.latency import producer_memory
@@ -135,8 +135,7 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     context = {"input": c.plan.description, "chunks measured": measured, "settings": len(settings),
                "sample per topic": _sample_text(c, o),
                "rule": rule_text(c.rule), "assumptions": [a.doc() for a in c.bill],
-               "throughput": ("MB/s of key, value and header bytes per CPU second of one core: the bill's from "
-                              f"kcodec's CPU model ({REFERENCE}), this run's measured thread CPU time beside it"),
+               "throughput": "; ".join(THROUGHPUT_NOTES),
                "replay": LIMITS, "run_at_ms": run_at_ms}
     if c.metadata is not None:
         context["metadata log"] = f"{o.metadata_log}: each topic's retention.ms and replication factor"

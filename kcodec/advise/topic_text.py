@@ -9,7 +9,8 @@ from kcodec.advise.notes import why_excluded
 from kcodec.advise.race import dollars
 from kcodec.advise.recommend import Measured, Rule, TopicAdvice
 
-__all__ = ["codec_mix_text", "config_text", "replay_text", "row_mark", "rule_text", "cost_lines", "curve_doc"]
+__all__ = ["codec_mix_text", "config_text", "headline", "replay_lines", "replay_text", "row_mark", "rule_lines",
+           "rule_text", "cost_lines", "curve_doc"]
 
 
 def codec_mix_text(a: TopicAdvice) -> str:
@@ -18,11 +19,17 @@ def codec_mix_text(a: TopicAdvice) -> str:
 
 def replay_text(a: TopicAdvice) -> Optional[str]:
     """Whose batching rules the replay followed (or that no client was recognised), its producers and sender."""
+    lines = replay_lines(a)
+    return "; ".join(lines) if lines else None
+
+
+def replay_lines(a: TopicAdvice) -> List[str]:
+    """:func:`replay_text` as a list: whose rules, which producers, the sender delay; empty without a replay."""
     from kcodec.advise.replay import NOT_RECOGNISED
 
     r = a.profile.get("replay") or {}
     if not r:
-        return None
+        return []
     if r.get("recognised", True):
         who = f"{r['client']} batching rules"
     elif len(r["clients"]) > 1:
@@ -34,12 +41,35 @@ def replay_text(a: TopicAdvice) -> Optional[str]:
                  f"no producer ids: {r.get('producers_replayed', 1)} producer(s) per partition assumed (--producers)")
     share = r["calibrated_share"]
     if not share:
-        return (f"{who}; {producers}; sender delay not calibrated (today's batches were cut by "
-                f"size, or too few): {r['sender_delay_ms']:.3g} ms assumed")
+        return [who, producers, f"sender delay not calibrated (today's batches were cut by size, or too few): "
+                                f"{r['sender_delay_ms']:.3g} ms assumed"]
     part = "" if share == 1 else f", on {share * 100:.0f}% of chunks"
-    return (f"{who}; {producers}; sender delay {r['sender_delay_ms']:.3g} ms "
-            f"calibrated on today's batches "
-            f"(calibration error {r['calibration_error'] * 100:+.1f}% records/batch{part})")
+    return [who, producers, f"sender delay {r['sender_delay_ms']:.3g} ms calibrated on today's batches "
+                            f"(calibration error {r['calibration_error'] * 100:+.1f}% records/batch{part})"]
+
+
+def headline(a: TopicAdvice, money: Callable[[float], str]) -> str:
+    """The advice in one sentence: what to set, what it saves, what it adds to a send's latency; or why to keep
+    today's settings."""
+    if a.best is not None:
+        linger = a.best.setting.linger_ms
+        wait = (f"adds at most {linger} ms to a send" if linger else "adds no wait to a send (linger.ms=0)")
+        if not a.priced:
+            return f"Set {config_text(a)}: not priced, the volume is not known; it {wait}."
+        share = a.saving / max(a.today.cost.total, 1e-12)
+        return f"Set {config_text(a)}: saves {money(a.saving)}/month ({share * 100:.0f}%) and {wait}."
+    today = a.today.cost.total
+    allowed = [m for m in a.results if a.rule is None or a.rule.allows(m)]
+    if not allowed:
+        return ("Keep today's settings: no setting meets the rule's speeds (--min-compress-mbps, "
+                "--min-read-mbps).")
+    c = min(allowed, key=lambda m: (m.cost.total, m.setting))
+    most = today - c.cost.total
+    if most <= 0:
+        return f"Keep today's settings: no setting within the rule costs less than today's {money(today)}/month."
+    floor = f", under the {a.rule.min_saving * 100:g}% --min-saving asks" if a.rule is not None else ""
+    return (f"Keep today's settings: the cheapest within the rule, {c.label}, would save "
+            f"{money(most)}/month ({most / max(today, 1e-12) * 100:.0f}%){floor}.")
 
 
 def config_text(a: TopicAdvice) -> str:
@@ -75,6 +105,22 @@ def rule_text(rule: Rule) -> str:
             f"then less CPU, smaller linger.ms, smaller batch.size, codec id and level decide; recommended "
             f"when it saves at least {rule.min_saving * 100:g}% of today's $/month (--min-saving), else keep "
             f"today's settings; CPU from {source} (--cpu-cost)")
+
+
+def rule_lines(rule: Rule) -> List[str]:
+    """:func:`rule_text` as a short list, one condition or tie-break a line, each with the flag that sets it."""
+    source = "kcodec's CPU model" if rule.cpu == "model" else "this run's measurement"
+    pick = ("pick the lowest $/month (storage + network + CPU)" if rule.knee >= 1 else
+            f"pick the smallest linger.ms, then batch.size, saving at least {rule.knee * 100:g}% of what the "
+            f"lowest $/month saves (--knee)")
+    return [pick,
+            f"build at {rule.min_compress_mbps:g} MB/s of CPU per core or more (--min-compress-mbps)",
+            f"read at {rule.min_read_mbps:g} MB/s or more (--min-read-mbps)",
+            f"linger at most {rule.max_linger_ms:g} ms (--max-linger-ms)",
+            "costs within their uncertainty are equal: less CPU, smaller linger.ms, smaller batch.size, "
+            "codec id and level decide",
+            f"recommend only a saving of at least {rule.min_saving * 100:g}% of today's $/month (--min-saving)",
+            f"CPU from {source} (--cpu-cost)"]
 
 
 def cost_lines(a: TopicAdvice, money: Callable[[float], str]) -> List[Tuple[str, str]]:

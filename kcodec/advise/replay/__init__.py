@@ -24,6 +24,7 @@ Every function takes numpy columns and returns batch boundaries; nothing here bu
 from kcodec.advise.replay.accumulator import (
     BATCH_OVERHEAD,
     ESTIMATION_FACTOR,
+    LIMIT_ITEMS,
     LIMITS,
     form_batches,
     record_sizes,
@@ -48,7 +49,7 @@ from kcodec.advise.replay.registry import (
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
 from kcodec.advise.replay.starts import Ratios, replay_starts
 
-__all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "form_batches", "record_sizes", "record_upper_bounds",
+__all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "LIMIT_ITEMS", "form_batches", "record_sizes", "record_upper_bounds",
            "time_limits", "update_estimate", "varint_sizes", "warm_estimate", "warm_records", "CLIENTS", "JAVA",
            "LIBRDKAFKA", "ClientRules", "client_config", "client_rules", "detect_client", "NOT_RECOGNISED",
            "DEFAULT_CLIENT", "clients_help",

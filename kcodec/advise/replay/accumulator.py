@@ -41,6 +41,7 @@ from kcodec.records.framing import RECORD_BATCH_OVERHEAD
 
 __all__ = [
     "LIMITS",
+    "LIMIT_ITEMS",
     "BATCH_OVERHEAD",
     "ESTIMATION_FACTOR",
     "record_sizes",
@@ -53,12 +54,16 @@ __all__ = [
     "time_limits",
 ]
 
-LIMITS = ("each producer's records are re-batched by their timestamps as its client (Java or librdkafka) would, "
-          "with a sender delay calibrated on today's batches; at linger.ms=0 a real Java producer's batches vary "
-          "from run to run with the CPU its sender gets and the work each batch costs it (the codec), and unless "
-          "today's batches were sent at linger.ms=0 that delay is derived from today's; keyless records stay "
-          "in the partition that stored them (the sticky partitioner's re-spread under another batch.size is "
-          "replayed for record inputs only); in-flight limits and buffer.memory back-pressure are not known")
+#: What the replay does not know or only approximates, one short line each (the report lists them).
+LIMIT_ITEMS = ("each producer's records are re-batched by their timestamps, as its client (Java or librdkafka) would",
+               "the sender delay is calibrated on today's batches",
+               "at linger.ms=0 a real Java producer's batches vary run to run with the CPU its sender gets and "
+               "the codec's work per batch",
+               "unless today's batches were sent at linger.ms=0, the delay at 0 ms is derived from today's",
+               "keyless records stay in the partition that stored them",
+               "the sticky partitioner's re-spread under another batch.size is replayed for record inputs only",
+               "in-flight limits and buffer.memory back-pressure are not known")
+LIMITS = "; ".join(LIMIT_ITEMS)
 BATCH_OVERHEAD = RECORD_BATCH_OVERHEAD  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR
 IMPROVING_STEP = 0.005  # CompressionRatioEstimator.COMPRESSION_RATIO_IMPROVING_STEP
