@@ -333,3 +333,47 @@ def test_charts_drawn_by_forked_processes_are_the_charts_drawn_here(tmp_path, mo
     want = files(here)
     assert sum(name.endswith(".png") for name in want) == 1 + 4
     assert files(pooled) == want and files(broken) == want
+
+
+# --- each topic's section opens with one sentence ------------------------------------------------------
+
+def test_headline_says_what_to_set_what_it_saves_and_its_latency():
+    from kcodec.advise.notes import money
+    from kcodec.advise.topic_text import headline
+
+    a = topic("t", {ZSTD: 40.0, LZ4: 70.0}, today=100.0)
+    assert headline(a, money) == ("Set compression.type=zstd batch.size=16384 linger.ms=5: saves $60.00/month (60%) "
+                                  "and adds at most 5 ms to a send.")
+    a.priced = False
+    assert headline(a, money) == ("Set compression.type=zstd batch.size=16384 linger.ms=5: not priced, the volume is "
+                                  "not known; it adds at most 5 ms to a send.")
+    at_zero = topic("z", {Setting("lz4", None, 16384, 0): 50.0}, today=100.0)
+    assert headline(at_zero, money).endswith("saves $50.00/month (50%) and adds no wait to a send (linger.ms=0).")
+    keep = topic("k", {LZ4: 98.0, ZSTD: 99.0}, today=100.0)
+    keep.best, keep.rule = None, Rule(min_compress_mbps=0, min_read_mbps=0, min_saving=0.05)
+    assert headline(keep, money) == ("Keep today's settings: the cheapest within the rule, lz4@16KiB/5ms, would save "
+                                     "$2.00/month (2%), under the 5% that --min-saving asks for.")
+    keep.rule = Rule(min_compress_mbps=1e9, min_read_mbps=0)
+    assert headline(keep, money) == ("Keep today's settings: no setting meets the rule's speeds "
+                                     "(--min-compress-mbps, --min-read-mbps).")
+    dearer = topic("d", {LZ4: 120.0}, today=100.0)
+    dearer.best, dearer.rule = None, FREE
+    assert headline(dearer, money) == ("Keep today's settings: no setting within the rule costs less than today's "
+                                       "$100.00/month.")
+
+
+def test_rule_and_replay_limits_as_short_lists():
+    from kcodec.advise.replay import LIMIT_ITEMS, LIMITS
+    from kcodec.advise.topic_text import rule_lines
+
+    lines = rule_lines(Rule(min_compress_mbps=40, min_read_mbps=80.5, max_linger_ms=20, min_saving=0.125, knee=1))
+    assert lines == ["pick the lowest $/month (storage + network + CPU)",
+                     "build at 40 MB/s of CPU per core or more (--min-compress-mbps)",
+                     "read at 80.5 MB/s or more (--min-read-mbps)",
+                     "linger at most 20 ms (--max-linger-ms)",
+                     "costs within their uncertainty are equal: less CPU, smaller linger.ms, smaller batch.size, "
+                     "codec id and level decide",
+                     "recommend only a saving of at least 12.5% of today's $/month (--min-saving)",
+                     "CPU from kcodec's CPU model (--cpu-cost)"]
+    assert max(len(x.split()) for x in lines + list(LIMIT_ITEMS)) <= 20
+    assert LIMITS == "; ".join(LIMIT_ITEMS)

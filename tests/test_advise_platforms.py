@@ -13,6 +13,7 @@ from kcodec.advise.options import Options, check_options
 from kcodec.advise.platforms import PLATFORMS, platform
 from kcodec.advise.topic_config import price_topic
 from kcodec.errors import KcodecError
+from kcodec.escape import html_text
 
 STORED = 4 * GB           # 4 GB a day as the brokers store it
 TOPIC = TopicEconomics(retention_days=5, replication_factor=3, consumer_groups=2, producer_cross_zone=0.5,
@@ -192,6 +193,12 @@ def test_every_assumption_in_the_terminal_the_html_and_the_json(tmp_path):
                                                    "source": DEFAULT, "detail": "not billed on this platform"}
     assert "replication crossing zones 100% (not billed on this platform)" in text
     html = paths["html"].read_text()
-    assert "<td>retention, days</td><td>2</td><td>from the cluster</td>" in html
-    assert "<td>platform</td><td>msk (Amazon MSK provisioned (standard brokers))</td><td>from flags</td>" in html
+    assert "<td>retention, days</td><td class=l>2</td><td class=l>from the cluster <sup>[2]</sup></td>" in html
+    assert "<li>retention.ms=172800000 (DescribeConfigs)</li>" in html
+    assert ("<td>platform</td><td class=l>msk (Amazon MSK provisioned (standard brokers))</td>"
+            "<td class=l>from flags <sup>[1]</sup></td>") in html
+    # the price list stands once, as the note of the five prices taken from it
+    price_list = html_text(f"msk list price: {platform('msk').price_list}")
+    assert html.count(price_list) == 1 and html.count("<td class=l>default <sup>[4]</sup></td>") == 5
+    assert f"<li>{price_list}</li></ol>" in html
     assert "{'" not in html  # no Python dict printed

@@ -43,7 +43,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["MODEL", "MODEL_ERROR", "REFERENCE", "THROUGHPUT_NOTES", "FEATURES", "CpuCost", "cpu_cost", "modelled", "features", "fit"]
+__all__ = ["MODEL", "MODEL_ERROR", "REFERENCE", "THROUGHPUT_NOTES", "FEATURES", "CpuCost", "cpu_cost", "modelled",
+           "features", "fit"]
 
 REFERENCE = ("one vCPU of a 2-vCPU x86-64 KVM machine shared with other jobs (load average 6-8), "
              "kcodec 0.1's native builder and reader, 2026-11-26")

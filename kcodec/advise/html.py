@@ -30,7 +30,7 @@ body{font-family:sans-serif;margin:0 auto;padding:1em;max-width:1280px}
 img{max-width:100%;height:auto}
 table{border-collapse:collapse;margin:1em 0;max-width:100%}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
-td:first-child,th:first-child,td.l{text-align:left}
+td:first-child,th:first-child,td.l,th.l{text-align:left}
 th{cursor:pointer;background:#f4f4f4}
 tr.best{background:#dfd;font-weight:bold}
 code{white-space:normal}
@@ -96,8 +96,8 @@ def _assumption_table(items: Sequence[Assumption]) -> str:
         return ""
     notes: Dict[str, int] = {}
     rows = assumption_rows(items, breakable, notes)
-    listed = "".join(f"<li>{breakable(detail)}</li>" for detail in notes)
-    return ("<table><tr><th>the bill assumes</th><th>value</th><th>source</th></tr>" + rows + "</table>"
+    listed = "".join(f"<li>{html_text(detail)}</li>" for detail in notes)
+    return ("<table><tr><th>the bill assumes</th><th class=l>value</th><th class=l>source</th></tr>" + rows + "</table>"
             + (f"<ol class=notes>{listed}</ol>" if notes else ""))
 
 
@@ -111,7 +111,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
     br = a.profile["batch_records"]
     bb = a.profile["batch_bytes"]
     detail = "".join(
-        f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f} &plusmn; "
+        f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f}&nbsp;&plusmn;&nbsp;"
         f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
         f"<td>{m.read_mbps:.0f}</td><td>{e(m.measured_text())}</td><td>{money(m.cost.storage)}</td>"
         f"<td>{money(m.cost.network)}</td>"
@@ -221,8 +221,8 @@ def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[E
                  f"<th>$/month after</th><th>saved $/month</th></tr></thead><tbody>"
                  f"{''.join(_estate_rows(ranked, inline_set))}</tbody></table>")
     bill = _assumption_table([Assumption(**d) for d in context.get("assumptions", ())])
-    parts.append("<h2>Assumptions</h2>" + bill + "<ul>" + "".join(_context_item(k, v, advice) for k, v in context.items()
-                                                                 if k != "assumptions") + "</ul>")
+    run = "".join(_context_item(k, v, advice) for k, v in context.items() if k != "assumptions")
+    parts.append(f"<h2>Assumptions</h2>{bill}<ul>{run}</ul>")
     by_name = {a.topic: a for a in advice}
     for t in inline:
         a = by_name[t]

@@ -67,7 +67,7 @@ def headline(a: TopicAdvice, money: Callable[[float], str]) -> str:
     most = today - c.cost.total
     if most <= 0:
         return f"Keep today's settings: no setting within the rule costs less than today's {money(today)}/month."
-    floor = f", under the {a.rule.min_saving * 100:g}% --min-saving asks" if a.rule is not None else ""
+    floor = f", under the {a.rule.min_saving * 100:g}% that --min-saving asks for" if a.rule is not None else ""
     return (f"Keep today's settings: the cheapest within the rule, {c.label}, would save "
             f"{money(most)}/month ({most / max(today, 1e-12) * 100:.0f}%){floor}.")
 

@@ -49,8 +49,9 @@ from kcodec.advise.replay.registry import (
 from kcodec.advise.replay.sender import Calibration, SenderModel, arrival_ms, calibrate, time_cuts
 from kcodec.advise.replay.starts import Ratios, replay_starts
 
-__all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "LIMIT_ITEMS", "form_batches", "record_sizes", "record_upper_bounds",
-           "time_limits", "update_estimate", "varint_sizes", "warm_estimate", "warm_records", "CLIENTS", "JAVA",
+__all__ = ["BATCH_OVERHEAD", "ESTIMATION_FACTOR", "LIMITS", "LIMIT_ITEMS", "form_batches", "record_sizes",
+           "record_upper_bounds", "time_limits", "update_estimate", "varint_sizes", "warm_estimate", "warm_records",
+           "CLIENTS", "JAVA",
            "LIBRDKAFKA", "ClientRules", "client_config", "client_rules", "detect_client", "NOT_RECOGNISED",
            "DEFAULT_CLIENT", "clients_help",
            "assign_partitions", "producer_groups", "Calibration", "SenderModel", "arrival_ms", "calibrate", "time_cuts",

@@ -57,8 +57,7 @@ __all__ = [
 #: What the replay does not know or only approximates, one short line each (the report lists them).
 LIMIT_ITEMS = ("each producer's records are re-batched by their timestamps, as its client (Java or librdkafka) would",
                "the sender delay is calibrated on today's batches",
-               "at linger.ms=0 a real Java producer's batches vary run to run with the CPU its sender gets and "
-               "the codec's work per batch",
+               "at linger.ms=0 a Java producer's batches vary with the CPU its sender gets and the codec's work",
                "unless today's batches were sent at linger.ms=0, the delay at 0 ms is derived from today's",
                "keyless records stay in the partition that stored them",
                "the sticky partitioner's re-spread under another batch.size is replayed for record inputs only",
