@@ -202,3 +202,20 @@ def test_every_assumption_in_the_terminal_the_html_and_the_json(tmp_path):
     assert html.count(price_list) == 1 and html.count("<td class=l>default <sup>[4]</sup></td>") == 5
     assert f"<li>{price_list}</li></ol>" in html
     assert "{'" not in html  # no Python dict printed
+
+
+def test_single_topic_report_fits_its_words_at_1280px(tmp_path):
+    """One topic's report, its bill and assumptions from the msk profile: no table cell narrower than its
+    longest word, in ``report.html`` and in the topic's page, and neither wider than the window."""
+    pytest.importorskip("matplotlib")
+    from browser import chromium, measure_page
+    from kcodec.advise.report import write_reports
+
+    bill = check_options(Options(platform="msk", price_overrides={"block_gb_month": 0.12})).bill
+    paths = write_reports(tmp_path, [_advice()], {"input": "x", "assumptions": [a.doc() for a in bill]})
+    if chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium): the page was not rendered")
+    for page in (paths["html"], tmp_path / "topics" / "orders.html"):
+        got = measure_page(page)
+        assert got["scroll"] <= got["client"] == 1280, got
+        assert got["cells"] > 20 and got["narrow_count"] == 0, got["narrow"]
