@@ -2,6 +2,7 @@
 
 * README.md's and docs/'s Python examples run, page by page, in an empty folder;
 * every ``<!-- sample-output: COMMAND -->`` block is what COMMAND prints there now;
+* every ``<!-- output -->`` block is what the Python example just before it prints;
 * every CLI subcommand and flag has help text (the CLI reference is made from it);
 * the Sphinx site builds with warnings as errors (when the ``docs`` extra is installed).
 """
@@ -27,6 +28,7 @@ PAGES = sorted([ROOT / "README.md", *DOCS.glob("*.md")])
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _SKIP = re.compile(r"^<!-- skip: .+ -->$")
 _SAMPLE = re.compile(r"^<!-- sample-output: (kcodec .+) -->$")
+_OUTPUT = re.compile(r"^<!-- output -->$")
 
 pytestmark = pytest.mark.skipif(not DOCS.is_dir(), reason=f"{DOCS} is not here (the docs ship in the sdist)")
 
@@ -49,6 +51,21 @@ def blocks(text: str) -> List[Tuple[str, str, str]]:
 
 def python_examples(page: Path) -> List[str]:
     return [body for lang, body, before in blocks(page.read_text()) if lang == "python" and not _SKIP.match(before)]
+
+
+def printed_outputs(text: str) -> List[Tuple[int, str]]:
+    """(index among the runnable Python examples, what it prints) of each ``<!-- output -->`` block."""
+    found: List[Tuple[int, str]] = []
+    runnable, last = -1, ""
+    for lang, body, before in blocks(text):
+        if _OUTPUT.match(before):
+            assert lang == "text" and last == "python", \
+                f"an output block must be a text block right after a Python example:\n{body}"
+            found.append((runnable, body))
+        if lang == "python" and not _SKIP.match(before):
+            runnable += 1
+        last = lang if lang != "python" or not _SKIP.match(before) else "skipped"
+    return found
 
 
 def samples(page: Path) -> List[Tuple[str, str]]:
@@ -84,11 +101,15 @@ def test_examples_run_and_samples_match(page, tmp_path, monkeypatch, capsys):
     """The page's Python examples run in order in one namespace; then its samples are rerun there."""
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
+    printed = dict(printed_outputs(page.read_text()))
     for n, body in enumerate(python_examples(page), 1):
+        capsys.readouterr()
         try:
             exec(compile(body, f"{_page_id(page)} example {n}", "exec"), namespace)
         except Exception as exc:  # the example and its error, not only a traceback into exec
             pytest.fail(f"{_page_id(page)} example {n} raised {exc!r}:\n{body}")
+        if n - 1 in printed:
+            assert capsys.readouterr().out == printed[n - 1], f"{_page_id(page)} example {n} prints otherwise"
     capsys.readouterr()
     for command, expected in samples(page):
         if _needs_spark(command):
@@ -140,6 +161,14 @@ def test_a_changed_sample_is_found():
     assert not matches_sample("clicks\n  today none 100%; 7 records/batch\n  set        keep today's settings\n",
                               sample)
     assert not matches_sample("clicks\n", sample)
+
+
+def test_an_output_block_belongs_to_the_example_before_it():
+    page = ("```python\nprint(1)\n```\n\n<!-- output -->\n```text\n1\n```\n\n<!-- skip: x -->\n```python\nx\n```\n\n"
+            "```python\nprint(2)\n```\n<!-- output -->\n```text\n2\n```\n")
+    assert printed_outputs(page) == [(0, "1\n"), (1, "2\n")]
+    with pytest.raises(AssertionError, match="right after a Python example"):
+        printed_outputs("<!-- skip: x -->\n```python\nprint(1)\n```\n<!-- output -->\n```text\n1\n```\n")
 
 
 def test_every_page_has_what_it_is_checked_by():
