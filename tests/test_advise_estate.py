@@ -377,3 +377,15 @@ def test_rule_and_replay_limits_as_short_lists():
                      "CPU from kcodec's CPU model (--cpu-cost)"]
     assert max(len(x.split()) for x in lines + list(LIMIT_ITEMS)) <= 20
     assert LIMITS == "; ".join(LIMIT_ITEMS)
+
+
+def test_report_lists_the_run_context_briefly():
+    from kcodec.advise.html import report_html
+    from kcodec.advise.replay import LIMIT_ITEMS
+
+    a = topic("t", {ZSTD: 40.0, LZ4: 70.0})
+    a.rule = FREE
+    page = report_html([a], {"input": "x", "rule": "r", "replay": "r", "run_at_ms": 1_764_389_525_000}, None, [], set())
+    assert "<li>run at: 2025-11-29 04:12:05 UTC</li>" in page and "run_at_ms" not in page
+    assert "<li>replay:<ul>" + "".join(f"<li>{x}</li>" for x in LIMIT_ITEMS).replace("'", "&#x27;") in page
+    assert "<li>rule:<ul><li>pick the smallest linger.ms, then batch.size, saving at least 90% of" in page

@@ -10,6 +10,7 @@ number of topics, and no asset comes from elsewhere.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from kcodec.advise.assumptions import Assumption
@@ -173,6 +174,9 @@ def _context_item(key: str, value: object, advice: Sequence[TopicAdvice]) -> str
         lists["rule"] = rule_lines(rule)
     if key in lists:
         return f"<li>{html_text(key)}:{_list(lists[key])}</li>"
+    if key == "run_at_ms" and isinstance(value, int):  # for --check, in results.json; people read a time
+        at = datetime.fromtimestamp(value / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"<li>run at: {at}</li>"
     return f"<li>{html_text(key)}: {breakable(str(value))}</li>"
 
 
