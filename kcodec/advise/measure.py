@@ -50,7 +50,7 @@ from kcodec._native.native_codec import native_of
 from kcodec.records.framing import RECORD_BATCH_OVERHEAD, iter_entries
 
 __all__ = ["CpuTime", "BatchEncoder", "cpu_time", "measure_build", "measure_read", "REPS", "MIN_REP_SECONDS",
-           "ONE_BATCH", "ZSTD_EMPTY_LAST_BLOCK", "zstd_empty_last_blocks"]
+           "ONE_BATCH", "ZSTD_EMPTY_LAST_BLOCK", "zstd_empty_last_blocks", "zstd_one_shot_bytes"]
 
 REPS = 1
 MIN_REP_SECONDS = 0.005

@@ -40,9 +40,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from kcodec.errors import ClusterError, KcodecError
 
-__all__ = ["Secret", "ClientSecurity", "OAuthClient", "Property", "PROPERTIES", "PLAINTEXT", "read_command_config",
-           "security_from_properties", "parse_properties", "parse_jaas", "ssl_context", "client_args",
-           "check_connection", "denied"]
+__all__ = ["Secret", "ClientSecurity", "OAuthClient", "Property", "PROPERTIES", "IGNORED", "PLAINTEXT",
+           "read_command_config", "security_from_properties", "parse_properties", "parse_jaas", "ssl_context",
+           "client_args", "fetch_token", "check_connection", "denied"]
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
