@@ -818,6 +818,9 @@ def test_the_sticky_partition_moves_on_at_the_record_that_reaches_batch_size():
     keyed = np.array([4, -1, -1, 2, -1, -1, -1])
     sizes = np.array([999, 500, 50, 999, 200, 10, 10])
     assert assign_partitions(sizes, keyed, 200, 5).tolist() == [4, 0, 1, 2, 1, 2, 2]
+    # partition 0 is a key's like any other; a lone keyless record opens partition 0's run
+    assert assign_partitions(np.array([500, 999, 10]), np.array([-1, 0, -1]), 200, 5).tolist() == [0, 0, 1]
+    assert assign_partitions(np.array([5, 5]), np.array([-1, 3]), 200, 5).tolist() == [0, 3]
     same = np.array([3, 1, 0], np.int32)
     got = assign_partitions(np.full(3, 10), same, 10, 4)
     assert got.tolist() == [3, 1, 0] and got.dtype == np.int32
