@@ -541,3 +541,83 @@ def test_timestamp_bounds_at_their_edges():
     assert run(v2(1, timestamps=[0])).path == "A1"
     far = dict(timestamp_before_max_ms=2 ** 63 - 1, timestamp_after_max_ms=2 ** 63 - 1)
     assert run(v2(2, timestamps=[0, 2 ** 62]), **far).path == "A1"
+
+
+def test_max_timestamp_and_its_offset_of_every_path():
+    # MemoryRecordsBuilder.info(): LogAppendTime reports the append time even for v0, whose messages hold none
+    stamps = [T0 + 5, T0 + 9, T0 + 1]
+    got = {}
+    for name, data, cfg in (
+            ("A1 v2", v2(3, timestamps=stamps), {}),
+            ("A1 v1", legacy(1, 3), {"to_magic": 1}),
+            ("A2 down", v2(3, timestamps=stamps), {"to_magic": 1}),
+            ("A2 to v0", v2(3, timestamps=stamps), {"to_magic": 0}),
+            ("B-re v1", v2(3, timestamps=stamps), {"to_magic": 1, "compression_type": "gzip"}),
+            ("B-re v2", v2(3, timestamps=stamps, codec="lz4"), {"compression_type": "gzip"}),
+            ("B-in v1", legacy(1, 3, codec="gzip"), {"to_magic": 1}),
+            ("B-re v0", legacy(1, 3, codec="gzip"), {"to_magic": 0})):
+        for lat in (False, True):
+            extra = {"timestamp_type": TimestampType.LOG_APPEND_TIME} if lat else {}
+            r = run(data, **cfg, **extra)
+            got[name, lat] = (r.path, r.max_timestamp, r.shallow_offset_of_max_timestamp, r.last_offset)
+    assert got == {
+        ("A1 v2", False): ("A1", T0 + 9, 102, 102), ("A1 v2", True): ("A1", NOW, 102, 102),
+        ("A1 v1", False): ("A1", T0 + 2, 102, 102), ("A1 v1", True): ("A1", NOW, 100, 102),
+        ("A2 down", False): ("A2", T0 + 9, 101, 102), ("A2 down", True): ("A2", NOW, 100, 102),
+        ("A2 to v0", False): ("A2", -1, -1, 102), ("A2 to v0", True): ("A2", NOW, 100, 102),
+        ("B-re v1", False): ("B-re", T0 + 9, 102, 102), ("B-re v1", True): ("B-re", NOW, 102, 102),
+        ("B-re v2", False): ("B-re", T0 + 9, 102, 102), ("B-re v2", True): ("B-re", NOW, 102, 102),
+        ("B-in v1", False): ("B-in", T0 + 2, 102, 102), ("B-in v1", True): ("B-in", NOW, 102, 102),
+        ("B-re v0", False): ("B-re", -1, -1, 102), ("B-re v0", True): ("B-re", NOW, 102, 102),
+    }
+
+
+def test_timestamp_bounds_wrap_as_java_longs():
+    e = expect("INVALID_TIMESTAMP", lambda: run(v2(1, timestamps=[NOW - 5000]), timestamp_before_max_ms=1000))
+    # the upper bound, now + Long.MAX_VALUE, wraps past the top of a long, as Java prints it
+    assert e.record_errors[0].message == (f"Timestamp {NOW - 5000} of message with offset 0 is out of range. "
+                                          f"The timestamp should be within [{NOW - 1000}, {NOW - 2 ** 63 - 1}]")
+
+
+def test_size_limits_at_their_edges():
+    src = v2(3)
+    assert run(src, max_message_bytes=len(src), segment_bytes=len(src)).path == "A1"
+    e = expect("MESSAGE_TOO_LARGE", lambda: run(src, max_message_bytes=len(src) - 1))
+    assert e.message == (f"The record batch size in the append to topic-0 is {len(src)} bytes which exceeds the "
+                         f"maximum configured value of {len(src) - 1}.")
+    e = expect("RECORD_LIST_TOO_LARGE", lambda: run(src, segment_bytes=len(src) - 1))
+    assert e.message == (f"Message batch size is {len(src)} bytes in append to partition topic-0, which exceeds "
+                         f"the maximum configured segment size of {len(src) - 1}.")
+    # a rebuilt batch is measured again: v1 messages gathered into one v2 batch
+    src = legacy(1, 3)
+    out = run(src).records
+    assert run(src, max_message_bytes=len(out)).path == "A2"
+    e = expect("MESSAGE_TOO_LARGE", lambda: run(src, max_message_bytes=len(out) - 1))
+    assert e.message == (f"Message batch size is {len(out)} bytes in append to partition topic-0 which exceeds the "
+                         f"maximum configured size of {len(out) - 1}.")
+
+
+def test_a1_v0_offsets_and_log_append_time():
+    r = run(legacy(0, 3), to_magic=0)
+    assert (r.path, r.max_timestamp, r.shallow_offset_of_max_timestamp, r.record_count) == ("A1", -1, -1, 3)
+    assert [o for o, *_ in recs(r.records)] == [100, 101, 102]
+    lat = run(legacy(0, 3), to_magic=0, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    assert (lat.max_timestamp, lat.shallow_offset_of_max_timestamp) == (NOW, 100)
+    assert lat.records == r.records  # v0 messages have no timestamp to stamp
+
+
+def test_only_clients_are_held_to_the_client_rules():
+    b = kcodec.RecordBatchBuilder(magic=2, producer_id=PID, producer_epoch=1, is_transactional=True, is_control=True)
+    b.append_control(kcodec.EndTransactionMarker(kcodec.ControlRecordType.COMMIT, 1), timestamp=T0)
+    marker = bytes(b.build())
+    r = run(marker, origin="coordinator")
+    assert (r.path, r.first_offset, r.last_offset) == ("A1", 100, 100) and batches(r.records)[0].is_control
+    unsequenced = v2(2, producer_id=PID, producer_epoch=0, base_sequence=-1)
+    assert run(unsequenced, origin="coordinator").path == "A1"
+    assert run(legacy(1, 2, base_offset=7), to_magic=1).first_offset == 100  # only v2 needs base offset 0
+    e = expect("INVALID_RECORD", lambda: run(v2(1, partition_leader_epoch=3), origin="raft_leader",
+                                             partition_leader_epoch=4))
+    assert e.batch_offset == 0
+    with pytest.raises(ValueError) as info:
+        run(v2(1), origin="broker")
+    assert str(info.value) == "origin must be 'client', 'coordinator' or 'raft_leader', got 'broker'"
