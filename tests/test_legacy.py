@@ -513,6 +513,7 @@ def test_builder_empty_and_default_timestamp():
     assert r.timestamp > T0
     b = LegacyRecordBatchBuilder(0)
     b.append(b"k", b"v")
+    assert b.max_timestamp == -1  # v0 has no time to default to
     assert one(b.build()).records()[0].timestamp == -1
 
 
@@ -697,6 +698,59 @@ def test_builder_estimate_is_capped_at_java_int_max():
     b = LegacyRecordBatchBuilder(0, "gzip", estimated_compression_ratio=1e7)
     b.append(b"k", b"v", T0)  # 28 bytes x 1e7 x 1.05, in floats
     assert b.estimated_size == 12 + 14 + 294_000_000
+
+
+def test_builder_defaults_and_codec_ids():
+    b = LegacyRecordBatchBuilder()
+    b.append(b"k", b"v", T0)
+    assert (b.magic, b.compression, b.timestamp_type) == (1, CompressionType.NONE, TimestampType.CREATE_TIME)
+    assert b.build() == message(0, b"k", b"v")
+    lat = LegacyRecordBatchBuilder(1, timestamp_type=1, log_append_time=T0)  # a timestamp type by its id
+    assert lat.timestamp_type is TimestampType.LOG_APPEND_TIME
+    for codec_id in range(4):  # the built-in codecs by id
+        b = LegacyRecordBatchBuilder(1, codec_id)
+        b.append(b"k", b"v", T0)
+        assert one(b.build()).compression is CompressionType(codec_id)
+    with pytest.raises(UnsupportedCodecError) as e:
+        LegacyRecordBatchBuilder(1, -1)
+    assert e.value.message == "Unknown compression type id: -1; ids are 0..7"
+    from kcodec import register_codec, unregister_codec
+    codec = _zlib_codec({0, 1})
+    codec.id = 5  # the first id past Kafka's codecs is a plugin's
+    register_codec(codec)
+    try:
+        b = LegacyRecordBatchBuilder(0, 5, level=2)
+        b.append(b"k", b"v", T0)
+        w = one(b.build())
+        assert (w.compression, triples(w)) == (5, [(0, -1, b"k", b"v")])
+    finally:
+        unregister_codec(5)
+
+
+def test_builder_is_full_only_with_a_record_past_the_limit():
+    empty = LegacyRecordBatchBuilder(1, write_limit=0)
+    assert empty.is_full() is False and empty.has_room_for(b"k", b"v") is True  # the first record always fits
+    b = LegacyRecordBatchBuilder(1, write_limit=10)
+    b.append(b"x" * 100, None, T0)
+    assert b.is_full() is True and b.has_room_for(b"", b"") is False
+    b.build()
+    assert b.is_full() is True and b.has_room_for(b"", b"") is False
+    unbounded = LegacyRecordBatchBuilder(1)
+    unbounded.append(b"x" * 100, None, T0)
+    assert unbounded.is_full() is False and unbounded.has_room_for(b"x" * 10 ** 6, None) is True
+
+
+def test_builder_refuses_a_message_past_a_32_bit_size():
+    import mmap
+
+    big = mmap.mmap(-1, 2 ** 31 - 34)  # never touched: the size is refused before any byte is copied
+    for magic, most in ((0, 2 ** 31 - 12 - 14), (1, 2 ** 31 - 12 - 22)):
+        b = LegacyRecordBatchBuilder(magic)
+        with pytest.raises(RecordBuilderError) as e:
+            b.append(b"k" * (most - len(big) + 1), big, T0)
+        assert e.value.message == (f"Record too large for a v{magic} message: a message of "
+                                   f"{2 ** 31 - 12 + 1} bytes does not fit a 32-bit size field")
+        assert (b.record_count, b.uncompressed_size) == (0, 0)
 
 
 def test_builder_has_room_for_counts_the_next_message():
