@@ -806,10 +806,29 @@ def test_reader_constructor_messages():
     assert e.value.message == f"A legacy entry needs at least 12 bytes at position -1, the buffer has {len(data) + 1}"
 
 
+def test_reader_defaults_past_the_end_and_slots():
+    data = message(0, b"k", b"v")
+    with pytest.raises(CorruptRecordError) as e:
+        LegacyRecordBatch(data, len(data) + 5)
+    assert e.value.message == f"A legacy entry needs at least 12 bytes at position {len(data) + 5}, the buffer has 0"
+    prefix = message(9, b"a", b"b")
+    with pytest.raises(CorruptRecordError) as e:  # the room left counts from the entry's position
+        LegacyRecordBatch(prefix + data, len(prefix), len(data) + 1)
+    assert (e.value.message, e.value.position) == (
+        f"Legacy entry of {len(data) + 1} bytes does not fit in the {len(data)} bytes left", len(prefix))
+    assert LegacyRecordBatch(prefix + data, len(prefix), len(data)).offset == 0
+    # constructed directly, a batch checks inner messages only when asked (validate=False)
+    bad = wrapper(41, message(0, b"k", b"v", crc=7))
+    b = LegacyRecordBatch(bad)
+    assert triples(b) == [(41, T0, b"k", b"v")] and not b.is_valid(deep=True)
+    assert not hasattr(b, "__dict__")  # one small object per batch of a large log
+
+
 def test_reader_magic_byte_is_signed_and_codec_ids_beyond_four_are_ints():
     odd = bytearray(message(0, b"k", b"v"))
-    odd[16] = 0xFF
-    assert LegacyRecordBatch(bytes(odd)).magic == -1
+    for byte, magic in ((0xFF, -1), (0x80, -128), (0x7F, 127)):  # Kafka's magic is a signed byte
+        odd[16] = byte
+        assert LegacyRecordBatch(bytes(odd)).magic == magic
     b = one(message(2, None, b"payload", attrs=6 | LAT))
     assert (b.compression, b.compression_id, b.is_compressed) == (6, 6, True)
     assert b.timestamp_type == TimestampType.LOG_APPEND_TIME
