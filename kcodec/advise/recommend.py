@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Dict, Generic, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
 from kcodec.advise.assumptions import Assumption
 from kcodec.advise.auto_sample import SampleReach
@@ -44,15 +44,21 @@ from kcodec.advise.replay import DEFAULT_CLIENT, ClientRules, client_config, cli
 from kcodec.advise.task import TODAY
 from kcodec.advise.volumes import daily_volume
 
-if TYPE_CHECKING:  # racing builds on this module
-    from kcodec.advise.racing import TopicRace
-
 __all__ = ["Rule", "Exclusion", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_order", "CODEC_ORDER"]
 
 #: Kafka's CompressionType ids: the last tie-break of the rule.
 CODEC_ORDER = ("none", "gzip", "snappy", "lz4", "zstd")
 #: a measured setting's: ``Setting`` for one of the grid, ``None`` for today's batches
 S = TypeVar("S", bound=Optional[Setting])
+
+
+class RaceRecord(Protocol):
+    """What the report reads of a topic's race (:class:`kcodec.advise.racing.TopicRace`, which builds on this
+    module, so it is named by what it offers rather than imported)."""
+
+    def text(self) -> List[str]: ...
+
+    def doc(self) -> Dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -232,7 +238,7 @@ class TopicAdvice:
     memory: Optional[ProducerMemory] = None  # of the recommended batch.size
     rule: Optional[Rule] = None  # the rule the choice followed, to mark the rows it left out
     sample: Optional[SampleReach] = None  # how far --sample auto read
-    race: Optional["TopicRace"] = None  # the race over the grid, where it ran
+    race: Optional["RaceRecord"] = None  # the race over the grid, where it ran
 
     @property
     def codec_mix(self) -> Dict[str, float]:
