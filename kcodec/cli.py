@@ -18,7 +18,7 @@ __all__ = ["main", "build_parser"]
 # Subcommands that live in other modules: name -> module with add_parser(sub) and run(args).
 _PLUGGED = {
     "advise": "kcodec.advise.cli",
-    "recompress": "kcodec.log.recompress",
+    "recompress": "kcodec.log.recompression",
     "compact": "kcodec.log.cleaner",
     "retain": "kcodec.log.retention",
 }

@@ -16,7 +16,7 @@ import pytest
 import kcodec
 from builders import DAY, PID, T0, batch, check_dir_with_java, check_indexes, kv, make_log, marker
 from kcodec.log.cleaner import CleanerConfig, FileOps, compact, list_segments, recover_log_dir
-from kcodec.log.recompress import recompress
+from kcodec.log.recompression import recompress
 
 
 class Crash(Exception):

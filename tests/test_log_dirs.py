@@ -9,7 +9,7 @@ from kcodec.cli import main
 from kcodec.compression import CompressionType
 from kcodec.log import find_partitions, open_log_dir, partition_path
 from kcodec.log.cleaner import PartialTailError
-from kcodec.log.recompress import recompress
+from kcodec.log.recompression import recompress
 
 
 def broker_dir(root):

@@ -232,7 +232,7 @@ SLOW_REWRITE = textwrap.dedent("""
         time.sleep(0.03)
     ops = FileOps(hook=hook)
     if op == "recompress":
-        from kcodec.log.recompress import recompress
+        from kcodec.log.recompression import recompress
         recompress(path, sys.argv[3], ops=ops)
     else:
         from kcodec.log.retention import retain

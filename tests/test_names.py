@@ -26,7 +26,7 @@ from kcodec.log.names import (
     safe_join,
     segment_file_name,
 )
-from kcodec.log.recompress import recompress
+from kcodec.log.recompression import recompress
 from kcodec.log.retention import retain
 
 HOSTILE_TOPICS = ["..", ".", "../x", "../../escaped", "a/b", "a\\b", "", "x" * 250, "a\x00b", "café",

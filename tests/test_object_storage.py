@@ -14,7 +14,7 @@ import kcodec
 from builders import DAY, PID, T0, batch, kv, make_log, marker
 from kcodec.log import RecordRange, find_partitions, open_log_dir
 from kcodec.log.cleaner import CleanerConfig, FileOps, compact, list_segments, recover_log_dir
-from kcodec.log.recompress import recompress
+from kcodec.log.recompression import recompress
 from kcodec.storage import StorageError, io_stats, resolve
 from s3_server import KEY, SECRET, s3  # noqa: F401  (the session fixture)
 from test_fault_injection import Crash, crash_after, records

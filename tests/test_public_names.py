@@ -101,3 +101,25 @@ def test_no_private_names_across_packages():
 def test_the_package_face_states_its_lazy_names():
     assert set(kcodec._LAZY) <= set(kcodec.__all__)
     assert sorted(dir(kcodec)) == sorted(kcodec.__all__)
+
+
+def _lazy_packages() -> List[str]:
+    """The packages whose face maps names to the modules that define them (a ``_LAZY`` table)."""
+    return sorted(m for m, p in MODULES.items() if p.name == "__init__.py"
+                  and isinstance(getattr(importlib.import_module(m), "_LAZY", None), dict))
+
+
+@pytest.mark.parametrize("package", _lazy_packages())
+def test_a_lazy_name_is_never_hidden_by_a_module_of_its_own_name(package):
+    """Importing a submodule sets it as an attribute of its package, which then shadows the package's
+    lazy ``__getattr__``: a lazy name that is also a submodule's name would import as the module once
+    that submodule was loaded (``from kcodec.log import recompress`` gave the module)."""
+    face = importlib.import_module(package)
+    submodules = {m.rpartition(".")[2] for m in MODULES if m.rpartition(".")[0] == package}
+    assert sorted(set(face._LAZY) & submodules) == []
+    for name, module in face._LAZY.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:  # an optional dependency (pyspark) that this environment lacks
+            continue
+        assert not isinstance(getattr(face, name), type(face)), f"{package}.{name} is a module"

@@ -17,9 +17,9 @@ from builders import (
     sized_batch,
 )
 from kcodec.compression import CompressionType, TimestampType
-from kcodec.log import recompress as rc
+from kcodec.log import recompression as rc
 from kcodec.log.cleaner import AbortedTxn, encode_txn_index, list_segments, read_txn_index, segment_file_name
-from kcodec.log.recompress import RecompressVerificationError, recompress, records_digest
+from kcodec.log.recompression import RecompressVerificationError, recompress, records_digest
 from oracle_util import load_case
 
 
@@ -360,7 +360,7 @@ def test_a_crash_point_once_half_the_segment_is_written(tmp_path):
 
 
 def test_rewrite_records_alone():
-    from kcodec.log.recompress import RecompressOptions, SegmentResult, rewrite_records
+    from kcodec.log.recompression import RecompressOptions, SegmentResult, rewrite_records
     data = batch(0, [kv("a")], codec="gzip") + batch(1, [kv("b")])
     stats = SegmentResult(0, len(data), 0, 0)
     out = list(rewrite_records(data, RecompressOptions("gzip"), stats=stats))
@@ -414,7 +414,7 @@ def test_a_segment_ending_in_a_partial_batch_is_refused(tmp_path):
 
 def test_recompress_segment_alone(tmp_path):
     # what a Spark task runs (no FileOps given): the verified .cleaned files, nothing swapped
-    from kcodec.log.recompress import RecompressOptions, recompress_segment
+    from kcodec.log.recompression import RecompressOptions, recompress_segment
     d = three_records(tmp_path)
     seg = list_segments(d)[0]
     res = recompress_segment(d, seg, RecompressOptions("gzip"))
@@ -496,7 +496,7 @@ def test_options_are_a_value():
     # frozen: one RecompressOptions is handed to every segment's rewrite (and every Spark task) unchanged
     import dataclasses
 
-    from kcodec.log.recompress import RecompressOptions
+    from kcodec.log.recompression import RecompressOptions
     opts = RecompressOptions("zstd", 3)
     assert opts == RecompressOptions("zstd", 3) and hash(opts) == hash(RecompressOptions("zstd", 3))
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -508,7 +508,7 @@ def test_recompress_segment_alone_verifies_and_indexes_at_kafkas_defaults(tmp_pa
     # index.interval.bytes 4096: an entry goes before a batch once more than 4096 bytes follow the last
     import struct
 
-    from kcodec.log.recompress import RecompressOptions, recompress_segment
+    from kcodec.log.recompression import RecompressOptions, recompress_segment
 
     d = make_log(tmp_path / "t-0", [[sized_batch(i, 4096) for i in range(3)],
                                     [sized_batch(3 + i, 4097) for i in range(3)],
@@ -532,7 +532,7 @@ def test_recompress_and_its_steps_at_their_defaults(tmp_path):
     import struct
 
     from kcodec.log.cleaner import FileOps, build_indexes
-    from kcodec.log.recompress import RecompressOptions, recompress_segment, segments_to_recompress, swap_in
+    from kcodec.log.recompression import RecompressOptions, recompress_segment, segments_to_recompress, swap_in
 
     def sized_batch(offset, size):
         return batch(offset, [kv("k", "x" * (size - 71))])

@@ -16,7 +16,7 @@ The modules follow Kafka's storage layer:
   segment timestamps (``ProducerStateManager``'s part the cleaner needs);
 * ``offset_map``, ``cleaner_plan``, ``cleaner`` -- the log cleaner's parts
   (the offset map, the round's plan and checkpoint, the rewrite);
-* ``validator``, ``filter``, ``recompress``, ``retention`` -- the other operations;
+* ``validator``, ``filter``, ``recompression``, ``retention`` -- the other operations;
 * ``selection``, ``arrow_reader`` -- offset and time ranges of a log, read as Arrow;
 * ``arguments`` -- the command-line arguments the operations and the applications share
   (the partitions to work on, ``--storage-option``, ``--metadata-log``);
@@ -84,7 +84,7 @@ _LAZY = {
     "compact": "kcodec.log.cleaner",
     "read_arrow": "kcodec.log.arrow_reader",
     "recover_log_dir": "kcodec.log.recovery",
-    "recompress": "kcodec.log.recompress",
+    "recompress": "kcodec.log.recompression",
     "retain": "kcodec.log.retention",
     "validate_and_assign_offsets": "kcodec.log.validator",
 }

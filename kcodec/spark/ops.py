@@ -1,6 +1,6 @@
 """Recompression and compaction of partition directories with Spark.
 
-Both run the same code as :mod:`kcodec.log.recompress` and
+Both run the same code as :mod:`kcodec.log.recompression` and
 :mod:`kcodec.log.cleaner`; Spark only spreads the expensive parts:
 
 * :func:`recompress_spark` -- one task per segment file rewrites and verifies
@@ -28,7 +28,7 @@ from kcodec.log.cleaner_plan import CleanPlan
 from kcodec.log.files import FileOps, ops_for
 from kcodec.log.lock import rewrite_locks
 from kcodec.log.offset_map import OffsetMap, dirty_ranges
-from kcodec.log.recompress import (
+from kcodec.log.recompression import (
     RecompressOptions,
     RecompressResult,
     recompress_segment,
