@@ -932,20 +932,22 @@ def test_from_arrow_of_no_rows_writes_no_batch(magic):
         assert list(kcodec.from_arrow_iter(empty, compression=codec, magic=magic)) == []
 
 
-def test_options_defaults_are_the_functions_defaults():
+@pytest.mark.parametrize("fn,options", [
+    pytest.param("from_arrow_iter", "EncodeOptions", id="kcodec.arrow.options.EncodeOptions"),
+    pytest.param("to_arrow", "DecodeOptions", id="kcodec.arrow.options.DecodeOptions-to_arrow"),
+    pytest.param("decode_columns", "DecodeOptions", id="kcodec.arrow.options.DecodeOptions-decode_columns")])
+def test_options_defaults_are_the_functions_defaults(fn, options):
     # EncodeOptions and DecodeOptions carry the public functions' arguments; made with no argument
     # they must ask for what a call without keywords asks for
     import inspect
 
-    from kcodec.arrow.options import DecodeOptions, EncodeOptions
+    from kcodec.arrow import options as module
 
-    for fn, options in ((kcodec.from_arrow_iter, EncodeOptions), (kcodec.to_arrow, DecodeOptions),
-                        (kcodec.decode_columns, DecodeOptions)):
-        params = inspect.signature(fn).parameters
-        want = {name: params[name].default for name in options._fields}
-        assert options()._asdict() == want, fn.__name__
-    assert EncodeOptions() == ("none", None, 1_048_576, 0, 2, kcodec.TimestampType.CREATE_TIME, None, -1, -1, -1,
-                               False, -1, 1.0)
+    cls = getattr(module, options)
+    params = inspect.signature(getattr(kcodec, fn)).parameters
+    assert cls()._asdict() == {name: params[name].default for name in cls._fields}
+    assert module.EncodeOptions() == ("none", None, 1_048_576, 0, 2, kcodec.TimestampType.CREATE_TIME, None, -1, -1,
+                                      -1, False, -1, 1.0)
 
 
 def test_from_arrow_with_a_codec_that_has_no_native_functions():
