@@ -67,7 +67,8 @@ def flights():
 @pytest.fixture(scope="module")
 def advised(spark, kafka_broker, flights, tmp_path_factory):
     """Topics written today's way, advise run on them with --emit; (topic -> advice, report dir, emit dir)."""
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     for client in CLIENTS:
         why = P.client_missing(client)
@@ -154,7 +155,8 @@ def test_emitted_configuration_is_taken_by_the_real_producer(advised, changed, c
 
 
 def test_check_detects_the_new_setting_and_the_topic_left_alone(spark, advised, changed, kafka_broker, tmp_path):
-    from kcodec.advise.job import Options, run_advise
+    from kcodec.advise.job import run_advise
+    from kcodec.advise.options import Options
 
     advice, report, _ = advised
     lines: list = []

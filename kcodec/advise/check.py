@@ -33,7 +33,7 @@ from kcodec.errors import KcodecError
 from kcodec.escape import json_text, terminal_text
 
 __all__ = ["Previous", "TopicCheck", "read_previous", "parse_since", "split_chunks", "producer_codecs",
-           "detect_setting", "judge", "check_text", "check_html", "MIN_BATCHES", "AFTER"]
+           "detect_setting", "judge", "check_text", "check_html", "run_check", "MIN_BATCHES", "AFTER"]
 
 #: batches of the new shape needed to judge records per batch to 10% (one batch in ten) and a ratio
 MIN_BATCHES = 10

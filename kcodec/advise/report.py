@@ -17,7 +17,7 @@ from kcodec.advise.replay import LIMITS
 from kcodec.advise.topic_text import codec_mix_text, config_text, cost_lines, curve_doc, replay_text, row_mark
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 
-__all__ = ["summary_text", "details_text", "write_reports"]
+__all__ = ["summary_text", "details_text", "write_reports", "assumption_lines"]
 
 
 _money = money
