@@ -840,9 +840,18 @@ def test_producer_groups_of_few_records_and_mixed_ids():
     assert [g.tolist() for g in producer_groups(anon, 0)] == [[0, 1, 2]]  # no count is one producer
     assert [g.tolist() for g in producer_groups(anon[:2], 5)] == [[0], [1]]  # no empty producer
     assert [g.tolist() for g in producer_groups(np.array([9, 3, 9, -1, 3, -1]), 2)] == [[0, 2], [1, 4], [3], [5]]
+    # without both each record's batch and its timestamp, records are split in turn
+    assert [g.tolist() for g in producer_groups(np.full(4, -1), 2, np.array([0, 0, 1, 1]))] == [[0, 2], [1, 3]]
     # batch by batch: a batch that starts when another producer's last ended goes to the one idle longest
     batch_of, ts = np.array([0, 1, 2, 3]), np.array([0, 1, 5, 5])
     assert [g.tolist() for g in producer_groups(np.full(4, -1), 3, batch_of, ts)] == [[0, 3], [1], [2]]
+    # a batch starting in the millisecond another producer's last batch ended is that producer's to take
+    pids, batch_of = np.full(6, -1), np.repeat(np.arange(3), 2)
+    assert [g.tolist() for g in producer_groups(pids, 2, batch_of, np.array([0, 3, 1, 2, 3, 9]))] == \
+        [[0, 1, 4, 5], [2, 3]]
+    # a producer whose batch is still open (0 to 5) takes no batch starting before its end
+    assert [g.tolist() for g in producer_groups(pids, 2, batch_of, np.array([0, 5, 1, 2, 3, 4]))] == \
+        [[0, 1], [2, 3, 4, 5]]
 
 
 def test_a_sender_and_its_calibration_are_values():
