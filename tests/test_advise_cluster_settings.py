@@ -10,6 +10,7 @@ defaults, and its note says what the cluster did not return.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -140,4 +141,9 @@ def test_a_topic_is_priced_with_the_clusters_retention_and_replication(spark, ka
     assert marks["bytes a day"][1] == "measured"
     assert "consumer groups counted" in doc["context"]["cluster settings"]
     html = out["paths"]["html"].read_text()
-    assert "<td>retention, days</td><td>2</td><td>from the cluster</td>" in html
+    # the row's source points to its numbered note, which holds the detail
+    row = re.search(r"<td>retention, days</td><td class=l>2</td><td class=l>from the cluster <sup>\[(\d+)\]</sup></td>",
+                    html)
+    assert row is not None
+    notes = re.search(r"<ol class=notes>(.*?)</ol>", html[row.end():]).group(1)
+    assert re.findall(r"<li>(.*?)</li>", notes)[int(row.group(1)) - 1] == "retention.ms=172800000 (DescribeConfigs)"
