@@ -30,6 +30,25 @@ def test_an_unreachable_master_is_one_line_before_spark(tmp_path):
     assert proc.stderr.strip() == "kcodec advise: --master spark://nohost: 'nohost' is not HOST:PORT"
 
 
+
+def test_an_output_folder_that_cannot_be_made_is_one_line_before_spark(tmp_path):
+    """--emit's and --out's folders are refused before a long run, not when the run ends and writes them."""
+    (tmp_path / "a-file").write_text("")
+    cases = [(("--emit", "a-file"), "--emit a-file: not a directory"),
+             (("--emit", "a-file/configs"), "--emit a-file/configs: a-file is not a directory"),
+             (("--out", "a-file/report"), "--out a-file/report: a-file is not a directory")]
+    if sys.platform.startswith("linux"):  # procfs refuses every new folder, even root's
+        cases.append((("--emit", "/proc/kcodec-emit"),
+                      "--emit /proc/kcodec-emit: cannot make the folder: No such file or directory"))
+    for argv, line in cases:
+        proc = _run("-m", "kcodec.cli", "advise", *argv, cwd=tmp_path)
+        assert (proc.returncode, proc.stderr.strip().splitlines()) == (1, [f"kcodec advise: {line}"]), argv
+        assert "starting Spark" not in proc.stdout
+    # a flag refused after --emit's check: the folder was made by the check, before any run
+    proc = _run("-m", "kcodec.cli", "advise", "--emit", "new/configs", "--since", "1h", cwd=tmp_path)
+    assert proc.stderr.strip() == "kcodec advise: --since 1h: only with --check"
+    assert (tmp_path / "new" / "configs").is_dir()
+
 def test_the_spark_submit_entry_has_the_clis_errors(tmp_path):
     bad = tmp_path / "in\x1b[31mred"
     for entry in (("-m", "kcodec.advise"), ("-m", "kcodec.cli", "advise")):

@@ -136,6 +136,18 @@ def _flag(name: str, fn: Callable[[Any], T], value: Any) -> T:
         raise KcodecError(f"{name} {value}: {msg}") from None
 
 
+
+def _check_out_dir(flag: str, path: str) -> None:
+    """A report or configuration folder that is a file, or lies under one, refused before Spark runs."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise KcodecError(f"{flag} {path}: not a directory")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise KcodecError(f"{flag} {path}: {parent} is not a directory")
+            break
+
 def check_options(o: Options) -> Checked:
     """Parse and check every flag and input; errors name the flag or file."""
     grid_codecs = _flag("--codecs", parse_codecs, o.codecs)
@@ -240,8 +252,14 @@ def check_options(o: Options) -> Checked:
     plan.use_timestamp_unit(o.timestamp_unit)
     if o.write_dir:
         plan.check_write(o.write_dir)
-    if o.emit_dir and Path(o.emit_dir).exists() and not Path(o.emit_dir).is_dir():
-        raise KcodecError(f"--emit {o.emit_dir}: not a directory")
+    _check_out_dir("--out", o.out_dir)
+    if o.emit_dir:
+        # made now, so that a folder that cannot be made is said before Spark runs, not after
+        _check_out_dir("--emit", o.emit_dir)
+        try:
+            Path(o.emit_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KcodecError(f"--emit {o.emit_dir}: cannot make the folder: {exc.strerror or exc}") from None
     if o.since and not o.check:
         raise KcodecError(f"--since {o.since}: only with --check")
     if o.check:
