@@ -250,10 +250,10 @@ def test_the_cli_reference_names_every_flag():
 def _tutorial():
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
-        import kcodec_tutorial
+        import tutorial_runs
     finally:
         sys.path.remove(str(DOCS / "_ext"))
-    return kcodec_tutorial
+    return tutorial_runs
 
 
 def uncovered_blocks(output: str, titles: List[str]) -> List[str]:

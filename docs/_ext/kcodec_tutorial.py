@@ -9,17 +9,13 @@ runs' folder is ``tutorial-run`` beside the output folder, never inside it, so n
 writes is published.  A block the page names that the run did not print is a build warning,
 so ``sphinx -W`` fails when the page and the output disagree.
 
-``tutorial_steps`` and ``output_blocks`` are the same parsing the docs test uses to run the
-page's commands and compare their blocks with the page's.
+The page's parsing and the runs are :mod:`tutorial_runs`'s, which the docs test shares.
 """
 from __future__ import annotations
 
-import os
-import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional
 
@@ -27,86 +23,9 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+from tutorial_runs import block_titled, run_kcodec
 
 LOG = logging.getLogger(__name__)
-
-#: a run's whole terminal output may take this long (a Spark start and a sample's measure)
-RUN_TIMEOUT_S = 900
-
-
-class Step(NamedTuple):
-    """One ``kcodec-run`` of a page: its id, its ``kcodec`` arguments and the blocks it explains."""
-
-    run: str
-    args: List[str]
-    blocks: List[str]
-
-
-_FENCE = re.compile(r"^```\{(kcodec-run|kcodec-output)\}\s*(.*)$")
-_OPTION = re.compile(r"^:(\w+):\s*(.*)$")
-
-
-def tutorial_steps(page: str) -> List[Step]:
-    """The runs a Markdown page declares, in order, each with the block titles it shows."""
-    steps: Dict[str, Step] = {}
-    lines = page.splitlines()
-    i = 0
-    while i < len(lines):
-        match = _FENCE.match(lines[i])
-        i += 1
-        if not match:
-            continue
-        kind, argument = match.groups()
-        options: Dict[str, str] = {}
-        while i < len(lines) and lines[i].strip() != "```":
-            option = _OPTION.match(lines[i].strip())
-            if option:
-                options[option.group(1)] = option.group(2)
-            i += 1
-        if kind == "kcodec-run":
-            steps[options["id"]] = Step(options["id"], shlex.split(argument), [])
-        else:
-            steps[options["run"]].blocks.append(argument.strip())
-    return list(steps.values())
-
-
-def output_blocks(text: str) -> List[List[str]]:
-    """A terminal output as its blocks: runs of non-blank lines."""
-    blocks: List[List[str]] = []
-    current: List[str] = []
-    for line in text.splitlines():
-        if line.strip():
-            current.append(line.rstrip())
-        elif current:
-            blocks.append(current)
-            current = []
-    if current:
-        blocks.append(current)
-    return blocks
-
-
-def block_titled(text: str, title: str) -> Optional[List[str]]:
-    """The block of ``text`` whose first line starts with ``title``, or None."""
-    for block in output_blocks(text):
-        if block[0].startswith(title):
-            return block
-    return None
-
-
-def kcodec_environment() -> Dict[str, str]:
-    """The environment a run needs to import the kcodec this build documents."""
-    import kcodec
-
-    root = str(Path(kcodec.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    return env
-
-
-def run_kcodec(args: List[str], cwd: Path, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
-    """``kcodec ARGS`` as a user types it, in ``cwd``, with this interpreter."""
-    return subprocess.run([sys.executable, "-m", "kcodec.cli", *args], cwd=cwd, env=kcodec_environment(),
-                          capture_output=True, text=True, timeout=timeout)
 
 
 class _Run(NamedTuple):

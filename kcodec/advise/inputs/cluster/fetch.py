@@ -106,7 +106,10 @@ def select_partitions(metas: Sequence[PartitionMeta], topic_regex: Optional[str]
               if (pattern is None or pattern.fullmatch(m.topic))
               and (with_internal or not (m.internal or m.topic in INTERNAL_TOPICS))]
     if not chosen:
-        names = sorted({m.topic for m in metas})
+        # the names the regex matches in part first: a regex that matches no name whole is most often
+        # one that was meant to (Kafka's tools match whole names too)
+        names = sorted({m.topic for m in metas},
+                       key=lambda n: (pattern is None or pattern.search(n) is None, n))
         shown = ", ".join(names[:_NAMES_SHOWN]) + (f", ... ({len(names)} in all)" if len(names) > _NAMES_SHOWN else "")
         if topic_regex is None:
             raise ClusterError(f"no topics to read at {bootstrap}" + (f" (only internal: {shown})" if names else ""))
