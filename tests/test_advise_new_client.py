@@ -56,6 +56,7 @@ def test_the_new_client_is_a_choice_of_the_command_line(toy):
 
 
 def test_the_new_client_runs_through_the_replay_and_the_report(toy, tmp_path):
+    pytest.importorskip("matplotlib")  # the report draws its charts (the spark extra; the core suite lacks it)
     import pyarrow as pa
 
     from kcodec.advise.task import measure_chunk
