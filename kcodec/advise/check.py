@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +30,8 @@ from kcodec.advise.grid import Setting
 from kcodec.advise.notes import money
 from kcodec.errors import KcodecError
 from kcodec.escape import json_text, terminal_text
+from kcodec.records.batch_header import COMPRESSION_MASK, CONTROL_MASK, HEADER
+from kcodec.records.framing import iter_entries
 
 __all__ = ["Previous", "TopicCheck", "read_previous", "parse_since", "split_chunks", "producer_codecs",
            "detect_setting", "judge", "check_text", "check_html", "run_check", "MIN_BATCHES", "AFTER"]
@@ -40,8 +41,6 @@ MIN_BATCHES = 10
 #: appended to a topic's name for its batches after the change: "/" is not in any Kafka topic name
 AFTER = "/after"
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-_V2 = struct.Struct(">qiibIhiqqqhii")
-_V2_MAGIC_AT = 16
 
 
 @dataclass
@@ -100,23 +99,26 @@ def parse_since(text: str) -> int:
                           f"milliseconds since the epoch") from None
 
 
+def _data_batches(data) -> Iterator[Tuple[int, int, Tuple[Any, ...]]]:
+    """(position, size, header fields) of each v2 data batch, through the one batch walk (control batches
+    are the broker's)."""
+    view = memoryview(data)
+    for e in iter_entries(view):
+        if e.magic == 2 and e.size >= HEADER.size:
+            fields = HEADER.unpack_from(view, e.position)
+            if not fields[5] & CONTROL_MASK:
+                yield e.position, e.size, fields
+
+
 def _after_at(data: bytes, cutoff: Optional[int], codec: Optional[int], rpb: float) -> int:
     """The byte where the batches after the change start (len(data): none are)."""
-    view = memoryview(data)
-    pos = 0
-    while pos + _V2.size <= len(view):
-        (_, length, _, magic, _, attributes, _, base_ts, _, _, _, _, count) = _V2.unpack_from(view, pos)
-        size = length + 12
-        if size < _V2.size or pos + size > len(view):
-            break
-        if magic == 2 and not attributes & 0x20:  # control batches are the broker's
-            if cutoff is not None:
-                if base_ts >= cutoff:
-                    return pos
-            elif codec is not None and attributes & 0x07 == codec and rpb / 2 <= count <= rpb * 2:
+    for pos, _, (_, _, _, _, _, attributes, _, base_ts, _, _, _, _, count) in _data_batches(data):
+        if cutoff is not None:
+            if base_ts >= cutoff:
                 return pos
-        pos += size
-    return len(view)
+        elif codec is not None and attributes & COMPRESSION_MASK == codec and rpb / 2 <= count <= rpb * 2:
+            return pos
+    return len(data)
 
 
 def split_chunks(batches: Iterator, cutoffs: Dict[str, Optional[int]], codecs: Dict[str, Optional[int]],
@@ -157,19 +159,12 @@ def producer_codecs(batches: Iterator) -> Iterator:
             topic = b.column(0)[i].as_py()
             if not topic.endswith(AFTER):
                 continue
-            view = memoryview(b.column(3)[i].as_py())
-            pos = 0
-            while pos + _V2.size <= len(view):
-                (_, length, _, magic, _, attributes, _, _, _, pid, _, _, count) = _V2.unpack_from(view, pos)
-                size = length + 12
-                if size < _V2.size or pos + size > len(view):
-                    break
-                if magic == 2 and not attributes & 0x20:
-                    a = acc.setdefault((topic[: -len(AFTER)], pid, attributes & 0x07), [0, 0, 0])
-                    a[0] += 1
-                    a[1] += count
-                    a[2] += size
-                pos += size
+            for _, size, (_, _, _, _, _, attributes, _, _, _, pid, _, _, count) in _data_batches(
+                    b.column(3)[i].as_py()):
+                a = acc.setdefault((topic[: -len(AFTER)], pid, attributes & COMPRESSION_MASK), [0, 0, 0])
+                a[0] += 1
+                a[1] += count
+                a[2] += size
         keys = list(acc)
         yield pa.RecordBatch.from_arrays(
             [pa.array([k[0] for k in keys], pa.string()), pa.array([k[1] for k in keys], pa.int64()),
