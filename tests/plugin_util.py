@@ -26,6 +26,16 @@ ROOT = Path(__file__).resolve().parents[1]
 KCODEC_HOME = Path(kcodec.__file__).resolve().parents[1]
 
 
+def libdeflate_dev() -> bool:
+    """Whether a C compiler finds libdeflate's header (Debian: libdeflate-dev)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return False
+    proc = subprocess.run([cc, "-E", "-x", "c", "-"], input="#include <libdeflate.h>\n", capture_output=True,
+                          text=True)
+    return proc.returncode == 0
+
+
 def install(name: str, work: Path) -> Path:
     """``plugins/<name>`` installed by pip into ``work/site`` (no network, no build isolation).
 

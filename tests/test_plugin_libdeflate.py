@@ -9,9 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gzip as stdlib_gzip
-import shutil
 import struct
-import subprocess
 import threading
 import zlib
 from pathlib import Path
@@ -32,19 +30,9 @@ LEVELS = [1, 2, 3, 4, 5, 6, 7, 8, 9, -1, None]
 T0 = 1_700_000_000_000
 
 
-def _libdeflate_dev() -> bool:
-    """Whether a C compiler finds libdeflate's header (Debian: libdeflate-dev)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        return False
-    proc = subprocess.run([cc, "-E", "-x", "c", "-"], input="#include <libdeflate.h>\n", capture_output=True,
-                          text=True)
-    return proc.returncode == 0
-
-
 pytest.importorskip("cffi", reason="the plugin is built with cffi (pip install cffi)")
-pytestmark = pytest.mark.skipif(not _libdeflate_dev(), reason="libdeflate-dev (libdeflate.h) is not installed: "
-                                "apt-get install libdeflate-dev")
+pytestmark = pytest.mark.skipif(not plugin_util.libdeflate_dev(),
+                                reason="libdeflate-dev (libdeflate.h) is not installed: apt-get install libdeflate-dev")
 
 
 @pytest.fixture(scope="session")

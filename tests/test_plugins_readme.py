@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,16 +28,6 @@ def _readme_commands(plugin: str) -> list:
     block = re.search(r"^```sh\n(.*?)^```", text, re.S | re.M)
     assert block, f"plugins/{plugin}/README.md has no sh block"
     return [line for line in block.group(1).splitlines() if line.strip()]
-
-
-def _libdeflate_dev() -> bool:
-    """Whether a C compiler finds libdeflate's header (Debian: libdeflate-dev)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        return False
-    proc = subprocess.run([cc, "-E", "-x", "c", "-"], input="#include <libdeflate.h>\n", capture_output=True,
-                          text=True)
-    return proc.returncode == 0
 
 
 def _installed_kcodec_site() -> Path:
@@ -83,7 +72,7 @@ def _fresh_venv(where: Path, site: Path) -> Path:
 ])
 def test_the_readme_installs_the_plugin(tmp_path, plugin, check):
     site = _installed_kcodec_site()
-    if plugin == "kcodec-libdeflate" and not _libdeflate_dev():
+    if plugin == "kcodec-libdeflate" and not plugin_util.libdeflate_dev():
         pytest.skip("libdeflate-dev (libdeflate.h) is not installed: apt-get install libdeflate-dev")
     module = plugin.replace("-", "_")
     if plugin_util.installed_globally(plugin):
