@@ -10,6 +10,7 @@ targets (fuzz/README.md); it needs clang: CC=clang.
 """
 import glob
 import os
+import sys
 
 import numpy
 from Cython.Build import cythonize
@@ -47,9 +48,15 @@ MODULES = [os.path.basename(p)[:-4] for p in sorted(glob.glob("kcodec/_native/*.
 if os.environ.get("KCODEC_ONLY"):
     MODULES = [m for m in MODULES if m in os.environ["KCODEC_ONLY"].split(",")]
 
+# Cython's C depends on the numpy it was generated against (numpy's own .pxd), and Cython
+# regenerates it only when the .pyx is newer: C generated for one Python's numpy and compiled
+# against another's headers fails or, worse, compiles.  Each (Python, numpy) pair gets its own.
+CYTHON_BUILD_DIR = os.path.join("build", "cython", f"{sys.implementation.cache_tag}-numpy{numpy.__version__}")
+
 setup(
     ext_modules=cythonize(
         [ext(m) for m in MODULES],
+        build_dir=CYTHON_BUILD_DIR,
         compiler_directives={"language_level": "3", "embedsignature": True},
     ),
 )
