@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from kcodec.advise.cost import MonthlyCost
-from kcodec.advise.estate import harmonise, plan_estate, shared_setting
+from kcodec.advise.cpu import MODEL_ERROR, CpuCost
+from kcodec.advise.estate import acceptable, harmonise, plan_estate, shared_setting
 from kcodec.advise.estate_text import estate_text
 from kcodec.advise.grid import Setting
-from kcodec.advise.recommend import Measured, Rule, TopicAdvice
+from kcodec.advise.race import Contender, tied
+from kcodec.advise.recommend import Measured, Rule, TopicAdvice, pick, tie_margin
 from kcodec.advise.volumes import load_volumes
 from kcodec.errors import KcodecError
 
@@ -65,6 +67,59 @@ def test_uncertainty_of_many_chunks_widens_the_tolerance():
     assert {m.setting for m in harmonise(wide, FREE, 0.02).values()} == {ZSTD}
     narrow = [topic("a", {ZSTD: 50.0, ZSTD1: 58.0}), topic("b", {ZSTD: 58.0, ZSTD1: 50.0})]
     assert {t: m.setting for t, m in harmonise(narrow, FREE, 0.02).items()} == {"a": ZSTD, "b": ZSTD1}
+
+
+def billed(setting, storage, cpu, ratio_std=0.0, chunks=1, source="model"):
+    """A setting billed ``storage`` + ``cpu`` $/month, its CPU from the model (49% uncertain) or measured."""
+    m = Measured(setting, 1000, 100_000, 100_000, 10, 40_000, 0.01, 0.01, 2.5, ratio_std, chunks,
+                 cpu=CpuCost(0.001, 0.001, source))
+    m.cost = MonthlyCost(storage, 0.0, cpu)
+    m.stored_per_day = 1e9
+    return m
+
+
+def one_topic(best, *others):
+    return TopicAdvice("t", {"codec_bytes": {"lz4": 1}}, measured(None, 100.0), [best, *others], best, None, "rule",
+                       1e9, "given", 1)
+
+
+def test_acceptable_within_the_rules_tie_margin_cpu_model_error():
+    # One chunk: no sampling error, only the CPU model's 49% of each CPU cost.
+    best = billed(ZSTD, 30.0, 20.0)  # $50, +/- 0.49 x 20 = $9.80
+    near = billed(ZSTD1, 30.0, 28.0)  # $58, +/- 0.49 x 28 = $13.72: $8 above, within 9.80 + 13.72 = $23.52
+    far = billed(LZ4, 50.0, 25.0)  # $75, +/- 0.49 x 25 = $12.25: $25 above, past 9.80 + 12.25 = $22.05
+    assert MODEL_ERROR == 0.49
+    assert [m.cost_uncertainty for m in (best, near, far)] == pytest.approx([9.8, 13.72, 12.25])
+    assert tie_margin(near, best) == pytest.approx(23.52) and tie_margin(far, best) == pytest.approx(22.05)
+    assert [m.setting for m in acceptable(one_topic(best, near, far), FREE, 0.02)] == [ZSTD, ZSTD1]
+    # the same margin as the rule's pick and the race's tie
+    assert pick([best, near]) is best  # equal within the margin: less CPU decides
+    assert pick([best, far]) is best and pick([far]) is far
+    assert tied([Contender(m.label, (m.cost.total,), m.cost_uncertainty, (i,)) for i, m in enumerate((best, near))])
+    assert not tied([Contender(m.label, (m.cost.total,), m.cost_uncertainty, (i,)) for i, m in enumerate((best, far))])
+
+
+def test_acceptable_within_the_sampling_error_summed_not_two_standard_errors():
+    # A ratio spread of 0.5 on a mean of 2.5 over 4 chunks: 0.5 / 2.5 / sqrt(4) = 10% of storage and network.
+    best = billed(ZSTD, 50.0, 0.0, ratio_std=0.5, chunks=4, source="measured")  # +/- $5
+    inside = billed(ZSTD1, 61.0, 0.0, ratio_std=0.5, chunks=4, source="measured")  # $11 above, within 5 + 6.10
+    outside = billed(LZ4, 62.0, 0.0, ratio_std=0.5, chunks=4, source="measured")  # $12 above, past 5 + 6.20
+    assert tie_margin(inside, best) == pytest.approx(11.1) and tie_margin(outside, best) == pytest.approx(11.2)
+    # (two standard errors of the difference, 2 x hypot(5, 5) = $14.14, took both)
+    assert [m.setting for m in acceptable(one_topic(best, inside, outside), FREE, 0.02)] == [ZSTD, ZSTD1]
+
+
+def test_acceptable_never_narrower_than_the_tolerance():
+    # A measured CPU cost over one chunk carries no uncertainty: --same-setting-within's 2% of $50 = $1 is the floor.
+    best = billed(ZSTD, 50.0, 0.0, source="measured")
+    inside = billed(ZSTD1, 50.9, 0.0, source="measured")
+    outside = billed(LZ4, 51.1, 0.0, source="measured")
+    assert tie_margin(inside, best) == 0.0
+    assert [m.setting for m in acceptable(one_topic(best, inside, outside), FREE, 0.02)] == [ZSTD, ZSTD1]
+    assert [m.setting for m in acceptable(one_topic(best, inside, outside), FREE, 0.025)] == [ZSTD, ZSTD1, LZ4]
+    # the rule's limits still apply: a setting it leaves out is not acceptable however close
+    slow = Rule(min_compress_mbps=0, min_read_mbps=0, max_linger_ms=50)
+    assert [m.setting for m in acceptable(one_topic(best, inside, outside), slow, 0.025)] == [ZSTD, LZ4]
 
 
 def test_one_setting_against_each_topics_best():

@@ -6,9 +6,12 @@ Two topics whose best settings differ by less than their estimates' uncertainty
 are one kind of traffic: they get one setting.  The choice is deterministic:
 
 * a topic's *acceptable* settings are those the rule allows whose $/month is
-  within its uncertainty of the topic's best: two standard errors of the
-  measured ratio (its spread over the sampled chunks), and never less than
-  ``tolerance`` of the best's $/month (one chunk gives no spread);
+  within the tie margin of the topic's best, the very margin within which the
+  rule (:func:`kcodec.advise.recommend.pick`) and the race count two costs
+  equal (:func:`kcodec.advise.recommend.tie_margin`: the two settings'
+  uncertainties, the CPU model's error plus the sampling's), and never less
+  than ``tolerance`` of the best's $/month (a cost sampled in one chunk and
+  billed from a measured CPU time carries no uncertainty);
 * the setting acceptable to the most topics is given to them (ties: the larger
   saving, then the setting's order), and so on until every topic has one.
 
@@ -18,7 +21,6 @@ known daily volume are left out of every dollar figure here.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -26,7 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from kcodec.advise.cost import Prices, recompress_cpu
 from kcodec.advise.grid import Setting
 from kcodec.advise.notes import money
-from kcodec.advise.recommend import Measured, Rule, TopicAdvice
+from kcodec.advise.recommend import Measured, Rule, TopicAdvice, tie_margin
 from kcodec.errors import KcodecError
 
 __all__ = ["DEFAULT_TOLERANCE", "OTHER_GROUP", "Estate", "SettingGroup", "SharedSetting", "acceptable", "group_of",
@@ -34,27 +36,20 @@ __all__ = ["DEFAULT_TOLERANCE", "OTHER_GROUP", "Estate", "SettingGroup", "Shared
 
 DEFAULT_TOLERANCE = 0.02
 OTHER_GROUP = "(no match)"
-_Z = 2.0  # standard errors a setting's cost may lie above the best's and still count as equal
-
-
-def _relative_error(m: Measured) -> float:
-    """The standard error of ``m``'s ratio over its sampled chunks, relative to the ratio."""
-    if m.chunks < 2 or not math.isfinite(m.ratio_std) or m.ratio <= 0:
-        return 0.0
-    return m.ratio_std / math.sqrt(m.chunks) / m.ratio
 
 
 def acceptable(a: TopicAdvice, rule: Rule, tolerance: float) -> List[Measured]:
-    """The settings of ``a`` the rule allows whose cost lies within the uncertainty of its best's."""
-    if a.best is None:
+    """The settings of ``a`` the rule allows whose cost lies within the tie margin of its best's, or within
+    ``tolerance`` of the best's $/month where that is wider."""
+    best = a.best
+    if best is None:
         return []
-    best = a.best.cost.total
     out = []
     for m in a.results:
-        if m is not a.best and (not rule.allows(m) or m.dropped is not None):
-            continue
-        spread = max(tolerance, _Z * math.hypot(_relative_error(m), _relative_error(a.best)))
-        if m is a.best or m.cost.total <= best * (1 + spread):
+        if m is best:
+            out.append(m)
+        elif rule.allows(m) and m.dropped is None and \
+                m.cost.total - best.cost.total <= max(tolerance * best.cost.total, tie_margin(m, best)):
             out.append(m)
     return out
 

@@ -44,7 +44,8 @@ from kcodec.advise.replay import DEFAULT_CLIENT, ClientRules, client_config, cli
 from kcodec.advise.task import TODAY
 from kcodec.advise.volumes import daily_volume
 
-__all__ = ["Rule", "Exclusion", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_order", "CODEC_ORDER"]
+__all__ = ["Rule", "Exclusion", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_margin", "tie_order",
+           "CODEC_ORDER"]
 
 #: Kafka's CompressionType ids: the last tie-break of the rule.
 CODEC_ORDER = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -282,6 +283,13 @@ def tie_order(m: Measured[Setting]) -> Tuple[float, int, int, int, str, int, int
             s.level or 0)
 
 
+def tie_margin(a: Measured, b: Measured) -> float:
+    """$/month within which the costs of ``a`` and ``b`` are equal: the sum of their uncertainties. The rule's
+    pick, the race's drops (each contender's margin is its :attr:`Measured.cost_uncertainty`) and the estate's
+    shared settings all count costs equal within it."""
+    return a.cost_uncertainty + b.cost_uncertainty
+
+
 def pick(candidates: Sequence[Measured[Setting]]) -> Optional[Measured[Setting]]:
     """The rule's pick among costed settings: the cheapest, unless others are equal within uncertainty,
     then the first of those by less CPU, smaller linger.ms, smaller batch.size, codec id, level."""
@@ -289,7 +297,7 @@ def pick(candidates: Sequence[Measured[Setting]]) -> Optional[Measured[Setting]]
         return None
     cheapest = min(candidates, key=lambda m: (m.cost.total, tie_order(m)))
     equal = [m for m in candidates
-             if m.cost.total - cheapest.cost.total <= m.cost_uncertainty + cheapest.cost_uncertainty]
+             if m.cost.total - cheapest.cost.total <= tie_margin(m, cheapest)]
     return min(equal, key=tie_order)
 
 
