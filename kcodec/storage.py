@@ -131,8 +131,12 @@ def atomic_write(path: _PathLike) -> Iterator[BinaryIO]:
     """Open a temporary file beside ``path``; on success fsync it and rename it over ``path``.
 
     The temporary name starts with a dot and ends in ``.tmp`` so log readers,
-    which look only at ``NNN.log``-style names, never see a partial file.  On
-    an exception the temporary file is removed and ``path`` is untouched.
+    which look only at ``NNN.log``-style names, never see a partial file.  It
+    holds the writer's process id, so processes forked from one another (the
+    report's chart drawers) never write through each other's temporary file.
+    The file gets the permissions a plain ``open`` gives (0o666 less the
+    umask).  On an exception the temporary file is removed and ``path`` is
+    untouched.
     """
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")

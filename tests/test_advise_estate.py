@@ -390,6 +390,32 @@ def test_charts_drawn_by_forked_processes_are_the_charts_drawn_here(tmp_path, mo
     assert files(pooled) == want and files(broken) == want
 
 
+def test_report_files_follow_the_umask_and_leave_no_temporary_file(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import kcodec.advise.report as report
+
+    grid = [Setting(c, None, 16384, 5) for c in ("lz4", "zstd")]
+    advice = [_profiled(topic(f"t-{i}", {s: 40.0 + i + j for j, s in enumerate(grid)})) for i in range(3)]
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # charts drawn by forked processes
+    old = os.umask(0o077)
+    try:
+        report.write_reports(tmp_path / "rep", advice, {"input": "hand-built"}, plan_estate(advice, FREE), top=2)
+    finally:
+        os.umask(old)
+    files = sorted(p for p in (tmp_path / "rep").rglob("*") if p.is_file())
+    assert len(files) == 4 + 2 + 3  # report.html/.png, results.json/.csv, 2 topics' charts, 3 topics' pages
+    assert {p.stat().st_mode & 0o777 for p in files} == {0o600}
+    assert [p.name for p in files if p.name.startswith(".")] == []
+    # a page that cannot be written leaves neither a file nor a temporary one (charts drawn after the pages)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    (tmp_path / "bad" / "topics" / "t-0.html").mkdir(parents=True)
+    (tmp_path / "bad" / "topics" / "t-0.html" / "x").write_bytes(b"")
+    with pytest.raises(OSError):
+        report.write_reports(tmp_path / "bad", advice, {"input": "hand-built"}, None, top=2)
+    assert sorted(str(p.relative_to(tmp_path / "bad")) for p in (tmp_path / "bad").rglob("*")) == \
+        ["topics", "topics/t-0.html", "topics/t-0.html/x"]
+
+
 # --- each topic's section opens with one sentence ------------------------------------------------------
 
 def test_headline_says_what_to_set_what_it_saves_and_its_latency():

@@ -221,6 +221,59 @@ def test_atomic_write_keeps_old_file_on_error(tmp_path):
     assert p.read_bytes() == b"new"
 
 
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600), (0o002, 0o664)])
+def test_atomic_write_gives_the_permissions_of_a_plain_open(tmp_path, umask, mode):
+    from kcodec.storage import atomic_write_bytes
+
+    old = os.umask(umask)
+    try:
+        atomic_write_bytes(tmp_path / "new.html", b"page")
+        (tmp_path / "plain.html").write_bytes(b"page")
+        (tmp_path / "old.html").write_bytes(b"before")
+        os.chmod(tmp_path / "old.html", 0o600)
+        atomic_write_bytes(tmp_path / "old.html", b"after")  # a new file, not the old one's mode
+    finally:
+        os.umask(old)
+    assert {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == \
+        {"new.html": mode, "plain.html": mode, "old.html": mode}
+    assert (tmp_path / "old.html").read_bytes() == b"after"
+
+
+def test_atomic_write_leaves_nothing_behind_when_the_rename_fails(tmp_path):
+    from kcodec.storage import atomic_write_bytes
+
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "inside").write_bytes(b"x")
+    with pytest.raises(OSError):
+        atomic_write_bytes(tmp_path / "taken", b"data")  # a directory that is not empty cannot be replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+    with pytest.raises(TypeError):
+        atomic_write_bytes(tmp_path / "f", "text, not bytes")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_atomic_write_of_a_forked_process_never_touches_its_parents_temporary_file(tmp_path):
+    """The report's charts are written by forked processes: a child writing the file the parent is writing
+    has a temporary file of its own, so the parent's write still lands whole after the child's."""
+    p = tmp_path / "chart.png"
+    with atomic_write(p) as f:
+        f.write(b"parent's ")
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                with atomic_write(p) as g:
+                    g.write(b"child's")
+                code = 0
+            finally:
+                os._exit(code)
+        assert os.waitpid(pid, 0)[1] == 0
+        assert p.read_bytes() == b"child's"
+        f.write(b"chart")
+    assert p.read_bytes() == b"parent's chart"
+    assert os.listdir(tmp_path) == ["chart.png"]
+
+
 def test_written_segments_pass_the_java_oracle(tmp_path):
     from oracle_util import oracle_available, oracle_verify
     if not oracle_available():

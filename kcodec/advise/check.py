@@ -423,8 +423,8 @@ def run_check(spark, plan, sampling, previous_path: str, since: Optional[str], o
 
     from kcodec.advise.aggregate import aggregate_rows
     from kcodec.advise.inputs.chunks import CHUNK_DDL
-    from kcodec.advise.report import _atomic_write
     from kcodec.advise.task import METRICS_DDL, TODAY, measure_batches
+    from kcodec.storage import atomic_write_bytes
 
     run_at = int(time.time() * 1000)
     prev_at, previous = read_previous(previous_path)
@@ -482,7 +482,7 @@ def run_check(spark, plan, sampling, previous_path: str, since: Optional[str], o
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"html": out / "report.html", "json": out / "results.json"}
-    _atomic_write(paths["html"], check_html(checks, previous_path).encode())
-    _atomic_write(paths["json"], check_doc(checks, previous_path, run_at).encode())
+    atomic_write_bytes(paths["html"], check_html(checks, previous_path).encode())
+    atomic_write_bytes(paths["json"], check_doc(checks, previous_path, run_at).encode())
     log(f"reports: {paths['html']}, {paths['json']}")
     return {"checks": checks, "paths": paths}

@@ -4,7 +4,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -16,6 +15,7 @@ from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.replay import LIMITS
 from kcodec.advise.topic_text import codec_mix_text, config_text, cost_lines, curve_doc, replay_text, row_mark
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
+from kcodec.storage import atomic_write_bytes
 
 __all__ = ["summary_text", "details_text", "write_reports", "assumption_lines"]
 
@@ -194,25 +194,6 @@ def _doc(a: TopicAdvice) -> Dict:
             "settings": [m(x) for x in a.results]}
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, data: bytes, umask: Optional[int] = None) -> None:
-    """Write ``path`` whole or not at all, with the permissions a plain ``open`` would give (the umask)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~(_umask() if umask is None else umask))
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def _estate_doc(estate) -> Dict:
     def shared(s) -> Dict:
         return {"group": s.name, "topics": s.topics, "setting": s.setting.label if s.setting else None,
@@ -234,7 +215,7 @@ def _draw(chart):
     return overview_png(args[0], groups=args[1]) if kind == "overview" else topic_png(*args)
 
 
-def _start_charts(charts: List[Tuple[Path, tuple]], mask: int) -> Dict[int, List[Tuple[Path, tuple]]]:
+def _start_charts(charts: List[Tuple[Path, tuple]]) -> Dict[int, List[Tuple[Path, tuple]]]:
     """Draw ``charts`` in forked processes, each writing its share of the files; pid -> its share.
 
     A chart costs matplotlib about half a CPU-second however small the topic, and the cores
@@ -265,7 +246,7 @@ def _start_charts(charts: List[Tuple[Path, tuple]], mask: int) -> Dict[int, List
             code = 1
             try:
                 for path, chart in share:
-                    _atomic_write(path, _draw(chart), mask)
+                    atomic_write_bytes(path, _draw(chart))
                 code = 0
             finally:
                 os._exit(code)
@@ -273,7 +254,7 @@ def _start_charts(charts: List[Tuple[Path, tuple]], mask: int) -> Dict[int, List
     return children
 
 
-def _finish_charts(children: Dict[int, List[Tuple[Path, tuple]]], mask: int, redraw: bool = True) -> None:
+def _finish_charts(children: Dict[int, List[Tuple[Path, tuple]]], redraw: bool = True) -> None:
     """Wait for the chart processes; the charts of one that failed are drawn here (raising its error),
     unless the report is being abandoned (an error, Ctrl-C)."""
     failed = []
@@ -282,7 +263,7 @@ def _finish_charts(children: Dict[int, List[Tuple[Path, tuple]]], mask: int, red
         if status != 0:
             failed.extend(share)
     for path, chart in failed if redraw else ():
-        _atomic_write(path, _draw(chart), mask)
+        atomic_write_bytes(path, _draw(chart))
 
 
 def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict, estate=None,
@@ -292,7 +273,6 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict, e
     from kcodec.advise.html import report_html, topic_html
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    mask = _umask()
     paths = {"png": out_dir / "report.png", "html": out_dir / "report.html", "json": out_dir / "results.json",
              "csv": out_dir / "results.csv"}
     ranked = sorted(advice, key=lambda a: (not a.priced, -round(a.saving, 6), a.topic))
@@ -305,27 +285,27 @@ def write_reports(out_dir: Path, advice: Sequence[TopicAdvice], context: Dict, e
     charts: List[Tuple[Path, tuple]] = [(paths["png"], ("overview", (advice, groups)))]
     charts += [(out_dir / "topics" / f"{file_name(a.topic)}.png", ("topic", (a,))) for a in advice
                if a.topic in charted]
-    children = _start_charts(charts, mask)
+    children = _start_charts(charts)
     try:
         for a in advice:
-            _atomic_write(out_dir / "topics" / f"{file_name(a.topic)}.html",
-                          topic_html(a, a.topic in charted).encode(), mask)
+            page = topic_html(a, a.topic in charted).encode()
+            atomic_write_bytes(out_dir / "topics" / f"{file_name(a.topic)}.html", page)
         doc = {"context": context, "topics": [_doc(a) for a in advice],
                "total_month": {"today": sum(a.today.cost.total for a in advice if a.priced),
                                "recommended": sum((a.best or a.today).cost.total for a in advice if a.priced)}}
         if estate is not None:
             doc["estate"] = _estate_doc(estate)
         # No indent: Python encodes indented JSON in Python, seconds for an estate of hundreds of topics.
-        _atomic_write(paths["json"], json_text(doc, default=str).encode(), mask)
-        _atomic_write(paths["csv"], _csv(advice).encode(), mask)
+        atomic_write_bytes(paths["json"], json_text(doc, default=str).encode())
+        atomic_write_bytes(paths["csv"], _csv(advice).encode())
         if not children:
             for path, chart in charts:
-                _atomic_write(path, _draw(chart), mask)
+                atomic_write_bytes(path, _draw(chart))
     except BaseException:
-        _finish_charts(children, mask, redraw=False)
+        _finish_charts(children, redraw=False)
         raise
-    _finish_charts(children, mask)
-    _atomic_write(paths["html"], report_html(advice, context, estate, head, charted).encode(), mask)
+    _finish_charts(children)
+    atomic_write_bytes(paths["html"], report_html(advice, context, estate, head, charted).encode())
     return paths
 
 
