@@ -133,6 +133,46 @@ def test_one_setting_against_each_topics_best():
     assert (left.saving, left.per_topic_saving) == (one.saving, one.per_topic_saving)
 
 
+def _metrics_row(setting, stored, compress_s, read_s):
+    """One aggregate line: 100 MB of payload in 100,000 records and 1000 batches, its CPU as measured."""
+    return {"setting": "today" if setting is None else setting.label,
+            "codec": None if setting is None else setting.codec, "level": None if setting is None else setting.level,
+            "batch_size": 0 if setting is None else setting.batch_bytes,
+            "linger_ms": 0 if setting is None else setting.linger_ms, "records": 100_000,
+            "payload_bytes": 100_000_000, "plain_bytes": 110_000_000, "batches": 1000, "stored_bytes": stored,
+            "compress_seconds": compress_s, "read_seconds": read_s, "ratio_mean": None, "ratio_std": 0.0,
+            "chunks": 1, "partitions": 1}
+
+
+def test_one_setting_for_many_topics_is_the_same_whatever_the_cpu_measured():
+    from kcodec.advise.cost import Prices, TopicEconomics
+    from kcodec.advise.recommend import advise_topic
+
+    rule = Rule()  # the CPU model's bill, --min-compress-mbps 50, --min-read-mbps 100
+
+    def run(zstd_seconds):
+        """Two topics advised from the same bytes, zstd's build and read taking ``zstd_seconds`` CPU seconds."""
+        out = []
+        for name, (zstd, lz4) in {"a": (30_000_000, 45_000_000), "b": (35_000_000, 40_000_000)}.items():
+            rows = [_metrics_row(None, 100_000_000, 0.1, 0.2), _metrics_row(ZSTD, zstd, zstd_seconds, zstd_seconds),
+                    _metrics_row(LZ4, lz4, 0.1, 0.1)]
+            agg = {"settings": rows, "profile": {"codec_bytes": {"none": 1}, "min_ts": 0, "max_ts": 86_400_000}}
+            out.append(advise_topic(name, agg, None, TopicEconomics(bytes_per_day=1e9), Prices(), rule))
+        return out
+
+    idle, loaded = run(0.1), run(10.0)  # zstd measured at 1000 MB/s, then at 10 MB/s: below the rule's 50
+    assert [m.measured_compress_mbps for a in idle for m in a.results if m.setting == ZSTD] == [1000.0, 1000.0]
+    assert [m.measured_compress_mbps for a in loaded for m in a.results if m.setting == ZSTD] == [10.0, 10.0]
+    # the model's speeds, which the rule takes, are the same in both runs and within the limits
+    speeds = [(m.compress_mbps, m.read_mbps) for a in idle for m in a.results]
+    assert speeds == [(m.compress_mbps, m.read_mbps) for a in loaded for m in a.results]
+    assert all(c >= 50 and r >= 100 for c, r in speeds)
+    one, other = shared_setting("all topics", idle, rule), shared_setting("all topics", loaded, rule)
+    assert one == other and one.setting == ZSTD
+    assert [a.best.setting for a in idle] == [a.best.setting for a in loaded] == [ZSTD, ZSTD]
+    assert one.saving == pytest.approx(sum(a.saving for a in idle)) and one.cost == pytest.approx(0.0)
+
+
 def test_estate_summary_is_bounded_and_adds_up():
     kinds = {"orders": {ZSTD: 50.0, ZSTD1: 55.0, LZ4: 70.0}, "clicks": {ZSTD: 65.0, ZSTD1: 60.0, LZ4: 70.0},
              "logs": {ZSTD: 90.0, ZSTD1: 95.0, LZ4: 60.0}}

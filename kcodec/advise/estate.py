@@ -145,15 +145,16 @@ def shared_setting(name: str, advice: Sequence[TopicAdvice], rule: Rule) -> Shar
     volume = sum(a.stored_per_day for a in priced)
     if not priced:
         return SharedSetting(name, len(advice), None, 0.0, 0.0, 0.0)
-    # A setting's speed over the whole group (one topic's timing may be disturbed by the machine's load).
+    # A setting's speed over the whole group, from the CPU the rule counts (the model's, as each topic's own
+    # pick takes it): a measured time moves with the machine's load, and the answer must not.
     totals: Dict[Setting, List[float]] = {}
     for a in priced:
         for m in a.results:
             t = totals.setdefault(m.setting, [0.0, 0.0, 0.0, 0.0, 0])
             t[0] += m.cost.total
             t[1] += m.payload_bytes
-            t[2] += m.compress_seconds
-            t[3] += m.read_seconds
+            t[2] += m.billed_compress_seconds
+            t[3] += m.billed_read_seconds
             t[4] += 1
     allowed = {s: t[0] for s, t in totals.items()
                if t[4] == len(priced) and s.linger_ms <= rule.max_linger_ms

@@ -165,14 +165,25 @@ class Measured(Generic[S]):
         return self.payload_bytes / 1e6 / max(seconds, 1e-9)
 
     @property
+    def billed_compress_seconds(self) -> float:
+        """CPU seconds building the batches, as the bill and the rule count them: the CPU model's, not this
+        run's measurement (unless ``--cpu-cost measured`` or a codec the model does not cover)."""
+        return self.cpu.compress_seconds if self.cpu else self.compress_seconds
+
+    @property
+    def billed_read_seconds(self) -> float:
+        """CPU seconds reading the batches, as the bill and the rule count them."""
+        return self.cpu.read_seconds if self.cpu else self.read_seconds
+
+    @property
     def compress_mbps(self) -> float:
         """MB/s of CPU building the batches, as the bill counts it."""
-        return self._mbps(self.cpu.compress_seconds if self.cpu else self.compress_seconds)
+        return self._mbps(self.billed_compress_seconds)
 
     @property
     def read_mbps(self) -> float:
         """MB/s of CPU reading the batches, as the bill counts it."""
-        return self._mbps(self.cpu.read_seconds if self.cpu else self.read_seconds)
+        return self._mbps(self.billed_read_seconds)
 
     @property
     def measured_compress_mbps(self) -> float:
