@@ -20,10 +20,13 @@ from kcodec.advise.grid import Setting
 from kcodec.errors import KcodecError
 
 
+# The records' bytes are 90% of a setting's plain bytes (an uncompressed batch holds its framing); the realised
+# batches' plain bytes are 95%: the check's ratio reads the records' bytes, whose share does not change with
+# the batching.
 def _row(setting: Setting, records: int, batches: int, stored: int, plain: int, total: float = 50.0) -> dict:
     return {"setting": setting.label, "codec": setting.codec, "level": setting.level,
             "batch_size": setting.batch_bytes, "linger_ms": setting.linger_ms, "records": records,
-            "batches": batches, "stored_bytes": stored, "plain_bytes": plain,
+            "batches": batches, "stored_bytes": stored, "plain_bytes": plain, "payload_bytes": plain * 9 // 10,
             "cost_month": {"storage": total * 0.6, "network": total * 0.4, "cpu": 0.0, "total": total}}
 
 
@@ -39,7 +42,8 @@ def _previous() -> Previous:
 
 
 def _after(records: int, batches: int, stored: int, plain: int) -> dict:
-    return {"records": records, "batches": batches, "stored_bytes": stored, "plain_bytes": plain}
+    return {"records": records, "batches": batches, "stored_bytes": stored, "plain_bytes": plain * 95 // 100,
+            "payload_bytes": plain * 9 // 10}
 
 
 def test_a_change_to_the_advised_setting_is_compared_with_its_prediction():
@@ -48,7 +52,8 @@ def test_a_change_to_the_advised_setting_is_compared_with_its_prediction():
     assert c.verdict == "changed" and c.detected == ADVISED
     assert c.errors()["stored_bytes_per_record"] == pytest.approx(0.03)
     assert c.errors()["records_per_batch"] == pytest.approx(0.0)
-    assert c.ratio == pytest.approx(1_000_000 / 103_000)
+    assert c.ratio == pytest.approx(900_000 / 103_000)
+    assert c.errors()["ratio"] == pytest.approx(1 / 1.03 - 1)
     # predicted 200 - 50; realised: storage and network 3% above the prediction
     assert (c.saving_predicted, c.saving_realised) == (pytest.approx(150.0), pytest.approx(200 - 50 * 1.03))
     assert c.text.startswith("changed to zstd:3@1MiB/100ms; stored bytes per record +3.0%")
@@ -162,3 +167,14 @@ def test_the_flags_errors_are_one_line_before_spark(tmp_path):
         proc = run(*argv)
         assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [line]
         assert "starting Spark" not in proc.stdout
+
+
+def test_the_previous_run_s_topics_the_input_does_not_hold_are_named_in_every_output():
+    from kcodec.advise.check import check_doc, check_html, check_text
+
+    checks = [judge(_previous(), "split", None, [])]
+    assert "not in this input, so not checked: gone-1, gone-2" in check_text(checks, "p.json", ["gone-1", "gone-2"])
+    assert "<p>Not in this input, so not checked: gone-1, gone-2.</p>" in check_html(checks, "p.json",
+                                                                                      ["gone-1", "gone-2"])
+    assert json.loads(check_doc(checks, "p.json", 0, ["gone-1"]))["check"]["not_in_input"] == ["gone-1"]
+    assert "not in this input" not in check_text(checks, "p.json")

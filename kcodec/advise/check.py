@@ -4,7 +4,7 @@ The same input is read as advise reads it.  Each topic's batches are split where
 made: at the previous run's time (``run_at_ms`` of its ``results.json``), at ``--since``, or, where
 neither is known, at the first batch of each partition in the recommended codec whose record count
 is within half and twice the predicted records per batch.  The batches after it are measured as
-advise measures today's (stored bytes, records, batches, the records' uncompressed size); the
+advise measures today's (stored bytes, records, batches, the records' bytes); the
 setting in effect is detected from them: their codec, the level advised where the codec is the one
 advised (a level is not written in a batch), and of the settings of that codec the previous run
 measured, the one whose predicted records per batch is nearest.  A codec the previous run did not
@@ -41,6 +41,10 @@ MIN_BATCHES = 10
 #: appended to a topic's name for its batches after the change: "/" is not in any Kafka topic name
 AFTER = "/after"
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: what the check's ratio is, said under its table
+RATIO_TEXT = ("the records' keys, values and headers over the stored bytes, realised and predicted alike (an "
+              "uncompressed batch's size holds its framing, which differs between the batches before the change "
+              "and after it)")
 
 
 @dataclass
@@ -187,6 +191,7 @@ class TopicCheck:
     batches: int = 0
     stored_bytes: int = 0
     plain_bytes: int = 0
+    payload_bytes: int = 0  #: the records' keys, values and headers: the same however they are batched
     predicted: Optional[Dict[str, Any]] = None  #: the detected setting's row (previous run's, or replayed now)
     predicted_now: bool = False  #: the detected setting was not in the previous grid: replayed on this run
     saving_predicted: Optional[float] = None
@@ -200,7 +205,10 @@ class TopicCheck:
 
     @property
     def ratio(self) -> float:
-        return self.plain_bytes / max(1, self.stored_bytes)
+        """The records' bytes over the stored bytes.  Not advise's ratio (today's batches uncompressed over the
+        stored): an uncompressed batch's size holds its framing, and the batches before the change, whose framing
+        that numerator counts, are not the ones after it (at 3 records per batch, 18 of a 300-byte record's)."""
+        return self.payload_bytes / max(1, self.stored_bytes)
 
     @property
     def records_per_batch(self) -> float:
@@ -216,7 +224,7 @@ class TopicCheck:
 
     def predicted_ratio(self) -> Optional[float]:
         p = self.predicted
-        return None if p is None else p["plain_bytes"] / max(1, p["stored_bytes"])
+        return None if p is None else p["payload_bytes"] / max(1, p["stored_bytes"])
 
     def errors(self) -> Dict[str, Optional[float]]:
         """Realised against predicted, as shares (+0.02: 2% above the prediction)."""
@@ -230,7 +238,8 @@ class TopicCheck:
         return {"topic": self.topic, "verdict": self.verdict, "text": self.text, "split": self.split,
                 "detected": self.detected.label if self.detected else None, "detected_how": self.detected_how,
                 "after": {"records": self.records, "batches": self.batches, "stored_bytes": self.stored_bytes,
-                          "plain_bytes": self.plain_bytes, "stored_bytes_per_record": self.bytes_per_record,
+                          "plain_bytes": self.plain_bytes, "payload_bytes": self.payload_bytes,
+                          "stored_bytes_per_record": self.bytes_per_record,
                           "ratio": self.ratio, "records_per_batch": self.records_per_batch},
                 "predicted": (None if self.predicted is None else
                               {"setting": self.predicted.get("setting"),
@@ -306,6 +315,7 @@ def judge(prev: Previous, split: str, after: Optional[Dict[str, Any]], producers
     new = prev.recommended.codec
     check = TopicCheck(prev.topic, "", "", split, records=int(t["records"]), batches=int(t["batches"]),
                        stored_bytes=int(t["stored_bytes"]), plain_bytes=int(t["plain_bytes"]),
+                       payload_bytes=int(t["payload_bytes"]),
                        needed_records=needed, producers=[dict(p) for p in producers])
     ids = sorted({p["producer_id"] for p in producers})
     changed_ids = sorted({p["producer_id"] for p in producers if _CODECS[p["codec"]] == new})
@@ -376,11 +386,13 @@ def _row_cells(c: TopicCheck) -> List[str]:
 
 
 _HEAD = ["topic", "verdict", "setting in effect", "records after", "bytes/record real / predicted", "error",
-         "ratio real / predicted", "records/batch real / predicted", "error", "$/month saved real / predicted"]
+         "ratio (record bytes) real / predicted", "records/batch real / predicted", "error",
+         "$/month saved real / predicted"]
 
 
-def check_text(checks: Sequence[TopicCheck], previous: str) -> str:
-    """The terminal table, then each topic's verdict and how it was told."""
+def check_text(checks: Sequence[TopicCheck], previous: str, absent: Sequence[str] = ()) -> str:
+    """The terminal table, then each topic's verdict and how it was told, and the previous run's topics this
+    input does not hold."""
     rows = [_HEAD] + [[terminal_text(x) for x in _row_cells(c)] for c in checks]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     lines = [f"check against {terminal_text(previous)}: what the broker stores since the change", ""]
@@ -391,12 +403,15 @@ def check_text(checks: Sequence[TopicCheck], previous: str) -> str:
         lines.append(f"  after      {terminal_text(c.split)}")
         if c.detected_how:
             lines.append(f"  detected   {terminal_text(c.detected_how)}")
+    if absent:
+        lines.append(f"not in this input, so not checked: {terminal_text(', '.join(absent))}")
+    lines.append(f"ratio: {RATIO_TEXT}")
     lines.append("realised $/month saved: the predicted bill with its storage and network scaled by the realised "
                  "stored bytes per record against the predicted; CPU as predicted")
     return "\n".join(lines)
 
 
-def check_html(checks: Sequence[TopicCheck], previous: str) -> str:
+def check_html(checks: Sequence[TopicCheck], previous: str, absent: Sequence[str] = ()) -> str:
     from html import escape
 
     head = "".join(f"<th>{escape(h)}</th>" for h in _HEAD)
@@ -404,15 +419,17 @@ def check_html(checks: Sequence[TopicCheck], previous: str) -> str:
     notes = "".join(f"<li><b>{escape(c.topic)}</b>: {escape(c.text)}<br>after: {escape(c.split)}"
                     + (f"<br>detected: {escape(c.detected_how)}" if c.detected_how else "") + "</li>"
                     for c in checks)
+    missing = f"<p>Not in this input, so not checked: {escape(', '.join(absent))}.</p>" if absent else ""
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>kcodec advise --check</title></head><body>"
             f"<h1>Check against {escape(previous)}</h1><table border='1'><tr>{head}</tr>{body}</table>"
-            f"<ul>{notes}</ul><p>Realised $/month saved: the predicted bill with its storage and network scaled by "
-            f"the realised stored bytes per record against the predicted; CPU as predicted.</p></body></html>")
+            f"<ul>{notes}</ul>{missing}<p>Ratio: {escape(RATIO_TEXT)}.</p><p>Realised $/month saved: the predicted "
+            f"bill with its storage and network scaled by the realised stored bytes per record against the "
+            f"predicted; CPU as predicted.</p></body></html>")
 
 
-def check_doc(checks: Sequence[TopicCheck], previous: str, run_at_ms: int) -> str:
+def check_doc(checks: Sequence[TopicCheck], previous: str, run_at_ms: int, absent: Sequence[str] = ()) -> str:
     return json_text({"check": {"previous": previous, "run_at_ms": run_at_ms,
-                                "topics": [c.doc() for c in checks]}}, default=str)
+                                "topics": [c.doc() for c in checks], "not_in_input": list(absent)}}, default=str)
 
 
 def run_check(spark, plan, sampling, previous_path: str, since: Optional[str], out_dir: str, client: str,
@@ -478,11 +495,12 @@ def run_check(spark, plan, sampling, previous_path: str, since: Optional[str], o
     held = set(plan.topic_partitions) or set(previous)
     checks = [judge(p, how, after.get(t + AFTER), by_topic.get(t, []), replayed.get(t))
               for t, p in sorted(previous.items()) if t in held]
-    log(check_text(checks, previous_path))
+    absent = sorted(t for t in previous if t not in held)
+    log(check_text(checks, previous_path, absent))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"html": out / "report.html", "json": out / "results.json"}
-    atomic_write_bytes(paths["html"], check_html(checks, previous_path).encode())
-    atomic_write_bytes(paths["json"], check_doc(checks, previous_path, run_at).encode())
+    atomic_write_bytes(paths["html"], check_html(checks, previous_path, absent).encode())
+    atomic_write_bytes(paths["json"], check_doc(checks, previous_path, run_at, absent).encode())
     log(f"reports: {paths['html']}, {paths['json']}")
     return {"checks": checks, "paths": paths}

@@ -265,7 +265,11 @@ def check_options(o: Options) -> Checked:
     if o.check:
         from kcodec.advise.check import parse_since, read_previous
 
-        read_previous(o.check)
+        _, previous = read_previous(o.check)
+        known = plan.known_topics()
+        if known and not set(previous) & set(known):  # else an empty table, after Spark read the whole input
+            raise KcodecError(f"--check {o.check}: {plan.description} holds none of its topics "
+                              f"({', '.join(sorted(previous)) or 'it names none'})")
         if o.since:
             parse_since(o.since)
     from kcodec.advise.topic_config import read_metadata
