@@ -185,3 +185,156 @@ def test_layout_constants_are_kafkas_and_the_c_headers():
     assert mh.record_size(0, b"k", None) == 15 and mh.record_size(1, b"k", b"vv") == 25
     # the two framings share the log overhead and the magic's byte, which the one walk relies on
     assert LAYOUT["KC_ENTRY_MAGIC"] == LAYOUT["KC_BATCH_MAGIC"] == framing.LOG_OVERHEAD + LAYOUT["KC_MSG_MAGIC"]
+
+
+def _v2(prefix: int = 0, **kw):
+    """A built v2 batch of three records after ``prefix`` bytes of filler, and its decoded batch."""
+    from kcodec import RecordBatchBuilder, read_batches
+
+    b = RecordBatchBuilder(base_offset=100, **kw)
+    for i, ts in enumerate((5_000, 9_000, 7_000)):
+        b.append(b"k%d" % i, b"v" * 40, ts, offset=100 + 2 * i)
+    data = bytearray(b"\xee" * prefix + bytes(b.build()))
+    (batch,) = list(read_batches(bytes(data[prefix:])))
+    return data, batch
+
+
+def _crc_ok(data, pos=0):
+    from kcodec import read_batches
+
+    return all(b.is_valid() for b in read_batches(bytes(data[pos:])))
+
+
+def test_batch_header_attributes_are_kafkas_bits():
+    from kcodec.records import batch_header as bh
+
+    assert bh.attributes(4, False, False, False, False) == 0x04
+    assert bh.attributes(0x0F, False, False, False, False) == 0x07  # only the codec's three bits
+    assert [bh.attributes(0, *(i == j for j in range(4))) for i in range(4)] == [0x08, 0x10, 0x20, 0x40]
+    assert bh.attributes(1, True, True, True, True) == 0x79
+
+
+def test_batch_header_reads_and_changes_in_place_at_any_position():
+    from kcodec.records import batch_header as bh
+
+    data, batch = _v2(prefix=7, partition_leader_epoch=3)
+    assert bh.last_offset_and_max_timestamp(data, 7) == (104, 9_000)
+    original = bytes(data)
+    data[7 + bh.CRC:7 + bh.ATTRIBUTES] = b"\0\0\0\0"
+    bh.seal(data, 7, len(data) - 7)
+    assert data == original
+    bh.set_partition_leader_epoch(data, 7, 0x01020304)
+    assert data[7 + 12:7 + 16] == b"\x01\x02\x03\x04" and data[:7 + 12] == original[:7 + 12]
+    assert data[7 + 16:] == original[7 + 16:]  # outside the CRC: nothing else moves
+    bh.set_last_offset(data, 7, 1_000)  # baseOffset = last - lastOffsetDelta (4)
+    assert struct.unpack_from(">q", data, 7)[0] == 996 and _crc_ok(data, 7)
+    bh.set_last_offset_delta(data, 7, len(data) - 7, 9)
+    assert struct.unpack_from(">i", data, 7 + 23)[0] == 9 and _crc_ok(data, 7)
+    assert bh.last_offset_and_max_timestamp(data, 7) == (1_005, 9_000)
+
+
+def test_batch_header_set_max_timestamp():
+    from kcodec import read_batches
+    from kcodec.records import batch_header as bh
+
+    data, batch = _v2(producer_id=8, producer_epoch=1, base_sequence=0, is_transactional=True, compression="gzip")
+    original = bytes(data)
+    bh.set_max_timestamp(data, 0, len(data), batch, False, 9_000)  # nothing changes: no rewrite
+    assert data == original
+    data[21:23] = b"\x80\x11"  # unknown high bits, and a CRC that no longer holds
+    bh.set_max_timestamp(data, 0, len(data), batch, False, 9_000)
+    assert data[21:23] == b"\x80\x11"  # a no-op leaves the bytes (and the bad CRC) alone
+    data = bytearray(original)
+    data[21:23] = b"\x80\x11"
+    bh.set_max_timestamp(data, 0, len(data), batch, True, 12_345)
+    assert struct.unpack_from(">h", data, 21)[0] == 0x19  # recomputed: gzip, LogAppendTime, transactional
+    assert struct.unpack_from(">q", data, 35)[0] == 12_345 and _crc_ok(data)
+    (after,) = list(read_batches(bytes(data)))
+    bh.set_max_timestamp(data, 0, len(data), after, False, 12_345)  # the type alone changes
+    assert struct.unpack_from(">h", data, 21)[0] == 0x11 and _crc_ok(data)
+    data, batch = _v2(is_control=False, delete_horizon_ms=77)
+    bh.set_max_timestamp(data, 0, len(data), batch, False, 1)
+    assert struct.unpack_from(">h", data, 21)[0] == 0x40 and _crc_ok(data)
+    data, batch = _v2()
+    bh.set_max_timestamp(data, 0, len(data), batch, False, 9_001)
+    assert struct.unpack_from(">q", data, 35)[0] == 9_001 and struct.unpack_from(">h", data, 21)[0] == 0
+
+
+def test_batch_header_empty_header_keeps_what_the_cleaner_needs():
+    from kcodec import read_batches
+    from kcodec.records import batch_header as bh
+
+    _, batch = _v2(producer_id=8, producer_epoch=3, base_sequence=40, is_transactional=True,
+                   partition_leader_epoch=6, compression="gzip", timestamp_type=1, log_append_time=4_242)
+    empty = bh.empty_header(batch)
+    assert len(empty) == 61
+    assert bh.HEADER.unpack(empty)[:4] == (100, 49, 6, 2)
+    fields = bh.HEADER.unpack(empty)
+    assert fields[5:] == (0x18, 4, -1, 4_242, 8, 3, 40, 0)
+    (read,) = list(read_batches(empty))
+    assert read.is_valid() and read.record_count == 0 and read.last_offset == 104
+
+
+def test_increment_sequence_wraps_as_java_does():
+    from kcodec.records.batch_header import increment_sequence
+
+    m = 2 ** 31 - 1
+    assert [increment_sequence(5, 3), increment_sequence(m - 1, 1), increment_sequence(m, 1)] == [8, m, 0]
+    assert [increment_sequence(m, 2), increment_sequence(m - 2, 5), increment_sequence(0, m)] == [1, 2, m]
+
+
+def _v1(prefix: int = 0, magic: int = 1, **kw):
+    from kcodec import read_batches
+    from kcodec.records import LegacyRecordBatchBuilder
+
+    b = LegacyRecordBatchBuilder(magic, base_offset=50, **kw)
+    for i, ts in enumerate((5_000, 9_000)):
+        b.append(b"k", b"v" * 30, ts, offset=50 + 3 * i)
+    data = bytearray(b"\xee" * prefix + bytes(b.build()))
+    batches = list(read_batches(bytes(data[prefix:])))
+    return data, batches
+
+
+def test_message_header_codec_ids():
+    from kcodec import CompressionType
+    from kcodec.records.message_header import compression_of
+
+    assert [compression_of(i) for i in range(8)] == [
+        CompressionType.NONE, CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4,
+        CompressionType.ZSTD, 5, 6, 7]
+
+
+def test_message_header_reads_and_changes_in_place():
+    from kcodec.records import message_header as mh
+
+    data, (first, second) = _v1(prefix=5)
+    assert mh.last_offset_and_max_timestamp(data, 5, 1) == (50, 5_000)
+    second_at = 5 + second.position
+    assert mh.last_offset_and_max_timestamp(data, second_at, 1) == (53, 9_000)
+    assert mh.last_offset_and_max_timestamp(data, 5, 0) == (50, -1)
+    original = bytes(data)
+    data[5 + 12:5 + 16] = b"\0\0\0\0"
+    mh.seal(data, 5, first.size_in_bytes)
+    assert data == original
+    mh.set_last_offset(data, second_at, 0x0102030405)
+    assert struct.unpack_from(">q", data, second_at)[0] == 0x0102030405 and _crc_ok(data, 5)
+    assert data[second_at + 8:] == original[second_at + 8:] and data[:second_at] == original[:second_at]
+
+
+def test_message_header_set_max_timestamp():
+    from kcodec.records import message_header as mh
+
+    data, (v0,) = _v1(magic=0, compression="gzip")
+    original = bytes(data)
+    mh.set_max_timestamp(data, 0, len(data), v0, True, 1)  # v0 has no timestamp to set
+    assert data == original
+    data, (wrapper,) = _v1(compression="gzip")
+    original = bytes(data)
+    mh.set_max_timestamp(data, 0, len(data), wrapper, False, 9_000)  # unchanged: not rewritten
+    assert data == original
+    mh.set_max_timestamp(data, 0, len(data), wrapper, True, 9_000)  # the type alone changes
+    assert data[17] == 0x09 and struct.unpack_from(">q", data, 18)[0] == 9_000 and _crc_ok(data)
+    data = bytearray(original)
+    mh.set_max_timestamp(data, 0, len(data), wrapper, False, 123)  # the time alone changes
+    assert data[17] == 0x01 and struct.unpack_from(">q", data, 18)[0] == 123 and _crc_ok(data)
+    assert data[26:] == original[26:]

@@ -1,6 +1,7 @@
 """RecordBatchBuilder and RecordBatch behaviour (``DefaultRecordBatch``, ``DefaultRecord``)."""
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import numpy as np
@@ -18,7 +19,8 @@ from kcodec import (
     read_batches,
 )
 from kcodec.errors import CorruptRecordError, InvalidRecordError
-from kcodec.records import BufferPool, ControlRecordType, LegacyRecordBatchBuilder
+from kcodec.records import BufferPool, ControlRecordType, EndTransactionMarker, LegacyRecordBatchBuilder
+from kcodec.records.control import control_key, parse_control_key
 from oracle_util import load_case
 
 T0 = 1_700_000_000_000
@@ -136,6 +138,44 @@ def test_control_rules():
         RecordBatchBuilder(is_control=True, is_transactional=True).append_end_txn_marker(ControlRecordType.ABORT, 1)
     with pytest.raises(RecordBuilderError, match="transactional"):
         RecordBatchBuilder(is_control=True, producer_id=5).append_end_txn_marker(ControlRecordType.ABORT, 1)
+
+
+def test_control_record_types_are_kafkas_ids():
+    # A control key names its type by ControlRecordType.java's ids; an id Kafka does not know reads as UNKNOWN.
+    assert {t.name: t.value for t in ControlRecordType} == {
+        "UNKNOWN": -1, "ABORT": 0, "COMMIT": 1, "LEADER_CHANGE": 2, "SNAPSHOT_HEADER": 3,
+        "SNAPSHOT_FOOTER": 4, "KRAFT_VERSION": 5, "KRAFT_VOTERS": 6}
+    assert parse_control_key(b"\x00\x00\x00\x05") == (ControlRecordType.KRAFT_VERSION, 5)
+    assert parse_control_key(b"\x00\x00\x00\x06") == (ControlRecordType.KRAFT_VOTERS, 6)
+    assert parse_control_key(b"\x00\x00\x00\x07") == (ControlRecordType.UNKNOWN, 7)
+    assert control_key(ControlRecordType.KRAFT_VOTERS, 2) == b"\x00\x02\x00\x06"
+
+
+def test_control_key_checks_name_the_size_and_version_found():
+    with pytest.raises(InvalidRecordError, match=r"^Invalid value size found for end control record key\. "
+                                                 r"Must have at least 4 bytes, but found only 0$"):
+        parse_control_key(None)
+    with pytest.raises(InvalidRecordError, match=r"at least 4 bytes, but found only 3$"):
+        parse_control_key(b"\x00\x00\x00")
+    with pytest.raises(InvalidRecordError, match=r"^Invalid version found for control record: -1\."):
+        parse_control_key(b"\xff\xff\x00\x01")
+    # a later key version reads as version 0 does, as Kafka's does
+    assert parse_control_key(b"\x00\x03\x00\x01") == (ControlRecordType.COMMIT, 1)
+
+
+def test_end_txn_marker_bytes_and_value_semantics():
+    marker = EndTransactionMarker(ControlRecordType.ABORT, 258)
+    assert marker.key() == b"\x00\x00\x00\x00"
+    assert marker.value() == b"\x00\x00\x00\x00\x01\x02"  # version 0, epoch 258
+    assert EndTransactionMarker.decode(ControlRecordType.ABORT, marker.value()) == marker
+    assert EndTransactionMarker(ControlRecordType.COMMIT, 1).key() == b"\x00\x00\x00\x01"
+    # frozen: hashable, and usable as a set member or dict key
+    assert hash(marker) == hash(EndTransactionMarker(ControlRecordType.ABORT, 258))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        marker.coordinator_epoch = 1  # type: ignore[misc]
+    with pytest.raises(InvalidRecordError, match=r"^Invalid value size found for end transaction marker\. "
+                                                 r"Must have at least 6 bytes, but found only 0$"):
+        EndTransactionMarker.decode(ControlRecordType.COMMIT, None)
 
 
 def test_write_limit_semantics():
