@@ -88,6 +88,32 @@ def test_accepts_memoryview_slices():
     assert [e.position for e in iter_entries(data, 3, 3 + len(single))] == [3]
 
 
+def test_java_int_and_long_wrap_as_java_does():
+    from kcodec.records.framing import java_int, java_long
+
+    assert [java_long(v) for v in (5, -1, 2 ** 63 - 1, 2 ** 63, -2 ** 63 - 1, 2 ** 64 + 5, -2 ** 63)] == [
+        5, -1, 2 ** 63 - 1, -2 ** 63, 2 ** 63 - 1, 5, -2 ** 63]
+    assert [java_int(v) for v in (7, -1, 2 ** 31 - 1, 2 ** 31, -2 ** 31 - 1, 2 ** 32 + 7, -2 ** 31)] == [
+        7, -1, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 1, 7, -2 ** 31]
+
+
+def test_byte_view_is_a_flat_view_of_unsigned_bytes():
+    import array
+
+    from kcodec.records.framing import byte_view
+
+    flat = memoryview(b"abcd")
+    assert byte_view(flat) is flat  # already flat unsigned bytes: no new view
+    ints = byte_view(array.array("i", [1, 2]))
+    assert (ints.format, ints.ndim, ints.nbytes, len(ints)) == ("B", 1, 8, 8)
+    square = memoryview(bytearray(range(6))).cast("B", (2, 3))
+    flattened = byte_view(square)
+    assert (flattened.format, flattened.ndim, flattened.tolist()) == ("B", 1, [0, 1, 2, 3, 4, 5])
+    signed = byte_view(memoryview(b"\xff\x01").cast("b"))
+    assert (signed.format, signed.tolist()) == ("B", [255, 1])
+    assert byte_view(b"xy").tolist() == [120, 121]
+
+
 def _walk(fn, data, strict):
     """Positions an entry walk yields, and the error (message, position) it ends with, if any."""
     out = []
