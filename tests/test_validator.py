@@ -1,5 +1,7 @@
 """The broker append path: every row of the LogValidator decision table and every error."""
+import gzip
 import struct
+import zlib
 
 import pytest
 
@@ -510,6 +512,11 @@ def test_reader_errors_map_to_kafkas_codes():
     src[len(src) - 12] ^= 0xFF  # inside the deflate stream, before gzip's CRC-32 and size
     batch_header.seal(src, 0, len(src))
     expect("UNKNOWN_SERVER_ERROR", lambda: run(bytes(src)), "gzip: Corrupt GZIP trailer")
+    at7 = bytearray(v2(2, codec="gzip", base_offset=7))
+    at7[len(at7) - 12] ^= 0xFF
+    batch_header.seal(at7, 0, len(at7))
+    e = expect("UNKNOWN_SERVER_ERROR", lambda: run(bytes(at7), origin="coordinator"), "gzip: Corrupt GZIP trailer")
+    assert e.batch_offset == 7  # the reader's context is kept: which batch failed
     short = bytearray(v2(1))
     short[61] = 0x7E  # the record's length varint: 63 bytes, so its fields are read out of place
     batch_header.seal(short, 0, len(short))
@@ -519,15 +526,49 @@ def test_reader_errors_map_to_kafkas_codes():
 def test_legacy_records_are_shown_as_kafka_prints_them():
     lat = legacy(1, 2, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=T0)
     e = expect("INVALID_TIMESTAMP", lambda: run(lat, to_magic=1, timestamp_type=TimestampType.LOG_APPEND_TIME))
+    # the message's own attributes (LogAppendTime's bit) and stored CRC-32, as LegacyRecord.toString prints them
+    size = struct.unpack_from(">i", lat, 8)[0] + 12
+    crc = zlib.crc32(lat[16:size])
+    assert struct.unpack_from(">I", lat, 12)[0] == crc
     assert e.record_errors[0].message == (
-        "Invalid timestamp type in message LegacyRecordBatch(offset=0, Record(magic=1, attributes=0, "
-        "compression=NONE, crc=0, LogAppendTime=1700000000000, key=5 bytes, value=7 bytes)). "
+        "Invalid timestamp type in message LegacyRecordBatch(offset=0, Record(magic=1, attributes=8, "
+        f"compression=NONE, crc={crc}, LogAppendTime=1700000000000, key=5 bytes, value=7 bytes)). "
         "Producer should not set timestamp type to LogAppendTime.")
     v2lat = v2(1, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW, keys=[None])
     e = expect("INVALID_TIMESTAMP", lambda: run(v2lat, timestamp_type=TimestampType.LOG_APPEND_TIME))
     assert e.record_errors[0].message == (
         f"Invalid timestamp type in message DefaultRecord(offset=0, timestamp={NOW}, key=0 bytes, value=64 bytes). "
         "Producer should not set timestamp type to LogAppendTime.")
+
+
+def _v1_gzip_wrapper(inner: bytes, last_offset: int) -> bytes:
+    """A v1 gzip wrapper message around ``inner`` (messages with relative offsets), as old producers wrote."""
+    value = gzip.compress(inner)
+    body = struct.pack(">bbqi", 1, 1, T0 + 5, -1) + struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", last_offset, len(body) + 4, zlib.crc32(body)) + body
+
+
+def test_an_inner_message_of_another_magic_is_refused():
+    # LogValidator.validateRecord: an inner message whose magic is not its wrapper's is INVALID_RECORD,
+    # printed with that message's own magic, attributes and CRC (a v0 message has no timestamp to print).
+    first = LegacyRecordBatchBuilder(magic=1, base_offset=0)
+    first.append(b"k0", b"value-0", T0)
+    second = LegacyRecordBatchBuilder(magic=0, base_offset=1)
+    second.append(b"key-1", b"value-1")
+    v0_message = bytes(second.build())
+    data = _v1_gzip_wrapper(bytes(first.build()) + v0_message, 1)
+    assert [r.offset for r in batches(data)[0]] == [0, 1]  # it reads
+    e = expect("INVALID_RECORD", lambda: run(data, to_magic=1, compression_type="producer"))
+    crc = struct.unpack_from(">I", v0_message, 12)[0]
+    assert [(r.batch_index, r.message) for r in e.record_errors] == [(1, (
+        f"Record LegacyRecordBatch(offset=1, Record(magic=0, attributes=0, compression=NONE, crc={crc}, "
+        "key=5 bytes, value=7 bytes))'s magic does not match outer magic 1 in topic partition topic-0."))]
+    # the same messages, all v1, are accepted
+    both = LegacyRecordBatchBuilder(magic=1, base_offset=0)
+    both.append(b"k0", b"value-0", T0)
+    both.append(b"key-1", b"value-1", T0)
+    accepted = run(_v1_gzip_wrapper(bytes(both.build()), 1), to_magic=1, compression_type="producer")
+    assert accepted.record_count == 2 and accepted.last_offset == 101
 
 
 def test_timestamp_bounds_at_their_edges():

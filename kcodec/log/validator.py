@@ -129,6 +129,10 @@ def _from_reader_error(exc: Exception, tp: str, **ctx: Any) -> RecordValidationE
     if isinstance(exc, RecordValidationError):
         return exc
     msg = getattr(exc, "message", None) or str(exc)
+    # where the reader found it (the batch's offset, a byte), unless the caller knows better
+    for name in ("position", "batch_offset", "source"):
+        if ctx.get(name) is None:
+            ctx[name] = getattr(exc, name, None)
     if isinstance(exc, CorruptRecordError):
         return RecordValidationError("CORRUPT_MESSAGE", msg, **ctx)
     if isinstance(exc, InvalidRecordError):
@@ -311,29 +315,33 @@ def _split_entries(buf: bytes) -> List[bytes]:
 # --------------------------------------------------------------------------------------------
 # record-level checks (LogValidator.validateRecord and friends)
 
-def _record_repr(batch: Any, rec: Any) -> str:
+def _record_repr(batch: Any, rec: Any, header: Optional[Tuple[int, int, int]] = None) -> str:
+    """The record as Kafka's ``toString`` prints it; ``header`` is the (magic, attributes, CRC-32) of a
+    v0/v1 record's own message."""
     key = 0 if rec.key is None else len(rec.key)
     value = 0 if rec.value is None else len(rec.value)
     if batch.magic >= 2:
         return f"DefaultRecord(offset={rec.offset}, timestamp={rec.timestamp}, key={key} bytes, value={value} bytes)"
-    ts_name = "NoTimestampType" if batch.magic == 0 else (
-        "LogAppendTime" if batch.timestamp_type == TimestampType.LOG_APPEND_TIME else "CreateTime")
-    return (f"LegacyRecordBatch(offset={rec.offset}, Record(magic={getattr(rec, 'magic', batch.magic)}, "
-            f"attributes={getattr(rec, 'attributes', 0)}, compression=NONE, crc={getattr(rec, 'crc', 0)}, "
-            f"{ts_name}={rec.timestamp}, key={key} bytes, value={value} bytes))")
+    magic, attributes, crc = header if header is not None else (batch.magic, batch.attributes, batch.crc)
+    # LegacyRecord.toString: a v0 message has no timestamp to print
+    ts = ""
+    if magic > 0:
+        lat = rec.timestamp_type == TimestampType.LOG_APPEND_TIME or attributes & message_header.TIMESTAMP_TYPE_MASK
+        ts = f"{'LogAppendTime' if lat else 'CreateTime'}={rec.timestamp}, "
+    codec = message_header.compression_of(attributes & message_header.COMPRESSION_MASK)
+    return (f"LegacyRecordBatch(offset={rec.offset}, Record(magic={magic}, attributes={attributes}, "
+            f"compression={getattr(codec, 'name', codec)}, crc={crc}, {ts}key={key} bytes, value={value} bytes))")
 
 
 def _validate_record(cfg: ValidatorConfig, batch: Any, rec: Any, index: int, now: int,
-                     source_compression: CompressionType) -> Optional[Tuple[int, RecordError]]:
+                     header: Optional[Tuple[int, int, int]] = None) -> Optional[Tuple[int, RecordError]]:
+    """``LogValidator.validateRecord``; ``header`` is the (magic, attributes, CRC-32) of a v0/v1 record's
+    own message.  Kafka's check that an inner message has no codec of its own never runs here: the
+    iteration refuses such a message first, as Kafka's DeepRecordsIterator does."""
     tp = cfg.topic_partition
-    if source_compression != CompressionType.NONE and getattr(rec, "is_compressed", False):
+    if header is not None and header[0] != batch.magic:
         return ERRORS["INVALID_RECORD"], RecordError(
-            index, "Compressed outer record should not have an inner record with a compression "
-                   f"attribute set: {_record_repr(batch, rec)}")
-    rec_magic = getattr(rec, "magic", batch.magic)
-    if rec_magic is not None and rec_magic != batch.magic:
-        return ERRORS["INVALID_RECORD"], RecordError(
-            index, f"Record {_record_repr(batch, rec)}'s magic does not match outer magic {batch.magic} "
+            index, f"Record {_record_repr(batch, rec, header)}'s magic does not match outer magic {batch.magic} "
                    f"in topic partition {tp}.")
     if cfg.compacted and rec.key is None:
         return ERRORS["INVALID_RECORD"], RecordError(
@@ -349,7 +357,7 @@ def _validate_record(cfg: ValidatorConfig, batch: Any, rec: Any, index: int, now
                        f"The timestamp should be within [{lo}, {hi}]")
     elif batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
         return ERRORS["INVALID_TIMESTAMP"], RecordError(
-            index, f"Invalid timestamp type in message {_record_repr(batch, rec)}. "
+            index, f"Invalid timestamp type in message {_record_repr(batch, rec, header)}. "
                    "Producer should not set timestamp type to LogAppendTime.")
     return None
 
@@ -622,6 +630,12 @@ def _check_inner_crcs(cfg: ValidatorConfig, batch: Any) -> None:
                                         position=batch.position) from exc
 
 
+def _message_headers(batch: Any) -> List[Tuple[int, int, int]]:
+    """(magic, attributes, CRC-32) of each v0/v1 record's own message; none for a v2 batch.  A wrapper's
+    inner messages were read, and checked, by _check_inner_crcs already."""
+    return batch.message_headers() if batch.magic < 2 else []
+
+
 def _iter_records(batch: Any) -> Iterator[Any]:
     try:
         yield from batch
@@ -646,8 +660,9 @@ def _assign_offsets_in_place(a: _Append) -> ValidationResult:
         _validate_batch(cfg, a.first, batch, a.origin, a.to_magic)
         batch_max = NO_TIMESTAMP
         errors: List[Tuple[int, RecordError]] = []
+        headers = _message_headers(batch)
         for index, rec in enumerate(_iter_records(batch)):
-            err = _validate_record(cfg, batch, rec, index, a.now, CompressionType.NONE)
+            err = _validate_record(cfg, batch, rec, index, a.now, headers[index] if headers else None)
             if err is not None:
                 errors.append(err)
             counter += 1
@@ -686,8 +701,9 @@ def _convert_and_assign_offsets(a: _Append) -> ValidationResult:
     for batch in a.batches:
         _validate_batch(a.cfg, a.first, batch, a.origin, a.to_magic)
         errors: List[Tuple[int, RecordError]] = []
+        headers = _message_headers(batch)
         for index, rec in enumerate(_iter_records(batch)):
-            err = _validate_record(a.cfg, batch, rec, index, a.now, CompressionType.NONE)
+            err = _validate_record(a.cfg, batch, rec, index, a.now, headers[index] if headers else None)
             if err is not None:
                 errors.append(err)
             elif not errors:
@@ -724,10 +740,11 @@ def _scan_compressed(a: _Append) -> _CompressedScan:
         temp += _batch_header_size(a.to_magic, batch.compression)
         base_ts = batch.base_timestamp if batch.base_timestamp is not None else NO_TIMESTAMP
         errors: List[Tuple[int, RecordError]] = []
+        headers = _message_headers(batch)
         for index, rec in enumerate(_iter_records(batch)):
             exp = expected
             expected += 1
-            err = _validate_record(cfg, batch, rec, index, a.now, a.source)
+            err = _validate_record(cfg, batch, rec, index, a.now, headers[index] if headers else None)
             if err is None and batch.magic > 0 and a.to_magic > 0:
                 if rec.timestamp > max_ts:
                     max_ts = rec.timestamp

@@ -32,7 +32,7 @@ offsets and sizes are :mod:`kcodec.records.message_header`'s; the writer is
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, FrozenSet, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, FrozenSet, Iterator, List, Optional, Tuple, Union
 
 from kcodec._native.legacy import check_crc, parse_message, scan_inner, value_span
 from kcodec._native.native_codec import native_of
@@ -234,6 +234,15 @@ class LegacyRecordBatch:
         if not self.is_compressed:
             return frozenset((self._magic,))
         return frozenset(e[3] for e in self._inner_entries())
+
+    def message_headers(self) -> List[Tuple[int, int, int]]:
+        """(magic, attributes, stored CRC-32) of the message each record comes from, in the records'
+        order: a wrapper's inner messages (decompresses), else the entry's own message."""
+        if not self.is_compressed:
+            return [(self._magic, self._attributes, self._crc)]
+        inner = self._inner_entries()
+        data: Any = self._data  # set by the read of the inner messages
+        return [(magic, attributes, _CRC.unpack_from(data, start)[0]) for _, start, _, magic, attributes in inner]
 
     @property
     def raw(self) -> memoryview:
