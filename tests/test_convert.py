@@ -338,3 +338,52 @@ def test_offset_zero_and_up_still_convert():
     for base, n in ((0, 1), (0, 3), (7, 3)):
         out = convert_magic(_v2(base, n), 1)
         assert [r.offset for b in kcodec.read_batches(out) for r in b] == list(range(base, base + n))
+
+
+def _plain_v1(sizes, offsets=None, timestamp=T0) -> bytes:
+    """Uncompressed v1 messages with null keys and values of these sizes, each its own entry."""
+    out = b""
+    for i, n in enumerate(sizes):
+        b = LegacyRecordBatchBuilder(1, base_offset=i if offsets is None else offsets[i])
+        b.append(None, b"x" * n, timestamp)
+        out += bytes(b.build())
+    return out
+
+
+def test_up_conversion_fills_a_batch_to_exactly_its_write_limit():
+    from kcodec.records.convert import UP_CONVERSION_BATCH_BYTES
+    from kcodec.records.record import record_size
+
+    assert UP_CONVERSION_BATCH_BYTES == 1024 * 1024 + 12  # Kafka's default max.message.bytes
+    sizes = [65_000] * 15
+    used = 61 + sum(record_size(i, 0, None, b"x" * n, ()) for i, n in enumerate(sizes))
+    last = UP_CONVERSION_BATCH_BYTES - used - 20  # a record's own fields take less than 20 bytes
+    while 61 + sum(record_size(i, 0, None, b"x" * n, ()) for i, n in enumerate(sizes + [last])) \
+            < UP_CONVERSION_BATCH_BYTES:
+        last += 1
+    exact = convert_magic(_plain_v1(sizes + [last]), 2)
+    assert [b.size_in_bytes for b in read_batches(exact)] == [UP_CONVERSION_BATCH_BYTES]
+    over = convert_magic(_plain_v1(sizes + [last + 1]), 2)
+    assert [(b.base_offset, b.record_count) for b in read_batches(over)] == [(0, 15), (15, 1)]
+
+
+def test_up_conversion_splits_where_an_offset_delta_would_not_fit_an_int32():
+    # v2 stores each record's offset as an int32 delta from the batch's base offset
+    near = convert_magic(_plain_v1([1, 1], offsets=[0, 2 ** 31 - 2]), 2)
+    assert [(b.base_offset, b.record_count) for b in read_batches(near)] == [(0, 2)]
+    far = convert_magic(_plain_v1([1, 1], offsets=[0, 2 ** 31 - 1]), 2)
+    assert [(b.base_offset, b.record_count) for b in read_batches(far)] == [(0, 1), (2 ** 31 - 1, 1)]
+    # a run is cut where the offset does not grow (a v2 batch's offsets must), and kept as it is
+    same = convert_magic(_plain_v1([1, 2, 3], offsets=[5, 5, 6]), 2)
+    assert [(b.base_offset, b.record_count) for b in read_batches(same)] == [(5, 1), (5, 2)]
+    assert [r.offset for b in read_batches(same) for r in b] == [5, 5, 6]
+
+
+def test_up_conversion_copies_v2_control_and_zstd_batches():
+    commit = load_case("v2_none_control_commit")[0]
+    zstd = v2_batch([(b"k", b"v", T0)], compression="zstd", base_offset=3)
+    data = commit + zstd
+    assert convert_magic(data, 2) == data
+    with pytest.raises(UnsupportedCodecError, match="Down-conversion of zstandard"):
+        convert_magic(zstd, 1)
+    assert convert_magic(commit, 1) == b""  # control batches have no place in v0/v1
