@@ -178,3 +178,41 @@ def test_the_previous_run_s_topics_the_input_does_not_hold_are_named_in_every_ou
                                                                                       ["gone-1", "gone-2"])
     assert json.loads(check_doc(checks, "p.json", 0, ["gone-1"]))["check"]["not_in_input"] == ["gone-1"]
     assert "not in this input" not in check_text(checks, "p.json")
+
+
+def test_a_log_directory_s_check_reads_the_ranges_from_the_change_on_whatever_the_sample(tmp_path):
+    from pathlib import Path
+
+    from kcodec.advise.inputs import open_inputs
+    from kcodec.advise.inputs.logs import plan_sample
+    from kcodec.log import LogWriter
+
+    change = 10 ** 6
+    batches = [batch(i * 10, [kv(None, "x" * 50)] * 10, ts=1000 + i) for i in range(60)]
+    batches += [batch(600 + i * 10, [kv(None, "x" * 50)] * 10, ts=change + i) for i in range(6)]
+    with LogWriter.in_log_dir(str(tmp_path / "logs"), "t", 0, segment_bytes=16_000, index_interval_bytes=1) as w:
+        for b in batches:
+            w.append(b)
+    source = open_inputs([str(tmp_path / "logs")], None, 1024)
+    paths = list(dict.fromkeys(r.path for r in source.ranges))
+    sizes = {p: sum(r.size for r in source.ranges if r.path == p) for p in paths}
+    assert len(paths) == 3
+    # segments rolled before the change hold none of it; in the last, the indexed batch holding the largest
+    # timestamp before the change (the 60th), then the batches after it
+    first_in_last = int(Path(paths[2]).stem) // 10  # ten offsets a batch
+    assert first_in_last < 59
+    last_start = sum(map(len, batches[:first_in_last]))
+    positions = source._change_positions(change)
+    assert positions == {paths[0]: sizes[paths[0]], paths[1]: sizes[paths[1]],
+                         paths[2]: sum(map(len, batches[:59])) - last_start}
+    after = [r for r in source.ranges if r.path == paths[2] and r.end > sum(map(len, batches[:60])) - last_start]
+    assert sum(r.size for r in after) == sum(map(len, batches[60:]))
+    # 4 KiB of a 43 KB log spread over its time reaches some of the batches after the change, at most
+    spread = plan_sample(source.ranges, 4096)
+    assert not set(after) <= set(spread)
+    picked = source.check_ranges(change, 4096)
+    assert set(after) <= set(picked)
+    assert 0 < sum(r.size for r in picked if r.end <= positions[r.path]) <= 4096 + 1400
+    # without a time index, the whole segment may hold the change
+    Path(paths[2]).with_suffix(".timeindex").unlink()
+    assert open_inputs([str(tmp_path / "logs")], None, 1024)._change_positions(change)[paths[2]] == 0

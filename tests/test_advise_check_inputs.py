@@ -14,7 +14,8 @@ holds: the replay compresses the same records as the producer) and records per b
 linger timer cuts these batches: a sender a busy machine holds up 20 ms moves a 500 ms batch by 4%, and
 the last batch of a run, flushed early, by up to one batch in the 16), and say "not changed" of the
 second, in the terminal, report.html and results.json; neither run may write into the log directory or
-the bucket.
+the bucket.  The check reads 1 MiB, less than the topic left alone holds: it must still read every batch
+written since the change, which it finds in the segments' time indexes.
 """
 from __future__ import annotations
 
@@ -65,6 +66,15 @@ def _produce_both(bootstrap: str, records, configs: Dict[str, dict]) -> None:
         raise errors[0]
 
 
+def _append_batches(writer, data: bytes) -> None:
+    """``data``'s batches appended one at a time, as the producer's requests brought them to the broker (whose
+    indexes gain an entry at an append every 4 KiB), not as one append that its indexes would see as one."""
+    from kcodec.records.framing import iter_entries
+
+    for e in iter_entries(data):
+        writer.append(data[e.position:e.position + e.size])
+
+
 def _lines(path: Path) -> dict:
     """An emitted properties file's settings, as librdkafka's configuration takes them."""
     out = {}
@@ -104,8 +114,8 @@ class Input:
 
         with LogWriter.in_log_dir(self.root, topic, 0, storage_options=self.options or None) as w:
             if self.server is None:
-                w.append(before)
-            w.append(data)
+                _append_batches(w, before)
+            _append_batches(w, data)
 
     def state(self) -> Dict[str, tuple]:
         if self.server is None:
@@ -144,7 +154,7 @@ def loop(spark, kafka_broker, s3, flights, tmp_path_factory):  # noqa: F811
     for inp in inputs.values():
         for topic, data in before.items():
             with LogWriter.in_log_dir(inp.root, topic, 0, storage_options=inp.options or None) as w:
-                w.append(data)
+                _append_batches(w, data)
     runs = {}
     for kind, inp in inputs.items():
         state = inp.state()
@@ -162,18 +172,20 @@ def loop(spark, kafka_broker, s3, flights, tmp_path_factory):  # noqa: F811
     for inp in inputs.values():
         for topic in (CHANGED, LEFT):
             inp.append(topic, after[topic], before[topic])
-    return inputs, runs, after, tmp
+    return inputs, runs, after, tmp, before
 
 
 @pytest.mark.parametrize("kind", INPUTS)
 def test_check_on_the_same_input_detects_the_change_and_the_topic_left_alone(loop, kind, capsys):
-    inputs, runs, after, tmp = loop
+    inputs, runs, after, tmp, _ = loop
     inp = inputs[kind]
     previous, previous_path = runs[kind]
     out = tmp / f"check-{kind}"
     state = inp.state()
     capsys.readouterr()
-    assert main(["advise", *inp.args, "--check", str(previous_path), "--sample", "32m", "--chunk", "16m",
+    # 1 MiB in 16 KiB ranges: the topic left alone holds 1.4 MB, 0.7 MB of it after the change, so a sample
+    # spread over its whole log would read three quarters of the batches after the change; the check reads them all
+    assert main(["advise", *inp.args, "--check", str(previous_path), "--sample", "1MiB", "--chunk", "16KiB",
                  "--no-progress", "--out", str(out)]) == 0
     terminal = capsys.readouterr().out
     print(terminal)
@@ -207,7 +219,9 @@ def test_check_on_the_same_input_detects_the_change_and_the_topic_left_alone(loo
     left = by[LEFT]
     left_real = P.shape_of({0: after[LEFT]})
     assert left["verdict"] == "not changed" and left["detected"] is None
-    assert (left["after"]["records"], left["after"]["batches"]) == (RECORDS, left_real.batches)
+    assert (left["after"]["records"], left["after"]["batches"], left["after"]["stored_bytes"]) == \
+        (RECORDS, left_real.batches, left_real.bytes)
+    assert left_real.bytes + len(loop[4][LEFT]) > 1 << 20 > left_real.bytes  # the sample did not hold the topic
     assert {p["codec"] for p in left["producers"]} == {2}  # snappy
 
     # the terminal's table and lines
@@ -229,7 +243,7 @@ def test_bad_input_to_check_is_one_line_before_spark(loop, kind, capsys):
     from kcodec.advise.check import check_doc
     from kcodec.log import LogWriter
 
-    inputs, runs, after, tmp = loop
+    inputs, runs, after, tmp, _ = loop
     inp = inputs[kind]
     _, previous_path = runs[kind]
     state = inp.state()

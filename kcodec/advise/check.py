@@ -457,7 +457,7 @@ def run_check(spark, plan, sampling, previous_path: str, since: Optional[str], o
     else:
         how = ("each partition's first batch in the advised codec holding half to twice the predicted records per "
                "batch (the previous results.json has no run time and no --since was given)")
-    chunks, _ = plan.chunks(spark, sampling)
+    chunks, _ = plan.check_chunks(spark, sampling, cutoff)
     split = chunks.mapInArrow(lambda it: split_chunks(it, cutoffs, codecs, rpb), CHUNK_DDL).persist()
     try:
         counts = split.mapInArrow(producer_codecs, PRODUCER_DDL).toArrow().to_pylist()

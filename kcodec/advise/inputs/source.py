@@ -115,6 +115,11 @@ class Source(ABC):
     def chunks(self, spark, sampling: Sampling) -> Tuple[Any, Optional[int]]:
         """The chunk DataFrame of the sample, and how many chunks it holds where known before Spark runs."""
 
+    def check_chunks(self, spark, sampling: Sampling, since_ms: Optional[int]) -> Tuple[Any, Optional[int]]:
+        """``--check``'s chunk DataFrame: the batches first stamped at or after ``since_ms`` (the change), and
+        some from before it; where the input cannot tell where the change lies, its sample (:meth:`chunks`)."""
+        return self.chunks(spark, sampling)
+
     # -- --write ----------------------------------------------------------------------------------
     def check_write(self, out: str) -> None:
         """Refuse ``--write`` before Spark starts when this input cannot be written."""
