@@ -34,7 +34,7 @@ from kcodec.records.batch_header import COMPRESSION_MASK, CONTROL_MASK, HEADER
 from kcodec.records.framing import iter_entries
 
 __all__ = ["Previous", "TopicCheck", "read_previous", "parse_since", "split_chunks", "producer_codecs",
-           "detect_setting", "judge", "check_text", "check_html", "run_check", "MIN_BATCHES", "AFTER"]
+           "detect_setting", "judge", "check_text", "check_html", "check_doc", "run_check", "MIN_BATCHES", "AFTER"]
 
 #: batches of the new shape needed to judge records per batch to 10% (one batch in ten) and a ratio
 MIN_BATCHES = 10
@@ -428,6 +428,7 @@ def check_html(checks: Sequence[TopicCheck], previous: str, absent: Sequence[str
 
 
 def check_doc(checks: Sequence[TopicCheck], previous: str, run_at_ms: int, absent: Sequence[str] = ()) -> str:
+    """The check's results.json: each topic's verdict and figures, and the previous run's topics not in this input."""
     return json_text({"check": {"previous": previous, "run_at_ms": run_at_ms,
                                 "topics": [c.doc() for c in checks], "not_in_input": list(absent)}}, default=str)
 
