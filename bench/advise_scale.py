@@ -125,14 +125,16 @@ def make_estate(root: Path, gib: float) -> None:
     (root / ".complete").write_text(json.dumps({"gib": gib}))
 
 
-def make_many(root: Path, topics: int) -> None:
-    """``topics`` topics of one partition each, of 4 to 40 MiB (evenly spread), of every kind in turn."""
+def make_many(root: Path, topics: int, smallest_mib: int = 4, largest_mib: int = 40) -> None:
+    """``topics`` topics of one partition each, of ``smallest_mib`` to ``largest_mib`` MiB (evenly spread), of
+    every kind in turn."""
     kinds = sorted(TOPICS)
-    jobs = [(str(root), f"{kinds[i % len(kinds)]}-{i:04d}", 0, (4 << 20) + ((i * 37) % 100) * (36 << 20) // 99)
+    span = (largest_mib - smallest_mib) << 20
+    jobs = [(str(root), f"{kinds[i % len(kinds)]}-{i:04d}", 0, (smallest_mib << 20) + ((i * 37) % 100) * span // 99)
             for i in range(topics)]
     with ProcessPoolExecutor(2) as pool:
         list(pool.map(_write_partition, jobs))
-    (root / ".complete").write_text(json.dumps({"topics": topics}))
+    (root / ".complete").write_text(json.dumps({"topics": topics, "mib": [smallest_mib, largest_mib]}))
 
 
 def _full_ratio(part: Path):
