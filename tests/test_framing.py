@@ -263,27 +263,32 @@ def test_batch_header_set_max_timestamp():
     from kcodec import read_batches
     from kcodec.records import batch_header as bh
 
-    data, batch = _v2(producer_id=8, producer_epoch=1, base_sequence=0, is_transactional=True, compression="gzip")
+    p = 40  # after filler bytes, so that a field read or written off its place shows
+    kw = dict(producer_id=8, producer_epoch=1, base_sequence=0, is_transactional=True, compression="gzip")
+    data, batch = _v2(prefix=p, **kw)
     original = bytes(data)
-    bh.set_max_timestamp(data, 0, len(data), batch, False, 9_000)  # nothing changes: no rewrite
+    size = len(data) - p
+    bh.set_max_timestamp(data, p, size, batch, False, 9_000)  # nothing changes: no rewrite
     assert data == original
-    data[21:23] = b"\x80\x11"  # unknown high bits, and a CRC that no longer holds
-    bh.set_max_timestamp(data, 0, len(data), batch, False, 9_000)
-    assert data[21:23] == b"\x80\x11"  # a no-op leaves the bytes (and the bad CRC) alone
+    data[p + 21:p + 23] = b"\x80\x11"  # unknown high bits, and a CRC that no longer holds
+    bh.set_max_timestamp(data, p, size, batch, False, 9_000)
+    assert data[p + 21:p + 23] == b"\x80\x11"  # a no-op leaves the bytes (and the bad CRC) alone
     data = bytearray(original)
-    data[21:23] = b"\x80\x11"
-    bh.set_max_timestamp(data, 0, len(data), batch, True, 12_345)
-    assert struct.unpack_from(">h", data, 21)[0] == 0x19  # recomputed: gzip, LogAppendTime, transactional
-    assert struct.unpack_from(">q", data, 35)[0] == 12_345 and _crc_ok(data)
-    (after,) = list(read_batches(bytes(data)))
-    bh.set_max_timestamp(data, 0, len(data), after, False, 12_345)  # the type alone changes
-    assert struct.unpack_from(">h", data, 21)[0] == 0x11 and _crc_ok(data)
-    data, batch = _v2(is_control=False, delete_horizon_ms=77)
-    bh.set_max_timestamp(data, 0, len(data), batch, False, 1)
-    assert struct.unpack_from(">h", data, 21)[0] == 0x40 and _crc_ok(data)
-    data, batch = _v2()
-    bh.set_max_timestamp(data, 0, len(data), batch, False, 9_001)
-    assert struct.unpack_from(">q", data, 35)[0] == 9_001 and struct.unpack_from(">h", data, 21)[0] == 0
+    data[p + 21:p + 23] = b"\x80\x11"
+    bh.set_max_timestamp(data, p, size, batch, True, 12_345)
+    assert struct.unpack_from(">h", data, p + 21)[0] == 0x19  # recomputed: gzip, LogAppendTime, transactional
+    assert struct.unpack_from(">q", data, p + 35)[0] == 12_345 and _crc_ok(data, p)
+    assert data[:p] == original[:p]
+    (after,) = list(read_batches(bytes(data[p:])))
+    bh.set_max_timestamp(data, p, size, after, False, 12_345)  # the type alone changes
+    assert struct.unpack_from(">h", data, p + 21)[0] == 0x11 and _crc_ok(data, p)
+    data, batch = _v2(prefix=p, delete_horizon_ms=77)
+    bh.set_max_timestamp(data, p, len(data) - p, batch, False, 1)
+    assert struct.unpack_from(">h", data, p + 21)[0] == 0x40 and _crc_ok(data, p)
+    data, batch = _v2(prefix=p)
+    bh.set_max_timestamp(data, p, len(data) - p, batch, False, 9_001)  # the time alone changes
+    assert struct.unpack_from(">q", data, p + 35)[0] == 9_001 and struct.unpack_from(">h", data, p + 21)[0] == 0
+    assert _crc_ok(data, p) and data[:p] == b"\xee" * p
 
 
 def test_batch_header_empty_header_keeps_what_the_cleaner_needs():
@@ -350,17 +355,19 @@ def test_message_header_reads_and_changes_in_place():
 def test_message_header_set_max_timestamp():
     from kcodec.records import message_header as mh
 
-    data, (v0,) = _v1(magic=0, compression="gzip")
+    p = 40  # after filler bytes, so that a field read or written off its place shows
+    data, (v0,) = _v1(prefix=p, magic=0, compression="gzip")
     original = bytes(data)
-    mh.set_max_timestamp(data, 0, len(data), v0, True, 1)  # v0 has no timestamp to set
+    mh.set_max_timestamp(data, p, len(data) - p, v0, True, 1)  # v0 has no timestamp to set
     assert data == original
-    data, (wrapper,) = _v1(compression="gzip")
+    data, (wrapper,) = _v1(prefix=p, compression="gzip")
     original = bytes(data)
-    mh.set_max_timestamp(data, 0, len(data), wrapper, False, 9_000)  # unchanged: not rewritten
+    size = len(data) - p
+    mh.set_max_timestamp(data, p, size, wrapper, False, 9_000)  # unchanged: not rewritten
     assert data == original
-    mh.set_max_timestamp(data, 0, len(data), wrapper, True, 9_000)  # the type alone changes
-    assert data[17] == 0x09 and struct.unpack_from(">q", data, 18)[0] == 9_000 and _crc_ok(data)
+    mh.set_max_timestamp(data, p, size, wrapper, True, 9_000)  # the type alone changes
+    assert data[p + 17] == 0x09 and struct.unpack_from(">q", data, p + 18)[0] == 9_000 and _crc_ok(data, p)
     data = bytearray(original)
-    mh.set_max_timestamp(data, 0, len(data), wrapper, False, 123)  # the time alone changes
-    assert data[17] == 0x01 and struct.unpack_from(">q", data, 18)[0] == 123 and _crc_ok(data)
-    assert data[26:] == original[26:]
+    mh.set_max_timestamp(data, p, size, wrapper, False, 123)  # the time alone changes
+    assert data[p + 17] == 0x01 and struct.unpack_from(">q", data, p + 18)[0] == 123 and _crc_ok(data, p)
+    assert data[p + 26:] == original[p + 26:] and data[:p] == original[:p]
