@@ -371,3 +371,11 @@ def test_message_header_set_max_timestamp():
     mh.set_max_timestamp(data, p, size, wrapper, False, 123)  # the time alone changes
     assert data[p + 17] == 0x01 and struct.unpack_from(">q", data, p + 18)[0] == 123 and _crc_ok(data, p)
     assert data[p + 26:] == original[p + 26:] and data[:p] == original[:p]
+    data = bytearray(original)
+    data[p + 17] |= 0x40  # an attribute bit Kafka does not define, kept by a no-op, cleared by a rewrite
+    mh.seal(data, p, size)
+    kept = bytes(data)
+    mh.set_max_timestamp(data, p, size, wrapper, False, 9_000)
+    assert data == kept
+    mh.set_max_timestamp(data, p, size, wrapper, False, 9_001)
+    assert data[p + 17] == 0x01 and _crc_ok(data, p)
