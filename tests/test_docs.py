@@ -263,9 +263,53 @@ def uncovered_blocks(output: str, titles: List[str]) -> List[str]:
 
 
 def test_the_tutorial_declares_its_runs():
-    steps = _tutorial().tutorial_steps((DOCS / "tutorial.md").read_text())
-    assert [s.run for s in steps] == ["sample", "logs"]
-    assert steps[0].args[0] == "advise" and "estate:" in steps[0].blocks
+    tutorial = _tutorial()
+    steps = tutorial.tutorial_steps((DOCS / "tutorial.md").read_text())
+    runs = [s for s in steps if isinstance(s, tutorial.Step)]
+    assert [s.run for s in runs] == ["sample", "logs", "cluster", "check"]
+    assert runs[0].args[0] == "advise" and "estate:" in runs[0].blocks
+    # the cluster step: records produced before the run, its --emit file shown, records produced
+    # with that file's settings, then --check on the first run's results
+    kinds = [type(s).__name__ for s in steps]
+    assert kinds == ["Step", "Step", "Produce", "Step", "ShowFile", "Produce", "Step"]
+    first, after = (s for s in steps if isinstance(s, tutorial.Produce))
+    assert first.config == {"compression.type": "lz4", "linger.ms": "5"} and first.config_file is None
+    assert after.config is None and after.config_file == steps[4].pattern
+    assert runs[2].args[:3] == ["advise", "--bootstrap-server", tutorial.BOOTSTRAP] and "--emit" in runs[2].args
+    assert runs[3].args[runs[3].args.index("--check") + 1] == "cluster-run/results.json"
+    assert tutorial.needs_broker(steps) and not tutorial.needs_broker(steps[:2])
+
+
+def test_a_tutorial_topic_and_its_producer_settings_are_read():
+    tutorial = _tutorial()
+    page = ("```{kcodec-topic} t\n:records: 50\n:producer: linger.ms=5 compression.type=lz4\n"
+            ":topic-config: retention.ms=1000\n```\n\n```{kcodec-run} advise --bootstrap-server {bootstrap}\n"
+            ":id: x\n```\n\n```{kcodec-file} out/*.properties\n```\n")
+    produce, run, shown = tutorial.tutorial_steps(page)
+    assert produce == tutorial.Produce("t", 50, {"linger.ms": "5", "compression.type": "lz4"}, None,
+                                       {"retention.ms": "1000"})
+    assert tutorial.with_bootstrap(run.args, "127.0.0.1:9") == ["advise", "--bootstrap-server", "127.0.0.1:9"]
+    with pytest.raises(ValueError, match="needs the page's broker"):
+        tutorial.with_bootstrap(run.args, None)
+    assert shown == tutorial.ShowFile("out/*.properties")
+    with pytest.raises(ValueError, match="one of :producer: and :producer-file:"):
+        tutorial.produce_step("t", {"records": "5"})
+    with pytest.raises(ValueError, match="not name=value"):
+        tutorial.produce_step("t", {"records": "5", "producer": "lz4"})
+
+
+def test_a_written_file_is_found_once_and_its_properties_read(tmp_path):
+    tutorial = _tutorial()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "01-zstd.librdkafka.properties").write_text(
+        "# saves $1/month\n! also a comment\ncompression.type=zstd\n\nlinger.ms = 100\n")
+    path = tutorial.written_file("out/*.librdkafka.properties", tmp_path)
+    assert tutorial.properties(path) == {"compression.type": "zstd", "linger.ms": "100"}
+    with pytest.raises(FileNotFoundError, match="names 0 files"):
+        tutorial.written_file("out/*.java.properties", tmp_path)
+    (tmp_path / "out" / "02-lz4.librdkafka.properties").write_text("")
+    with pytest.raises(FileNotFoundError, match="names 2 files"):
+        tutorial.written_file("out/*.librdkafka.properties", tmp_path)
 
 
 def test_a_tutorial_that_leaves_a_block_out_is_found():
@@ -276,19 +320,38 @@ def test_a_tutorial_that_leaves_a_block_out_is_found():
 
 @pytest.mark.spark
 def test_the_tutorial_explains_every_block_its_runs_print(tmp_path):
-    """docs/tutorial.md's runs, in order and in one folder as a reader makes them: every block a run
-    prints is one the page shows and explains, and every block the page shows is printed."""
+    """docs/tutorial.md's steps, in order and in one folder as a reader makes them, the cluster's on a
+    Tansu broker of their own: every block a run prints is one the page shows and explains, every
+    block the page shows is printed, and every file it shows was written."""
     pytest.importorskip("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java")
     tutorial = _tutorial()
-    for step in tutorial.tutorial_steps((DOCS / "tutorial.md").read_text()):
-        done = tutorial.run_kcodec(step.args, tmp_path)
-        assert done.returncode == 0, f"kcodec {shlex.join(step.args)}: {done.stderr[-2000:]}"
-        missing = [t for t in step.blocks if tutorial.block_titled(done.stdout, t) is None]
-        assert not missing, f"the page shows blocks that kcodec {shlex.join(step.args)} no longer prints: {missing}"
-        unexplained = uncovered_blocks(done.stdout, step.blocks)
-        assert not unexplained, f"kcodec {shlex.join(step.args)} prints blocks the page does not show: {unexplained}"
+    broker = None
+    try:
+        for step in tutorial.tutorial_steps((DOCS / "tutorial.md").read_text()):
+            if broker is None and tutorial.needs_broker([step]):
+                missing = tutorial.tansu_missing()
+                if missing:  # the steps before the cluster's were checked
+                    pytest.skip(missing)
+                broker = tutorial.TutorialBroker().start()
+            if isinstance(step, tutorial.Produce):
+                config = broker.produce(step, tmp_path)
+                assert broker.produced[step.topic] > 0 and config
+                continue
+            if isinstance(step, tutorial.ShowFile):
+                assert tutorial.properties(tutorial.written_file(step.pattern, tmp_path)), step.pattern
+                continue
+            args = tutorial.with_bootstrap(step.args, broker.bootstrap if broker else None)
+            done = tutorial.run_kcodec(args, tmp_path)
+            assert done.returncode == 0, f"kcodec {shlex.join(args)}: {done.stderr[-2000:]}"
+            missing = [t for t in step.blocks if tutorial.block_titled(done.stdout, t) is None]
+            assert not missing, f"the page shows blocks that kcodec {shlex.join(args)} no longer prints: {missing}"
+            unexplained = uncovered_blocks(done.stdout, step.blocks)
+            assert not unexplained, f"kcodec {shlex.join(args)} prints blocks the page does not show: {unexplained}"
+    finally:
+        if broker is not None:
+            broker.stop()
 
 
 # ---- the site itself

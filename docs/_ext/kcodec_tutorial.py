@@ -1,4 +1,5 @@
-"""``kcodec-run``, ``kcodec-output`` and ``kcodec-report``: a page made from a real run at build time.
+"""``kcodec-run``, ``kcodec-output``, ``kcodec-report``, ``kcodec-topic`` and ``kcodec-file``: a page made
+from real runs at build time.
 
 The tutorial explains ``kcodec advise``'s terminal output block by block.  Pasted output
 would drift from what the command prints, so the page holds commands, not output: each
@@ -8,6 +9,13 @@ run's output (the lines from the one starting with its title to the next blank l
 runs' folder is ``tutorial-run`` beside the output folder, never inside it, so nothing a run
 writes is published.  A block the page names that the run did not print is a build warning,
 so ``sphinx -W`` fails when the page and the output disagree.
+
+The cluster step reads a cluster: the first ``kcodec-topic`` starts a Tansu broker on a free loopback
+port, each produces records into a topic of it with a real producer and says so on the page, and a
+run's ``{bootstrap}`` is shown and run as that broker's address.  ``kcodec-file`` shows a file a run
+wrote (``--emit``'s configuration).  A broker that cannot start is one build warning naming why, and
+the page says the step was not run: it never shows output the build did not make.  Only the report's
+screenshot is left out without a warning where no Chromium is found, with a note on the page.
 
 The page's parsing and the runs are :mod:`tutorial_runs`'s, which the docs test shares.
 """
@@ -23,7 +31,16 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
-from tutorial_runs import block_titled, run_kcodec
+from tutorial_runs import (
+    BOOTSTRAP,
+    PRODUCE_RATE,
+    TutorialBroker,
+    block_titled,
+    produce_step,
+    run_kcodec,
+    with_bootstrap,
+    written_file,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -40,6 +57,38 @@ def _runs(env) -> Dict[str, _Run]:
     return env.kcodec_tutorial_runs
 
 
+def _failed(env) -> Dict[str, str]:
+    """What could not be done (a run's id, or "broker") -> why; the build warned once for each."""
+    if not hasattr(env, "kcodec_tutorial_failed"):
+        env.kcodec_tutorial_failed = {}
+    return env.kcodec_tutorial_failed
+
+
+def _not_run(why: str) -> nodes.Node:
+    note = nodes.warning()
+    note += nodes.paragraph(text=f"This build did not run this step: {why}.")
+    return note
+
+
+def _broker(directive: SphinxDirective) -> Optional[TutorialBroker]:
+    """The page's broker, started on first use (kept on the app: a process does not pickle with the env)."""
+    app = directive.env.app
+    if getattr(app, "kcodec_broker", None) is None and "broker" not in _failed(directive.env):
+        try:
+            app.kcodec_broker = TutorialBroker().start()
+        except (RuntimeError, OSError) as exc:
+            _failed(directive.env)["broker"] = str(exc).splitlines()[0]
+            LOG.warning(f"tutorial: {_failed(directive.env)['broker']}", location=directive.get_location())
+    return getattr(app, "kcodec_broker", None)
+
+
+def _stop_broker(app, _exc) -> None:
+    broker = getattr(app, "kcodec_broker", None)
+    if broker is not None:
+        broker.stop()
+        app.kcodec_broker = None
+
+
 def _workdir(env) -> Path:
     path = Path(env.app.outdir).resolve().parent / "tutorial-run"
     path.mkdir(parents=True, exist_ok=True)
@@ -54,14 +103,24 @@ class RunDirective(SphinxDirective):
     option_spec = {"id": directives.unchanged_required}
 
     def run(self) -> List[nodes.Node]:
-        command = self.arguments[0]
+        args = shlex.split(self.arguments[0])
         runs = _runs(self.env)
         run_id = self.options["id"]
+        bootstrap = None
+        if any(BOOTSTRAP in a for a in args):
+            broker = _broker(self)
+            if broker is None:
+                _failed(self.env)[run_id] = _failed(self.env)["broker"]
+                return [_not_run(_failed(self.env)["broker"])]
+            bootstrap = broker.bootstrap
+        # the command as run, the broker's address in place: what the page shows is what ran
+        command = shlex.join(with_bootstrap(args, bootstrap))
         if run_id not in runs:
             LOG.info(f"tutorial: running kcodec {command}")
-            done = run_kcodec(shlex.split(command), _workdir(self.env))
+            done = run_kcodec(with_bootstrap(args, bootstrap), _workdir(self.env))
             runs[run_id] = _Run(command, done.stdout, done.returncode)
             if done.returncode != 0:
+                _failed(self.env)[run_id] = f"exited {done.returncode}"
                 LOG.warning(f"tutorial run {run_id!r} (kcodec {command}) exited {done.returncode}: "
                             f"{done.stderr.strip().splitlines()[-1:]}", location=self.get_location())
         block = nodes.literal_block(f"kcodec {command}", f"kcodec {command}")
@@ -77,6 +136,8 @@ class OutputDirective(SphinxDirective):
     option_spec = {"run": directives.unchanged_required}
 
     def run(self) -> List[nodes.Node]:
+        if self.options["run"] in _failed(self.env):
+            return []  # its run's failure was the build's warning
         run = _runs(self.env).get(self.options["run"])
         if run is None:
             LOG.warning(f"kcodec-output before its run {self.options['run']!r}", location=self.get_location())
@@ -114,7 +175,9 @@ class ReportDirective(SphinxDirective):
         browser = _chromium()
         if browser is None:
             LOG.info("tutorial: no Chromium here, so the report's screenshot is left out")
-            return []
+            return [nodes.note("", nodes.paragraph(
+                text=f"The screenshot of {self.arguments[0]}/report.html is taken by headless Chromium when "
+                     "the site is built, and this build found no Chromium."))]
         shot = report.parent / "report-1280.png"
         height = self.options.get("height", 1400)
         subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
@@ -133,8 +196,68 @@ class ReportDirective(SphinxDirective):
         return [image]
 
 
+class TopicDirective(SphinxDirective):
+    """Records a real producer writes into a topic of the page's broker, and a sentence saying so."""
+
+    required_arguments = 1  # the topic
+    option_spec = {"records": directives.positive_int, "producer": directives.unchanged,
+                   "producer-file": directives.unchanged, "topic-config": directives.unchanged}
+
+    def run(self) -> List[nodes.Node]:
+        step = produce_step(self.arguments[0], {k: str(v) for k, v in self.options.items()})
+        if "broker" in _failed(self.env):
+            return [_not_run(_failed(self.env)["broker"])]
+        broker = _broker(self)
+        if broker is None:
+            return [_not_run(_failed(self.env)["broker"])]
+        first = step.topic not in broker.produced
+        try:
+            config = broker.produce(step, _workdir(self.env))
+        except (RuntimeError, OSError, ValueError) as exc:
+            _failed(self.env)["broker"] = str(exc).splitlines()[0]
+            LOG.warning(f"tutorial: producing to {step.topic}: {_failed(self.env)['broker']}",
+                        location=self.get_location())
+            return [_not_run(_failed(self.env)["broker"])]
+        settings = ", ".join(f"{k}={v}" for k, v in config.items()) or "its defaults"
+        if first:
+            made = f"created {step.topic}" + (
+                f" ({', '.join(f'{k}={v}' for k, v in step.topic_config.items())})" if step.topic_config else "")
+            text = (f"For this page, the build started a Tansu broker at {broker.bootstrap}, {made}, and "
+                    f"produced {step.records:,} of the sample's clicks records into it with {broker.client} "
+                    f"(confluent-kafka) at {settings}, {PRODUCE_RATE:,.0f} records a second.")
+        else:
+            source = f" from {Path(step.config_file).name}" if step.config_file else ""
+            text = (f"The build then produced {step.records:,} more records into {step.topic} with "
+                    f"{broker.client}, configured{source}: {settings}.")
+        return [nodes.paragraph(text=text)]
+
+
+class FileDirective(SphinxDirective):
+    """A file a run wrote, named by a glob in the runs' folder."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        if _failed(self.env):
+            return []  # a run before it failed, and the build said so
+        try:
+            path = written_file(self.arguments[0], _workdir(self.env))
+        except FileNotFoundError as exc:
+            LOG.warning(str(exc), location=self.get_location())
+            return []
+        text = path.read_text().rstrip("\n")
+        caption = nodes.caption(text=path.name)
+        literal = nodes.literal_block(text, text)
+        literal["language"] = "properties" if path.suffix == ".properties" else "text"
+        container = nodes.container("", caption, literal, literal_block=True)
+        return [container]
+
+
 def setup(app):
     app.add_directive("kcodec-run", RunDirective)
     app.add_directive("kcodec-output", OutputDirective)
     app.add_directive("kcodec-report", ReportDirective)
+    app.add_directive("kcodec-topic", TopicDirective)
+    app.add_directive("kcodec-file", FileDirective)
+    app.connect("build-finished", _stop_broker)
     return {"parallel_read_safe": False, "parallel_write_safe": True}
