@@ -28,7 +28,8 @@ exclude_patterns = ["_build", "_generated"]
 # every code block leaves out shell prompts and the output lines a block shows
 html_theme = "furo"
 html_title = f"kcodec {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["kcodec.css"]
 copybutton_exclude = ".linenos, .gp, .go"
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"

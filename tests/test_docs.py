@@ -318,6 +318,30 @@ def test_a_tutorial_that_leaves_a_block_out_is_found():
     assert uncovered_blocks(output, ["kcodec advise:", "estate:"]) == ["what to set: one line"]
 
 
+def test_the_report_screenshot_is_cut_in_a_gap_between_blocks(tmp_path):
+    """Not through a line of text: the first band of 16 background rows at or past the height asked for."""
+    pytest.importorskip("sphinx", reason="the tutorial's directives need the docs extra: pip install 'kcodec[docs]'")
+    image_module = pytest.importorskip("PIL.Image")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from kcodec_tutorial import _cut_between_lines
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    image = image_module.new("RGB", (40, 300), "white")
+    # lines of text 10 rows high with 8 blank rows between them, and a block gap of 26 rows (154-179)
+    for top in [*range(0, 160, 18), *range(180, 300, 18)]:
+        image.paste((0, 0, 0), (2, top, 38, min(top + 10, 300)))
+    shot = tmp_path / "shot.png"
+    image.save(shot)
+    _cut_between_lines(shot, 100)
+    with image_module.open(shot) as cut:
+        assert cut.size == (40, 154 + 16)  # the gap's first 16 rows kept
+    image.save(shot)
+    _cut_between_lines(shot, 200)  # no block gap after row 200: the screenshot is kept whole
+    with image_module.open(shot) as cut:
+        assert cut.size == (40, 300)
+
+
 @pytest.mark.spark
 def test_the_tutorial_explains_every_block_its_runs_print(tmp_path):
     """docs/tutorial.md's steps, in order and in one folder as a reader makes them, the cluster's on a

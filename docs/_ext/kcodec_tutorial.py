@@ -161,6 +161,31 @@ def _chromium() -> Optional[str]:
     return None
 
 
+#: the screenshot is cut in a blank band of at least this many rows (a gap between blocks, not lines) ...
+_CUT_GAP_PX = 16
+#: ... found within this many rows past the height asked for, so no line of text is cut in half
+_CUT_SEARCH_PX = 800
+
+
+def _cut_between_lines(shot: Path, height: int) -> None:
+    """Cut ``shot`` at its first blank band (rows of the page's background only) at or past ``height``."""
+    try:
+        from PIL import Image  # matplotlib's, which the report's charts need
+    except ImportError:
+        return
+    with Image.open(shot) as image:
+        gray = image.convert("L")
+        width, rows = gray.size
+        background = gray.getpixel((width - 1, 0))
+        run = 0
+        for y in range(min(height, rows), rows):
+            low, high = gray.crop((0, y, width, y + 1)).getextrema()
+            run = run + 1 if low == high == background else 0
+            if run >= _CUT_GAP_PX:
+                image.crop((0, 0, width, y + 1)).save(shot)
+                return
+
+
 class ReportDirective(SphinxDirective):
     """A screenshot, at 1280 px, of the HTML report a run wrote (its ``--out`` folder)."""
 
@@ -181,11 +206,12 @@ class ReportDirective(SphinxDirective):
         shot = report.parent / "report-1280.png"
         height = self.options.get("height", 1400)
         subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        f"--window-size=1280,{height}", f"--screenshot={shot}", report.as_uri()],
+                        f"--window-size=1280,{height + _CUT_SEARCH_PX}", f"--screenshot={shot}", report.as_uri()],
                        capture_output=True, timeout=120, check=False)
         if not shot.is_file():
             LOG.warning(f"Chromium wrote no screenshot of {report}", location=self.get_location())
             return []
+        _cut_between_lines(shot, height)
         # images are copied to the output from the source folder's relative paths
         static = Path(self.env.srcdir) / "_generated"
         static.mkdir(exist_ok=True)
@@ -226,7 +252,7 @@ class TopicDirective(SphinxDirective):
                     f"produced {step.records:,} of the sample's clicks records into it with {broker.client} "
                     f"(confluent-kafka) at {settings}, {PRODUCE_RATE:,.0f} records a second.")
         else:
-            source = f" from {Path(step.config_file).name}" if step.config_file else ""
+            source = f" from {written_file(step.config_file, _workdir(self.env)).name}" if step.config_file else ""
             text = (f"The build then produced {step.records:,} more records into {step.topic} with "
                     f"{broker.client}, configured{source}: {settings}.")
         return [nodes.paragraph(text=text)]
