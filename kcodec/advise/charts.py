@@ -18,7 +18,7 @@ __all__ = ["overview_png", "topic_png"]
 
 _LINGER_MARKERS = "osD^vP*X"
 #: The topic chart's layout: room on the left for the ratio axis, after the first axes for its legend.
-_TOPIC_MARGINS = {"left": 0.042, "right": 0.985, "bottom": 0.12, "top": 0.93, "wspace": 1.02}
+_TOPIC_MARGINS = {"left": 0.062, "right": 0.985, "bottom": 0.12, "top": 0.93, "wspace": 1.02}
 
 
 def _plt():
