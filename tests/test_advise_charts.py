@@ -1,4 +1,4 @@
-"""The topic chart's fixed layout keeps every label inside the picture."""
+"""The charts' layout: every label of the topic chart inside the picture, bars as thick in one panel as in the other."""
 from __future__ import annotations
 
 import pytest
@@ -52,3 +52,23 @@ def test_every_label_of_the_topic_chart_is_inside_the_picture(monkeypatch):
     assert png.startswith(b"\x89PNG")
     assert ("compression ratio", True) in seen and ("$ per month", True) in seen
     assert [text for text, inside in seen if not inside] == []
+
+
+def test_the_overview_bars_are_as_thick_in_both_panels(monkeypatch):
+    heights = []
+    draw = charts._png
+
+    def measured_png(fig, margins=None):
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        heights.extend({round(bar.get_window_extent(renderer).height, 1) for bar in ax.patches} for ax in fig.axes)
+        return draw(fig, margins)
+
+    monkeypatch.setattr(charts, "_png", measured_png)
+    topics = [_advice() for _ in range(20)]
+    for n, a in enumerate(topics):
+        a.topic = f"orders-{n:05d}"
+    charts.overview_png(topics, groups=[("zstd:3@16KiB/5ms", 300.0, 12), ("zstd:1@16KiB/100ms", 200.0, 8)])
+    groups, ranked = heights
+    assert len(groups) == len(ranked) == 1 and groups == ranked

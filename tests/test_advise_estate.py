@@ -274,7 +274,7 @@ def test_many_topics_summary(spark, many, tmp_path):
     assert len(list((rep / "topics").glob("*.png"))) == 5 and len(list((rep / "topics").glob("*.html"))) == 25
     for f in [rep / "report.html", rep / "results.json", next((rep / "topics").glob("*.png"))]:
         assert f.stat().st_mode & 0o777 == 0o640, f
-    order = re.findall(r"<tr><td><a href='[^']*'>([^<]*)</a>", page)
+    order = re.findall(r"<tr><td(?: class=nw)?><a href='[^']*'>([^<]*)</a>", page)
     assert order[:len(priced)] == [a.topic for a in sorted(priced, key=lambda a: (-round(a.saving, 6), a.topic))]
 
 
@@ -306,8 +306,10 @@ def test_report_of_500_topics_opens_at_1280px(tmp_path):
 
     grid = [Setting(c, lvl, b, g) for c, lvl in (("lz4", None), ("zstd", 1), ("zstd", None), ("gzip", None))
             for b in (16384, 1048576) for g in (5, 100)]
-    # Long names with and without hyphens (underscores and dots only), as estates name their topics.
-    names = [f"team-{i % 7}.a-rather-long-topic-name-for-wrapping-{i:05d}" if i % 2 else
+    # Long names with and without hyphens (underscores and dots only), as estates name their topics, and
+    # short ones, which stay on one line rather than break at their hyphens.
+    names = [f"team-{i % 7}.o-{i:05d}" if i % 10 == 0 else
+             f"team-{i % 7}.a-rather-long-topic-name-for-wrapping-{i:05d}" if i % 2 else
              f"team-{i % 7}.orders_enriched_with_customer_profile_and_region.v2_{i:05d}" for i in range(500)]
     advice = [_profiled(topic(name, {s: 40.0 + (i * 7 + j * 13) % 30 for j, s in enumerate(grid)},
                               today=100.0 + i % 50)) for i, name in enumerate(names)]
@@ -323,7 +325,9 @@ def test_report_of_500_topics_opens_at_1280px(tmp_path):
     assert page.stat().st_size < 2_000_000
     text = page.read_text()
     assert "data:image" not in text and "<script>" in text and "src=\"http" not in text
-    assert text.count("<tr><td><a href=") == 500
+    assert text.count("<tr><td><a href=") == 450 and text.count("<tr><td class=nw><a href=") == 50
+    assert "<tr><td class=nw><a href='topics/team-0.o-00000.html'>team-0.<wbr>o-00000</a>" in text
+    assert text.count("<td class='l nw'>given</td>") == 500
     if chromium() is None:
         pytest.skip("chromium is not installed (Debian: apt-get install chromium): the page was not rendered")
     got = measure_page(page)

@@ -53,14 +53,16 @@ def overview_png(advice: Sequence[TopicAdvice], top: int = 25,
     y = range(len(groups))
     ax.barh(list(y), [g[1] for g in groups], color="#4a4")
     ax.set_yticks(list(y), [chart_text(f"{g[0]} ({g[2]})", 34) for g in groups], fontsize=8)
-    ax.invert_yaxis()
+    # both panels hold as many rows as the longer, top down: a bar is as thick in one as in the other,
+    # where two settings' bars once filled the height of twenty topics'
+    ax.set_ylim(rows - 0.5, -0.5)
     ax.set_xlabel("$ per month saved")
     ax.set_title("saving by setting (topics)", fontsize=10)
     ax = axes[1]
     y = range(len(shown))
     ax.barh(list(y), [a.saving for a in shown], color="#4a4")
     ax.set_yticks(list(y), [chart_text(a.topic, 34) for a in shown], fontsize=8)
-    ax.invert_yaxis()
+    ax.set_ylim(rows - 0.5, -0.5)
     ax.set_xlabel("$ per month saved")
     ax.set_title(f"the {len(shown)} topics saving most", fontsize=10)
     return _png(fig)

@@ -38,7 +38,8 @@ code{white-space:normal}
 p.lead{font-size:1.1em}
 ol.notes{font-size:.9em;margin-top:-.5em}
 section{margin-top:2em;border-top:1px solid #ccc}
-.np{color:#a40}"""
+.np{color:#a40}
+.nw{white-space:nowrap}"""
 
 # Click a column's header to sort by it; again to reverse.  Cells with data-v sort by that number.
 _SORT_JS = """<script>
@@ -160,10 +161,22 @@ def _estate_rows(ranked: Sequence[TopicAdvice], inline: Set[str]) -> Iterable[st
                            f"</td><td data-v='{a.saving:.6f}'>{money(a.saving)}</td>")
         else:
             money_cells = "<td data-v='-1' class=np>not priced</td><td data-v='-1'></td><td data-v='-1'></td>"
-        yield (f"<tr><td><a href='{e(href)}'>{breakable(a.topic)}</a></td><td class=l>{e(setting)}</td>"
+        volume = volume_tag(a)
+        topic_class = " class=nw" if _one_line(a.topic) else ""
+        volume_class = "'l nw'" if _one_line(volume) else "l"
+        yield (f"<tr><td{topic_class}><a href='{e(href)}'>{breakable(a.topic)}</a></td><td class=l>{e(setting)}</td>"
                f"<td class=l>{e(codec_mix_text(a))}</td><td data-v='{a.today.ratio:.4f}'>{a.today.ratio:.2f}x</td>"
                f"<td data-v='{a.stored_per_day:.0f}'>{e(format_size(a.stored_per_day))}</td>"
-               f"<td class=l>{e(volume_tag(a))}</td>{money_cells}</tr>")
+               f"<td class={volume_class}>{e(volume)}</td>{money_cells}</tr>")
+
+
+#: a cell's text up to this long stays on one line: a short name such as orders-00204, or a source such as
+#: "given, --bytes-per-day", is not split at its hyphens where the table has room; a longer one wraps there
+_ONE_LINE_CHARS = 32
+
+
+def _one_line(text: str) -> bool:
+    return len(text) <= _ONE_LINE_CHARS
 
 
 def _context_item(key: str, value: object, advice: Sequence[TopicAdvice]) -> str:
@@ -204,7 +217,7 @@ def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[E
         parts.append(f"<h2>What to set</h2><p>One row per setting: topics whose best settings differ by less than "
                      f"their estimates' uncertainty (at least {estate.tolerance * 100:g}% of their $/month) share "
                      f"one.</p><table class=sortable><thead><tr><th>topics</th><th>bytes/day</th>"
-                     f"<th>saved $/month</th><th>set (producer)</th></tr></thead><tbody>{rows}</tbody></table>")
+                     f"<th>saved $/month</th><th class=l>set (producer)</th></tr></thead><tbody>{rows}</tbody></table>")
         shared = [estate.whole] + list(estate.by_group)
         items = "".join(
             f"<li>{e(s.name)} ({s.topics} topics): "
@@ -220,8 +233,9 @@ def report_html(advice: Sequence[TopicAdvice], context: Dict, estate: Optional[E
     ranked = sorted(advice, key=lambda a: (not a.priced, -round(a.saving, 6), a.topic))
     inline_set = set(inline)
     parts.append(f"<h2>Topics</h2><p>By saving; click a column's header to sort by it.</p>"
-                 f"<table class=sortable id=estate><thead><tr><th>topic</th><th>set</th><th>today's codecs</th>"
-                 f"<th>ratio today</th><th>bytes/day</th><th>bytes/day from</th><th>$/month today</th>"
+                 f"<table class=sortable id=estate><thead><tr><th>topic</th><th class=l>set</th>"
+                 f"<th class=l>today's codecs</th><th>ratio today</th><th>bytes/day</th><th class=l>bytes/day from</th>"
+                 f"<th>$/month today</th>"
                  f"<th>$/month after</th><th>saved $/month</th></tr></thead><tbody>"
                  f"{''.join(_estate_rows(ranked, inline_set))}</tbody></table>")
     bill = _assumption_table([Assumption(**d) for d in context.get("assumptions", ())])
