@@ -514,3 +514,11 @@ def test_report_lists_the_run_context_briefly():
     assert "<li>run at: 2025-11-29 04:12:05 UTC</li>" in page and "run_at_ms" not in page
     assert "<li>replay:<ul>" + "".join(f"<li>{x}</li>" for x in LIMIT_ITEMS).replace("'", "&#x27;") in page
     assert "<li>rule:<ul><li>pick the smallest linger.ms, then batch.size, saving at least 90% of" in page
+
+
+def test_a_measured_speeds_cell_can_break_between_its_two_figures():
+    # a browser breaks after no hyphen a digit follows: without the break the pair is one word as wide as its column
+    from kcodec.advise.html import _between_figures
+
+    assert _between_figures("148+/-12%/240+/-9%") == "148+/-12%/<wbr>240+/-9%"
+    assert _between_figures("34+/-0%/163+/-0% <b>") == "34+/-0%/<wbr>163+/-0% &lt;b&gt;"

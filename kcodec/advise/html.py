@@ -39,7 +39,8 @@ p.lead{font-size:1.1em}
 ol.notes{font-size:.9em;margin-top:-.5em}
 section{margin-top:2em;border-top:1px solid #ccc}
 .np{color:#a40}
-.nw{white-space:nowrap}"""
+.nw{white-space:nowrap}
+.wide{overflow-x:auto}"""
 
 # Click a column's header to sort by it; again to reverse.  Cells with data-v sort by that number.
 _SORT_JS = """<script>
@@ -115,9 +116,9 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
     detail = "".join(
         f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f}&nbsp;&plusmn;&nbsp;"
         f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
-        f"<td>{m.read_mbps:.0f}</td><td>{e(m.measured_text())}</td><td>{money(m.cost.storage)}</td>"
+        f"<td>{m.read_mbps:.0f}</td><td>{_between_figures(m.measured_text())}</td><td>{money(m.cost.storage)}</td>"
         f"<td>{money(m.cost.network)}</td>"
-        f"<td>{money(m.cost.cpu)}</td><td>{money(m.cost.total)}</td><td>{e(row_mark(a, m))}</td></tr>"
+        f"<td>{money(m.cost.cpu)}</td><td>{money(m.cost.total)}</td><td class=l>{e(row_mark(a, m))}</td></tr>"
         for m in [a.today] + sorted(a.results, key=lambda m: (m.cost.total, m.setting)))
     notes = "".join(f"<li>{e(n)}</li>" for n in a.notes)
     forced = "" if a.chosen_by == "rule" else f" (chosen by {e(a.chosen_by)}, not by the rule)"
@@ -136,11 +137,17 @@ ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_d
 <p>Set (producer): <code>{_config_html(a)}</code> Topic: <code>compression.type=producer</code>.{unpriced}</p>{replay}
 <ul>{costs}{notes}</ul>{_assumption_table(a.assumptions)}
 {img}
-<table><thead><tr><th>setting</th><th>ratio</th><th>records/batch</th><th>compress MB/s</th><th>read MB/s</th>
-<th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th><th>CPU $/month</th>
-<th>total $/month</th><th>rule</th></tr></thead>
-<tbody>{detail}</tbody></table>
+<div class=wide><table><thead><tr><th>setting</th><th>ratio</th><th>records/<wbr>batch</th><th>compress MB/s</th>
+<th>read MB/s</th><th>measured MB/s (this run)</th><th>storage $/month</th><th>network $/month</th>
+<th>CPU $/month</th><th>total $/month</th><th class=l>rule</th></tr></thead>
+<tbody>{detail}</tbody></table></div>
 </section>"""
+
+
+def _between_figures(text: str) -> str:
+    """A measured-speeds cell (``148+/-12%/240+/-9%``) escaped, with a line-break opportunity between its two
+    figures: a browser breaks after no hyphen a digit follows, so the pair was one word as wide as a column."""
+    return "%/<wbr>".join(html_text(part) for part in text.split("%/"))
 
 
 def topic_html(a: TopicAdvice, charted: bool) -> str:
