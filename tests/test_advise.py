@@ -259,13 +259,13 @@ def test_advise_reports_each_topic_as_written(spark, estate, tmp_path):
         assert a.today.batches == exp["batches"], topic
         if exp["records_per_batch"] is None:
             continue
-        br = a.profile["batch_records"]
-        assert (br["p10"], br["p50"], br["p90"], br["mean"]) == (exp["records_per_batch"],) * 4, topic
+        br = a.profile.batch_records
+        assert (br.p10, br.p50, br.p90, br.mean) == (exp["records_per_batch"],) * 4, topic
         assert a.timestamp_type == "CreateTime"
-        assert a.profile["magic_batches"] == {0: 0, 1: 0, 2: exp["batches"]}
+        assert a.profile.magic_batches == {0: 0, 1: 0, 2: exp["batches"]}
         assert a.today.cost.total > 0 and all(m.cost.total > 0 for m in a.results)
     legacy = advice["legacy-mixed"]
-    assert legacy.profile["magic_batches"] == expected["legacy-mixed"]["magic"]
+    assert legacy.profile.magic_batches == expected["legacy-mixed"]["magic"]
     assert legacy.timestamp_type == "CreateTime and LogAppendTime"
     assert legacy.today.records == 588  # 593 records less 5 transaction markers
     assert advice["events-json"].partitions == 2

@@ -208,7 +208,7 @@ def test_aggregate_rows_in_any_order_gives_the_same_figures():
     got = aggregate_rows(pa.Table.from_pylist(rows, schema=metrics_schema()))
     again = aggregate_rows(pa.Table.from_pylist(rows[::-1], schema=metrics_schema()))
     assert got == again
-    line = next(x for x in got["t"]["settings"] if x["setting"] != TODAY)
+    line = next(x for x in got["t"].settings if x["setting"] != TODAY)
     ratios = [1100 / 400, 1200 / 500, 1000 / 250]
     assert line["plain_bytes"] == 3300 and line["stored_bytes"] == 1150 and line["chunks"] == 3
     assert line["partitions"] == 2
@@ -303,9 +303,10 @@ def test_the_estate_says_how_far_sampling_read_in_one_line():
     from kcodec.advise.auto_sample import SampleReach
     from kcodec.advise.estate_text import sample_line
     from kcodec.advise.recommend import TopicAdvice
+    from kcodec.advise.topic_profile import TopicProfile
 
     def topic(name, reach):
-        return TopicAdvice(name, {}, None, [], None, None, "rule", 0.0, "", 1, sample=reach)
+        return TopicAdvice(name, TopicProfile({}), None, [], None, None, "rule", 0.0, "", 1, sample=reach)
 
     def reach(stop, chunks, half):
         return SampleReach(chunks, 64, chunks << 22, half, "zstd@16KiB/5ms", stop, 2, 0.01)

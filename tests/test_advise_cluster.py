@@ -68,17 +68,17 @@ def test_cluster_advice_matches_the_log_directory(spark, live, kafka_broker, tmp
         assert spec.compression in codec_bytes and (spec.kind == "compressed" or len(codec_bytes) == 1), topic
         assert c.partitions == spec.partitions and c.timestamp_type == "CreateTime", topic
         assert c.today.records == spec.records and c.today.batches == len(stored), topic
-        br, bb = c.profile["batch_records"], c.profile["batch_bytes"]
+        br, bb = c.profile.batch_records, c.profile.batch_bytes
         if spec.flush_every:
             per_batch = spec.flush_every // spec.partitions
-            assert (br["p10"], br["p50"], br["p90"]) == (per_batch,) * 3, topic
+            assert (br.p10, br.p50, br.p90) == (per_batch,) * 3, topic
         else:  # batch.size cut the batches
-            assert bb["p90"] <= spec.batch_size and br["p50"] > 10, topic
+            assert bb.p90 <= spec.batch_size and br.p50 > 10, topic
             assert len(stored) >= spec.records * 50 // spec.batch_size, topic
         # the same batches as the log directory's, and so the same measurement and advice
-        assert c.profile["batch_records"] == g.profile["batch_records"], topic
-        assert c.profile["batch_bytes"] == g.profile["batch_bytes"], topic
-        assert c.profile["codec_bytes"] == g.profile["codec_bytes"], topic
+        assert c.profile.batch_records == g.profile.batch_records, topic
+        assert c.profile.batch_bytes == g.profile.batch_bytes, topic
+        assert c.profile.codec_bytes == g.profile.codec_bytes, topic
         assert c.today.stored_bytes == g.today.stored_bytes == sum(b.size_in_bytes for b in stored), topic
         assert {m.label: m.stored_bytes for m in c.results} == {m.label: m.stored_bytes for m in g.results}, topic
         assert (c.best and c.best.setting) == (g.best and g.best.setting), topic

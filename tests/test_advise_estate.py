@@ -2,6 +2,7 @@
 grouped totals that add up, volumes that are not extrapolated, and a report that opens in a browser."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kcodec.advise.aggregate import TopicAggregate
 from kcodec.advise.cost import MonthlyCost
 from kcodec.advise.cpu import MODEL_ERROR, CpuCost
 from kcodec.advise.estate import acceptable, harmonise, plan_estate, shared_setting
@@ -16,6 +18,7 @@ from kcodec.advise.estate_text import estate_text
 from kcodec.advise.grid import Setting
 from kcodec.advise.race import Contender, tied
 from kcodec.advise.recommend import Measured, Rule, TopicAdvice, pick, tie_margin
+from kcodec.advise.topic_profile import Spread, TopicProfile
 from kcodec.advise.volumes import load_volumes
 from kcodec.errors import KcodecError
 
@@ -36,7 +39,7 @@ def topic(name, costs, today=100.0, priced=True, **kw):
     """A topic whose settings cost ``costs`` (setting -> $/month); its best is the cheapest."""
     results = [measured(s, c, **kw) for s, c in sorted(costs.items())]
     best = min(results, key=lambda m: m.cost.total)
-    prof = {"codec_bytes": {"lz4": 1}, "batch_records": {"p50": 10}}
+    prof = TopicProfile({"lz4": 1}, batch_records=Spread(p10=10.0, p50=10.0, p90=10.0, mean=10.0))
     return TopicAdvice(name, prof, measured(None, today), results, best, None, "rule", 1e9, "given", 1,
                        priced=priced, volume_source="given")
 
@@ -79,7 +82,7 @@ def billed(setting, storage, cpu, ratio_std=0.0, chunks=1, source="model"):
 
 
 def one_topic(best, *others):
-    return TopicAdvice("t", {"codec_bytes": {"lz4": 1}}, measured(None, 100.0), [best, *others], best, None, "rule",
+    return TopicAdvice("t", TopicProfile({"lz4": 1}), measured(None, 100.0), [best, *others], best, None, "rule",
                        1e9, "given", 1)
 
 
@@ -156,7 +159,7 @@ def test_one_setting_for_many_topics_is_the_same_whatever_the_cpu_measured():
         for name, (zstd, lz4) in {"a": (30_000_000, 45_000_000), "b": (35_000_000, 40_000_000)}.items():
             rows = [_metrics_row(None, 100_000_000, 0.1, 0.2), _metrics_row(ZSTD, zstd, zstd_seconds, zstd_seconds),
                     _metrics_row(LZ4, lz4, 0.1, 0.1)]
-            agg = {"settings": rows, "profile": {"codec_bytes": {"none": 1}, "min_ts": 0, "max_ts": 86_400_000}}
+            agg = TopicAggregate(TopicProfile({"none": 1}, min_ts=0, max_ts=86_400_000), tuple(rows))
             out.append(advise_topic(name, agg, None, TopicEconomics(bytes_per_day=1e9), Prices(), rule))
         return out
 
@@ -287,10 +290,10 @@ def _volumes(tmp_path: Path, kinds) -> str:
 # --- the report of 500 topics in a real browser ---------------------------------------------------------
 
 def _profiled(a: TopicAdvice) -> TopicAdvice:
-    spread = {"p10": 8.0, "p50": 10.0, "p90": 12.0, "mean": 10.0}
-    a.profile.update({"batch_records": spread, "batch_bytes": {k: v * 1000 for k, v in spread.items()},
-                      "magic_batches": {0: 0, 1: 0, 2: 10}, "record_size_hist": [0] * 8 + [1000] + [0] * 23,
-                      "log_append_batches": 0, "replay": {}})
+    a.profile = dataclasses.replace(
+        a.profile, batch_records=Spread(p10=8.0, p50=10.0, p90=12.0, mean=10.0),
+        batch_bytes=Spread(p10=8000.0, p50=10000.0, p90=12000.0, mean=10000.0), magic_batches={0: 0, 1: 0, 2: 10},
+        record_size_hist=(0,) * 8 + (1000,) + (0,) * 23, log_append_batches=0, replay=None)
     return a
 
 

@@ -2,6 +2,8 @@
 on measurements given by hand."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kcodec.advise.cost import Prices, TopicEconomics
@@ -11,7 +13,7 @@ from kcodec.advise.options import Options, check_options
 from kcodec.advise.recommend import Rule, advise_topic
 from kcodec.advise.topic_text import cost_lines
 from kcodec.errors import KcodecError
-from test_advise_recommend import agg, row
+from test_advise_recommend import agg, replayed, row
 
 FREE_CPU = Prices(vcpu_hour=0.0)  # the choice rests on bytes alone
 TODAY = 1_000_000_000
@@ -55,9 +57,9 @@ def test_the_saving_at_each_linger():
     assert lines["knee"].startswith("the cheapest within the budget, lz4@1MiB/100ms, saves $")
     # the 0 ms point of a Java producer says how far a linger.ms=0 prediction holds; librdkafka's idle
     # native sender sends records alone, and its 0 ms point needs no such line
-    assert "replay" not in a.profile  # no client told: Java's rules, as the replay follows
+    assert a.profile.replay is None  # no client told: Java's rules, as the replay follows
     assert lines["at 0 ms"].startswith("a Java producer's batches at linger.ms=0")
-    a.profile["replay"] = {"client": "librdkafka"}
+    a.profile = dataclasses.replace(a.profile, replay=replayed("librdkafka"))
     assert "at 0 ms" not in dict(cost_lines(a, lambda x: f"${x:.2f}"))
 
 
@@ -104,7 +106,7 @@ def test_java_linger_0_is_priced_at_its_worst_case():
     def advice(worst, client="java"):
         rows = [row(None, TODAY, 1.0, 2.0), {**row(zero, 600_000_000, 1.0, 1.0), "worst_stored_bytes": worst},
                 row(five, 650_000_000, 1.0, 1.0)]
-        return advise_topic("t", agg(rows, replay={"client": client, "recognised": True}), None, TopicEconomics(),
+        return advise_topic("t", agg(rows, replay=replayed(client)), None, TopicEconomics(),
                             FREE_CPU, Rule(max_linger_ms=100))
 
     a = advice(None)  # no worst case (librdkafka's native sender, or before this rule): the 0 ms figure stands

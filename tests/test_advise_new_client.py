@@ -69,7 +69,7 @@ def test_the_new_client_runs_through_the_replay_and_the_report(toy, tmp_path):
     assert by_setting["today"]["client"] == "toy-producer"
     assert by_setting[grid[0].label]["batches"] == by_setting[grid[1].label]["batches"] == 10
     agg = aggregate_rows(table)["orders"]
-    assert agg["profile"]["replay"]["client"] == "toy-producer"
+    assert agg.profile.replay.client == "toy-producer"
     a = advise_topic("orders", agg, None, TopicEconomics(bytes_per_day=1e11), Prices(),
                      Rule(min_compress_mbps=0, min_read_mbps=0, min_saving=0), choose=grid[0])
     assert a.client is TOY

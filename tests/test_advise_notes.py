@@ -12,11 +12,12 @@ from kcodec.advise.cost import Prices, TopicEconomics
 from kcodec.advise.grid import Setting
 from kcodec.advise.recommend import Rule, advise_topic
 from kcodec.advise.report import details_text, summary_text
+from kcodec.advise.topic_profile import Spread
 from test_advise_recommend import agg, row
 
-STATS = {"p10": 1.0, "p50": 2.0, "p90": 3.0, "mean": 2.0}
+STATS = Spread(p10=1.0, p50=2.0, p90=3.0, mean=2.0)
 PROFILE = dict(batch_records=STATS, batch_bytes=STATS, magic_batches={0: 0, 1: 0, 2: 10},
-               record_size_hist=[0] * 8 + [10] + [0] * 12, log_append_batches=0)
+               record_size_hist=(0,) * 8 + (10,) + (0,) * 12, log_append_batches=0)
 NONE_BIG = Setting("none", None, 1 << 20, 100)
 LZ4 = Setting("lz4", None, 16384, 5)
 ZSTD_SLOW = Setting("zstd", 19, 16384, 5)

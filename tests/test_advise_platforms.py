@@ -155,11 +155,12 @@ def test_tiered_storage_from_the_cluster():
 def _advice():
     from kcodec.advise.assumptions import topic_assumptions
     from kcodec.advise.recommend import Rule, advise_topic
+    from kcodec.advise.topic_profile import Spread
     from test_advise_recommend import agg
 
-    stats = {"p10": 10.0, "p50": 20.0, "p90": 30.0, "mean": 20.0}
+    stats = Spread(p10=10.0, p50=20.0, p90=30.0, mean=20.0)
     a = agg(batch_records=stats, batch_bytes=stats, magic_batches={0: 0, 1: 0, 2: 1000},
-            record_size_hist=[0] * 10 + [100_000] + [0] * 10, log_append_batches=0)
+            record_size_hist=(0,) * 10 + (100_000,) + (0,) * 10, log_append_batches=0)
     priced = price_topic("orders", TopicEconomics(), {}, {"consumer_groups"},
                          cluster=TopicSettings("orders", 3, 2, {"retention.ms": str(2 * 86_400_000)}),
                          topic_fields={})

@@ -320,10 +320,12 @@ def test_topic_race_from_metrics_rows():
 
     import pyarrow as pa
 
+    from kcodec.advise.aggregate import TopicAggregate
     from kcodec.advise.grid import Setting
     from kcodec.advise.racing import RangeBook, TopicRace, race_off_reason
     from kcodec.advise.recommend import Rule
     from kcodec.advise.task import TODAY
+    from kcodec.advise.topic_profile import TopicProfile
 
     zstd, none = Setting("zstd", 3, 16384, 5), Setting("none", None, 16384, 5)
     rows = []
@@ -342,8 +344,9 @@ def test_topic_race_from_metrics_rows():
     gone = race.frozen[none.label]
     assert (gone.dropped.round, gone.dropped.reason) == (1, "cost")
     assert gone.dropped.bound == pytest.approx(62 - 15.5)
-    agg = {"settings": [{"setting": TODAY}, {"setting": zstd.label}, {"setting": none.label}]}
-    assert [r["setting"] for r in race.keep(agg)["settings"]] == [TODAY, zstd.label]
+    agg = TopicAggregate(TopicProfile({}), ({"setting": TODAY}, {"setting": zstd.label}, {"setting": none.label}))
+    kept = race.keep(agg)
+    assert [r["setting"] for r in kept.settings] == [TODAY, zstd.label] and kept.profile is agg.profile
     final = SimpleNamespace(topic="t", results=[advice.results[0]], race=None)
     race.finish(final)
     assert [m.label for m in final.results] == [none.label, zstd.label] and final.race is race

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from kcodec.advise.aggregate import TopicAggregate
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.recommend import Measured, Rule, advise_topic
 from kcodec.advise.replay import JAVA, client_config
+from kcodec.advise.topic_profile import ReplayProfile, TopicProfile
 from kcodec.advise.topic_text import rule_text
 
 DAY = 86_400_000
@@ -31,13 +33,21 @@ def row(setting, stored, compress_s, read_s, payload=1_000_000_000, partitions=3
             "ratio_mean": None, "ratio_std": 0.5, "chunks": 4, "partitions": partitions}
 
 
+def replayed(client, recognised=True, **fields):
+    """What a replay followed, with ``client``'s rules (one chunk's figures unless given)."""
+    given = dict(client=client, clients=(client,), recognised=recognised, sender_delay_ms=0.0, calibrated_share=1.0,
+                 calibration_error=0.0, producer_ids=0, producers_replayed=1)
+    given.update(fields)
+    return ReplayProfile(**given)
+
+
 def agg(rows=None, **profile):
     prof = {"codec_bytes": {"none": 10, "lz4": 0}, "min_ts": 0, "max_ts": 2 * DAY}
     prof.update(profile)
     rows = rows or [row(None, 1_000_000_000, 1.0, 2.0), row(ZSTD19, 250_000_000, 4.0, 1.0),
                     row(ZSTD, 260_000_000, 5.0, 1.0), row(GZIP, 200_000_000, 50.0, 1.0),
                     row(LZ4, 400_000_000, 1.0, 0.5, partitions=5)]
-    return {"settings": rows, "profile": prof}
+    return TopicAggregate(TopicProfile(**prof), tuple(rows))
 
 
 def test_rule_allows_at_its_bounds():
@@ -258,7 +268,7 @@ def test_cost_uncertainty_of_the_cpu_model_and_of_the_sample():
 def test_topic_advice_built_by_hand_is_priced_and_keeps_today():
     from kcodec.advise.recommend import TopicAdvice
     today = Measured(None, 300, 6_000_000, 9_000_000, 4, 3_000_000, 2.0, 0.5, 2.9, 0.1, 2)
-    a = TopicAdvice("t", {"codec_bytes": {"none": 0, "lz4": 0}}, today, [], None, None, "rule", 1e9, "given", 3)
+    a = TopicAdvice("t", TopicProfile({"none": 0, "lz4": 0}), today, [], None, None, "rule", 1e9, "given", 3)
     assert (a.priced, a.notes, a.recompress_cpu, a.volume_source, a.cheapest, a.rule) == (True, [], 0.0, "", None, None)
     assert (a.saving, a.config(), a.codec_mix, a.timestamp_type) == (0.0, {}, {}, "CreateTime")
 

@@ -553,16 +553,16 @@ def test_the_report_says_when_no_client_was_recognised():
 
     from kcodec.advise.replay import NOT_RECOGNISED
     from kcodec.advise.topic_text import replay_text
+    from test_advise_recommend import replayed
 
-    replay = {"client": "java", "clients": ["java"], "recognised": False, "producer_ids": 1, "calibrated_share": 1.0,
-              "sender_delay_ms": 0.4, "calibration_error": 0.01}
-    text = replay_text(SimpleNamespace(profile={"replay": replay}))
+    replay = replayed("java", recognised=False, producer_ids=1, sender_delay_ms=0.4, calibration_error=0.01)
+    text = replay_text(SimpleNamespace(profile=SimpleNamespace(replay=replay)))
     assert text.startswith(NOT_RECOGNISED + ";") and "java batching rules" not in text
     assert NOT_RECOGNISED == "client not recognised: Java's rules assumed (--producer-client to choose)"
-    told = replay_text(SimpleNamespace(profile={"replay": {**replay, "client": "sarama", "clients": ["sarama"],
-                                                           "recognised": True}}))
+    told = replay_text(SimpleNamespace(profile=SimpleNamespace(replay=replayed("sarama", producer_ids=1))))
     assert told.startswith("sarama batching rules;")
-    mixed = replay_text(SimpleNamespace(profile={"replay": {**replay, "clients": ["java", "sarama"]}}))
+    mixed = replay_text(SimpleNamespace(profile=SimpleNamespace(
+        replay=dataclasses.replace(replay, clients=("java", "sarama")))))
     assert mixed.startswith(NOT_RECOGNISED + " (chunks disagree: java, sarama);")
 
 
@@ -571,12 +571,14 @@ def test_clients_without_levels_are_offered_default_levels_only():
 
     from kcodec.advise.grid import Setting
     from kcodec.advise.recommend import _expressible
+    from kcodec.advise.topic_profile import TopicProfile
+    from test_advise_recommend import replayed
 
     rows = [SimpleNamespace(setting=Setting(c, lvl, 16384, 5))
             for c, lvl in (("zstd", None), ("zstd", 1), ("zstd", 3), ("zstd", 9), ("gzip", 6), ("gzip", 9))]
 
     def offered(client, recognised=True):
-        prof = {"replay": {"client": client, "recognised": recognised}}
+        prof = TopicProfile({}, replay=replayed(client, recognised))
         return [m.setting.codec_label for m in _expressible(rows, prof)]
 
     # the Python clients compress zstd at level 3 and gzip at 9 by themselves, and can be set to nothing else

@@ -142,9 +142,9 @@ def test_today_is_batched_in_the_records_own_time(spark, tmp_path, shape):
     assert sorted(advice) == ["orders"]  # --topic on a record input
     a = advice["orders"]
     assert a.today.records == n // 2
-    assert a.profile["batch_records"]["p50"] == 1, shape
+    assert a.profile.batch_records.p50 == 1, shape
     # 200 records 100 ms apart in "orders": the span is 19.9 s
-    assert a.profile["max_ts"] - a.profile["min_ts"] == (n - 2) * STEP_MS
+    assert a.profile.max_ts - a.profile.min_ts == (n - 2) * STEP_MS
     assert "timestamps: " in text and "orders" in text
 
 

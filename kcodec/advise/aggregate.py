@@ -12,12 +12,14 @@ rounds.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from kcodec.advise.task import TODAY
 from kcodec.advise.today import TODAY_COLUMNS, today_profiles
+from kcodec.advise.topic_profile import TopicProfile
 
-__all__ = ["aggregate_rows", "SETTING_COLUMNS", "sample_std"]
+__all__ = ["aggregate_rows", "TopicAggregate", "SETTING_COLUMNS", "sample_std"]
 
 #: The metrics columns a setting's line is summed from.
 SETTING_COLUMNS = ("topic", "partition", "chunk", "setting", "codec", "level", "batch_size", "linger_ms", "records",
@@ -26,6 +28,20 @@ SETTING_COLUMNS = ("topic", "partition", "chunk", "setting", "codec", "level", "
 
 _SUMMED = ("records", "payload_bytes", "plain_bytes", "batches", "stored_bytes")
 _TIMED = ("compress_seconds", "read_seconds")
+
+
+@dataclass(frozen=True)
+class TopicAggregate:
+    """One topic's measurement on the driver: today's profile and one line per measured setting.
+
+    A line (today's has ``setting`` :data:`~kcodec.advise.task.TODAY`) is the columns of
+    :data:`SETTING_COLUMNS` summed over the chunks, with the ratio's mean and spread and the chunks and
+    partitions measured.  It stays a dict under the metrics schema's names: ``--check`` reads the lines of
+    a new measurement beside the settings of a previous ``results.json``, by the same names.
+    """
+
+    profile: TopicProfile
+    settings: Tuple[Dict[str, Any], ...]
 
 
 def sample_std(values: Sequence[float]) -> Optional[float]:
@@ -70,7 +86,7 @@ def _setting_line(key: tuple, rows: List[Dict[str, Any]]) -> Dict[str, Any]:
     return line
 
 
-def aggregate_rows(table) -> Dict[str, Dict[str, Any]]:
+def aggregate_rows(table) -> Dict[str, TopicAggregate]:
     """Per topic: the profile of today's batches and one line per setting (sums, the ratio's mean and
     spread over the chunks, the chunks and partitions measured).
 
@@ -79,15 +95,15 @@ def aggregate_rows(table) -> Dict[str, Dict[str, Any]]:
     import pyarrow.compute as pc
 
     today = table.filter(pc.equal(table["setting"], TODAY)).select(list(TODAY_COLUMNS))
-    out: Dict[str, Dict[str, Any]] = {topic: {"profile": profile, "settings": []}
-                                      for topic, profile in today_profiles(today).items()}
+    profiles = today_profiles(today)
     rows = table.select(list(SETTING_COLUMNS)).to_pylist()
     rows.sort(key=lambda r: (r["topic"], r["setting"], r["partition"], r["chunk"]))
     groups: Dict[tuple, List[Dict[str, Any]]] = {}
     for r in rows:
         key = (r["topic"], r["setting"], r["codec"], r["level"], r["batch_size"], r["linger_ms"])
         groups.setdefault(key, []).append(r)
+    lines: Dict[str, List[Dict[str, Any]]] = {topic: [] for topic in profiles}
     for key, group in groups.items():
-        if key[0] in out:
-            out[key[0]]["settings"].append(_setting_line(key, group))
-    return out
+        if key[0] in lines:
+            lines[key[0]].append(_setting_line(key, group))
+    return {topic: TopicAggregate(profile, tuple(lines[topic])) for topic, profile in profiles.items()}

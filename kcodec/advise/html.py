@@ -21,6 +21,7 @@ from kcodec.advise.grid import format_size
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import TopicAdvice
 from kcodec.advise.replay import LIMIT_ITEMS
+from kcodec.advise.topic_profile import TopicProfile
 from kcodec.advise.topic_text import codec_mix_text, cost_lines, headline, replay_lines, row_mark, rule_lines
 from kcodec.escape import file_name, html_text
 
@@ -108,11 +109,18 @@ def _list(items: Iterable[str]) -> str:
     return "<ul>" + "".join(f"<li>{html_text(x)}</li>" for x in items) + "</ul>"
 
 
+def _batches(p: TopicProfile) -> str:
+    br, bb = p.batch_records, p.batch_bytes
+    if br is None or bb is None:
+        return "no batches"
+    return (f"records per batch p10/median/p90 {br.p10:.0f}/{br.p50:.0f}/{br.p90:.0f};\n"
+            f"bytes per batch {html_text(format_size(bb.p10))}/{html_text(format_size(bb.p50))}/"
+            f"{html_text(format_size(bb.p90))}")
+
+
 def _section(a: TopicAdvice, chart: Optional[str]) -> str:
     """One topic's section; ``chart`` is the PNG's URL relative to the page, None when not drawn."""
     e = html_text
-    br = a.profile["batch_records"]
-    bb = a.profile["batch_bytes"]
     detail = "".join(
         f"<tr{' class=best' if m is a.best else ''}><td>{e(m.label)}</td><td>{m.ratio:.2f}&nbsp;&plusmn;&nbsp;"
         f"{m.ratio_std:.2f}</td><td>{m.records_per_batch:.1f}</td><td>{m.compress_mbps:.0f}</td>"
@@ -129,8 +137,7 @@ def _section(a: TopicAdvice, chart: Optional[str]) -> str:
            if chart else "<p>Chart drawn for the topics of the summary only (--top N, or --all-topics).</p>")
     return f"""<section id="t-{e(file_name(a.topic))}"><h2>{breakable(a.topic)}</h2>
 <p class=lead><b>{e(headline(a, money))}</b>{forced}</p>
-<p>Today: {e(codec_mix_text(a))}; records per batch p10/median/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f};
-bytes per batch {e(format_size(bb['p10']))}/{e(format_size(bb['p50']))}/{e(format_size(bb['p90']))};
+<p>Today: {e(codec_mix_text(a))}; {_batches(a.profile)};
 ratio {a.today.ratio:.2f}x; {e(format_size(a.stored_per_day))} a day ({e(a.per_day_source)}); timestamps
 {e(a.timestamp_type)}.</p>{f"<p>Sample: {e(a.sample.text())}</p>" if a.sample is not None else ""}
 {"".join(f"<p>Race: {e(line)}</p>" for line in a.race.text()) if a.race is not None else ""}

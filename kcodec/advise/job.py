@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from kcodec.advise.aggregate import aggregate_rows
+from kcodec.advise.aggregate import TopicAggregate, aggregate_rows
 from kcodec.advise.assumptions import topic_assumptions
 from kcodec.advise.auto_sample import AutoSampler, SampleReach, nested_order
 from kcodec.advise.cpu import THROUGHPUT_NOTES
@@ -174,13 +175,14 @@ def _run_advise(options: Optional[Options], log: Callable[[str], None], interrup
     return {"advice": advice, "paths": paths, "written": written, "seconds": elapsed, "chunks": n_chunks}
 
 
-def _advise_one(topic: str, agg: Dict, c: Checked, o: Options, today: Optional[Setting]) -> TopicAdvice:
+def _advise_one(topic: str, agg: TopicAggregate, c: Checked, o: Options, today: Optional[Setting]) -> TopicAdvice:
     """One topic's advice from its aggregate, priced from every source of its economics."""
     priced = price_topic(topic, c.defaults, c.topics, c.flagged, c.metadata, c.cluster.get(topic),
                          c.file_defaults, c.topic_fields, o.prices)
     econ, given = given_volume(topic, priced.economics, c.volumes, o.volumes, c.topics, c.bytes_per_day)
     if topic in c.plan.topic_span_ms:  # the whole log's time, not only the sample's
-        agg["profile"]["min_ts"], agg["profile"]["max_ts"] = c.plan.topic_span_ms[topic]
+        min_ts, max_ts = c.plan.topic_span_ms[topic]
+        agg = replace(agg, profile=replace(agg.profile, min_ts=min_ts, max_ts=max_ts))
     min_span_ms = o.min_span_hours * 3_600_000 if c.plan.real_time else 0.0
     a = advise_topic(topic, agg, c.plan.topic_bytes.get(topic), econ, c.prices, c.rule, today, c.choose,
                      c.plan.rate_partitions(topic), min_span_ms=min_span_ms, topic_offsets=_offsets(c.plan, topic),

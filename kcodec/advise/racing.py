@@ -10,8 +10,10 @@ below 1 (the default 0.9), the rule picks within one ``linger.ms`` and
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from kcodec.advise.aggregate import TopicAggregate
 from kcodec.advise.cpu import cpu_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.race import Contender, Limit, Race
@@ -67,11 +69,11 @@ class TopicRace:
     def running(self) -> List[Setting]:
         return [self.settings[n] for n in self.race.running]
 
-    def keep(self, agg: Dict[str, Any]) -> Dict[str, Any]:
+    def keep(self, agg: TopicAggregate) -> TopicAggregate:
         """The topic's aggregate with only today's line and the running settings' (the dropped ones were
         summed over fewer ranges)."""
         running = set(self.race.running)
-        return {**agg, "settings": [r for r in agg["settings"] if r["setting"] == TODAY or r["setting"] in running]}
+        return replace(agg, settings=tuple(r for r in agg.settings if r["setting"] == TODAY or r["setting"] in running))
 
     def round(self, advice: TopicAdvice, book: RangeBook, population: int, rule: Rule) -> None:
         """One round: ``advice`` costs the running settings over every range so far."""

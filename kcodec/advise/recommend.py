@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Generic, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
+from kcodec.advise.aggregate import TopicAggregate
 from kcodec.advise.assumptions import Assumption
 from kcodec.advise.auto_sample import SampleReach
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost, recompress_cpu
@@ -42,6 +43,7 @@ from kcodec.advise.notes import excluded_note, keep_note
 from kcodec.advise.race import Drop
 from kcodec.advise.replay import DEFAULT_CLIENT, ClientRules, client_config, client_rules
 from kcodec.advise.task import TODAY
+from kcodec.advise.topic_profile import TopicProfile
 from kcodec.advise.volumes import daily_volume
 
 __all__ = ["Rule", "Exclusion", "Measured", "TopicAdvice", "advise_topic", "pick", "tie_margin", "tie_order",
@@ -231,7 +233,7 @@ class Measured(Generic[S]):
 @dataclass
 class TopicAdvice:
     topic: str
-    profile: Dict[str, Any]
+    profile: TopicProfile
     today: Measured[None]
     results: List[Measured[Setting]]
     best: Optional[Measured[Setting]]  # None: keep today's settings
@@ -254,12 +256,12 @@ class TopicAdvice:
 
     @property
     def codec_mix(self) -> Dict[str, float]:
-        total = sum(self.profile["codec_bytes"].values()) or 1
-        return {k: v / total for k, v in self.profile["codec_bytes"].items() if v}
+        total = sum(self.profile.codec_bytes.values()) or 1
+        return {k: v / total for k, v in self.profile.codec_bytes.items() if v}
 
     @property
     def timestamp_type(self) -> str:
-        lat = self.profile.get("log_append_batches") or 0
+        lat = self.profile.log_append_batches
         return "CreateTime" if not lat else ("LogAppendTime" if lat >= self.today.batches else
                                             "CreateTime and LogAppendTime")
 
@@ -282,8 +284,8 @@ class TopicAdvice:
         return client_config(self.client, s.codec, s.level, s.default_level, s.batch_bytes, s.linger_ms)
 
 
-def _client(prof: Dict) -> ClientRules:
-    return client_rules((prof.get("replay") or {}).get("client") or DEFAULT_CLIENT.name)
+def _client(prof: TopicProfile) -> ClientRules:
+    return client_rules(prof.replay.client if prof.replay is not None else DEFAULT_CLIENT.name)
 
 
 def tie_order(m: Measured[Setting]) -> Tuple[float, int, int, int, str, int, int]:
@@ -332,16 +334,16 @@ def _measured(row: Dict[str, Any], setting: S, dominant: str, cpu: str = "model"
     return m
 
 
-def _expressible(results: List[Measured[Setting]], prof: Dict[str, Any]) -> List[Measured[Setting]]:
+def _expressible(results: List[Measured[Setting]], prof: TopicProfile) -> List[Measured[Setting]]:
     """The settings the replayed client can be configured with: a level other than its own only where it sets
     levels."""
-    if not (prof.get("replay") or {}).get("recognised", True):
+    if prof.replay is not None and not prof.replay.recognised:
         return results
     rules = _client(prof)
     return [m for m in results if rules.expresses(m.setting.codec, m.setting.level)]
 
 
-def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,
+def advise_topic(topic: str, agg: TopicAggregate, known_bytes: Optional[int], econ: TopicEconomics, prices: Prices,
                  rule: Rule, current: Optional[Setting] = None, choose: Optional[Setting] = None,
                  sampled_partitions: Optional[int] = None, *, min_span_ms: float = 0.0,
                  topic_offsets: Optional[int] = None, given: str = "--prices") -> TopicAdvice:
@@ -357,17 +359,16 @@ def advise_topic(topic: str, agg: Dict, known_bytes: Optional[int], econ: TopicE
     span's rate, so the settings rank as they would at any volume (every cost
     is proportional to it), but the topic is marked not priced.
     """
-    rows = agg["settings"]
-    prof = agg["profile"]
-    dominant = max(prof["codec_bytes"], key=lambda k: prof["codec_bytes"][k])
+    rows = agg.settings
+    prof = agg.profile
+    dominant = max(prof.codec_bytes, key=lambda k: prof.codec_bytes[k])
     today = _measured(next(r for r in rows if r["setting"] == TODAY), None, dominant, rule.cpu)
     results = sorted((_measured(r, _setting(r), dominant, rule.cpu) for r in rows if r["setting"] != TODAY),
                      key=lambda m: m.setting)
     results = _expressible(results, prof)
     partitions = max(int(r["partitions"]) for r in rows)
     volume = daily_volume(today.stored_bytes, today.records, known_bytes, topic_offsets, sampled_partitions,
-                          prof.get("partition_rate"), prof["max_ts"] - prof["min_ts"] if prof.get("min_ts") is not None
-                          else 0, econ.bytes_per_day, given, min_span_ms)
+                          prof.partition_rate, prof.span_ms, econ.bytes_per_day, given, min_span_ms)
     notes: List[str] = list(volume.notes)
     per_day, source, tag, priced = volume.per_day, volume.source, volume.tag, volume.priced
     raw_per_day = per_day * today.payload_bytes / max(1, today.stored_bytes)

@@ -13,6 +13,7 @@ from kcodec.advise.grid import format_size
 from kcodec.advise.notes import money
 from kcodec.advise.recommend import Measured, TopicAdvice
 from kcodec.advise.replay import LIMITS
+from kcodec.advise.topic_profile import Spread, TopicProfile
 from kcodec.advise.topic_text import codec_mix_text, config_text, cost_lines, curve_doc, replay_text, row_mark
 from kcodec.escape import csv_cell, file_name, json_text, terminal_text
 from kcodec.storage import atomic_write_bytes
@@ -54,8 +55,7 @@ def summary_text(advice: Sequence[TopicAdvice], current_bytes: Optional[int] = N
             total_today += t.cost.total
             total_best += best.cost.total
         lines.append(f"{terminal_text(a.topic)}")
-        lines.append(f"  today      {codec_mix_text(a)}; {a.profile['batch_records']['p50']:.0f} records/batch "
-                     f"(median), "
+        lines.append(f"  today      {codec_mix_text(a)}; {_median_batch(a.profile.batch_records)}, "
                      f"{t.ratio:.2f}x; {format_size(a.stored_per_day)}/day; {_money(t.cost.total)}/month")
         lines.append(f"  set        {config_text(a)}")
         replay = replay_text(a)
@@ -120,13 +120,10 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
     lines = ["details"]
     for a in advice:
         p = a.profile
-        br, bb = p["batch_records"], p["batch_bytes"]
         lines.append(f"{terminal_text(a.topic)}: {a.partitions} partition(s) measured, {a.today.records} records, "
                      f"timestamps {a.timestamp_type}; bytes/day from {a.per_day_source}")
-        lines.append(f"  today: records/batch p10/p50/p90 {br['p10']:.0f}/{br['p50']:.0f}/{br['p90']:.0f} "
-                     f"(mean {br['mean']:.1f}); bytes/batch {format_size(bb['p10'])}/{format_size(bb['p50'])}/"
-                     f"{format_size(bb['p90'])}; "
-                     f"magic {', '.join(f'v{k}: {v}' for k, v in p['magic_batches'].items() if v)} "
+        lines.append(f"  today: {_batch_spreads(p)}; "
+                     f"magic {', '.join(f'v{k}: {v}' for k, v in p.magic_batches.items() if v)} "
                      f"batches; ratio {a.today.ratio:.2f}x +/- {a.today.ratio_std:.2f}; {_record_sizes(p)}")
         head = (f"  {'setting':<24} {'ratio':>12} {'rec/batch':>9} {'MB/s c/r':>11} {'measured c/r':>19} "
                 f"{'$/month':>9} {'storage':>9} {'network':>9} {'cpu':>8}")
@@ -144,9 +141,22 @@ def details_text(advice: Sequence[TopicAdvice], top: int = 8) -> str:
     return "\n".join(lines)
 
 
-def _record_sizes(profile: Dict) -> str:
+def _median_batch(br: Optional[Spread]) -> str:
+    return "no batches" if br is None else f"{br.p50:.0f} records/batch (median)"
+
+
+def _batch_spreads(p: TopicProfile) -> str:
+    """Records and bytes per batch, p10/p50/p90."""
+    br, bb = p.batch_records, p.batch_bytes
+    if br is None or bb is None:
+        return "no batches"
+    return (f"records/batch p10/p50/p90 {br.p10:.0f}/{br.p50:.0f}/{br.p90:.0f} (mean {br.mean:.1f}); "
+            f"bytes/batch {format_size(bb.p10)}/{format_size(bb.p50)}/{format_size(bb.p90)}")
+
+
+def _record_sizes(profile: TopicProfile) -> str:
     """The median record's size class, from the power-of-two histogram of key+value+header bytes."""
-    hist = profile["record_size_hist"]
+    hist = profile.record_size_hist
     total = sum(hist)
     if not total:
         return "no records"
@@ -183,7 +193,7 @@ def _doc(a: TopicAdvice) -> Dict:
             "volume_source": a.volume_source, "codec_mix": a.codec_mix,
             "sample": a.sample.doc() if a.sample is not None else None,
             "race": a.race.doc() if a.race is not None else None,
-            "profile": a.profile, "today": m(a.today), "recommended": m(a.best) if a.best else None,
+            "profile": a.profile.doc(), "today": m(a.today), "recommended": m(a.best) if a.best else None,
             "config": a.config(), "without_level": m(a.best_without_level) if a.best_without_level else None,
             "saving_month": a.saving, "chosen_by": a.chosen_by, "notes": a.notes,
             "assumptions": [x.doc() for x in a.assumptions],

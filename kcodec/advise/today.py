@@ -11,12 +11,13 @@ whatever order Spark's tasks finished in.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from kcodec.advise.profile import CODEC_NAMES, HIST_BINS
 from kcodec.advise.replay import DEFAULT_CLIENT
+from kcodec.advise.topic_profile import ReplayProfile, Spread, TopicProfile
 
 __all__ = ["TODAY_COLUMNS", "today_profiles", "percentile", "median_element"]
 
@@ -43,17 +44,16 @@ def median_element(values: Sequence[float]) -> float:
     return float(v[max(1, math.ceil(0.5 * len(v))) - 1])
 
 
-def _spread(arrays: List[Any]) -> Dict[str, float]:
+def _spread(arrays: List[Any]) -> Optional[Spread]:
     v = np.concatenate([np.asarray(a, dtype=np.int64) for a in arrays]) if arrays else np.zeros(0, np.int64)
     if len(v) == 0:
-        return {}
-    return {"p10": percentile(v, 0.1), "p50": percentile(v, 0.5), "p90": percentile(v, 0.9),
-            "mean": float(v.sum()) / len(v)}
+        return None
+    return Spread(percentile(v, 0.1), percentile(v, 0.5), percentile(v, 0.9), float(v.sum()) / len(v))
 
 
-def today_profiles(table) -> Dict[str, Dict[str, Any]]:
-    """Per topic: today's profile (``min_ts``, ``max_ts``, ``partition_rate``, codec bytes, message
-    formats, record sizes, records and bytes per batch) and the replay's sender calibration.
+def today_profiles(table) -> Dict[str, TopicProfile]:
+    """Per topic: today's profile (timestamps, ``partition_rate``, codec bytes, message formats, record
+    sizes, records and bytes per batch) and the replay's sender calibration.
 
     ``table`` holds today's metrics rows (:data:`TODAY_COLUMNS`), one per chunk.
     """
@@ -62,32 +62,29 @@ def today_profiles(table) -> Dict[str, Dict[str, Any]]:
     by_topic: Dict[str, List[Dict[str, Any]]] = {}
     for r in rows:
         by_topic.setdefault(r["topic"], []).append(r)
-    out: Dict[str, Dict[str, Any]] = {}
+    out: Dict[str, TopicProfile] = {}
     for topic, rs in by_topic.items():
         rates = [r["stored_bytes"] / (r["max_ts"] - r["min_ts"]) for r in rs if r["max_ts"] - r["min_ts"] > 0]
-        profile: Dict[str, Any] = {
-            "min_ts": min(r["min_ts"] for r in rs), "max_ts": max(r["max_ts"] for r in rs),
-            "log_append_batches": sum(r["log_append_batches"] for r in rs),
-            "partition_rate": math.fsum(rates) / len(rates) if rates else None,
-            "codec_bytes": {CODEC_NAMES[i]: sum(r["codec_bytes"][i] for r in rs) for i in range(len(CODEC_NAMES))},
-            "magic_batches": {i: sum(r["magic_batches"][i] for r in rs) for i in range(3)},
-            "record_size_hist": [sum(r["record_size_hist"][i] for r in rs) for i in range(HIST_BINS)],
-        }
-        for col in ("batch_records", "batch_bytes"):
-            spread = _spread([r[col] for r in rs if r[col]])
-            if spread:
-                profile[col] = spread
         today_batches = sum(r["batches"] for r in rs)
         replay_batches = sum(r["replay_batches"] for r in rs)
         clients = sorted({r["client"] for r in rs if r["client"] is not None})
-        profile["replay"] = {
-            "client": clients[0] if len(clients) == 1 else DEFAULT_CLIENT.name, "clients": clients,
+        replay = ReplayProfile(
+            client=clients[0] if len(clients) == 1 else DEFAULT_CLIENT.name, clients=tuple(clients),
             # a chunk whose framing no single client writes was replayed with Java's rules
-            "recognised": len(clients) == 1 and all(r["client_recognised"] is not False for r in rs),
-            "sender_delay_ms": median_element([r["sender_delay_ms"] for r in rs]),
-            "calibrated_share": sum(1.0 for r in rs if r["sender_calibrated"]) / len(rs),
-            "calibration_error": today_batches / max(1, replay_batches) - 1.0,
-            "producer_ids": max(r["producer_ids"] for r in rs),
-            "producers_replayed": max(r["producers_replayed"] for r in rs)}
-        out[topic] = profile
+            recognised=len(clients) == 1 and all(r["client_recognised"] is not False for r in rs),
+            sender_delay_ms=median_element([r["sender_delay_ms"] for r in rs]),
+            calibrated_share=sum(1.0 for r in rs if r["sender_calibrated"]) / len(rs),
+            calibration_error=today_batches / max(1, replay_batches) - 1.0,
+            producer_ids=max(r["producer_ids"] for r in rs),
+            producers_replayed=max(r["producers_replayed"] for r in rs))
+        out[topic] = TopicProfile(
+            min_ts=min(r["min_ts"] for r in rs), max_ts=max(r["max_ts"] for r in rs),
+            log_append_batches=sum(r["log_append_batches"] for r in rs),
+            partition_rate=math.fsum(rates) / len(rates) if rates else None,
+            codec_bytes={CODEC_NAMES[i]: sum(r["codec_bytes"][i] for r in rs) for i in range(len(CODEC_NAMES))},
+            magic_batches={i: sum(r["magic_batches"][i] for r in rs) for i in range(3)},
+            record_size_hist=tuple(sum(r["record_size_hist"][i] for r in rs) for i in range(HIST_BINS)),
+            batch_records=_spread([r["batch_records"] for r in rs if r["batch_records"]]),
+            batch_bytes=_spread([r["batch_bytes"] for r in rs if r["batch_bytes"]]),
+            replay=replay)
     return out

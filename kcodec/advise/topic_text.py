@@ -27,25 +27,25 @@ def replay_lines(a: TopicAdvice) -> List[str]:
     """:func:`replay_text` as a list: whose rules, which producers, the sender delay; empty without a replay."""
     from kcodec.advise.replay import NOT_RECOGNISED
 
-    r = a.profile.get("replay") or {}
-    if not r:
+    r = a.profile.replay
+    if r is None:
         return []
-    if r.get("recognised", True):
-        who = f"{r['client']} batching rules"
-    elif len(r["clients"]) > 1:
-        who = f"{NOT_RECOGNISED} (chunks disagree: {', '.join(r['clients'])})"
+    if r.recognised:
+        who = f"{r.client} batching rules"
+    elif len(r.clients) > 1:
+        who = f"{NOT_RECOGNISED} (chunks disagree: {', '.join(r.clients)})"
     else:
         who = NOT_RECOGNISED
-    producers = (f"{r['producer_ids']} producer id(s) seen per partition, each replayed on its own"
-                 if r.get("producer_ids") else
-                 f"no producer ids: {r.get('producers_replayed', 1)} producer(s) per partition assumed (--producers)")
-    share = r["calibrated_share"]
+    producers = (f"{r.producer_ids} producer id(s) seen per partition, each replayed on its own"
+                 if r.producer_ids else
+                 f"no producer ids: {r.producers_replayed} producer(s) per partition assumed (--producers)")
+    share = r.calibrated_share
     if not share:
         return [who, producers, f"sender delay not calibrated (today's batches were cut by size, or too few): "
-                                f"{r['sender_delay_ms']:.3g} ms assumed"]
+                                f"{r.sender_delay_ms:.3g} ms assumed"]
     part = "" if share == 1 else f", on {share * 100:.0f}% of chunks"
-    return [who, producers, f"sender delay {r['sender_delay_ms']:.3g} ms calibrated on today's batches "
-                            f"(calibration error {r['calibration_error'] * 100:+.1f}% records/batch{part})"]
+    return [who, producers, f"sender delay {r.sender_delay_ms:.3g} ms calibrated on today's batches "
+                            f"(calibration error {r.calibration_error * 100:+.1f}% records/batch{part})"]
 
 
 def headline(a: TopicAdvice, money: Callable[[float], str]) -> str:
