@@ -79,6 +79,20 @@ def test_dollars_are_to_the_cent_and_shares_never_zero():
     assert re.search(r"\$\d+\.\d\d/month$", today)
 
 
+def test_a_topic_without_a_batch_spread_says_so_in_every_rendering():
+    from kcodec.advise.html import topic_html
+
+    rows = [row(None, 1_000_000_000, 1.0, 2.0), row(LZ4, 500_000_000, 1.0, 1.0)]
+    measured, bare = _topic(rows), _topic(rows, batch_records=None, batch_bytes=None)
+    assert "; 2 records/batch (median), " in summary_text([measured])
+    assert "  today: records/batch p10/p50/p90 1/2/3 (mean 2.0); bytes/batch 1B/2B/3B; magic" in \
+        details_text([measured])
+    assert "; no batches, " in summary_text([bare])
+    assert "  today: no batches; magic v2: 10 batches;" in details_text([bare])
+    assert "records per batch p10/median/p90 1/2/3;\nbytes per batch 1B/2B/3B;" in topic_html(measured, False)
+    assert "<p>Today: none 100%; no batches;\nratio" in topic_html(bare, False)
+
+
 class _Tracker:
     """Spark's status tracker as a sequence of polls: {stage id: (tasks, completed)}."""
 

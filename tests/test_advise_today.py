@@ -1,5 +1,7 @@
 """Today's profile of a topic, summed over its chunks' metrics rows on the driver."""
 import json
+import re
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -8,6 +10,8 @@ from kcodec.advise.profile import CODEC_NAMES, HIST_BINS
 from kcodec.advise.task import metrics_schema
 from kcodec.advise.today import median_element, percentile, today_profiles
 from kcodec.advise.topic_profile import Spread, TopicProfile
+
+OPERATOR = Path(__file__).resolve().parent.parent / "docs" / "operator.md"
 
 
 def _row(topic, partition, chunk, **kw):
@@ -115,3 +119,11 @@ def test_the_profiles_json_form_has_exactly_the_documented_fields():
          "producer_ids", "producers_replayed"]]
     # a profile built by hand without a replay has none in its JSON either
     assert "replay" not in TopicProfile({"none": 1}).doc()
+    # docs/operator.md names each of them, the profile's own in this order
+    if OPERATOR.is_file():
+        paragraph = next(p for p in OPERATOR.read_text(encoding="utf-8").split("\n\n")
+                         if p.startswith("`results.json` gives each topic's `profile`"))
+        named = re.findall(r"`(\w+)`", paragraph)[1:]
+        nested = {*doc["batch_records"], *doc["replay"]}
+        assert [n for n in named if n not in nested] == list(doc)
+        assert sorted(n for n in named if n in nested) == sorted(nested)
