@@ -183,6 +183,7 @@ def test_sample_std():
 def test_aggregate_rows_in_any_order_gives_the_same_figures():
     import pyarrow as pa
 
+    from kcodec.advise.grid import Setting
     from kcodec.advise.profile import CODEC_NAMES, HIST_BINS
     from kcodec.advise.task import TODAY, metrics_schema
 
@@ -208,15 +209,25 @@ def test_aggregate_rows_in_any_order_gives_the_same_figures():
     got = aggregate_rows(pa.Table.from_pylist(rows, schema=metrics_schema()))
     again = aggregate_rows(pa.Table.from_pylist(rows[::-1], schema=metrics_schema()))
     assert got == again
-    line = next(x for x in got["t"].settings if x["setting"] != TODAY)
+    line = next(x for x in got["t"].settings if x.setting != TODAY)
     ratios = [1100 / 400, 1200 / 500, 1000 / 250]
-    assert line["plain_bytes"] == 3300 and line["stored_bytes"] == 1150 and line["chunks"] == 3
-    assert line["partitions"] == 2
-    assert line["ratio_mean"] == pytest.approx(sum(ratios) / 3, rel=1e-15)
-    assert line["ratio_std"] == pytest.approx(sample_std(ratios), rel=1e-15)
-    assert line["compress_seconds"] == pytest.approx(0.6, rel=1e-15)
+    assert line.plain_bytes == 3300 and line.stored_bytes == 1150 and line.chunks == 3
+    assert line.partitions == 2
+    assert line.ratio_mean == pytest.approx(sum(ratios) / 3, rel=1e-15)
+    assert line.ratio_std == pytest.approx(sample_std(ratios), rel=1e-15)
+    assert line.compress_seconds == pytest.approx(0.6, rel=1e-15)
     per_byte = [0.1 / 1000, 0.3 / 1000, 0.2 / 1000]
-    assert line["compress_spread"] == pytest.approx(sample_std(per_byte) / (sum(per_byte) / 3) * 0.6, rel=1e-12)
+    assert line.compress_spread == pytest.approx(sample_std(per_byte) / (sum(per_byte) / 3) * 0.6, rel=1e-12)
+    assert (line.setting, line.grid_setting) == ("zstd@16KiB/5ms", Setting("zstd", None, 16384, 5))
+    today = got["t"].today
+    assert (today.setting, today.grid_setting, today.stored_bytes, today.chunks) == (TODAY, None, 3000, 3)
+    # a line's JSON form is the metrics schema's names, in the order the previous results.json's settings give
+    # --check: the columns of the setting, the sums, the times, the ratio's mean and spread, what was measured
+    assert list(line.doc()) == ["topic", "setting", "codec", "level", "batch_size", "linger_ms", "records",
+                                "payload_bytes", "plain_bytes", "batches", "stored_bytes", "compress_seconds",
+                                "compress_spread", "read_seconds", "read_spread", "worst_stored_bytes", "ratio_mean",
+                                "ratio_std", "chunks", "partitions"]
+    assert line.doc()["stored_bytes"] == 1150 and line.doc()["worst_stored_bytes"] is None
 
 
 # -- on log directories whose answer is known ------------------------------------------------------------

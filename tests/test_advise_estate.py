@@ -21,6 +21,7 @@ from kcodec.advise.recommend import Measured, Rule, TopicAdvice, pick, tie_margi
 from kcodec.advise.topic_profile import Spread, TopicProfile
 from kcodec.advise.volumes import load_volumes
 from kcodec.errors import KcodecError
+from test_advise_recommend import row
 
 ZSTD = Setting("zstd", None, 16384, 5)
 ZSTD1 = Setting("zstd", 1, 1048576, 100)
@@ -138,13 +139,8 @@ def test_one_setting_against_each_topics_best():
 
 def _metrics_row(setting, stored, compress_s, read_s):
     """One aggregate line: 100 MB of payload in 100,000 records and 1000 batches, its CPU as measured."""
-    return {"setting": "today" if setting is None else setting.label,
-            "codec": None if setting is None else setting.codec, "level": None if setting is None else setting.level,
-            "batch_size": 0 if setting is None else setting.batch_bytes,
-            "linger_ms": 0 if setting is None else setting.linger_ms, "records": 100_000,
-            "payload_bytes": 100_000_000, "plain_bytes": 110_000_000, "batches": 1000, "stored_bytes": stored,
-            "compress_seconds": compress_s, "read_seconds": read_s, "ratio_mean": None, "ratio_std": 0.0,
-            "chunks": 1, "partitions": 1}
+    return row(setting, stored, compress_s, read_s, payload=100_000_000, partitions=1, plain_bytes=110_000_000,
+               ratio_std=0.0, chunks=1)
 
 
 def test_one_setting_for_many_topics_is_the_same_whatever_the_cpu_measured():

@@ -104,7 +104,7 @@ def test_java_linger_0_is_priced_at_its_worst_case():
     zero, five = Setting("lz4", None, 16384, 0), Setting("lz4", None, 16384, 5)
 
     def advice(worst, client="java"):
-        rows = [row(None, TODAY, 1.0, 2.0), {**row(zero, 600_000_000, 1.0, 1.0), "worst_stored_bytes": worst},
+        rows = [row(None, TODAY, 1.0, 2.0), row(zero, 600_000_000, 1.0, 1.0, worst_stored_bytes=worst),
                 row(five, 650_000_000, 1.0, 1.0)]
         return advise_topic("t", agg(rows, replay=replayed(client)), None, TopicEconomics(),
                             FREE_CPU, Rule(max_linger_ms=100))

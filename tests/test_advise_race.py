@@ -326,6 +326,7 @@ def test_topic_race_from_metrics_rows():
     from kcodec.advise.recommend import Rule
     from kcodec.advise.task import TODAY
     from kcodec.advise.topic_profile import TopicProfile
+    from test_advise_recommend import row
 
     zstd, none = Setting("zstd", 3, 16384, 5), Setting("none", None, 16384, 5)
     rows = []
@@ -344,9 +345,10 @@ def test_topic_race_from_metrics_rows():
     gone = race.frozen[none.label]
     assert (gone.dropped.round, gone.dropped.reason) == (1, "cost")
     assert gone.dropped.bound == pytest.approx(62 - 15.5)
-    agg = TopicAggregate(TopicProfile({}), ({"setting": TODAY}, {"setting": zstd.label}, {"setting": none.label}))
+    agg = TopicAggregate(TopicProfile({}), (row(None, 50_000, 0.001, 0.001), row(zstd, 25_000, 0.001, 0.001),
+                                            row(none, 102_500, 0.001, 0.001)))
     kept = race.keep(agg)
-    assert [r["setting"] for r in kept.settings] == [TODAY, zstd.label] and kept.profile is agg.profile
+    assert [r.setting for r in kept.settings] == [TODAY, zstd.label] and kept.profile is agg.profile
     final = SimpleNamespace(topic="t", results=[advice.results[0]], race=None)
     race.finish(final)
     assert [m.label for m in final.results] == [none.label, zstd.label] and final.race is race

@@ -5,9 +5,11 @@ The rules here bill the CPU seconds given by hand (``cpu="measured"``), so that 
 worked out; the CPU model that the default rule bills is tested in test_advise_measure.py."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from kcodec.advise.aggregate import TopicAggregate
+from kcodec.advise.aggregate import SettingLine, TopicAggregate
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost
 from kcodec.advise.grid import Setting
 from kcodec.advise.recommend import Measured, Rule, advise_topic
@@ -22,15 +24,18 @@ GZIP = Setting("gzip", None, 16384, 5)     # too slow to compress for the rule
 LZ4 = Setting("lz4", None, 16384, 200)     # lingers too long for the rule
 
 
-def row(setting, stored, compress_s, read_s, payload=1_000_000_000, partitions=3):
-    name = "today" if setting is None else setting.label
-    return {"setting": name, "codec": None if setting is None else setting.codec,
-            "level": None if setting is None else setting.level,
-            "batch_size": 0 if setting is None else setting.batch_bytes,
-            "linger_ms": 0 if setting is None else setting.linger_ms,
-            "records": 100_000, "payload_bytes": payload, "plain_bytes": 1_100_000_000, "batches": 1000,
-            "stored_bytes": stored, "compress_seconds": compress_s, "read_seconds": read_s,
-            "ratio_mean": None, "ratio_std": 0.5, "chunks": 4, "partitions": partitions}
+def row(setting, stored, compress_s, read_s, payload=1_000_000_000, partitions=3, **fields):
+    """A topic's line of ``setting`` (None: today's batches) as summed over 4 chunks, ``fields`` changed."""
+    if setting is None:
+        name, codec, level, batch_size, linger_ms = "today", None, None, None, None
+    else:
+        name, codec, level, batch_size, linger_ms = (setting.label, setting.codec, setting.level, setting.batch_bytes,
+                                                     setting.linger_ms)
+    line = SettingLine("t", name, codec, level, batch_size, linger_ms, records=100_000, payload_bytes=payload,
+                       plain_bytes=1_100_000_000, batches=1000, stored_bytes=stored, compress_seconds=compress_s,
+                       compress_spread=0.0, read_seconds=read_s, read_spread=0.0, worst_stored_bytes=None,
+                       ratio_mean=None, ratio_std=0.5, chunks=4, partitions=partitions)
+    return dataclasses.replace(line, **fields)
 
 
 def replayed(client, recognised=True, **fields):
@@ -311,8 +316,9 @@ def test_costs_within_both_uncertainties_are_equal():
 
 
 def test_each_setting_keeps_its_row():
-    rows = [row(None, 1_000_000_000, 1.0, 2.0), dict(row(ZSTD, 250_000_000, 4.0, 1.0), ratio_mean=4.0, ratio_std=0.8,
-                                                     compress_spread=0.4, read_spread=0.1, chunks=9)]
+    rows = [row(None, 1_000_000_000, 1.0, 2.0),
+            row(ZSTD, 250_000_000, 4.0, 1.0, ratio_mean=4.0, ratio_std=0.8, compress_spread=0.4, read_spread=0.1,
+                chunks=9)]
     a = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
     (m,) = a.results
     assert (m.setting, m.records, m.payload_bytes, m.plain_bytes, m.batches, m.stored_bytes) == \
@@ -335,7 +341,7 @@ def test_bytes_per_day_from_a_clusters_offsets():
     # without timestamps the offsets' bytes are one day's; without sampled records they tell no bytes
     flat = advise_topic("t", agg(min_ts=None), None, econ, Prices(), rule, topic_offsets=300_000)
     assert (flat.stored_per_day, flat.volume_source) == (3e9, "no timestamps")
-    rows = [dict(row(None, 1_000_000_000, 1.0, 2.0), records=0), row(ZSTD, 250_000_000, 4.0, 1.0)]
+    rows = [row(None, 1_000_000_000, 1.0, 2.0, records=0), row(ZSTD, 250_000_000, 4.0, 1.0)]
     empty = advise_topic("t", agg(rows, min_ts=T0, max_ts=T0 + 2 * DAY), None, econ, Prices(), rule,
                          topic_offsets=300_000)
     assert empty.stored_per_day == 5e8 and "at the sample's 1000000000 stored bytes per record" in empty.per_day_source

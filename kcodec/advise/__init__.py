@@ -11,7 +11,8 @@ The pipeline, a module a stage (Kafka's counterpart where there is one):
 - ``measure``: those batches built (``MemoryRecordsBuilder``'s work, as ``kcodec.from_arrow`` does it) and read,
   in thread CPU time;
 - ``task``: one Spark task's pass of a chunk through profile, replay and measure;
-- ``today``: each topic's profile of today, summed over its chunks on the driver;
+- ``today``: each topic's profile of today, summed over its chunks on the driver, as ``topic_profile``'s typed
+  values; ``aggregate``: with one summed line per setting (``TopicAggregate``), what the rule reads;
 - ``cpu``: the CPU cost model the bill uses; ``cost``: the bill; ``recommend``: the rule;
 - ``report``, ``charts``: the renderings; ``job``, ``cli``: the Spark application and the command.
 """

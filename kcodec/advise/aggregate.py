@@ -12,36 +12,72 @@ rounds.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from kcodec.advise.grid import Setting
 from kcodec.advise.task import TODAY
 from kcodec.advise.today import TODAY_COLUMNS, today_profiles
 from kcodec.advise.topic_profile import TopicProfile
 
-__all__ = ["aggregate_rows", "TopicAggregate", "SETTING_COLUMNS", "sample_std"]
+__all__ = ["aggregate_rows", "TopicAggregate", "SettingLine", "SETTING_COLUMNS", "sample_std"]
 
 #: The metrics columns a setting's line is summed from.
 SETTING_COLUMNS = ("topic", "partition", "chunk", "setting", "codec", "level", "batch_size", "linger_ms", "records",
                    "payload_bytes", "plain_bytes", "batches", "stored_bytes", "compress_seconds", "read_seconds",
                    "worst_stored_bytes")
 
-_SUMMED = ("records", "payload_bytes", "plain_bytes", "batches", "stored_bytes")
-_TIMED = ("compress_seconds", "read_seconds")
+
+@dataclass(frozen=True)
+class SettingLine:
+    """One setting's metrics summed over a topic's measured chunks (today's batches: ``setting`` is
+    :data:`~kcodec.advise.task.TODAY` and the setting's own fields are None)."""
+
+    topic: str
+    setting: str  #: the setting's label
+    codec: Optional[str]
+    level: Optional[int]
+    batch_size: Optional[int]
+    linger_ms: Optional[int]
+    records: int
+    payload_bytes: int
+    plain_bytes: int
+    batches: int
+    stored_bytes: int
+    compress_seconds: float  #: summed exactly (``math.fsum``) over the chunks
+    compress_spread: float  #: the spread of its seconds per payload byte over the chunks, as seconds
+    read_seconds: float
+    read_spread: float
+    worst_stored_bytes: Optional[int]  #: None unless every chunk has a worst case
+    ratio_mean: Optional[float]  #: the mean and sample deviation of the chunks' compression ratios
+    ratio_std: Optional[float]
+    chunks: int
+    partitions: int
+
+    @property
+    def grid_setting(self) -> Optional[Setting]:
+        """The setting of the grid this line measured; None on today's line."""
+        if self.codec is None or self.batch_size is None or self.linger_ms is None:
+            return None
+        return Setting(self.codec, self.level, self.batch_size, self.linger_ms)
+
+    def doc(self) -> Dict[str, Any]:
+        """The line under the metrics schema's names, which a previous ``results.json``'s settings also use:
+        ``--check`` reads the two side by side."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class TopicAggregate:
-    """One topic's measurement on the driver: today's profile and one line per measured setting.
-
-    A line (today's has ``setting`` :data:`~kcodec.advise.task.TODAY`) is the columns of
-    :data:`SETTING_COLUMNS` summed over the chunks, with the ratio's mean and spread and the chunks and
-    partitions measured.  It stays a dict under the metrics schema's names: ``--check`` reads the lines of
-    a new measurement beside the settings of a previous ``results.json``, by the same names.
-    """
+    """One topic's measurement on the driver: today's profile and one line per measured setting."""
 
     profile: TopicProfile
-    settings: Tuple[Dict[str, Any], ...]
+    settings: Tuple[SettingLine, ...]
+
+    @property
+    def today(self) -> SettingLine:
+        """The line of today's batches (every measured chunk has one)."""
+        return next(line for line in self.settings if line.setting == TODAY)
 
 
 def sample_std(values: Sequence[float]) -> Optional[float]:
@@ -64,26 +100,22 @@ def _spread(seconds: List[float], payload: List[int]) -> float:
     return std / mean * math.fsum(seconds)
 
 
-def _setting_line(key: tuple, rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _setting_line(key: tuple, rows: List[Dict[str, Any]]) -> SettingLine:
     topic, setting, codec, level, batch_size, linger_ms = key
-    line: Dict[str, Any] = {"topic": topic, "setting": setting, "codec": codec, "level": level,
-                            "batch_size": batch_size, "linger_ms": linger_ms}
-    for col in _SUMMED:
-        line[col] = sum(r[col] for r in rows)
     payload = [r["payload_bytes"] for r in rows]
-    for col in _TIMED:
-        seconds = [r[col] for r in rows]
-        line[col] = math.fsum(seconds)
-        line[col.replace("seconds", "spread")] = _spread(seconds, payload)
+    compress, read = [r["compress_seconds"] for r in rows], [r["read_seconds"] for r in rows]
     worst = [r["worst_stored_bytes"] for r in rows]
-    # a worst case holds for the topic only where every chunk has one
-    line["worst_stored_bytes"] = sum(worst) if worst and all(w is not None for w in worst) else None
     ratios = [r["plain_bytes"] / r["stored_bytes"] for r in rows if r["stored_bytes"]]
-    line["ratio_mean"] = math.fsum(ratios) / len(ratios) if ratios else None
-    line["ratio_std"] = sample_std(ratios)
-    line["chunks"] = len(rows)
-    line["partitions"] = len({r["partition"] for r in rows})
-    return line
+    return SettingLine(
+        topic, setting, codec, level, batch_size, linger_ms, records=sum(r["records"] for r in rows),
+        payload_bytes=sum(payload), plain_bytes=sum(r["plain_bytes"] for r in rows),
+        batches=sum(r["batches"] for r in rows), stored_bytes=sum(r["stored_bytes"] for r in rows),
+        compress_seconds=math.fsum(compress), compress_spread=_spread(compress, payload),
+        read_seconds=math.fsum(read), read_spread=_spread(read, payload),
+        # a worst case holds for the topic only where every chunk has one
+        worst_stored_bytes=sum(worst) if worst and all(w is not None for w in worst) else None,
+        ratio_mean=math.fsum(ratios) / len(ratios) if ratios else None, ratio_std=sample_std(ratios),
+        chunks=len(rows), partitions=len({r["partition"] for r in rows}))
 
 
 def aggregate_rows(table) -> Dict[str, TopicAggregate]:
@@ -102,7 +134,7 @@ def aggregate_rows(table) -> Dict[str, TopicAggregate]:
     for r in rows:
         key = (r["topic"], r["setting"], r["codec"], r["level"], r["batch_size"], r["linger_ms"])
         groups.setdefault(key, []).append(r)
-    lines: Dict[str, List[Dict[str, Any]]] = {topic: [] for topic in profiles}
+    lines: Dict[str, List[SettingLine]] = {topic: [] for topic in profiles}
     for key, group in groups.items():
         if key[0] in lines:
             lines[key[0]].append(_setting_line(key, group))

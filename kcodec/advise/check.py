@@ -465,7 +465,8 @@ def run_check(spark, plan, sampling, previous_path: str, since: Optional[str], o
         after_parts = split.filter(split.topic.endswith(AFTER))
         table = after_parts.mapInArrow(lambda it: measure_batches(it, [], client, None, producers_per_partition, cpu),
                                        METRICS_DDL).toArrow()
-        after = {t: next(r for r in agg.settings if r["setting"] == TODAY)
+        # a new measurement's lines are read beside the previous results.json's settings, by the same names
+        after = {t: agg.today.doc()
                  for t, agg in (aggregate_rows(table) if table.num_rows else {}).items()}
         by_topic: Dict[str, List[Dict[str, Any]]] = {}
         for r in counts:
@@ -489,7 +490,7 @@ def run_check(spark, plan, sampling, previous_path: str, since: Optional[str], o
             rows = before.mapInArrow(lambda it: measure_batches(it, replay, client, None, producers_per_partition,
                                                                 cpu), METRICS_DDL).toArrow()
             for t, agg in aggregate_rows(rows).items():
-                replayed[t] = {s["setting"]: s for s in agg.settings if s["setting"] != TODAY}
+                replayed[t] = {s.setting: s.doc() for s in agg.settings if s.setting != TODAY}
     finally:
         split.unpersist()
     # a topic of the previous run this input does not hold (another --topic) is not judged

@@ -73,7 +73,7 @@ class TopicRace:
         """The topic's aggregate with only today's line and the running settings' (the dropped ones were
         summed over fewer ranges)."""
         running = set(self.race.running)
-        return replace(agg, settings=tuple(r for r in agg.settings if r["setting"] == TODAY or r["setting"] in running))
+        return replace(agg, settings=tuple(r for r in agg.settings if r.setting == TODAY or r.setting in running))
 
     def round(self, advice: TopicAdvice, book: RangeBook, population: int, rule: Rule) -> None:
         """One round: ``advice`` costs the running settings over every range so far."""

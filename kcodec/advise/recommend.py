@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Generic, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
-from kcodec.advise.aggregate import TopicAggregate
+from kcodec.advise.aggregate import SettingLine, TopicAggregate
 from kcodec.advise.assumptions import Assumption
 from kcodec.advise.auto_sample import SampleReach
 from kcodec.advise.cost import MonthlyCost, Prices, TopicEconomics, monthly_cost, recompress_cpu
@@ -314,17 +314,12 @@ def pick(candidates: Sequence[Measured[Setting]]) -> Optional[Measured[Setting]]
     return min(equal, key=tie_order)
 
 
-def _setting(row: Dict[str, Any]) -> Setting:
-    return Setting(row["codec"], row["level"], int(row["batch_size"]), int(row["linger_ms"]))
-
-
-def _measured(row: Dict[str, Any], setting: S, dominant: str, cpu: str = "model") -> Measured[S]:
-    """The measurement of one row of the grid (``setting``) or of today's batches (None)."""
-    m = Measured(setting, int(row["records"]), int(row["payload_bytes"]), int(row["plain_bytes"]),
-                 int(row["batches"]), int(row["stored_bytes"]), float(row["compress_seconds"]),
-                 float(row["read_seconds"]), float(row["ratio_mean"] or 0.0), float(row["ratio_std"] or 0.0),
-                 int(row["chunks"]), float(row.get("compress_spread") or 0.0), float(row.get("read_spread") or 0.0))
-    worst = row.get("worst_stored_bytes")
+def _measured(line: SettingLine, setting: S, dominant: str, cpu: str = "model") -> Measured[S]:
+    """The measurement of one line of the grid (``setting``) or of today's batches (None)."""
+    m = Measured(setting, line.records, line.payload_bytes, line.plain_bytes, line.batches, line.stored_bytes,
+                 line.compress_seconds, line.read_seconds, line.ratio_mean or 0.0, line.ratio_std or 0.0,
+                 line.chunks, line.compress_spread, line.read_spread)
+    worst = line.worst_stored_bytes
     m.worst_stored_bytes = None if worst is None else int(worst)
     codec, level = (setting.codec, setting.level) if setting is not None else (dominant, None)
     # a worst case is billed as what it is: every record a batch of its own
@@ -362,11 +357,12 @@ def advise_topic(topic: str, agg: TopicAggregate, known_bytes: Optional[int], ec
     rows = agg.settings
     prof = agg.profile
     dominant = max(prof.codec_bytes, key=lambda k: prof.codec_bytes[k])
-    today = _measured(next(r for r in rows if r["setting"] == TODAY), None, dominant, rule.cpu)
-    results = sorted((_measured(r, _setting(r), dominant, rule.cpu) for r in rows if r["setting"] != TODAY),
+    today = _measured(agg.today, None, dominant, rule.cpu)
+    grid = [(r, r.grid_setting) for r in rows]
+    results = sorted((_measured(r, s, dominant, rule.cpu) for r, s in grid if s is not None),
                      key=lambda m: m.setting)
     results = _expressible(results, prof)
-    partitions = max(int(r["partitions"]) for r in rows)
+    partitions = max(r.partitions for r in rows)
     volume = daily_volume(today.stored_bytes, today.records, known_bytes, topic_offsets, sampled_partitions,
                           prof.partition_rate, prof.span_ms, econ.bytes_per_day, given, min_span_ms)
     notes: List[str] = list(volume.notes)
