@@ -13,8 +13,8 @@ import kcodec
 from kcodec._native.columnar import encode_columnar
 from kcodec.advise import measure
 from kcodec.advise.cost import MonthlyCost
-from kcodec.advise.cpu import MODEL, MODEL_ERROR, CpuCost, cpu_cost, features, fit
-from kcodec.advise.grid import Setting
+from kcodec.advise.cpu import LEVEL_ERROR, MODEL, MODEL_ERROR, CpuCost, cpu_cost, features, fit, modelled
+from kcodec.advise.grid import Setting, parse_codecs
 from kcodec.advise.measure import BatchEncoder, cpu_time, measure_build, measure_read
 from kcodec.advise.profile import profile_chunk, record_columns
 from kcodec.advise.recommend import Measured, pick
@@ -483,6 +483,27 @@ def test_model_prices_from_bytes_and_batches_alone():
     assert (other.compress_seconds, other.read_seconds, other.source, other.uncertainty) == (1.5, 0.5, "measured", None)
     asked = cpu_cost("zstd", None, 10 ** 6, 3 * 10 ** 5, 100, 2000, 1.5, 0.5, measured=True)
     assert (asked.compress_seconds, asked.source) == (1.5, "measured")
+
+
+def test_model_prices_every_zstd_and_gzip_level():
+    # --codecs zstd:1-19,gzip:1-9 is billed and raced from the model, never from this run's timing
+    wide = parse_codecs("zstd:1-19,gzip:1-9")
+    assert len(wide) == 28 and all(modelled(*k) for k in wide)
+    # 4 MB of JSON-like records compressing 5:1 in 200 batches of 200 records
+    shape = (4 * 10 ** 6, 8 * 10 ** 5, 200, 40_000)
+    build = {}
+    for codec, level in wide:
+        cost = cpu_cost(codec, level, *shape, measured_compress=1e6, measured_read=1e6)
+        assert cost.source == "model" and cost.compress_seconds < 1e6 and cost.read_seconds < 1e6
+        assert cost.uncertainty == LEVEL_ERROR.get((codec, level), MODEL_ERROR)
+        build[(codec, level)] = cost.compress_seconds
+    # zstd's top levels search far longer for matches: level 19 builds at many times level 10's CPU, and every
+    # level from 10 up is below advise's default 50 MB/s build limit, which the default grid's zstd:3 passes
+    assert build[("zstd", 19)] > 10 * build[("zstd", 10)]
+    assert all(4 / build[("zstd", v)] < 50 for v in range(10, 20))
+    assert 4 / build[("zstd", 3)] > 50
+    # the levels fitted apart carry their own, wider error; the default grid's keep the model's
+    assert LEVEL_ERROR[("zstd", 19)] > MODEL_ERROR and ("zstd", 3) not in LEVEL_ERROR and ("gzip", 6) not in LEVEL_ERROR
 
 
 def test_model_is_monotone_in_batches_and_records():

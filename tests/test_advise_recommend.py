@@ -405,12 +405,19 @@ def test_a_sample_that_stored_nothing_costs_nothing():
 
 
 def test_settings_outside_the_cpu_model_are_named():
-    a = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule())
+    # the model covers zstd 1-19 and gzip 1-9, not lz4's levels
+    lz4_9 = Setting("lz4", 9, 16384, 5)
+    rows = [row(None, 1_000_000_000, 1.0, 2.0), row(ZSTD19, 250_000_000, 4.0, 1.0), row(ZSTD, 260_000_000, 5.0, 1.0),
+            row(GZIP, 200_000_000, 50.0, 1.0), row(LZ4, 400_000_000, 1.0, 0.5, partitions=5),
+            row(lz4_9, 390_000_000, 2.0, 0.5)]
+    a = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule())
     assert a.rule == Rule() and {m.setting: m.cpu_source for m in a.results} == \
-        {ZSTD19: "measured", ZSTD: "model", GZIP: "model", LZ4: "model"}
-    assert ("zstd:19: not in kcodec's CPU model; their CPU cost is this run's measurement, which moves with the "
+        {ZSTD19: "model", ZSTD: "model", GZIP: "model", LZ4: "model", lz4_9: "measured"}
+    assert ("lz4:9: not in kcodec's CPU model; their CPU cost is this run's measurement, which moves with the "
             "machine's load") in a.notes
-    measured = advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
+    assert not [n for n in advise_topic("t", agg(), None, TopicEconomics(), Prices(), Rule()).notes
+                if "CPU model" in n]
+    measured = advise_topic("t", agg(rows), None, TopicEconomics(), Prices(), Rule(cpu="measured"))
     assert not [n for n in measured.notes if "CPU model" in n]
 
 
