@@ -43,6 +43,8 @@ class ClusterSource(Source):
         self._metas = list(metas)
         self.partitions: List[Any] = []  #: the chosen partitions' Metadata
         self._ranges: Optional[List[Any]] = None
+        #: partitions whose change ``--check`` bisected for, the broker's ListOffsets answer not holding
+        self.change_searched = 0
 
     def select_topics(self, regex: Optional[str]) -> None:
         """Internal topics only when ``regex`` spells out their ``__`` prefix; with no regex, every other topic."""
@@ -102,6 +104,21 @@ class ClusterSource(Source):
 
         self.read_volumes(sampling)
         return fetch_chunks(spark, self.bootstrap, self.plan(sampling), self.leaders, self.timeout_s,
+                            sampling.fetch_retry_s, self.security), None
+
+    def check_chunks(self, spark, sampling: Sampling, since_ms: Optional[int]) -> Tuple[Any, Optional[int]]:
+        """``--sample`` from each partition's offsets since the change, found by timestamp
+        (:func:`~kcodec.advise.inputs.cluster.fetch.change_offsets`), and ``--sample`` from those before it: a
+        sample spread over a week of offsets would reach a change made an hour ago in a chunk or two, or none."""
+        if since_ms is None:
+            return self.chunks(spark, sampling)
+        from kcodec.advise.inputs.cluster.fetch import change_offsets, fetch_chunks, plan_check_chunks
+
+        self.read_volumes(sampling)
+        changes, self.change_searched = change_offsets(self.bootstrap, self.offset_ranges(), self.leaders, since_ms,
+                                                       self.timeout_s, sampling.fetch_retry_s, self.security)
+        planned = plan_check_chunks(self.offset_ranges(), changes, sampling.sample_bytes, sampling.chunk_bytes)
+        return fetch_chunks(spark, self.bootstrap, planned, self.leaders, self.timeout_s,
                             sampling.fetch_retry_s, self.security), None
 
     def check_write(self, out: str) -> None:

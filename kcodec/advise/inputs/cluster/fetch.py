@@ -40,9 +40,11 @@ __all__ = [
     "ChunkRead",
     "DEFAULT_FETCH_RETRY_S",
     "PartitionRange",
+    "change_offsets",
     "cluster_volumes",
     "fetch_chunks",
     "list_offset_ranges",
+    "plan_check_chunks",
     "plan_chunks",
     "read_chunk",
     "select_partitions",
@@ -189,6 +191,28 @@ def plan_chunks(ranges: Sequence[PartitionRange], sample_bytes: int, chunk_bytes
         chunks.extend(Chunk(topic, partition, i, at, stop, min(chunk_bytes, base + (j < extra)))
                       for j, (partition, i, at, stop) in enumerate(spans))
     return chunks
+
+
+def plan_check_chunks(ranges: Sequence[PartitionRange], changes: Dict[Tuple[str, int], int], sample_bytes: int,
+                      chunk_bytes: int) -> List[Chunk]:
+    """``--check``'s chunks: ``sample_bytes`` per topic from each partition's offsets before its change (at
+    ``changes``, :func:`change_offsets`), each such range stopping at the change, and ``sample_bytes`` from
+    the change on; a partition's chunks are numbered in offset order."""
+    before, after = [], []
+    stops: Dict[Tuple[str, int], int] = {}
+    for r in ranges:
+        at = stops[(r.topic, r.partition)] = max(r.start, changes.get((r.topic, r.partition), r.start))
+        before.append(PartitionRange(r.topic, r.partition, r.start, min(at, r.end)))
+        after.append(PartitionRange(r.topic, r.partition, at, max(at, r.end)))
+    out = [c if c.stop is not None else
+           Chunk(c.topic, c.partition, c.chunk, c.offset, stops[(c.topic, c.partition)], c.max_bytes)
+           for c in plan_chunks(before, sample_bytes, chunk_bytes)]
+    taken: Dict[Tuple[str, int], int] = {}
+    for c in out:
+        taken[(c.topic, c.partition)] = taken.get((c.topic, c.partition), 0) + 1
+    out.extend(Chunk(c.topic, c.partition, c.chunk + taken.get((c.topic, c.partition), 0), c.offset, c.stop,
+                     c.max_bytes) for c in plan_chunks(after, sample_bytes, chunk_bytes))
+    return out
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -402,6 +426,86 @@ def cluster_volumes(bootstrap: str, ranges: Sequence[PartitionRange], leaders: D
     finally:
         reader.close()
     return offsets, spans
+
+
+def _batch_at(reader: "_Reader", r: PartitionRange, offset: int) -> Optional[Tuple[int, int, int]]:
+    """(base offset, last offset, largest timestamp) of the batch holding ``offset``; None past the end, or
+    where it is a v0/v1 message set (whose timestamps are not in one header)."""
+    data = reader.read(r.topic, r.partition, offset, None, 1).data
+    entry = next(iter_entries(data), None)
+    if entry is None or entry.magic < 2:
+        return None
+    last, largest = batch_header.last_offset_and_max_timestamp(data, entry.position)
+    return entry.offset, last, largest
+
+
+def _answer_holds(reader: "_Reader", r: PartitionRange, since_ms: int, answer: int) -> bool:
+    """Whether ``answer`` (ListOffsets by ``since_ms``) is where the batches stamped at or after it start: the
+    batch holding it has such a stamp and the batch before it none; for -1, the last batch has none."""
+    if answer < 0:
+        last = _batch_at(reader, r, r.end - 1)
+        return last is not None and last[2] < since_ms
+    if answer < r.start or answer >= max(r.end, r.start + 1):
+        return False
+    held = _batch_at(reader, r, answer)
+    if held is None or held[2] < since_ms:
+        return False
+    if held[0] <= r.start:
+        return True
+    before = _batch_at(reader, r, held[0] - 1)
+    return before is not None and before[2] < since_ms
+
+
+def _search_change(reader: "_Reader", r: PartitionRange, since_ms: int) -> int:
+    """The base offset of the first batch whose largest timestamp is at or after ``since_ms``, by bisecting the
+    partition's offsets one fetched batch header at a time (a producer's batches are stamped in order, as
+    Kafka's time index assumes); past the last batch where none is, the log start for v0/v1 message sets."""
+    lo, hi = r.start, r.end
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found = _batch_at(reader, r, mid)
+        if found is None:
+            return r.start
+        base, last, largest = found
+        if largest >= since_ms:
+            hi = max(lo, base)
+        else:
+            lo = last + 1
+    return lo
+
+
+def change_offsets(bootstrap: str, ranges: Sequence[PartitionRange], leaders: Dict[Tuple[str, int], int],
+                   since_ms: int, timeout_s: float = 10.0, retry_s: float = DEFAULT_FETCH_RETRY_S,
+                   security: ClientSecurity = PLAINTEXT) -> Tuple[Dict[Tuple[str, int], int], int]:
+    """Each partition's offset from which its batches are stamped at or after ``since_ms`` (``--check``'s
+    change), and how many partitions' ListOffsets answers did not hold.
+
+    ListOffsets by timestamp (v1+) answers it at the leader; the answer is checked against the stamps of
+    the batch it names and the one before (two one-batch fetches).  A broker whose answer does not hold
+    (Tansu answers every timestamp with the log start) is bisected instead: about log2(offsets) one-batch
+    fetches.  A partition of v0/v1 message sets gives its log start: all of it is after the change."""
+    reader = _Reader(bootstrap, timeout_s, retry_s, leaders, security)
+    out: Dict[Tuple[str, int], int] = {}
+    searched = 0
+    try:
+        filled = [r for r in ranges if r.end > r.start]
+        by_leader: Dict[Tuple[int, str], List[PartitionRange]] = {}
+        for r in filled:
+            by_leader.setdefault((reader.leader(r.topic, r.partition), r.topic), []).append(r)
+        for (leader, topic), rs in sorted(by_leader.items()):
+            answers = reader.session.list_offsets(leader, topic, [r.partition for r in rs], since_ms)
+            for r in rs:
+                answer = answers.get(r.partition, r.start)
+                if _answer_holds(reader, r, since_ms, answer):
+                    out[(r.topic, r.partition)] = r.end if answer < 0 else answer
+                else:
+                    out[(r.topic, r.partition)] = _search_change(reader, r, since_ms)
+                    searched += 1
+    finally:
+        reader.close()
+    for r in ranges:
+        out.setdefault((r.topic, r.partition), r.start)
+    return out, searched
 
 
 def fetch_chunks(spark, bootstrap: str, chunks: Sequence[Chunk], leaders: Dict[Tuple[str, int], int],

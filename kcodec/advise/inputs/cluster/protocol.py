@@ -250,7 +250,8 @@ class BrokerSession:
         return sorted(topics)
 
     def list_offsets(self, leader: int, topic: str, partitions: Iterable[int], spec: int) -> Dict[int, int]:
-        """``spec`` (EARLIEST or LATEST) offset of each partition led by ``leader``."""
+        """``spec`` (EARLIEST or LATEST) offset of each partition led by ``leader``; ``spec`` a timestamp in
+        milliseconds: the earliest offset whose timestamp is at or after it, -1 where there is none."""
         L = self._ListOffsets
         parts = [L.ListOffsetsTopic.ListOffsetsPartition(partition_index=p, timestamp=spec,
                                                          current_leader_epoch=-1, max_num_offsets=1)
