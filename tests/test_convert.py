@@ -387,3 +387,12 @@ def test_up_conversion_copies_v2_control_and_zstd_batches():
     with pytest.raises(UnsupportedCodecError, match="Down-conversion of zstandard"):
         convert_magic(zstd, 1)
     assert convert_magic(commit, 1) == b""  # control batches have no place in v0/v1
+
+
+def test_up_conversion_keeps_the_order_of_gathered_messages_and_v2_batches():
+    plain = _plain_v1([3, 4])  # offsets 0 and 1, gathered into one v2 batch
+    v2 = v2_batch([(b"k", b"v", T0)], base_offset=2)
+    later = _plain_v1([5], offsets=[3])
+    out = convert_magic(plain + v2 + later, 2)
+    assert [(b.base_offset, b.record_count) for b in read_batches(out)] == [(0, 2), (2, 1), (3, 1)]
+    assert v2 in out  # the v2 batch copied as it is
