@@ -377,6 +377,8 @@ def test_up_conversion_splits_where_an_offset_delta_would_not_fit_an_int32():
     same = convert_magic(_plain_v1([1, 2, 3], offsets=[5, 5, 6]), 2)
     assert [(b.base_offset, b.record_count) for b in read_batches(same)] == [(5, 1), (5, 2)]
     assert [r.offset for b in read_batches(same) for r in b] == [5, 5, 6]
+    back = convert_magic(_plain_v1([1, 2, 3], offsets=[5, 7, 6]), 2)  # compared with the run's last offset
+    assert [(b.base_offset, b.record_count) for b in read_batches(back)] == [(5, 2), (6, 1)]
 
 
 def test_up_conversion_copies_v2_control_and_zstd_batches():
