@@ -398,3 +398,12 @@ def test_up_conversion_keeps_the_order_of_gathered_messages_and_v2_batches():
     out = convert_magic(plain + v2 + later, 2)
     assert [(b.base_offset, b.record_count) for b in read_batches(out)] == [(0, 2), (2, 1), (3, 1)]
     assert v2 in out  # the v2 batch copied as it is
+
+
+def test_up_conversion_of_a_wrapper_starts_its_batch_at_the_first_inner_offset():
+    b = LegacyRecordBatchBuilder(1, "gzip", base_offset=10)
+    for i in range(3):
+        b.append(b"k", b"v%d" % i, T0 + i)
+    (batch,) = read_batches(convert_magic(bytes(b.build()), 2))
+    assert (batch.base_offset, batch.last_offset, batch.record_count) == (10, 12, 3)
+    assert [r.offset for r in batch] == [10, 11, 12]
