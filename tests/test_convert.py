@@ -373,6 +373,11 @@ def test_up_conversion_splits_where_an_offset_delta_would_not_fit_an_int32():
     assert [(b.base_offset, b.record_count) for b in read_batches(near)] == [(0, 2)]
     far = convert_magic(_plain_v1([1, 1], offsets=[0, 2 ** 31 - 1]), 2)
     assert [(b.base_offset, b.record_count) for b in read_batches(far)] == [(0, 1), (2 ** 31 - 1, 1)]
+    # the delta counts from the batch's base offset, not from the message before
+    within = convert_magic(_plain_v1([1, 1, 1], offsets=[0, 2 ** 30, 2 ** 31 - 2]), 2)
+    assert [(b.base_offset, b.record_count) for b in read_batches(within)] == [(0, 3)]
+    past = convert_magic(_plain_v1([1, 1, 1], offsets=[0, 2 ** 30, 2 ** 31 - 1]), 2)
+    assert [(b.base_offset, b.record_count) for b in read_batches(past)] == [(0, 2), (2 ** 31 - 1, 1)]
     # a run is cut where the offset does not grow (a v2 batch's offsets must), and kept as it is
     same = convert_magic(_plain_v1([1, 2, 3], offsets=[5, 5, 6]), 2)
     assert [(b.base_offset, b.record_count) for b in read_batches(same)] == [(5, 1), (5, 2)]
