@@ -534,6 +534,18 @@ def test_legacy_records_are_shown_as_kafka_prints_them():
         "Invalid timestamp type in message LegacyRecordBatch(offset=0, Record(magic=1, attributes=8, "
         f"compression=NONE, crc={crc}, LogAppendTime=1700000000000, key=5 bytes, value=7 bytes)). "
         "Producer should not set timestamp type to LogAppendTime.")
+    # inner messages of a LogAppendTime wrapper take its type and time, whatever their own attributes say
+    inner = LegacyRecordBatchBuilder(magic=1, base_offset=0)
+    inner.append(b"k0", b"value-0", T0)
+    v1_message = bytes(inner.build())
+    wrapped = _v1_gzip_wrapper(v1_message, 0, attributes=0x09)
+    e = expect("INVALID_TIMESTAMP", lambda: run(wrapped, to_magic=1, compression_type="producer",
+                                                timestamp_type=TimestampType.LOG_APPEND_TIME))
+    crc = struct.unpack_from(">I", v1_message, 12)[0]
+    assert e.record_errors[0].message == (
+        f"Invalid timestamp type in message LegacyRecordBatch(offset=0, Record(magic=1, attributes=0, "
+        f"compression=NONE, crc={crc}, LogAppendTime={T0 + 5}, key=2 bytes, value=7 bytes)). "
+        "Producer should not set timestamp type to LogAppendTime.")
     v2lat = v2(1, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW, keys=[None])
     e = expect("INVALID_TIMESTAMP", lambda: run(v2lat, timestamp_type=TimestampType.LOG_APPEND_TIME))
     assert e.record_errors[0].message == (
@@ -541,10 +553,11 @@ def test_legacy_records_are_shown_as_kafka_prints_them():
         "Producer should not set timestamp type to LogAppendTime.")
 
 
-def _v1_gzip_wrapper(inner: bytes, last_offset: int) -> bytes:
-    """A v1 gzip wrapper message around ``inner`` (messages with relative offsets), as old producers wrote."""
+def _v1_gzip_wrapper(inner: bytes, last_offset: int, magic: int = 1, attributes: int = 1) -> bytes:
+    """A gzip wrapper message around ``inner`` (v1: messages with relative offsets), as old producers wrote."""
     value = gzip.compress(inner)
-    body = struct.pack(">bbqi", 1, 1, T0 + 5, -1) + struct.pack(">i", len(value)) + value
+    head = struct.pack(">bbqi", magic, attributes, T0 + 5, -1) if magic else struct.pack(">bbi", 0, attributes, -1)
+    body = head + struct.pack(">i", len(value)) + value
     return struct.pack(">qiI", last_offset, len(body) + 4, zlib.crc32(body)) + body
 
 
@@ -554,7 +567,7 @@ def test_an_inner_message_of_another_magic_is_refused():
     first = LegacyRecordBatchBuilder(magic=1, base_offset=0)
     first.append(b"k0", b"value-0", T0)
     second = LegacyRecordBatchBuilder(magic=0, base_offset=1)
-    second.append(b"key-1", b"value-1")
+    second.append(b"key-1", None)
     v0_message = bytes(second.build())
     data = _v1_gzip_wrapper(bytes(first.build()) + v0_message, 1)
     assert [r.offset for r in batches(data)[0]] == [0, 1]  # it reads
@@ -562,7 +575,18 @@ def test_an_inner_message_of_another_magic_is_refused():
     crc = struct.unpack_from(">I", v0_message, 12)[0]
     assert [(r.batch_index, r.message) for r in e.record_errors] == [(1, (
         f"Record LegacyRecordBatch(offset=1, Record(magic=0, attributes=0, compression=NONE, crc={crc}, "
-        "key=5 bytes, value=7 bytes))'s magic does not match outer magic 1 in topic partition topic-0."))]
+        "key=5 bytes, value=0 bytes))'s magic does not match outer magic 1 in topic partition topic-0."))]
+    # a v1 message in a v0 wrapper prints its own (CreateTime) timestamp
+    inner = LegacyRecordBatchBuilder(magic=1, base_offset=0)
+    inner.append(b"k0", b"value-0", T0)
+    v1_message = bytes(inner.build())
+    e = expect("INVALID_RECORD", lambda: run(_v1_gzip_wrapper(v1_message, 0, magic=0), to_magic=0,
+                                             compression_type="producer"))
+    crc = struct.unpack_from(">I", v1_message, 12)[0]
+    assert e.record_errors[0].message == (
+        f"Record LegacyRecordBatch(offset=0, Record(magic=1, attributes=0, compression=NONE, crc={crc}, "
+        f"CreateTime={T0}, key=2 bytes, value=7 bytes))'s magic does not match outer magic 0 in topic partition "
+        "topic-0.")
     # the same messages, all v1, are accepted
     both = LegacyRecordBatchBuilder(magic=1, base_offset=0)
     both.append(b"k0", b"value-0", T0)
