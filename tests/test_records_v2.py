@@ -459,3 +459,17 @@ def test_compressed_records_read_from_a_buffer_that_shrank(codec):
     assert info.value.position == 5 and info.value.batch_offset == 7
     with pytest.raises(CorruptRecordError, match="shrank"):
         list(batch)
+
+
+def test_read_batches_checks_every_magic_s_crc_by_default():
+    v2 = RecordBatchBuilder()
+    v2.append(b"k", b"value", T0)
+    legacy = LegacyRecordBatchBuilder(1)
+    legacy.append(b"k", b"value", T0)
+    for built in (v2.build(), legacy.build()):
+        data = bytearray(built)
+        data[-1] ^= 0x01  # the value's last byte, inside the CRC's span
+        with pytest.raises(CorruptRecordError, match="corrupt"):
+            list(read_batches(bytes(data)))
+        (batch,) = read_batches(bytes(data), validate=False)
+        assert not batch.is_valid()
