@@ -120,8 +120,9 @@ def batch_builder(magic: int = 2, **kwargs: Any) -> Union[RecordBatchBuilder, "L
     Magic 2 gives a :class:`RecordBatchBuilder`, 0 and 1 a
     :class:`~kcodec.records.legacy_builder.LegacyRecordBatchBuilder`; the arguments
     are RecordBatchBuilder's, and the v2-only ones (producer fields,
-    transactions, control batches, the partition leader epoch and the delete
-    horizon) are refused for the old formats with Kafka's messages.
+    transactions, control batches and the delete horizon) are refused for the
+    old formats with Kafka's messages.  A partition leader epoch is dropped, as
+    Kafka's ``MemoryRecordsBuilder`` drops it: v0/v1 messages have no field for it.
     """
     if isinstance(magic, bool) or magic not in (0, 1, 2):
         raise RecordBuilderError(f"unsupported magic {magic!r}: use 0, 1 or 2")
