@@ -198,6 +198,10 @@ FILTERS = [
     {"start_timestamp": T0 + 5_000, "end_timestamp": T0 + 9_000},
     {"start_offset": 100, "start_timestamp": T0 + 8_000, "end_offset": 2500},
     {"start_timestamp": T0 + 10_000_000},
+    # bounds whose microseconds pass int64 (the column's unit): every row, or none, as their milliseconds say
+    {"start_timestamp": (1 << 63) - 1},
+    {"end_timestamp": -(1 << 63)},
+    {"start_timestamp": -(1 << 63), "end_timestamp": (1 << 63) - 1},
 ]
 
 

@@ -94,15 +94,22 @@ class RecordRange:
             tests.append(pc.less(table["offset"], self.end_offset))
         stamp = table.schema.field("timestamp").type
         if self.start_timestamp is not None:
-            tests.append(pc.greater_equal(table["timestamp"], pa.scalar(self.start_timestamp * 1000, stamp)))
+            tests.append(pc.greater_equal(table["timestamp"], pa.scalar(_micros(self.start_timestamp), stamp)))
         if self.end_timestamp is not None:
-            tests.append(pc.less(table["timestamp"], pa.scalar(self.end_timestamp * 1000, stamp)))
+            tests.append(pc.less(table["timestamp"], pa.scalar(_micros(self.end_timestamp), stamp)))
         if not tests:
             return table
         mask = tests[0]
         for test in tests[1:]:
             mask = pc.and_(mask, test)
         return filter_rows(table, mask)  # view columns too
+
+
+def _micros(ms: int) -> int:
+    """A bound in milliseconds as the column's microseconds, held within int64: a record's own
+    microseconds always are, and a multiple of 1000 never equals either end, so the clamped bound
+    keeps or drops exactly the rows the unclamped one would."""
+    return min(max(ms * 1000, -(1 << 63)), (1 << 63) - 1)
 
 
 def _older_up_to(segment: LogSegment, timestamp: int) -> Optional[int]:
