@@ -40,8 +40,11 @@ FAST = 1e9  # records/s: unpaced
 
 
 @pytest.fixture(scope="module")
-def written(kafka_broker, tmp_path_factory):
-    """The topic before the change, advise's results.json on it, the broker's batches since the change."""
+def written(spark, kafka_broker, tmp_path_factory):
+    """The topic before the change, advise's results.json on it, the broker's batches since the change.
+
+    It asks for ``spark`` as advise runs here: every test on it is then a Spark test, left out of the
+    core suite (``-m "not spark"``)."""
     why = P.client_missing("librdkafka")
     if why:
         pytest.skip(why)
