@@ -38,7 +38,9 @@ import argparse
 import ast
 import copy
 import json
+import math
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -507,6 +509,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "wins), with today's equivalents, and stop")
     ap.add_argument("--lines", default="", help="only mutants on these lines, e.g. 40-60,72")
     ap.add_argument("--operators", default="", help="only these operators (comma separated)")
+    ap.add_argument("--sample", type=int, default=0, metavar="N",
+                    help="run N mutants of each module, drawn with --seed; the score is then an "
+                         "estimate, printed with its 95%% interval")
+    ap.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw")
     ap.add_argument("--timeout-factor", type=float, default=5.0,
                     help="timeout: this times the covering tests' unmutated time, plus --timeout-base")
     ap.add_argument("--timeout-base", type=float, default=20.0)
@@ -543,6 +549,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.operators:
         ops = set(args.operators.split(","))
         mutants = {m: [x for x in ms if x.operator in ops] for m, ms in mutants.items()}
+    if args.sample:
+        # Drawn from the list after --lines/--operators, so one seed names one set of mutants
+        # for as long as the module's source is unchanged.
+        mutants = {m: sorted(random.Random(f"{args.seed}:{m}").sample(ms, min(args.sample, len(ms))),
+                             key=lambda x: x.key)
+                   for m, ms in mutants.items()}
     if args.list:
         for ms in mutants.values():
             for x in ms:
@@ -574,12 +586,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       f" ({len(covering)} tests)", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
-    summarize(results, list(modules))
+    summarize(results, list(modules), sampled=bool(args.sample))
     return 0
 
 
-def summarize(results: List[dict], modules: List[str]) -> None:
-    """The score table and every survivor."""
+def summarize(results: List[dict], modules: List[str], sampled: bool = False) -> None:
+    """The score table and every survivor; a sampled run's scores carry their interval."""
     print()
     print(f"{'module':24s} {'mutants':>7s} {'killed':>6s} {'timeout':>7s} {'survived':>8s} "
           f"{'equiv':>5s} {'score':>6s}")
@@ -591,13 +603,25 @@ def summarize(results: List[dict], modules: List[str]) -> None:
         caught = count["killed"] + count["timeout"]
         score = 100.0 * caught / scored if scored else 100.0
         print(f"{module:24s} {len(rs):7d} {count['killed']:6d} {count['timeout']:7d} "
-              f"{count['survived'] + count['error']:8d} {count['equivalent']:5d} {score:5.1f}%")
+              f"{count['survived'] + count['error']:8d} {count['equivalent']:5d} {score:5.1f}%"
+              f"{_interval(caught, scored) if sampled else ''}")
     survivors = [r for r in results if r["outcome"] in ("survived", "error")]
     if survivors:
         print("\nsurvivors:")
         for r in survivors:
             why = "" if r["tests"] else "   [no test runs this line]"
             print(f"  {r['module']}:{r['line']}:{r['operator']}:{r['original']} -> {r['mutated']}{why}")
+
+
+def _interval(caught: int, scored: int) -> str:
+    """The Wilson 95% interval of a score, for a run that saw a sample of a module's mutants."""
+    if not scored:
+        return ""
+    z = 1.959964
+    p = caught / scored
+    centre = (p + z * z / (2 * scored)) / (1 + z * z / scored)
+    half = z * math.sqrt(p * (1 - p) / scored + z * z / (4 * scored * scored)) / (1 + z * z / scored)
+    return f"  (95%: {100 * (centre - half):.0f}-{100 * min(1.0, centre + half):.0f}%)"
 
 
 def report(paths: Sequence[Path], equivalents_path: Path) -> int:
