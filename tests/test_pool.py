@@ -59,6 +59,28 @@ def test_size_classes():
     assert pool.cached_bytes() == 0
 
 
+def test_size_class_boundaries():
+    # a request of exactly a class's size takes that class, one byte more the next
+    pool = BufferPool()
+    assert [len(pool.get(n)) for n in (0, 1, 4096, 4097, 8192, 8193, 1 << 20)] == \
+        [4096, 4096, 4096, 8192, 8192, 16384, 1 << 20]
+
+
+def test_default_cache_keeps_eight_per_class():
+    pool = BufferPool()
+    bufs = [pool.get(10) for _ in range(10)] + [pool.get(5000) for _ in range(3)]
+    for b in bufs:
+        pool.put(b)
+    assert pool.cached_bytes() == 8 * 4096 + 3 * 8192
+    assert pool.allocations == 13
+
+
+def test_star_import_gives_the_public_names_only():
+    names: dict = {}
+    exec("from kcodec.records.pool import *", names)
+    assert sorted(k for k in names if k != "__builtins__") == ["BufferPool", "PooledBuffer", "builder_cache"]
+
+
 def test_cache_is_bounded():
     pool = BufferPool(max_cached_per_class=2)
     bufs = [pool.get(10) for _ in range(5)]
