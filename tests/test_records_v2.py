@@ -391,6 +391,98 @@ def test_an_unvalidated_control_record_with_a_negative_marker_version():
         kcodec.to_arrow(bytes(data), validate=True, include_control=True)
 
 
+def _with_count(data, count):
+    buf = bytearray(data)
+    struct.pack_into(">i", buf, 57, count)
+    return bytes(buf)
+
+
+def _second_batch_counting_two(codec):
+    """A 70-byte batch, then a batch of one record whose header counts two (unvalidated)."""
+    lead = RecordBatchBuilder(base_offset=0)
+    lead.append(b"a", b"1", T0)
+    second = RecordBatchBuilder(base_offset=1, compression=codec)
+    second.append(b"k", b"v", T0)
+    lead_bytes, second_bytes = lead.build(), _with_count(second.build(), 2)
+    return len(lead_bytes), len(second_bytes), list(read_batches(lead_bytes + second_bytes, validate=False))[1]
+
+
+@pytest.mark.parametrize("getter", ["records", "scan"])
+def test_record_errors_name_the_byte_in_the_buffer_or_the_compressed_batch(getter):
+    # An uncompressed batch's records lie in the buffer: the error names the byte where the missing
+    # record should start (the batch's end).  A compressed batch's records are decompressed, so the
+    # error names the batch itself.
+    lead, size, batch = _second_batch_counting_two("none")
+    with pytest.raises(InvalidRecordError, match="premature EOF reached") as info:
+        getattr(batch, getter)()
+    assert (info.value.position, info.value.batch_offset) == (lead + size, 1) == (140, 1)
+    lead, size, batch = _second_batch_counting_two("gzip")
+    with pytest.raises(InvalidRecordError, match="premature EOF reached") as info:
+        getattr(batch, getter)()
+    assert (info.value.position, info.value.batch_offset) == (lead, 1) == (70, 1)
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_scan_indexes_every_record_field_of_the_records_region(codec):
+    b = RecordBatchBuilder(base_offset=5, compression=codec)
+    b.append(b"key", b"value-1", T0, headers=[("h", b"x")])
+    b.append(None, b"", T0 + 3)
+    data = b.build()
+    idx, region = one(data).scan()
+    if codec == "none":
+        assert bytes(region) == data[61:]
+    assert idx.size == len(region)
+    assert list(idx.offset_delta) == [0, 1] and list(idx.timestamp_delta) == [0, 3]
+    assert list(idx.key_len) == [3, -1] and list(idx.value_len) == [7, 0]
+    assert bytes(region[idx.key_pos[0]:idx.key_pos[0] + 3]) == b"key"
+    assert bytes(region[idx.value_pos[0]:idx.value_pos[0] + 7]) == b"value-1"
+    assert list(idx.header_start) == [0, 1, 1]
+    assert bytes(region[idx.hval_pos[0]:idx.hval_pos[0] + idx.hval_len[0]]) == b"x"
+    empty_idx, empty_region = next(read_batches(_with_count(data, 0), validate=False)).scan()
+    assert empty_region == b"" and len(empty_idx.offset_delta) == 0 and empty_idx.size == 0
+
+
+def test_check_control_records_reads_control_batches_only():
+    lead = RecordBatchBuilder(base_offset=0)
+    lead.append(b"a", b"1", T0)
+    control = RecordBatchBuilder(base_offset=4, is_control=True, producer_id=7, producer_epoch=1)
+    control.append_control(key=b"\x00\x00", value=b"")  # a key of 2 bytes, where Kafka needs 4
+    data = lead.build() + control.build()
+    batches = list(read_batches(data))
+    with pytest.raises(InvalidRecordError, match="at least 4 bytes, but found only 2") as info:
+        batches[1].check_control_records()
+    assert (info.value.position, info.value.batch_offset) == (70, 4)
+    # a data batch passes without its records being read, even records that would not decode
+    _, _, broken = _second_batch_counting_two("none")
+    assert broken.check_control_records() is None
+    with pytest.raises(InvalidRecordError):
+        broken.records()
+
+
+def test_control_records_other_than_markers_have_no_coordinator_epoch():
+    b = RecordBatchBuilder(base_offset=4, is_control=True, is_transactional=True, producer_id=7, producer_epoch=1)
+    b.append_end_txn_marker(ControlRecordType.COMMIT, 6)
+    b.append_control(ControlRecordType.LEADER_CHANGE, b"\x00" * 6)
+    got = [(r.offset, r.control_type, r.coordinator_epoch) for r in one(b.build()).records()]
+    assert got == [(4, ControlRecordType.COMMIT, 6), (5, ControlRecordType.LEADER_CHANGE, None)]
+    lone = RecordBatchBuilder(base_offset=9, is_control=True, producer_id=7, producer_epoch=1)
+    lone.append_control(ControlRecordType.SNAPSHOT_HEADER, b"\x00" * 6)
+    assert [(r.control_type, r.coordinator_epoch) for r in one(lone.build()).records()] == \
+        [(ControlRecordType.SNAPSHOT_HEADER, None)]
+
+
+def test_batch_repr_and_no_instance_dict():
+    lead = RecordBatchBuilder(base_offset=0)
+    lead.append(b"a", b"1", T0)
+    b = RecordBatchBuilder(base_offset=7, compression="gzip")
+    for i in range(3):
+        b.append(b"k", b"v%d" % i, T0)
+    batch = list(read_batches(lead.build() + b.build()))[1]
+    assert repr(batch) == "RecordBatch(base_offset=7, last_offset=9, count=3, compression=1, position=70)"
+    with pytest.raises(AttributeError):  # __slots__: millions of batches carry no __dict__
+        batch.note = 1
+
+
 def test_attribute_high_bits_ignored():
     buf = bytearray(load_case("v2_none_single")[0])
     buf[21] = 0xFF  # bits 8-15
