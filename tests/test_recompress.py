@@ -565,3 +565,94 @@ def test_the_codec_is_a_required_flag(tmp_path, capsys):
         main(["recompress", d])
     assert e.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith("error: the following arguments are required: --codec")
+
+
+# -- rebuild_batch, which the validator, the cleaner's filter and recompression write with ------------
+
+def _three_records():
+    b = kcodec.RecordBatchBuilder(base_offset=0)
+    b.append(b"k0", b"v0", T0, headers=[("h", b"x")])
+    b.append(None, b"v1", T0 + 5)
+    b.append(b"k2", None, T0 + 2)
+    return next(kcodec.read_batches(b.build())).records()
+
+
+def _header_fields(out):
+    (b,) = list(kcodec.read_batches(out))
+    return (b.magic, b.base_offset, b.last_offset, b.producer_id, b.producer_epoch, b.base_sequence,
+            b.partition_leader_epoch, b.is_transactional, b.is_control, b.delete_horizon_ms,
+            b.timestamp_type, b.max_timestamp, int(b.compression))
+
+
+def _fields(out):
+    return [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for b in kcodec.read_batches(out) for r in b]
+
+
+CT = TimestampType.CREATE_TIME
+
+
+def test_rebuild_batch_defaults_write_no_producer_state():
+    from kcodec.records.rebuild import rebuild_batch
+    out = rebuild_batch(_three_records(), magic=2, compression="none", level=None, base_offset=10, timestamp_type=CT)
+    assert type(out) is bytes
+    assert _header_fields(out) == (2, 10, 12, -1, -1, -1, -1, False, False, None, CT, T0 + 5, 0)
+    assert _fields(out) == [(10, T0, b"k0", b"v0", (("h", b"x"),)), (11, T0 + 5, None, b"v1", ()),
+                            (12, T0 + 2, b"k2", None, ())]
+
+
+def test_rebuild_batch_keeps_producer_state_offsets_horizon_and_last_offset():
+    from kcodec.records.rebuild import rebuild_batch
+    kwargs = dict(magic=2, compression="gzip", level=None, base_offset=3, timestamp_type=CT, offsets=[3, 7, 9],
+                  delete_horizon_ms=T0 + 9, producer_id=5, producer_epoch=2, base_sequence=40,
+                  is_transactional=True, partition_leader_epoch=8)
+    out = rebuild_batch(_three_records(), last_offset=12, **kwargs)
+    assert _header_fields(out) == (2, 3, 12, 5, 2, 40, 8, True, False, T0 + 9, CT, T0 + 5, 1)
+    assert [r[0] for r in _fields(out)] == [3, 7, 9]
+    (batch,) = list(kcodec.read_batches(out))
+    assert batch.last_sequence == 49 and batch.is_valid()  # the sequence of offset 12 survives
+    # a last offset the records already end at leaves the batch as written
+    assert rebuild_batch(_three_records(), last_offset=9, **kwargs) == rebuild_batch(_three_records(), **kwargs)
+    # Kafka's NO_TIMESTAMP horizon is no horizon at all
+    kwargs["delete_horizon_ms"] = -1
+    assert _header_fields(rebuild_batch(_three_records(), **kwargs))[9] is None
+
+
+def test_rebuild_batch_log_append_time_only_for_log_append_time_batches():
+    from kcodec.records.rebuild import rebuild_batch
+    lat = TimestampType.LOG_APPEND_TIME
+    out = rebuild_batch(_three_records(), magic=2, compression="none", level=None, base_offset=0, timestamp_type=lat,
+                        log_append_time=T0 + 100)
+    assert _header_fields(out)[10:12] == (lat, T0 + 100)
+    assert [r[1] for r in _fields(out)] == [T0 + 100] * 3
+    out = rebuild_batch(_three_records(), magic=2, compression="none", level=None, base_offset=0, timestamp_type=CT,
+                        log_append_time=T0 + 100)
+    assert [r[1] for r in _fields(out)] == [T0, T0 + 5, T0 + 2]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_rebuild_batch_below_magic_2_drops_what_legacy_messages_cannot_hold(magic):
+    from kcodec.records.rebuild import rebuild_batch
+    ts_type = CT if magic else TimestampType.NO_TIMESTAMP_TYPE
+    out = rebuild_batch(_three_records()[1:], magic=magic, compression="none", level=None, base_offset=10,
+                        timestamp_type=ts_type, producer_id=5, producer_epoch=2, base_sequence=40,
+                        partition_leader_epoch=8, delete_horizon_ms=T0, last_offset=20)
+    batches = list(kcodec.read_batches(out))
+    assert [(b.magic, b.last_offset, b.producer_id, b.partition_leader_epoch) for b in batches] == \
+        [(magic, 10, -1, -1), (magic, 11, -1, -1)]
+    ts = [T0 + 5, T0 + 2] if magic else [-1, -1]
+    assert _fields(out) == [(10, ts[0], None, b"v1", ()), (11, ts[1], b"k2", None, ())]
+
+
+def test_rebuild_batch_rewrites_control_records_as_control_records():
+    from kcodec.records import ControlRecordType
+    from kcodec.records.rebuild import rebuild_batch
+    b = kcodec.RecordBatchBuilder(base_offset=4, is_control=True, is_transactional=True, producer_id=7,
+                                  producer_epoch=1)
+    b.append_end_txn_marker(ControlRecordType.ABORT, 6, timestamp=T0)
+    original = b.build()
+    out = rebuild_batch(next(kcodec.read_batches(original)).records(), magic=2, compression="none", level=None,
+                        base_offset=4, timestamp_type=CT, is_control=True, is_transactional=True, producer_id=7,
+                        producer_epoch=1)
+    assert out == original
+    (rec,) = next(kcodec.read_batches(out)).records()
+    assert (rec.is_control, rec.control_type, rec.coordinator_epoch) == (True, ControlRecordType.ABORT, 6)
