@@ -360,3 +360,63 @@ def test_topic_race_from_metrics_rows():
     assert race_off_reason("off", "model", None).startswith("--race off")
     assert race_off_reason("on", "measured", None).startswith("--cpu-cost measured")
     assert race_off_reason("on", "model", None) is None
+
+
+def test_fastest_mbps_is_a_ceiling_of_every_batch_the_model_bills():
+    from kcodec.advise.cpu import MODEL, cpu_cost, fastest_mbps
+
+    # by hand: zstd:10's payload term alone is 26.73 ns a byte; gzip:9's least is at r = c1 / c4
+    assert fastest_mbps("zstd", 10)[0] == pytest.approx(1e3 / 26.73)
+    c1, c4 = 35.65, 11.83
+    assert fastest_mbps("gzip", 9)[0] == pytest.approx(1e3 / (c4 + c4 * math.log(c1 / c4)))
+    # zstd:8's spread term falls without bound as stored outgrows payload: only none's floor is left
+    assert fastest_mbps("zstd", 8)[0] == pytest.approx(1e3 / 0.2296)
+    assert fastest_mbps("zstd", 3)[1] == math.inf  # its read model has no payload or stored term's floor
+    assert fastest_mbps("libdeflate", 6) is None
+    rng = random.Random(7)
+    for codec, level in MODEL:
+        top_build, top_read = fastest_mbps(codec, level)
+        for _ in range(300):
+            payload = rng.choice([1, 10, 1000, 10 ** 6]) * rng.uniform(1, 10)
+            stored = payload / math.exp(rng.uniform(-3, 6))  # ratios from 1/20 to 400
+            batches, records = rng.choice([0, 1, 100]), rng.choice([0, 1, 10 ** 4])
+            c = cpu_cost(codec, level, int(payload) + 1, int(stored) + 1, batches, records, 0.0, 0.0)
+            assert (int(payload) + 1) / c.compress_seconds / 1e6 <= top_build * (1 + 1e-9), (codec, level)
+            if c.read_seconds > 0:
+                assert (int(payload) + 1) / c.read_seconds / 1e6 <= top_read * (1 + 1e-9), (codec, level)
+
+
+def test_settings_the_rule_excludes_on_any_data_are_left_out_before_round_one():
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.racing import TopicRace, outside_rule
+    from kcodec.advise.recommend import Rule
+
+    grid = [Setting(c, lv, 16384, 5) for c, lv in (("none", None), ("zstd", 3), ("zstd", 9), ("zstd", 19),
+                                                    ("gzip", 9), ("zstd", 8))]
+    slow = Setting("lz4", None, 16384, 500)
+    race = TopicRace(grid + [slow], knee=1.0, rule=Rule())
+    assert race.race.running == ["none@16KiB/5ms", "zstd:3@16KiB/5ms", "zstd:8@16KiB/5ms"]
+    before = {d.name: d for d in race.race.before}
+    assert sorted(before) == ["gzip:9@16KiB/5ms", "lz4@16KiB/500ms", "zstd:19@16KiB/5ms", "zstd:9@16KiB/5ms"]
+    assert before["zstd:9@16KiB/5ms"].round == 0 and before["zstd:9@16KiB/5ms"].reason == "rule"
+    assert before["zstd:9@16KiB/5ms"].bound == pytest.approx(1e3 / 21.39)
+    assert before["zstd:9@16KiB/5ms"].detail == ("builds at most 46.8 MB/s by the CPU model on any data, below "
+                                                 "--min-compress-mbps 50")
+    assert before["lz4@16KiB/500ms"].detail == "linger.ms 500 past --max-linger-ms 100"
+    # the Bonferroni count is the settings left to race
+    assert race.race.sizes == {None: 3}
+    line = race.text()[0]
+    assert line.startswith("left out before round 1 (4 of 7, whatever the data): ")
+    assert "builds at most 9.5-47 MB/s by the CPU model on any data, below --min-compress-mbps 50" in line
+    assert "linger.ms 500 past --max-linger-ms 100" in line
+    assert [d["setting"] for d in race.doc()["before"]] == [d.name for d in race.race.before]
+    # a lower limit lets them race; a flag-only rule never needs the model
+    assert outside_rule(grid, Rule(min_compress_mbps=0)) == {}
+    assert set(outside_rule(grid, Rule(min_compress_mbps=0, min_read_mbps=700))) == {
+        "gzip:9@16KiB/5ms"}
+    # a group the rule would empty keeps its settings, so the rule says why none is allowed
+    alone = TopicRace([Setting("zstd", 19, 16384, 5), Setting("zstd", 3, 65536, 5)], knee=0.9, rule=Rule())
+    assert alone.race.running == ["zstd:19@16KiB/5ms", "zstd:3@64KiB/5ms"] and alone.race.before == []
+    # only before the first round
+    with pytest.raises(ValueError, match="before the first round"):
+        race.race.exclude({})

@@ -48,7 +48,7 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["MODEL", "MODEL_ERROR", "LEVEL_ERROR", "REFERENCE", "THROUGHPUT_NOTES", "FEATURES", "CpuCost", "cpu_cost",
-           "modelled", "features", "fit"]
+           "modelled", "fastest_mbps", "features", "fit"]
 
 REFERENCE = ("one vCPU of a 2-vCPU x86-64 KVM machine shared with other jobs (load average 6-8), "
              "kcodec 0.1's native builder and reader, 2026-11-26")
@@ -161,6 +161,34 @@ def fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def modelled(codec: str, level: Optional[int]) -> bool:
     """Whether :data:`MODEL` covers ``codec`` at ``level``."""
     return (codec, level) in MODEL
+
+
+def _fewest_ns(coef: Sequence[float]) -> float:
+    """The fewest ns per payload byte ``coef`` gives any batches: with ``r`` = payload / stored, a byte costs
+    ``c0 + c1 / r + c4 ln r`` plus its share of the batch and record terms, which are never negative."""
+    c0, c1, _, _, c4 = coef
+    if c4 > 0:
+        # lowest at r = c1 / c4; without a stored-bytes term it falls without bound as r -> 0
+        return c0 + c4 + c4 * math.log(c1 / c4) if c1 > 0 else -math.inf
+    return c0  # c1 / r -> 0 as r grows
+
+
+def fastest_mbps(codec: str, level: Optional[int]) -> Optional[Tuple[float, float]]:
+    """The most MB/s (payload per CPU second) the model gives ``codec``/``level`` building and reading, on
+    any data at any batch size (inf where it sets no bound); None where the model does not cover it.
+
+    A setting whose most is below the rule's limit is outside the rule whatever a sample holds, so the race
+    can leave it out before measuring it.
+    """
+    coef = MODEL.get((codec, level))
+    if coef is None:
+        return None
+    out = []
+    for side, floor in zip(coef, MODEL[("none", None)]):
+        # cpu_cost bills the larger of the codec's and none's: either one's fewest is a floor of it
+        ns = max(_fewest_ns(side), _fewest_ns(floor))
+        out.append(1e3 / ns if ns > 0 else math.inf)
+    return out[0], out[1]
 
 
 def _seconds(coef: Sequence[float], x: np.ndarray) -> float:

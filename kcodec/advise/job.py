@@ -220,7 +220,7 @@ def _measure_in_rounds(spark, plan: RoundSampledSource, c: Checked, o: Options, 
     ordered = {t: nested_order(us, lambda u: u.partition, lambda u: u.chunk) for t, us in candidates.items()}
     sampler = AutoSampler(ordered, population, lambda u: u.size, c.target)
     racing = race_off_reason(o.race, o.cpu_cost, c.choose) is None
-    races = {t: TopicRace(c.settings, c.rule.knee) for t in ordered} if racing else {}
+    races = {t: TopicRace(c.settings, c.rule.knee, c.rule) for t in ordered} if racing else {}
     book = RangeBook()
     tables = []
     while True:

@@ -288,8 +288,28 @@ class Race:
         self.sizes = {k: keys.count(k) for k in keys}
         self.running = list(names)
         self.dropped: Dict[str, Drop] = {}
+        self.before: List[Drop] = []
         self.rounds: List[RoundLog] = []
         self.decided = all(n <= 1 for n in self.sizes.values())
+
+    def exclude(self, reasons: Dict[str, Tuple[str, float]]) -> List[Drop]:
+        """Before round 1, leave out the settings the rule excludes whatever the data (name -> why, and the
+        figure that decides it, e.g. the most MB/s the CPU model allows it). A group that would be left with
+        none keeps its own, so the rule still says why none is allowed. The settings left are the tests a
+        setting may meet per round."""
+        if self.rounds or self.before:
+            raise ValueError("settings are left out before the first round only")
+        gone = [n for n in self.names if n in reasons]
+        for key in self.sizes:
+            if all(n in reasons for n in self.names if self.group[n] == key):
+                gone = [n for n in gone if self.group[n] != key]
+        self.before = [Drop(n, 0, "rule", "", reasons[n][1], reasons[n][0]) for n in gone]
+        for d in self.before:
+            self.dropped[d.name] = d
+        self.running = [n for n in self.running if n not in self.dropped]
+        self.sizes = {k: sum(self.group[n] == k for n in self.running) for k in self.sizes}
+        self.decided = all(n <= 1 for n in self.sizes.values())
+        return self.before
 
     def round(self, contenders: Sequence[Contender], sizes: Sequence[float], population: int) -> RoundLog:
         """Take one round's figures of the running settings; drop those that cannot win."""
@@ -322,6 +342,11 @@ class Race:
     def text(self) -> List[str]:
         """Per round: how many settings it dropped and why, grouped."""
         out = []
+        if self.before:
+            names = group_names([d.name for d in self.before], self.names)
+            why = _grouped_details(self.before)
+            out.append(f"left out before round 1 ({len(self.before)} of {len(self.names)}, whatever the data): "
+                       f"{', '.join(names)} outside the rule ({'; '.join(why)})")
         for log in self.rounds:
             if not log.drops:
                 continue
@@ -346,7 +371,25 @@ class Race:
 
     def doc(self) -> Dict[str, object]:
         return {"settings": len(self.names), "running": list(self.running), "decided": self.decided,
-                "alpha": self.alpha, "rounds": [r.doc() for r in self.rounds]}
+                "alpha": self.alpha, "before": [d.doc() for d in self.before],
+                "rounds": [r.doc() for r in self.rounds]}
+
+
+def _grouped_details(drops: Sequence[Drop]) -> List[str]:
+    """The reasons of ``drops``, those of one limit as one line: "builds at most 8.2-48 MB/s ..., below 50"."""
+    fixed: set = set()
+    speeds: Dict[Tuple[str, str], List[float]] = {}
+    for d in drops:
+        head, sep, tail = d.detail.partition(" at most ")
+        if d.bound > 0 and sep and " MB/s" in tail:
+            speeds.setdefault((head, tail.split(" MB/s", 1)[1]), []).append(d.bound)
+        else:
+            fixed.add(d.detail)
+    for (head, tail), tops in speeds.items():
+        lo, hi = min(tops), max(tops)
+        span = f"{lo:.2g}" if f"{lo:.2g}" == f"{hi:.2g}" else f"{lo:.2g}-{hi:.2g}"
+        fixed.add(f"{head} at most {span} MB/s{tail}")
+    return sorted(fixed)
 
 
 def group_names(names: Sequence[str], every: Sequence[str]) -> List[str]:

@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from kcodec.advise.aggregate import TopicAggregate
-from kcodec.advise.cpu import cpu_cost
+from kcodec.advise.cpu import cpu_cost, fastest_mbps
 from kcodec.advise.grid import Setting
 from kcodec.advise.race import Contender, Limit, Race
 from kcodec.advise.recommend import Measured, Rule, TopicAdvice, tie_order
 from kcodec.advise.task import TODAY
 
-__all__ = ["TopicRace", "RangeBook", "race_off_reason"]
+__all__ = ["TopicRace", "RangeBook", "race_off_reason", "outside_rule"]
 
 _RANGE_COLUMNS = ("topic", "setting", "partition", "chunk", "payload_bytes", "stored_bytes", "batches", "records",
                   "compress_seconds", "read_seconds")
@@ -35,6 +35,30 @@ def race_off_reason(race: str, cpu: str, choose: Optional[Setting]) -> Optional[
     if choose is not None:
         return "--choose: every setting measured on every range"
     return None
+
+
+def outside_rule(settings: Sequence[Setting], rule: Rule) -> Dict[str, Tuple[str, float]]:
+    """The settings the rule excludes whatever a sample holds (label -> why, and the deciding figure): a
+    ``linger.ms`` past ``--max-linger-ms``, or a codec and level to which the CPU model gives fewer MB/s
+    than the rule asks on any data (:func:`kcodec.advise.cpu.fastest_mbps`). The bill and the rule's speeds
+    are the model's, so measuring these could not bring them back."""
+    out: Dict[str, Tuple[str, float]] = {}
+    for s in settings:
+        if s.linger_ms > rule.max_linger_ms:
+            out[s.label] = (f"linger.ms {s.linger_ms} past --max-linger-ms {rule.max_linger_ms:g}", 0.0)
+            continue
+        if rule.cpu == "measured":
+            continue
+        fastest = fastest_mbps(s.codec, s.level)
+        if fastest is None:
+            continue
+        for what, top, flag, limit in (("builds", fastest[0], "--min-compress-mbps", rule.min_compress_mbps),
+                                       ("reads", fastest[1], "--min-read-mbps", rule.min_read_mbps)):
+            if top < limit:
+                out[s.label] = (f"{what} at most {top:.3g} MB/s by the CPU model on any data, below {flag} "
+                                f"{limit:g}", top)
+                break
+    return out
 
 
 class RangeBook:
@@ -58,12 +82,14 @@ class RangeBook:
 class TopicRace:
     """One topic's race over its grid, and the settings it dropped as they were costed when dropped."""
 
-    def __init__(self, settings: Sequence[Setting], knee: float) -> None:
+    def __init__(self, settings: Sequence[Setting], knee: float, rule: Optional[Rule] = None) -> None:
         self.settings = {s.label: s for s in settings}
         # the knee picks within a linger.ms and batch.size: each races apart
         groups = [(s.linger_ms, s.batch_bytes) for s in settings] if knee < 1 else None
         self.race = Race([s.label for s in settings], groups=groups)
         self.frozen: Dict[str, Measured] = {}
+        if rule is not None:
+            self.race.exclude(outside_rule(settings, rule))
 
     @property
     def running(self) -> List[Setting]:
