@@ -274,6 +274,76 @@ def test_atomic_write_of_a_forked_process_never_touches_its_parents_temporary_fi
     assert os.listdir(tmp_path) == ["chart.png"]
 
 
+def _record_fsyncs(monkeypatch):
+    """Every os.fsync from now on, as what it made durable: ("file", its size then) or ("dir", its inode)."""
+    import stat
+
+    seen = []
+    real = os.fsync
+
+    def fsync(fd):
+        st = os.fstat(fd)
+        seen.append(("dir", st.st_ino) if stat.S_ISDIR(st.st_mode) else ("file", st.st_size))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return seen
+
+
+def _open_fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_atomic_write_makes_every_byte_durable_then_the_rename_and_closes_its_file(tmp_path, monkeypatch):
+    seen = _record_fsyncs(monkeypatch)
+    p = tmp_path / "f.log"
+    fds = _open_fds()
+    with atomic_write(p) as f:
+        f.write(b"12345")
+    # the file's fsync covers the five buffered bytes; the folder's makes the rename durable
+    assert seen == [("file", 5), ("dir", tmp_path.stat().st_ino)]
+    assert f.closed and _open_fds() == fds and p.read_bytes() == b"12345"
+    with pytest.raises(RuntimeError):
+        with atomic_write(p) as g:
+            g.write(b"partial")
+            raise RuntimeError("crash")
+    assert g.closed and _open_fds() == fds
+    assert p.read_bytes() == b"12345" and os.listdir(tmp_path) == ["f.log"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_fsync_dir_syncs_the_folder_and_closes_its_descriptor(tmp_path, monkeypatch):
+    from kcodec.storage import fsync_dir
+
+    seen = _record_fsyncs(monkeypatch)
+    fds = _open_fds()
+    fsync_dir(tmp_path)
+    assert seen == [("dir", tmp_path.stat().st_ino)] and _open_fds() == fds
+
+
+def test_open_new_replaces_links_and_stale_files_and_never_writes_through_them(tmp_path):
+    from kcodec.storage import open_new
+
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"keep")
+    (tmp_path / "dir").mkdir()
+    paths = [tmp_path / "dir" / name for name in ("symlink", "hardlink", "stale", "fresh")]
+    paths[0].symlink_to(outside)
+    os.link(outside, paths[1])
+    paths[2].write_bytes(b"stale contents")
+    old = os.umask(0)
+    try:
+        for p in paths:
+            with open_new(p) as f:
+                f.write(b"new")
+    finally:
+        os.umask(old)
+    assert outside.read_bytes() == b"keep"
+    assert [(p.is_symlink(), p.read_bytes(), p.stat().st_mode & 0o777, p.stat().st_nlink) for p in paths] == \
+        [(False, b"new", 0o666, 1)] * 4
+
+
 def test_written_segments_pass_the_java_oracle(tmp_path):
     from oracle_util import oracle_available, oracle_verify
     if not oracle_available():

@@ -4,10 +4,15 @@ Recompression and compaction of an ``s3://`` partition are stopped after
 every single object operation (put, copy, delete); recovery must then leave
 every record present exactly once, as on local disk.
 """
+import array
+import datetime
 import functools
+import gc
 import json
+import os
 import sys
 
+import fsspec
 import pytest
 
 import kcodec
@@ -15,7 +20,7 @@ from builders import DAY, PID, T0, batch, kv, make_log, marker
 from kcodec.log import RecordRange, find_partitions, open_log_dir
 from kcodec.log.cleaner import CleanerConfig, FileOps, compact, list_segments, recover_log_dir
 from kcodec.log.recompression import recompress
-from kcodec.storage import StorageError, io_stats, resolve
+from kcodec.storage import LOCAL, StorageError, io_stats, is_url, resolve
 from s3_server import KEY, SECRET, s3  # noqa: F401  (the session fixture)
 from test_fault_injection import Crash, crash_after, records
 
@@ -397,3 +402,346 @@ def test_spark_recompress_and_compact_on_s3_equal_local(spark, tmp_path, s3):
     assert s3_files(url, opts) == local_files(local)
     assert s3_records(url, opts) == records(str(local))
     check_s3_indexes(url, opts)
+
+
+# -- the storage layer itself: local files and objects behind one interface ---------------------
+
+@pytest.fixture(params=["local", "s3"])
+def store(request, tmp_path):
+    """(storage, root) on the local file system, or under a fresh bucket (the URL's trailing / dropped)."""
+    if request.param == "local":
+        return LOCAL, str(tmp_path)
+    server = request.getfixturevalue("s3")
+    storage, root = resolve(f"s3://{server.new_bucket()}/root/", server.storage_options)
+    assert not root.endswith("/")
+    return storage, root
+
+
+def test_local_and_object_storage_answer_alike(store):
+    import time
+
+    storage, root = store
+    j = storage.join
+    assert storage.remote is (storage is not LOCAL)
+    storage.makedirs(j(root, "d"))
+    storage.makedirs(j(root, "d"))  # already there: no error
+    a, b = j(root, "d", "a.log"), j(root, "b.log")
+    storage.put(a, b"0123456789")
+    with storage.open_write(b) as w:
+        assert (w.write(b"xy"), w.write(memoryview(b"z"))) == (2, 1)
+    listing = sorted(storage.list(root))
+    assert [(f.name, f.size, f.is_dir) for f in listing] == [("b.log", 3, False), ("d", 0, True)]
+    assert abs(listing[0].mtime - time.time()) < 120 and listing[1].mtime == 0.0
+    assert [storage.exists(a), storage.exists(j(root, "none")), storage.isdir(j(root, "d")), storage.isdir(a),
+            storage.isfile(a), storage.isfile(j(root, "d")), storage.size(a)] == [True, False, True, False, True,
+                                                                                 False, 10]
+    assert (storage.parent(a), storage.basename(a)) == (storage.parent(j(root, "d", "x")), "a.log")
+    assert storage.read_bytes(b) == b"xyz"
+    assert [storage.read_range(a, 2, 5), storage.read_range(a, 0, 10), storage.read_range(a, 4, 4),
+            storage.read_range(a, 7, 3)] == [b"234", b"0123456789", b"", b""]
+    with storage.open_read(a) as buf:
+        assert bytes(buf) == b"0123456789"
+    c = j(root, "d", "c.log")
+    storage.rename(a, c)
+    assert (storage.exists(a), storage.read_bytes(c)) == (False, b"0123456789")
+    assert storage.delete(c) is True and not storage.exists(c)
+    assert storage.set_mtime(b, 1_600_000_000.5) is (storage is LOCAL)
+    storage.makedirs(j(root, "d", "e"))
+    storage.put(j(root, "d", "e", "f.log"), b"f")
+    storage.delete_tree(j(root, "d"))
+    assert [f.name for f in storage.list(root)] == ["b.log"]
+    storage.delete_tree(j(root, "d"))  # gone already: no error
+
+
+def test_local_storage_files(tmp_path, monkeypatch):
+    from test_log_segment import _record_fsyncs
+
+    d = str(tmp_path)
+    assert (LOCAL.url("a/b"), LOCAL.join("a", "b"), LOCAL.parent("a/b"), LOCAL.basename("a/b/")) == \
+        ("a/b", os.path.join("a", "b"), os.path.abspath("a"), "b")
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "one").write_bytes(b"1")
+    with LOCAL.open_read(str(tmp_path / "empty")) as buf:
+        assert type(buf) is bytes and buf == b""
+    with LOCAL.open_read(str(tmp_path / "one")) as buf:
+        assert bytes(buf) == b"1"
+    assert buf.closed  # the map is released with the block
+    (tmp_path / "big").write_bytes(bytes(range(256)) * 64)
+    with LOCAL.open_read(str(tmp_path / "big")) as buf:
+        view = memoryview(buf)[100:103]  # still held when the block ends: the map stays open for it
+    assert bytes(view) == bytes([100, 101, 102]) and len(buf) == 256 * 64
+    view.release()
+    assert LOCAL.delete(str(tmp_path / "one")) is True and LOCAL.delete(str(tmp_path / "one")) is False
+    assert LOCAL.set_mtime(str(tmp_path / "empty"), 1_600_000_000.5) is True
+    assert os.stat(tmp_path / "empty").st_mtime == 1_600_000_000.5
+    with pytest.raises(FileExistsError):
+        LOCAL.makedirs(str(tmp_path / "empty"))  # a file is in the way
+    seen = _record_fsyncs(monkeypatch)
+    with LOCAL.open_write(os.path.join(d, "w")) as f:
+        f.write(b"abcd")
+    assert f.closed and seen == [("file", 4)]
+    with LOCAL.open_write(os.path.join(d, "v"), fsync=False) as f:
+        f.write(b"abcd")
+    LOCAL.rename(os.path.join(d, "w"), os.path.join(d, "x"))
+    assert seen == [("file", 4), ("dir", tmp_path.stat().st_ino)]
+    LOCAL.rename(os.path.join(d, "x"), os.path.join(d, "y"), fsync=False)
+    assert len(seen) == 2 and (tmp_path / "y").read_bytes() == b"abcd"
+
+
+class _FakeFile:
+    """An upload in progress, in parts of ``blocksize`` bytes: complete at close(), dropped by discard()."""
+
+    def __init__(self, fs, path, blocksize):
+        self.fs, self.path, self.data, self.closed, self.discarded = fs, path, bytearray(), False, False
+        if blocksize is not None:
+            self.blocksize = blocksize
+
+    def write(self, data):
+        self.data += data
+
+    def close(self):
+        if not self.closed:
+            self.fs.objects[self.path] = bytes(self.data)
+            self.closed = True
+
+    def discard(self):
+        self.discarded = True
+
+
+class _FakeFS:
+    """A file system that answers as told, for what a real store does not do on demand: listings
+    with odd entries, chosen part sizes, and each client library's own errors."""
+
+    def __init__(self, entries=(), blocksize=None, error=None):
+        self.entries, self.blocksize, self.error = list(entries), blocksize, error
+        self.objects, self.files = {}, []
+
+    def ls(self, path, detail, refresh):
+        return self.entries
+
+    def open(self, path, mode):
+        f = _FakeFile(self, path, self.blocksize)
+        self.files.append(f)
+        return f
+
+    def _fail(self, *args, **kwargs):
+        raise self.error
+
+    exists = isdir = isfile = size = cat_file = copy = _fail
+
+    def rm_file(self, path):
+        if self.objects.pop(path, None) is None:
+            raise FileNotFoundError(path)
+
+    def rm(self, path, recursive):
+        raise FileNotFoundError(path)
+
+
+def _counted(fn):
+    """(fn's result, the requests, bytes read and bytes written it counted)."""
+    io_stats.reset()
+    out = fn()
+    return out, (io_stats.requests, io_stats.bytes_read, io_stats.bytes_written)
+
+
+def test_io_stats_counts_each_request_and_its_bytes(s3):
+    from kcodec.storage import IOStats
+    assert IOStats() == IOStats(0, 0, 0)
+    stats = IOStats(3, 4, 5)
+    snap = stats.snapshot()
+    stats.reset()
+    assert (stats, snap) == (IOStats(0, 0, 0), IOStats(3, 4, 5))
+    storage, root = resolve(f"s3://{s3.new_bucket()}/p", s3.storage_options)
+    a, b = f"{root}/a", f"{root}/b"
+    assert _counted(lambda: storage.put(a, b"0123456789")) == (None, (1, 0, 10))
+    for call, result, counts in [
+            (lambda: [f.name for f in storage.list(root)], ["a"], (1, 0, 0)),
+            (lambda: storage.exists(a), True, (1, 0, 0)),
+            (lambda: storage.isdir(root), True, (1, 0, 0)),
+            (lambda: storage.isfile(a), True, (1, 0, 0)),
+            (lambda: storage.size(a), 10, (1, 0, 0)),
+            (lambda: storage.read_bytes(a), b"0123456789", (1, 10, 0)),
+            (lambda: storage.read_range(a, 3, 7), b"3456", (1, 4, 0)),
+            (lambda: storage.read_range(a, 3, 3), b"", (0, 0, 0)),
+            (lambda: storage.read_range(a, 3, 1), b"", (0, 0, 0)),
+            (lambda: storage.copy(a, b), None, (1, 0, 0)),
+            (lambda: storage.rename(b, f"{root}/c"), None, (2, 0, 0)),
+            (lambda: storage.delete(a), True, (1, 0, 0)),
+            (lambda: storage.delete_tree(root), None, (1, 0, 0)),
+            (lambda: storage.exists(f"{root}/c"), False, (1, 0, 0))]:
+        assert _counted(call) == (result, counts)
+
+
+@pytest.mark.parametrize("blocksize, size, requests", [
+    (None, 10, 1), (0, 10, 1), (4, 4, 1), (4, 8, 4), (4, 10, 5), (4, 0, 1)])
+def test_an_upload_counts_one_put_or_a_multipart_upload(blocksize, size, requests):
+    """A multipart upload is three requests more than its parts: start, each part, complete."""
+    from kcodec.storage import ObjectStorage
+    fs = _FakeFS(blocksize=blocksize)
+    storage = ObjectStorage(fs, "s3")
+
+    def upload():
+        with storage.open_write("b/k") as w:
+            w.write(b"x" * (size // 2))
+            w.write(array.array("B", b"y" * (size - size // 2)))
+    assert _counted(upload) == (None, (requests, 0, size))
+    assert fs.objects == {"b/k": b"x" * (size // 2) + b"y" * (size - size // 2)}
+
+
+def test_a_failed_upload_is_discarded_and_never_completed(s3):
+    from kcodec.storage import ObjectStorage
+    fs = _FakeFS(blocksize=4)
+    storage = ObjectStorage(fs, "s3")
+    with pytest.raises(ValueError, match="stop"):
+        with storage.open_write("b/k") as w:
+            w.write(b"partial")
+            raise ValueError("stop")
+    (f,) = fs.files
+    f.close()  # as the file's finalizer does: it must not complete the object
+    assert f.discarded and fs.objects == {}
+    # a real client: the unfinished object never appears, even once its file is collected
+    storage, root = resolve(f"s3://{s3.new_bucket()}/p", s3.storage_options)
+    with pytest.raises(ValueError, match="stop"):
+        with storage.open_write(f"{root}/half") as w:
+            w.write(b"half an object")
+            raise ValueError("stop")
+    del w
+    gc.collect()
+    assert s3.filesystem().exists(f"{root}/half") is False
+
+
+def test_object_listings_skip_the_folder_itself_and_read_each_stores_times():
+    from kcodec.storage import FileInfo, ObjectStorage
+    when = datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc)
+    entries = [
+        {"name": "b/p/", "type": "directory", "size": 0},  # the folder itself, as some stores list it
+        {"name": "/", "type": "directory"},
+        {"name": "b/p/s3", "type": "file", "size": 5, "LastModified": when},
+        {"name": "b/p/local", "type": "file", "size": 6, "mtime": "1700000000.25"},
+        {"name": "b/p/hdfs", "type": "file", "size": 7, "modificationTime": 1700000000500},
+        {"name": "b/p/gcs", "type": "file", "size": 8, "mtime": "not a time", "updated": 1700000001},
+        {"name": "b/p/sub/", "type": "directory", "size": None},
+    ]
+    assert ObjectStorage(_FakeFS(entries), "s3").list("b/p/") == [
+        FileInfo("s3", 5, when.timestamp(), False), FileInfo("local", 6, 1700000000.25, False),
+        FileInfo("hdfs", 7, 1700000000.5, False), FileInfo("gcs", 8, 1700000001.0, False),
+        FileInfo("sub", 0, 0.0, True)]
+
+
+def test_object_listings_and_stats_see_what_other_writers_did(s3):
+    """A directory marker is not listed as an entry of itself, and neither a listing nor a stat comes from
+    a cache, even when the options ask the client for one."""
+    bucket = s3.new_bucket()
+    other = s3.filesystem()
+    other.pipe_file(f"{bucket}/d/", b"")  # the marker some tools write for a folder
+    other.pipe_file(f"{bucket}/d/x", b"x")
+    storage, root = resolve(f"s3://{bucket}/d", s3.storage_options)
+    assert [f.name for f in storage.list(root)] == ["x"]
+    other.rm_file(f"{bucket}/d/x")
+    assert storage.exists(f"{root}/x") is False
+    cached, root = resolve(f"s3://{bucket}/d", dict(s3.storage_options, use_listings_cache=True))
+    assert [f.name for f in cached.list(root)] == []
+    other.pipe_file(f"{bucket}/d/y", b"y")
+    assert [f.name for f in cached.list(root)] == ["y"]
+
+
+def test_object_store_errors_name_the_object_and_never_a_secret():
+    from kcodec.errors import CorruptDataError
+    from kcodec.storage import ObjectStorage
+
+    def fails(error):
+        return ObjectStorage(_FakeFS(error=error), "gs", ("s3cr3t-value",))
+    ours = CorruptDataError("ours")
+    with pytest.raises(CorruptDataError) as e:
+        fails(ours).exists("b/k")
+    assert e.value is ours
+    with pytest.raises(FileNotFoundError) as e:
+        fails(FileNotFoundError("b/k")).read_bytes("b/k")
+    assert type(e.value) is FileNotFoundError and str(e.value) == "no such file or object: gs://b/k"
+    with pytest.raises(StorageError) as e:
+        fails(RuntimeError("denied for s3cr3t-value")).copy("b/k", "b/l")
+    assert (e.value.message, e.value.source) == ("copy failed: RuntimeError: denied for ***", "gs://b/k")
+    storage = ObjectStorage(_FakeFS(), "gs")
+    assert (storage.delete("b/none"), storage.set_mtime("b/k", 1.0), storage.makedirs("b/d")) == (False, False, None)
+    assert (storage.url("b/k"), storage.join("b", "k"), storage.parent("b/d/k/"), storage.basename("b/d/k/")) == \
+        ("gs://b/k", "b/k", "b/d", "k")
+    storage.delete_tree("b/none")  # nothing there: no error
+
+
+class _OddPath:
+    def __fspath__(self):
+        return "/data/kafka"
+
+    def __str__(self):
+        return "not the path"
+
+
+def test_resolve_local_paths_and_file_urls():
+    assert resolve("/data/kafka") == (LOCAL, "/data/kafka")
+    assert resolve(_OddPath()) == (LOCAL, "/data/kafka")
+    assert resolve("FILE:///data/kafka") == (LOCAL, "/data/kafka")
+    assert resolve("file:///data/odd://name") == (LOCAL, "/data/odd://name")
+    assert resolve("file://") == (LOCAL, "/")
+    assert [is_url("s3://b"), is_url("data/kafka"), is_url(None)] == [True, False, False]
+
+
+class _RefusingFS(fsspec.AbstractFileSystem):
+    protocol = "kcodec-refusing"
+
+    def __init__(self, **options):
+        raise ValueError(f"refused {sorted(options.items())}")
+
+
+def test_resolve_errors_name_what_to_install_and_hide_credentials(monkeypatch):
+    registry = sys.modules["fsspec.registry"]._registry
+    monkeypatch.setitem(registry, "kcodec-refusing", _RefusingFS)
+    with pytest.raises(StorageError) as e:
+        resolve("kcodec-refusing://b/p", {"token": "t0k3n", "pass": "pw1", "region": "eu-west-9",
+                                          "client_kwargs": {"aws_secret_access_key": "n3sted", "port": "8443"},
+                                          "credentials": {"id": "inh3rited"}})
+    # values of 4 characters or more, of options named as credentials (or inside one), are hidden
+    assert str(e.value) == ("cannot open kcodec-refusing:// storage: ValueError: refused [('client_kwargs', "
+                            "{'aws_secret_access_key': '***', 'port': '8443'}), ('credentials', {'id': '***'}), "
+                            "('pass', 'pw1'), ('region', 'eu-west-9'), ('token', '***')]")
+    with pytest.raises(StorageError) as e:
+        resolve("nosuch://user:p@ss@host/logs/t-0")
+    assert (e.value.message, e.value.source) == (
+        "unknown URL scheme nosuch:// (no fsspec file system is registered for it)", "nosuch://***@host/logs/t-0")
+    with pytest.raises(StorageError) as e:
+        resolve("nosuch://host/logs")
+    assert e.value.source == "nosuch://host/logs"
+    monkeypatch.setitem(sys.modules, "fsspec", None)  # as if not installed
+    with pytest.raises(StorageError) as e:
+        resolve("s3://b/p")
+    assert str(e.value) == "s3:// paths need fsspec and s3fs: pip install fsspec s3fs (or pip install 'kcodec[s3]')"
+    with pytest.raises(StorageError) as e:
+        resolve("hdfs://b/p")
+    assert str(e.value) == "hdfs:// paths need fsspec and pyarrow: pip install fsspec pyarrow"
+    with pytest.raises(StorageError) as e:
+        resolve("other://b/p")
+    assert str(e.value) == ("other:// paths need fsspec and the fsspec implementation of other: "
+                            "pip install fsspec the fsspec implementation of other")
+
+
+def test_storage_options_from_data_source_options():
+    from kcodec.storage import storage_options_from
+    assert storage_options_from({"path": "s3://b", "storageOptions": '{"anon": false, "client_kwargs": {"a": 1}}',
+                                 "storage.key": "K", "Storage.use_ssl": "TRUE", "storage.anon": "False",
+                                 "storage.retries": 3, "storage.region": "eu"}) == \
+        {"client_kwargs": {"a": 1}, "key": "K", "use_ssl": True, "anon": False, "retries": 3, "region": "eu"}
+    assert storage_options_from({"storageoptions": {"anon": True}}) == {"anon": True}  # as Spark lowercases it
+    assert storage_options_from({"path": "p"}) == {}
+    with pytest.raises(StorageError, match="^the storageOptions option is not a JSON object: JSONDecodeError$"):
+        storage_options_from({"storageOptions": "{anon"})
+    with pytest.raises(StorageError, match="^the storageOptions option is not a JSON object$"):
+        storage_options_from({"storageOptions": "[1]"})
+
+
+def test_parse_storage_option():
+    from kcodec.storage import parse_storage_option
+    assert [parse_storage_option(t) for t in ("key=K", "retries=3", 'kw={"a": [1]}', "url=a=b", "empty=")] == \
+        [("key", "K"), ("retries", 3), ("kw", {"a": [1]}), ("url", "a=b"), ("empty", "")]
+    for text, shown in (("novalue", "'novalue'"), ("=v", "'=v'")):
+        with pytest.raises(StorageError) as e:
+            parse_storage_option(text)
+        assert str(e.value) == f"--storage-option wants KEY=VALUE, got {shown}"
