@@ -454,7 +454,13 @@ def test_local_and_object_storage_answer_alike(store):
 
 
 def test_local_storage_files(tmp_path, monkeypatch):
+    from kcodec import storage
     from test_log_segment import _record_fsyncs
+
+    names = {}
+    exec("from kcodec.storage import *", names)  # the module's stated boundary, not its imports
+    assert set(names) - {"__builtins__"} == set(storage.__all__) and "resolve" in names
+    assert storage.Storage.url(LOCAL, "a/b") == "a/b"  # the default every storage inherits
 
     d = str(tmp_path)
     assert (LOCAL.url("a/b"), LOCAL.join("a", "b"), LOCAL.parent("a/b"), LOCAL.basename("a/b/")) == \
@@ -696,13 +702,14 @@ def test_resolve_errors_name_what_to_install_and_hide_credentials(monkeypatch):
     registry = sys.modules["fsspec.registry"]._registry
     monkeypatch.setitem(registry, "kcodec-refusing", _RefusingFS)
     with pytest.raises(StorageError) as e:
-        resolve("kcodec-refusing://b/p", {"token": "t0k3n", "pass": "pw1", "region": "eu-west-9",
+        resolve("kcodec-refusing://b/p", {"token": "t0k3", "pass": "pw1", "region": "eu-west-9",
                                           "client_kwargs": {"aws_secret_access_key": "n3sted", "port": "8443"},
                                           "credentials": {"id": "inh3rited"}})
     # values of 4 characters or more, of options named as credentials (or inside one), are hidden
     assert str(e.value) == ("cannot open kcodec-refusing:// storage: ValueError: refused [('client_kwargs', "
                             "{'aws_secret_access_key': '***', 'port': '8443'}), ('credentials', {'id': '***'}), "
                             "('pass', 'pw1'), ('region', 'eu-west-9'), ('token', '***')]")
+    assert "t0k3" not in e.value.message and "pw1" in e.value.message
     with pytest.raises(StorageError) as e:
         resolve("nosuch://user:p@ss@host/logs/t-0")
     assert (e.value.message, e.value.source) == (
