@@ -22,8 +22,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_until_serving(proc: subprocess.Popen, probe_url: str, what: str, timeout: float = 30) -> None:
-    """Return once ``probe_url`` answers; kill ``proc`` and raise if it exits or ``timeout`` passes first."""
+def wait_until_serving(proc: subprocess.Popen, probe_url: str, what: str, timeout: float = 120) -> None:
+    """Return once ``probe_url`` answers; kill ``proc`` and raise if it exits or ``timeout`` passes first.
+
+    A server that exits fails at once; one still starting gets two minutes, since importing moto on a
+    machine whose cores are all busy (a mutation run beside the suite) took more than 30 s."""
     deadline = time.monotonic() + timeout
     while True:
         try:
