@@ -248,6 +248,35 @@ def test_filter_rows_selects_views_without_copying_values():
                                                              mask.slice(5, 100).to_pylist()) if k]
 
 
+def test_filter_rows_takes_the_masks_table_filter_takes():
+    from kcodec.arrow import filter_rows
+
+    data = _log("none", n=60)
+    copied, viewed = kcodec.to_arrow(data), kcodec.to_arrow(data, views=True)
+    # Without view columns it is table.filter itself, which also takes an expression.
+    expr = pa.compute.equal(pa.compute.bit_wise_and(pa.compute.field("offset"), 3), 1)
+    got = filter_rows(copied, expr)
+    assert got.equals(copied.filter(expr)) and got["offset"].to_pylist() == list(range(1, 60, 4))
+    # A null in the mask drops its row, as in table.filter.
+    mask = pa.array([None if i % 5 == 0 else i % 3 == 0 for i in range(60)])
+    kept = [i for i in range(60) if i % 5 and i % 3 == 0]
+    for table in (viewed, viewed.to_batches()[0]):
+        got = filter_rows(table, mask)
+        got.validate(full=True)
+        assert got["offset"].to_pylist() == kept
+        assert got["value"].to_pylist() == [copied["value"][i].as_py() for i in kept]
+        assert got["key"].to_pylist() == [copied["key"][i].as_py() for i in kept]
+    # No nulls, distinct values inline and not, in a slice: the views start at the slice's offset.
+    values = [b"%02d" % i * (i % 9) for i in range(60)]
+    table = pa.table({"key": [b"k%d" % i for i in range(60)], "value": values})
+    batch = kcodec.to_arrow(b"".join(kcodec.from_arrow(table)), views=True).to_batches()[0].slice(7, 40)
+    got = filter_rows(batch, pa.array([i % 3 != 1 for i in range(40)]))
+    got.validate(full=True)
+    assert got["value"].null_count == 0
+    assert got["value"].to_pylist() == [values[7 + i] for i in range(40) if i % 3 != 1]
+    assert got["key"].to_pylist() == [b"k%d" % (7 + i) for i in range(40) if i % 3 != 1]
+
+
 def test_decode_columns_hands_views_over_the_c_data_interface():
     data = _log("lz4")
     cols = kcodec.decode_columns(data, views=True, use_threads=False)
