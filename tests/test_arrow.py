@@ -850,6 +850,113 @@ def test_threaded_to_arrow_lets_go_of_an_mmap(threaded_parts, tmp_path, codec):
     assert table.equals(kcodec.to_arrow(blob, use_threads=False))
 
 
+def test_threads_take_parts_of_4_mib_and_general_batches_of_64_kib():
+    """The documented thresholds: MIN_THREAD_PART and MIN_THREAD_MEAN_BATCH, at their edges."""
+    table = pa.table({"value": [bytes([i % 251]) * 65000 for i in range(200)]})
+    blob = b"".join(kcodec.from_arrow(table, max_batch_bytes=1 << 16))  # 12.4 MiB
+    assert 12 << 20 < len(blob) < 13 << 20
+
+    def legacy(mean, count=130):  # v1 messages of ``mean`` bytes each, 8.1 to 8.2 MiB in all
+        messages = []
+        for i in range(count):
+            builder = kcodec.LegacyRecordBatchBuilder(magic=1, base_offset=i)
+            builder.append(None, b"x" * (mean - 34), T0 + i)
+            messages.append(builder.build())
+        assert {len(m) for m in messages} == {mean}
+        return b"".join(messages)
+
+    above, below = legacy(65600), legacy(65000)  # mean batches just over and under 64 KiB
+    before = pa.cpu_count()
+    pa.set_cpu_count(4)
+    try:
+        assert kcodec.to_arrow(blob).column("value").num_chunks == 3  # 12.4 MiB: three parts of 4 MiB or more
+        assert kcodec.to_arrow(above).column("value").num_chunks == 2
+        assert kcodec.to_arrow(below).column("value").num_chunks == 1
+    finally:
+        pa.set_cpu_count(before)
+    assert kcodec.to_arrow(above).equals(kcodec.to_arrow(above, use_threads=False))
+
+
+def test_thread_count_without_pyarrow(monkeypatch):
+    import os
+    import sys
+
+    from kcodec.arrow import threads
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # not imported: the usable cores of this process
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1, 4, 6} if pid == 0 else set(range(64)))
+    assert threads.thread_count() == 3
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 5)
+    assert threads.thread_count() == 5
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # undeterminable
+    assert threads.thread_count() == 1
+
+
+def test_on_threads_runs_every_part_and_waits_for_them():
+    import os
+    import time
+
+    from kcodec.arrow import threads
+
+    assert threads.on_threads(lambda a, b: (a, b), [0, 10, 25, 30]) == [(0, 10), (10, 25), (25, 30)]
+    assert threads._pool_key == (os.getpid(), 2)  # two pool threads beside the caller's for three parts
+    assert threads.on_threads(lambda a, b: None if a == 25 else a, [0, 10, 25, 30]) is None
+    done = []
+
+    def convert(a, b):
+        if a == 0:
+            raise ValueError("the first part")
+        time.sleep(0.3)
+        done.append(a)
+        return a
+
+    with pytest.raises(ValueError, match="the first part"):
+        threads.on_threads(convert, [0, 10, 20, 30])
+    assert sorted(done) == [10, 20]  # no part still reads the buffer once it raises
+
+
+def test_the_pool_follows_the_thread_count_and_lets_the_old_one_go():
+    import threading
+
+    from kcodec.arrow import threads
+
+    pool = threads._executor(3)
+    assert threads._executor(3) is pool and pool._max_workers == 3
+    started, release = threading.Event(), threading.Event()
+    pool.submit(lambda: (started.set(), release.wait(30)))
+    assert started.wait(30)
+    got = []
+    other = threading.Thread(target=lambda: got.append(threads._executor(2)))
+    other.start()
+    other.join(10)
+    waited = not got  # the old pool is shut down without waiting for the part it still runs
+    release.set()
+    other.join()
+    assert not waited and got[0] is not pool and got[0]._max_workers == 2
+    assert pool._shutdown and threads._executor(2) is got[0]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_leaves_the_parents_pool_alone():
+    """The child's copy of the parent's pool may hold locks of threads it has not got: it is never shut down."""
+    import os
+
+    from kcodec.arrow import threads
+
+    pool = threads._executor(3)
+    with pool._shutdown_lock:  # as a parent thread submitting a part holds it when the fork comes
+        pid = os.fork()
+        if pid == 0:
+            import signal
+            signal.alarm(10)  # a hang fails the test instead of stalling it
+            ok = threads._executor(3) is not pool and not pool._shutdown
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert threads._executor(3) is pool
+
+
 @pytest.mark.parametrize("sizes", [(5, 200), (900, 1100), (3000, 9000), (15000, 40000)])
 def test_from_arrow_large_batches_carry_the_crc_of_their_bytes(sizes):
     # Batches of about 1 MiB of records of every size class: the fill takes their CRC in steps as
