@@ -877,6 +877,44 @@ def test_threads_take_parts_of_4_mib_and_general_batches_of_64_kib():
     assert kcodec.to_arrow(above).equals(kcodec.to_arrow(above, use_threads=False))
 
 
+def test_a_buffer_of_twice_the_least_part_is_cut_in_two(monkeypatch):
+    from kcodec.arrow import threads
+
+    first = kcodec.from_arrow(pa.table({"value": [b"v%d" % i for i in range(30)]}), base_offset=0)[0]
+    data = first + kcodec.from_arrow(pa.table({"value": [b"w%d" % i for i in range(30)]}), base_offset=30)[0]
+    assert len(data) == 2 * len(first)
+    monkeypatch.setattr(threads, "thread_count", lambda: 4)
+    monkeypatch.setattr(threads, "MIN_THREAD_PART", len(first))
+    assert kcodec.to_arrow(data).column("offset").num_chunks == 2
+    monkeypatch.setattr(threads, "MIN_THREAD_PART", len(first) + 1)
+    assert kcodec.to_arrow(data).column("offset").num_chunks == 1
+
+
+def test_the_general_path_on_threads_takes_any_buffer_layout(monkeypatch):
+    from kcodec.arrow import threads
+
+    monkeypatch.setattr(threads, "MIN_THREAD_PART", 4096)
+    monkeypatch.setattr(threads, "MIN_THREAD_MEAN_BATCH", 64)
+    monkeypatch.setattr(threads, "thread_count", lambda: 4)
+    messages = []
+    for i in range(100):
+        builder = kcodec.LegacyRecordBatchBuilder(magic=i % 2, base_offset=i)
+        builder.append(b"k%03d" % i, b"v" * (200 + i % 7 * 2), T0 + i)
+        messages.append(bytes(builder.build()))
+    data = b"".join(messages)
+    assert len(data) % 2 == 0
+    one = kcodec.to_arrow(data, use_threads=False)
+    assert one.column("value").num_chunks == 1 and one["offset"].to_pylist() == list(range(100))
+    # Parts are cut in bytes, whatever the items of the buffer.
+    for source in (data, np.frombuffer(data, np.uint16), np.frombuffer(data, np.uint8).reshape(-1, 2)):
+        many = kcodec.to_arrow(source)
+        assert many.column("value").num_chunks == 4 and many.equals(one)
+    # Batch fields are positions in the whole buffer: gathered in one piece.
+    fields = kcodec.to_arrow(data, batch_fields=["batch_position"])
+    assert fields.column("batch_position").num_chunks == 1
+    assert fields["batch_position"].to_pylist() == [b.position for b in read_batches(data)]
+
+
 def test_thread_count_without_pyarrow(monkeypatch):
     import os
     import sys

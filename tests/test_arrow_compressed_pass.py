@@ -217,3 +217,44 @@ def test_no_python_step_per_batch(views):
 
     calls(4)  # imports and first-use caches
     assert calls(8) == calls(200)
+
+
+def test_native_codecs_of_each_codec_a_buffer_uses(monkeypatch):
+    from kcodec.compression import get_codec
+
+    gz, zs = _batch("gzip", 0, 20, seed=1), _batch("zstd", 20, 20, seed=2)
+    mixed = gz + _batch("none", 40, 5, seed=3) + zs
+    got = cascade.native_codecs(mixed, 1 << 20)
+    assert got == (None, native_of(get_codec(1)), None, None, native_of(get_codec(4)), None, None, None)
+    assert got[1] is not None and got[4] is not None
+    assert cascade.native_codecs(gz, 2 ** 63 - 1)[1] is not None and cascade.native_codecs(gz, 1) is not None
+    # Limits the native pass does not take, buffers it does not take whole: the general path's.
+    assert cascade.native_codecs(gz, 0) is None and cascade.native_codecs(gz, 2 ** 63) is None
+    assert cascade.native_codecs(_batch("none", 0, 5, seed=3), 1 << 20) is None  # nothing compressed
+    legacy = kcodec.LegacyRecordBatchBuilder(magic=1, compression="gzip")
+    legacy.append(b"k", b"v", T0)
+    assert cascade.native_codecs(gz + bytes(legacy.build()), 1 << 20) is None
+    reserved = bytearray(gz)
+    reserved[22] |= 7  # codec id 7: none is registered
+    assert compression_ids(bytes(reserved)) == 1 << 7 and cascade.native_codecs(bytes(reserved), 1 << 20) is None
+    monkeypatch.setattr(cascade, "native_of", lambda codec: None)  # a codec without native functions
+    assert cascade.native_codecs(gz, 1 << 20) is None
+
+
+def test_the_cascade_takes_the_first_pass_that_takes_a_buffer(monkeypatch):
+    plain = b"".join(_batch("none", 10 * i, 10, seed=i) for i in range(5))
+    packed = b"".join(_batch(CODECS[1 + i % 4], 10 * i, 10, seed=i) for i in range(8))
+    expected = {id(plain): kcodec.to_arrow(read_batches(plain)), id(packed): kcodec.to_arrow(read_batches(packed))}
+
+    def no_general(*args, **kwargs):
+        raise AssertionError("the general path")
+
+    monkeypatch.setattr(cascade, "read_batches", no_general)
+    for data in (plain, packed):
+        for views in (False, True):
+            table = kcodec.to_arrow(data, use_threads=False, views=views)
+            assert table.cast(expected[id(data)].schema).equals(expected[id(data)])
+        assert kcodec.to_arrow([data, data]).num_rows == 2 * expected[id(data)].num_rows
+    # Batch fields are gathered by the general path only.
+    with pytest.raises(AssertionError, match="the general path"):
+        kcodec.to_arrow(plain, batch_fields=["batch_position"], use_threads=False)
