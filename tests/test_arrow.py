@@ -915,6 +915,39 @@ def test_the_general_path_on_threads_takes_any_buffer_layout(monkeypatch):
     assert fields["batch_position"].to_pylist() == [b.position for b in read_batches(data)]
 
 
+def test_the_defaults_of_to_arrow_and_decode_columns(threaded_parts):
+    from kcodec.records import ControlRecordType
+
+    blob = _many_batches()
+    rows = kcodec.to_arrow(blob, use_threads=False).num_rows
+    marker = kcodec.RecordBatchBuilder(base_offset=10 ** 6, producer_id=9, producer_epoch=0,
+                                       is_transactional=True, is_control=True)
+    marker.append_end_txn_marker(ControlRecordType.COMMIT, 3, timestamp=T0)
+    data = blob + bytes(marker.build())
+    for table in (kcodec.to_arrow(data), pa.table(kcodec.decode_columns(data))):
+        assert table.num_rows == rows  # no control records
+        assert table.column("value").num_chunks == 4  # on threads
+        assert table.schema.field("value").type == pa.binary()  # copies, not views
+        assert table.schema.field("headers").type == kcodec.kafka_schema().field("headers").type
+    bad = bytearray(blob)
+    bad[17] ^= 1  # the first batch's CRC
+    for call in (kcodec.to_arrow, kcodec.decode_columns):
+        with pytest.raises(kcodec.CorruptRecordError):
+            call(bytes(bad))
+        assert pa.table(call(bytes(bad), validate=False)).num_rows == rows
+
+
+def test_lists_of_buffers_and_of_batches():
+    blob = _many_batches(n=50)
+    one = kcodec.to_arrow(blob)
+    assert kcodec.to_arrow([]).num_rows == 0 and kcodec.to_arrow([]).schema == one.schema
+    assert kcodec.to_arrow([blob]).equals(one) and kcodec.to_arrow((blob[:0], blob)).equals(one)
+    assert kcodec.to_arrow(list(read_batches(blob))).equals(one)
+    # The first item tells a list of buffers from one of batches.
+    with pytest.raises(TypeError, match="buffer 1 of 2 is not a buffer of batches"):
+        kcodec.to_arrow([blob, next(iter(read_batches(blob)))])
+
+
 def test_thread_count_without_pyarrow(monkeypatch):
     import os
     import sys
