@@ -1177,6 +1177,143 @@ def test_from_arrow_refuses_log_append_time_without_its_time_and_equal_offsets()
         assert [r.offset for r in next(read_batches(one))] == [5]
 
 
+def test_second_timestamps_at_the_edges_of_milliseconds():
+    from kcodec.arrow.columns import timestamps_ms
+
+    top, bottom = (2 ** 63 - 1) // 1000, -(2 ** 63 // 1000)  # the seconds whose milliseconds fit int64
+    got = timestamps_ms(pa.array([top, bottom, 0], pa.timestamp("s")), 3)
+    assert got.tolist() == [top * 1000, bottom * 1000, 0]
+    for beyond in (top + 1, bottom - 1):  # bottom - 1 wrapped to a large positive time before
+        with pytest.raises(kcodec.LimitExceededError, match="timestamp\\('s'\\)"):
+            timestamps_ms(pa.array([0, beyond], pa.timestamp("s")), 2)
+    assert timestamps_ms(pa.array([], pa.timestamp("s")), 0).tolist() == []
+
+
+def test_null_timestamps_take_the_current_time_in_every_unit():
+    import time
+
+    from kcodec.arrow.columns import timestamps_ms
+
+    for unit, t0, small in (("s", 1_700_000_000, [1000, 2_500_000]), ("ms", T0, [1, 2_500]),
+                            ("us", T0 * 1000, [0, 2]), ("ns", T0 * 1_000_000, [0, 0])):
+        arr = pa.array([None, t0, None], pa.timestamp(unit))
+        before = int(time.time() * 1000)
+        got = timestamps_ms(arr, 3)
+        after = int(time.time() * 1000)
+        assert got[1] == T0, unit
+        assert before <= got[0] <= after and before <= got[2] <= after, unit  # a second column got 1000 times it
+        assert timestamps_ms(arr, 3, missing=-1).tolist() == [-1, T0, -1]
+        assert timestamps_ms(pa.array([1, 2_500], pa.timestamp(unit)), 2).tolist() == small
+    table = pa.table({"value": [b"a", b"b"], "timestamp": pa.array([None, 5], pa.timestamp("s"))})
+    before = int(time.time() * 1000)
+    stamps = [r.timestamp for b in read_batches(b"".join(kcodec.from_arrow(table))) for r in b]
+    assert before <= stamps[0] <= int(time.time() * 1000) and stamps[1] == 5000
+
+
+def test_timestamps_of_whole_milliseconds_and_none():
+    import time
+
+    from kcodec.arrow.columns import timestamps_ms
+
+    plain = pa.array([5, -1, 2 ** 40], pa.int64())
+    got = timestamps_ms(plain, 3)
+    assert got.tolist() == [5, -1, 2 ** 40]
+    assert got.ctypes.data == plain.buffers()[1].address  # an int64 column without nulls is not copied
+    assert timestamps_ms(pa.array([7, None], pa.int32()), 2, missing=3).tolist() == [7, 3]
+    before = int(time.time() * 1000)
+    now = timestamps_ms(pa.array([None, 9], pa.int64()), 2)
+    assert before <= now[0] <= int(time.time() * 1000) and now[1] == 9 and now.dtype == np.int64
+    now = timestamps_ms(None, 2)
+    assert before <= now[0] == now[1] <= int(time.time() * 1000) and now.dtype == np.int64
+    assert timestamps_ms(None, 3, missing=-1).tolist() == [-1, -1, -1]
+    with pytest.raises(kcodec.RecordBuilderError, match="timestamps or whole milliseconds, not string"):
+        timestamps_ms(pa.array(["soon"]), 1)
+
+
+def test_the_column_helpers_take_arrow_layouts_as_they_are():
+    from kcodec.arrow import columns as c
+
+    table = pa.table({"v": pa.chunked_array([pa.array([b"ab", b"c"])]),
+                      "w": pa.chunked_array([pa.array(["x"]), pa.array([None], pa.string())])})
+    assert c.as_table(table) is table
+    batch = table.to_batches()[0]
+    assert c.as_table(batch).equals(pa.Table.from_batches([batch]))
+
+    class Stream:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return table.__arrow_c_stream__(requested_schema)
+
+    class Array:
+        def __arrow_c_array__(self, requested_schema=None):
+            return batch.__arrow_c_array__(requested_schema)
+
+    assert c.as_table(Stream()).equals(table) and c.as_table(Array()).equals(pa.Table.from_batches([batch]))
+    with pytest.raises(TypeError, match="not list"):
+        c.as_table([1])
+    assert c.column(table, "missing") is None
+    one = c.column(table, "v")
+    assert one.buffers()[2].address == table.column("v").chunk(0).buffers()[2].address  # not copied
+    assert c.column(table, "w").to_pylist() == ["x", None]
+    for arr in (pa.array([b"a"]), pa.array(["a"]), pa.array([b"a"], pa.large_binary()),
+                pa.array(["a"], pa.large_string())):
+        assert c.as_binary(arr) is arr
+    assert c.as_binary(pa.array([b"ab"], pa.binary(2))).type == pa.large_binary()
+    with pytest.raises(kcodec.RecordBuilderError, match="the header key column must be binary or string, not int64"):
+        c.as_binary(pa.array([1]), "header key")
+    # Offsets from the array's own first row, 32 or 64 bits wide.
+    for t in (pa.binary(), pa.large_string()):
+        arr = pa.array([b"a", b"bcd", b"", b"ef"], t).slice(1, 2)
+        offsets = c.value_offsets(arr, arr.buffers()[1])
+        assert offsets.tolist() == [1, 4, 4] and offsets.dtype == (np.int64 if t == pa.large_string() else np.int32)
+        validity, offset, spec_offsets, data = c.binary_spec(arr)
+        assert validity is None and offset == 1 and spec_offsets.tolist() == [1, 4, 4]
+        assert data.address == arr.buffers()[2].address
+    nulls = pa.array([b"a", None])
+    validity, _, spec_offsets, data = c.binary_spec(nulls)
+    assert validity.address == nulls.buffers()[0].address and spec_offsets.tolist() == [0, 1, 1]
+
+
+def test_header_fields_and_specs():
+    from kcodec.arrow import columns as c
+
+    def headers(fields, rows):
+        return pa.array(rows, pa.list_(pa.struct([(name, t) for name, t in fields])))
+
+    kv = [("key", pa.string()), ("value", pa.binary())]
+    assert c.header_fields(headers(kv, [])) == (0, 1)
+    assert c.header_fields(headers(kv[::-1], [])) == (1, 0)
+    assert c.header_fields(headers([("a", pa.string()), ("b", pa.binary())], [])) == (0, 1)
+    assert c.header_fields(headers([("key", pa.string()), ("b", pa.binary())], [])) == (0, 1)
+    assert c.header_fields(headers([("a", pa.binary()), ("key", pa.string())], [])) == (0, 1)
+    assert c.header_fields(pa.array([], pa.large_list(pa.struct(kv[::-1])))) == (1, 0)
+    for bad in (pa.array([1]), pa.array([[1]]), headers(kv + [("more", pa.int8())], []),
+                headers(kv[:1], []), pa.array([], pa.list_(pa.string()))):
+        with pytest.raises(kcodec.RecordBuilderError, match="list<struct<key: string, value: binary>>"):
+            c.header_fields(bad)
+    rows = [[{"key": "a", "value": b"1"}], None, [{"key": "bc", "value": None}, {"key": "d", "value": b"23"}]]
+    hdrs = headers(kv, rows)
+    lists, keys, values = c.header_specs(hdrs)
+    assert lists[0].address == hdrs.buffers()[0].address and lists[1] == 0 and lists[2].tolist() == [0, 1, 1, 3]
+    assert lists[3] is None
+    assert keys[2].tolist() == [0, 1, 3, 4] and values[0] is not None and values[2].tolist() == [0, 1, 1, 3]
+    swapped = headers(kv[::-1], [[{"value": b"1", "key": "a"}]])
+    assert bytes(c.header_specs(swapped)[1][3]) == b"a"  # the key field, wherever it stands
+    lists = c.header_specs(hdrs.slice(2))[0]
+    assert lists[0] is None and lists[1] == 2 and lists[2].tolist() == [1, 3]
+    # A null header inside a list is refused, unless asked not to; one outside the rows used is not seen.
+    entries = pa.StructArray.from_arrays([pa.array(["a", "b", "c"]), pa.array([b"1", b"2", b"3"])],
+                                         ["key", "value"], mask=pa.array([True, False, False]))
+    holed = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), entries)
+    with pytest.raises(kcodec.RecordBuilderError, match="Invalid null header found in headers"):
+        c.header_specs(holed)
+    assert c.header_specs(holed, refuse_null_entries=False)[0][2].tolist() == [0, 1, 3]
+    assert c.header_specs(holed.slice(1))[0][2].tolist() == [1, 3]
+    tail = pa.ListArray.from_arrays(pa.array([0, 2, 3], pa.int32()), holed.values.take([1, 2, 0]))
+    assert c.header_specs(tail.slice(0, 1))[0][2].tolist() == [0, 2]
+    with pytest.raises(kcodec.RecordBuilderError, match="Invalid null header"):
+        c.header_specs(tail.slice(1))
+
+
 @pytest.mark.parametrize("codec", ["none", "lz4"])
 def test_from_arrow_names_the_first_negative_timestamp_other_than_minus_one(codec):
     def table(stamps):

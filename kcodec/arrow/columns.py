@@ -141,16 +141,18 @@ def timestamps_ms(arr: Optional["pyarrow.Array"], n: int, missing: Optional[int]
         unit = arr.type.unit
         raw = arr.cast(pa.timestamp(unit)).cast(pa.int64())
         div = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
-        # The current time is filled in the column's unit; ``missing`` (milliseconds) after the scaling.
-        vals = raw.fill_null(int(time.time() * 1000) * (div or 1) if missing is None else 0).to_numpy()
+        vals = raw.fill_null(0).to_numpy()
         if div is None:
-            if n and (vals.max() > _MAX_MS // 1000 or vals.min() < _MIN_MS // 1000):
+            # The bounds round towards zero: seconds beyond them overflow int64 once multiplied by 1000.
+            if n and (vals.max() > _MAX_MS // 1000 or vals.min() < -(-_MIN_MS // 1000)):
                 raise LimitExceededError("a timestamp('s') value does not fit Kafka's 64-bit milliseconds")
             vals = vals * 1000
         else:
             vals = vals // div
-        if missing is not None and raw.null_count:
-            vals = np.where(raw.is_valid().to_numpy(zero_copy_only=False), vals, np.int64(missing))
+        if raw.null_count:
+            # Nulls take ``missing`` or the current time in milliseconds, after the scaling to milliseconds.
+            fill = int(time.time() * 1000) if missing is None else missing
+            vals = np.where(raw.is_valid().to_numpy(zero_copy_only=False), vals, np.int64(fill))
         return vals
     try:
         ms = arr.cast(pa.int64())
