@@ -3,6 +3,7 @@ known, and, on log directories whose right answer is known, a steady topic that 
 drifting one that reads on."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -177,7 +178,24 @@ def test_reach_text():
 # -- the driver's sums ---------------------------------------------------------------------------------
 def test_sample_std():
     assert sample_std([]) is None and sample_std([3.0]) is None
+    assert sample_std([1.0, 3.0]) == pytest.approx(math.sqrt(2), rel=1e-15)
     assert sample_std([1.0, 2.0, 3.0, 4.0]) == pytest.approx(1.2909944487358056, rel=1e-15)
+
+
+def test_a_times_spread_is_over_its_seconds_per_payload_byte():
+    from kcodec.advise.aggregate import _spread
+
+    # 1 and 3 ms per thousand bytes: a relative spread of sqrt(2)/2, times the 7 seconds summed
+    assert _spread([1.0, 6.0], [1000, 2000]) == pytest.approx(math.sqrt(2) / 2 * 7, rel=1e-12)
+    # a chunk of no payload tells no rate but its seconds still count; one of a single byte is a rate
+    assert _spread([1.0, 6.0, 5.0], [1000, 2000, 0]) == pytest.approx(math.sqrt(2) / 2 * 12, rel=1e-12)
+    per_byte = [1e-3, 1e-3, 3e-3]
+    want = sample_std(per_byte) / (sum(per_byte) / 3) * 7.001
+    assert _spread([0.001, 1.0, 6.0], [1, 1000, 2000]) == pytest.approx(want, rel=1e-12)
+    # no spread from one chunk, nor from chunks that took no time
+    assert _spread([1.0], [1000]) == 0.0
+    assert _spread([0.0, 0.0], [1000, 2000]) == 0.0
+    assert _spread([], []) == 0.0
 
 
 def test_aggregate_rows_in_any_order_gives_the_same_figures():
@@ -228,6 +246,10 @@ def test_aggregate_rows_in_any_order_gives_the_same_figures():
                                 "compress_spread", "read_seconds", "read_spread", "worst_stored_bytes", "ratio_mean",
                                 "ratio_std", "chunks", "partitions"]
     assert line.doc()["stored_bytes"] == 1150 and line.doc()["worst_stored_bytes"] is None
+    # lines are values: they hash, and one cannot be changed in place
+    assert hash(line) == hash(dataclasses.replace(line)) and len({line, today, dataclasses.replace(line)}) == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        line.stored_bytes = 0  # type: ignore[misc]
 
 
 # -- on log directories whose answer is known ------------------------------------------------------------

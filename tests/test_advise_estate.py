@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kcodec.advise.aggregate import TopicAggregate
-from kcodec.advise.cost import MonthlyCost
+from kcodec.advise.cost import MonthlyCost, TopicEconomics
 from kcodec.advise.cpu import MODEL_ERROR, CpuCost
 from kcodec.advise.estate import acceptable, harmonise, plan_estate, shared_setting
 from kcodec.advise.estate_text import estate_text
@@ -19,7 +19,7 @@ from kcodec.advise.grid import Setting
 from kcodec.advise.race import Contender, tied
 from kcodec.advise.recommend import Measured, Rule, TopicAdvice, pick, tie_margin
 from kcodec.advise.topic_profile import Spread, TopicProfile
-from kcodec.advise.volumes import load_volumes
+from kcodec.advise.volumes import MS_PER_DAY, daily_volume, given_volume, load_volumes, parse_volume
 from kcodec.errors import KcodecError
 from test_advise_recommend import row
 
@@ -215,6 +215,49 @@ def test_volumes_file(tmp_path):
     f.write_text("orders,lots\n")
     with pytest.raises(KcodecError, match=r"line 1:.*not a size"):
         load_volumes(str(f))
+    # a line's own white space around it is not a field; a line without a topic is refused
+    f.write_text("  orders,120GB  \n\t# a comment\n")
+    assert load_volumes(str(f)) == {"orders": 120 * 10 ** 9}
+    f.write_text(",120GB\n")
+    with pytest.raises(KcodecError, match=r"v.csv: line 1: expected 'topic,bytes per day'"):
+        load_volumes(str(f))
+    f.write_text("orders,0\n")
+    with pytest.raises(KcodecError, match=r"line 1: 0: bytes per day must be more than 0"):
+        load_volumes(str(f))
+    assert load_volumes(None) == {} and load_volumes("") == {}
+
+
+def test_a_volume_is_a_whole_positive_size():
+    assert parse_volume("--bytes-per-day", "1") == 1 and parse_volume("--bytes-per-day", "2k") == 2048
+    for text in ("0", "0.5"):  # half a byte is none
+        with pytest.raises(KcodecError, match=rf"^--bytes-per-day {text}: bytes per day must be more than 0$"):
+            parse_volume("--bytes-per-day", text)
+    with pytest.raises(KcodecError, match=r"^--bytes-per-day -1: not a size"):
+        parse_volume("--bytes-per-day", "-1")
+
+
+def test_a_given_volume_comes_from_the_volumes_file_then_prices_then_the_flag():
+    econ = TopicEconomics(retention_days=3.0)
+    priced = {"p": TopicEconomics(bytes_per_day=5e8), "q": TopicEconomics()}
+    volumes = {"v": 7}
+    got = given_volume("v", econ, volumes, "v.csv", priced, 9)
+    assert got == (TopicEconomics(retention_days=3.0, bytes_per_day=7.0), "--volumes v.csv")
+    assert isinstance(got[0].bytes_per_day, float)
+    # a --prices entry with its own bytes per day keeps the economics given, over --bytes-per-day
+    assert given_volume("p", econ, volumes, "v.csv", priced, 9) == (econ, "--prices")
+    # one without them, or no entry, takes --bytes-per-day
+    for t in ("q", "none"):
+        assert given_volume(t, econ, volumes, "v.csv", priced, 9) == \
+            (TopicEconomics(retention_days=3.0, bytes_per_day=9.0), "--bytes-per-day")
+    assert given_volume("none", econ, {}, None, priced, None) == (econ, "--prices")
+
+
+def test_a_daily_volume_is_a_value():
+    v = daily_volume(1000, 10, None, None, None, None, 2 * MS_PER_DAY, None, "", 0)
+    assert (v.per_day, v.tag, v.priced, v.notes) == (500.0, "records over 2 days", True, ())
+    assert hash(v) == hash(dataclasses.replace(v))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v.priced = False  # type: ignore[misc]
 
 
 # --- the whole job on many small topics of three distributions ----------------------------------------
