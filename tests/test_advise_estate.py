@@ -73,6 +73,57 @@ def test_uncertainty_of_many_chunks_widens_the_tolerance():
     assert {t: m.setting for t, m in harmonise(narrow, FREE, 0.02).items()} == {"a": ZSTD, "b": ZSTD1}
 
 
+def test_the_setting_acceptable_to_most_topics_goes_first():
+    # zstd suits three topics, lz4 two saving more: zstd goes first and takes c, which lz4 would have had
+    advice = [topic("a", {ZSTD: 60.0}), topic("b", {ZSTD: 60.0}), topic("c", {ZSTD: 60.0, LZ4: 60.0}),
+              topic("d", {LZ4: 10.0})]
+    given = harmonise(advice, FREE, 0.02)
+    assert {t: m.setting for t, m in given.items()} == {"a": ZSTD, "b": ZSTD, "c": ZSTD, "d": LZ4}
+
+
+@pytest.mark.parametrize("more", [4e-6, 4e-7])
+def test_savings_are_told_apart_to_the_micro_dollar(more):
+    """Two settings shared by as many topics: the larger saving goes first where it is larger by 4 millionths
+    of a dollar; by 4 ten-millionths they are equal and the setting's order (lz4 before zstd) decides."""
+    first = ZSTD if more > 1e-6 else LZ4
+    # a takes zstd only, c lz4 only: which goes first decides b's
+    advice = [topic("a", {ZSTD: 60.0 - more}), topic("b", {ZSTD: 60.0, LZ4: 60.0}), topic("c", {LZ4: 60.0})]
+    assert harmonise(advice, FREE, 0.02)["b"].setting == first
+    # two topics that both take either: the one setting that saves them most
+    both = [topic("a", {ZSTD: 60.0 - more, LZ4: 60.0}), topic("b", {ZSTD: 60.0, LZ4: 60.0})]
+    assert {m.setting for m in harmonise(both, FREE, 0.02).values()} == {first}
+
+
+def test_set_harmonised_gives_the_shared_setting_and_says_what_it_costs():
+    from kcodec.advise.cost import Prices, recompress_cpu
+    from kcodec.advise.estate import set_harmonised
+
+    a1, a2 = topic("a-1", {ZSTD: 50.0, ZSTD1: 50.5}), topic("a-2", {ZSTD: 50.6, ZSTD1: 50.0})
+    a3 = topic("a-3", {ZSTD: 50.0, ZSTD1: 50.5})
+    a3.best = a3.results[1]  # its own pick is zstd:1 (a knee's), which costs more than the shared zstd
+    a4 = topic("a-4", {ZSTD: 50.0, ZSTD1: 50.0})
+    a4.best = a4.results[1]  # zstd:1 at the shared setting's very cost
+    none = topic("b-1", {ZSTD: 150.0})
+    none.best = None  # keeps today's settings: not harmonised
+    for a in (a1, a2, a3, a4, none):
+        a.best_without_level = a.today
+    assert [a.best.setting for a in (a1, a2, a3, a4)] == [ZSTD, ZSTD1, ZSTD1, ZSTD1]
+    set_harmonised([a1, a2, a3, a4, none], FREE, Prices(), 0.02)
+    assert [a.best.setting for a in (a1, a2, a3, a4)] == [ZSTD] * 4 and none.best is None
+    assert (a1.notes, none.notes) == ([], [])
+    assert a2.notes == ["set as topics like it: zstd@16KiB/5ms costs $0.60/month more than this topic's own pick, "
+                        "zstd:1@1MiB/100ms, within the estimates' uncertainty (--same-setting-within 0.02)"]
+    assert a3.notes[0].startswith("set as topics like it: zstd@16KiB/5ms costs $0.50/month less than")
+    assert a4.notes[0].startswith("set as topics like it: zstd@16KiB/5ms costs $0.00/month more than")
+    # the brokers' CPU to rebuild its batches: 1e9 stored bytes a day at today's 100,000 payload bytes per 40,000
+    m = a2.best
+    want = recompress_cpu(1e9, 2.5e9, m.compress_mbps, m.read_mbps, Prices())
+    assert want > recompress_cpu(1e9, 1e9, m.compress_mbps, m.read_mbps, Prices()) > 0
+    assert a2.recompress_cpu == pytest.approx(want, rel=1e-12) and a1.recompress_cpu == 0.0
+    # zstd at its default level is settable by every client: no older clients' alternative is named
+    assert (a1.best_without_level, a2.best_without_level, none.best_without_level) == (a1.today, None, none.today)
+
+
 def billed(setting, storage, cpu, ratio_std=0.0, chunks=1, source="model"):
     """A setting billed ``storage`` + ``cpu`` $/month, its CPU from the model (49% uncertain) or measured."""
     m = Measured(setting, 1000, 100_000, 100_000, 10, 40_000, 0.01, 0.01, 2.5, ratio_std, chunks,
@@ -135,6 +186,69 @@ def test_one_setting_against_each_topics_best():
     # A topic without a known volume is in no dollar figure.
     left = shared_setting("all topics", advice + [topic("c", {ZSTD: 1.0, LZ4: 2.0}, priced=False)], FREE)
     assert (left.saving, left.per_topic_saving) == (one.saving, one.per_topic_saving)
+
+
+def test_a_shared_setting_is_within_the_rules_speeds_over_the_group():
+    def group(zstd_compress_s, zstd_read_s):
+        out = [topic(t, {ZSTD: 50.0, LZ4: 70.0}) for t in ("a", "b")]
+        for a in out:
+            fast, zstd = a.results  # lz4 first: the settings' order
+            fast.compress_seconds = fast.read_seconds = 0.001  # 100 MB/s over 100 KB of payload
+            zstd.compress_seconds, zstd.read_seconds = zstd_compress_s, zstd_read_s
+        return out
+
+    def shared(advice, **rule):
+        return shared_setting("all topics", advice, Rule(**{"min_compress_mbps": 0, "min_read_mbps": 0, **rule}))
+
+    # zstd builds 200 KB in 0.01 s over the two topics: 20 MB/s, just enough for 20
+    assert shared(group(0.005, 0.001), min_compress_mbps=20).setting == ZSTD
+    assert shared(group(0.005, 0.001), min_compress_mbps=21).setting == LZ4
+    assert shared(group(0.001, 0.005), min_read_mbps=20).setting == ZSTD
+    assert shared(group(0.001, 0.005), min_read_mbps=21).setting == LZ4
+    one = shared(group(0.001, 0.001), max_linger_ms=4)
+    assert (one.setting, one.saving, one.per_topic_saving) == (None, 0.0, 0.0)
+    # a setting measured for one topic of the group is no setting for the group
+    advice = group(0.001, 0.001)
+    advice[1].results.pop()
+    assert shared(advice).setting == LZ4
+    # one that costs more than today is not a fleet default
+    dear = [topic(t, {ZSTD: 120.0}) for t in ("a", "b")]
+    assert (shared(dear).setting, shared(dear).saving) == (None, 0.0)
+
+
+def test_group_by_keys():
+    from kcodec.advise.estate import OTHER_GROUP, compile_group_by, group_of
+
+    assert compile_group_by(None) is None and compile_group_by("") is None
+    grouped = compile_group_by(r"^(\w+)-|^x")
+    assert [group_of(t, grouped) for t in ("orders-eu", "x-ray", "clicks")] == ["orders", "x", OTHER_GROUP]
+    assert OTHER_GROUP == "(no match)"
+    whole = compile_group_by(r"eu|us")
+    assert [group_of(t, whole) for t in ("orders-eu", "us-clicks", "logs")] == ["eu", "us", "(no match)"]
+    with pytest.raises(KcodecError, match=r"^--group-by \(a: not a regular expression \(missing \), "):
+        compile_group_by("(a")
+    # a topic the pattern does not match is in a group of that name; groups by per-topic saving, largest first
+    advice = [topic("orders-1", {ZSTD: 50.0, LZ4: 70.0}), topic("logs", {ZSTD: 80.0, LZ4: 60.0})]
+    assert [(g.name, g.per_topic_saving) for g in plan_estate(advice, FREE, group_by=r"^(\w+)-").by_group] == \
+        [("orders", 50.0), ("(no match)", 40.0)]
+
+
+@pytest.mark.parametrize("more", [4e-6, 4e-7])
+def test_an_estates_orders_tell_savings_apart_to_the_micro_dollar(more):
+    """Savings larger by 4 millionths of a dollar come first; by 4 ten-millionths they are equal, and the
+    next key decides: the group of more topics, the topic's name, the group's name."""
+    advice = [topic("a", {ZSTD: 50.0 - more}), topic("b", {LZ4: 75.0}), topic("c", {LZ4: 75.0})]
+    estate = plan_estate(advice, FREE, group_by=r"^(\w)")
+    by_saving = more > 1e-6
+    assert [g.setting for g in estate.groups] == ([ZSTD, LZ4] if by_saving else [LZ4, ZSTD])
+    assert [round(g.saving, 5) for g in estate.groups] == ([50.0, 50.0])
+    alone = [topic("b", {ZSTD: 50.0 - more}), topic("a", {LZ4: 50.0})]
+    assert [a.topic for a in plan_estate(alone, FREE).ranked] == (["b", "a"] if by_saving else ["a", "b"])
+    assert [g.name for g in plan_estate(alone, FREE, group_by=r"^(\w)").by_group] == \
+        (["b", "a"] if by_saving else ["a", "b"])
+    # the shared setting: the cheaper by 4 millionths, else the first in the settings' order (lz4)
+    both = [topic("a", {ZSTD: 50.0 - more, LZ4: 50.0})]
+    assert shared_setting("all topics", both, FREE).setting == (ZSTD if by_saving else LZ4)
 
 
 def _metrics_row(setting, stored, compress_s, read_s):
