@@ -40,6 +40,17 @@ def test_t_quantile_table_and_expansion():
         t_quantile(0)
 
 
+def test_t_quantile_past_the_table_is_the_two_term_expansion():
+    # Student's t at 97.5%, from the tables, to within the expansion's truncation error
+    for df, t, within in ((31, 2.039513, 1e-4), (40, 2.021075, 5e-5), (60, 2.000298, 2e-5), (120, 1.979930, 3e-6)):
+        assert t_quantile(df) == pytest.approx(t, abs=within), df
+    # the published coefficients: z + (z^3 + z) / 4 / df + (5 z^5 + 16 z^3 + 3 z) / 96 / df^2, exactly
+    z = 1.959964
+    for df in (31, 40, 100, 1000):
+        g1, g2 = (z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+        assert t_quantile(df) == pytest.approx(z + g1 / df + g2 / df ** 2, rel=1e-14), df
+
+
 def test_ratio_interval_by_hand():
     # Four chunks, plain 100/200/300/400, stored 50/100/150/210: R = 1000/510.
     plain, stored = [100, 200, 300, 400], [50, 100, 150, 210]
@@ -54,6 +65,7 @@ def test_ratio_interval_by_hand():
 
 def test_ratio_interval_edges():
     assert ratio_interval([10, 20], [5, 10], 2) == 0.0  # every chunk: no sampling error
+    assert ratio_interval([10], [5], 1) == 0.0  # a topic of one chunk, read
     assert ratio_interval([10], [5], 8) == math.inf  # one chunk tells no spread
     assert ratio_interval([], [], 8) == math.inf
     assert ratio_interval([10, 20, 30], [5, 10, 15], 9) == 0.0  # one ratio in every chunk
@@ -115,6 +127,18 @@ def _sampler(sizes, population=None, **target):
                        SampleTarget(**target))
 
 
+def test_a_sample_target_of_precision_and_cap_keeps_the_first_rounds_four_chunks():
+    from kcodec.advise.auto_sample import DEFAULT_CAP, DEFAULT_PRECISION, FIRST_CHUNKS
+    from kcodec.advise.grid import parse_size
+
+    assert SampleTarget() == SampleTarget(DEFAULT_PRECISION, parse_size(DEFAULT_CAP), FIRST_CHUNKS)
+    assert (DEFAULT_PRECISION, DEFAULT_CAP, FIRST_CHUNKS) == (0.01, "64MiB", 4)
+    # as the flags give it: --sample-precision, then --sample-cap's bytes
+    target = SampleTarget(0.02, 1 << 20)
+    assert (target.precision, target.cap_bytes, target.first_chunks) == (0.02, 1 << 20, 4)
+    assert len(_sampler({"t": 40}, precision=0.02, cap_bytes=1 << 20).next_round()) == 4
+
+
 def test_rounds_double_the_chunks_of_open_topics():
     s = _sampler({"a": 40, "b": 40, "small": 3}, population={"a": 40, "b": 400, "small": 3}, precision=0.01)
     first = s.next_round()
@@ -138,6 +162,19 @@ def test_rounds_double_the_chunks_of_open_topics():
     reach = s.settle("a", "zstd", [10, 20, 30, 40] * 10, [5, 7, 16, 30] * 10)
     assert reach.stop == "whole" and reach.chunks == 40 and reach.half_width == 0.0 and reach.rounds == 5
     assert s.next_round() == [] and s.open_topics == []
+
+
+def test_an_interval_of_exactly_the_target_reaches_it():
+    plain, stored = [10, 20, 30, 40], [5, 7, 16, 30]
+    half = ratio_interval(plain, stored, 400)
+    s = _sampler({"t": 40}, population={"t": 400}, precision=half)
+    s.next_round()
+    reach = s.settle("t", "zstd", plain, stored)
+    assert (reach.stop, reach.half_width, reach.chunks) == ("precision", half, 4)
+    # not while the race over the grid is undecided
+    s = _sampler({"t": 40}, population={"t": 400}, precision=half)
+    s.next_round()
+    assert s.settle("t", "zstd", plain, stored, decided=False) is None
 
 
 def test_the_cap_stops_a_topic_larger_than_it():
