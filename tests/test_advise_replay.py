@@ -864,3 +864,109 @@ def test_a_sender_and_its_calibration_are_values():
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(value, field, 1.0)
     assert {model: 1}[SenderModel.default(JAVA)] == 1 and hash(cal) == hash(Calibration(0.7, True, 3, 3, 5.0))
+
+
+# --- what a stored batch keeps of its writer ---------------------------------------------------------
+def _stored(body: bytes, attributes: int = 0, max_ts: int = 5, pid: int = -1, seq: int = -1, count: int = 2,
+            pad: bytes = b"") -> bytes:
+    """A v2 batch header of these fields before ``body`` (CRC and the rest do not matter to the marks)."""
+    import struct
+
+    head = struct.pack(">qiibIhiqqqhii", 0, 49 + len(body), 0, 2, 0, attributes, count - 1, 0, max_ts, pid, -1, seq,
+                       count)
+    return pad + head + body
+
+
+def test_batch_marks_read_the_header_and_the_bodys_ends():
+    from kcodec.advise.replay.client import batch_marks
+
+    body = bytes(range(40))
+    buf = _stored(body, attributes=0x13, max_ts=77, pid=9, seq=3, count=4, pad=b"\xff" * 7)
+    m = batch_marks(buf, 7, 61 + 40)
+    assert (m.codec, m.body, m.tail) == (3, bytes(range(16)), bytes([37, 38, 39]))
+    assert (m.producer_id, m.base_sequence, m.max_timestamp, m.records) == (9, 3, 77, 4)
+    # a body shorter than 16 bytes is all of it, and its tail no more than it
+    short = batch_marks(_stored(b"\x01\x02"), 0, 63)
+    assert (short.body, short.tail) == (b"\x01\x02", b"\x01\x02")
+    assert batch_marks(_stored(b"", count=0), 0, 61).body == b""
+    # the broker's control batches are no client's
+    assert batch_marks(_stored(body, attributes=0x20), 0, 101) is None
+    assert batch_marks(_stored(body, attributes=0x30), 0, 101) is None
+
+
+def _marks(codec: int, body: bytes, tail: bytes = b"", pid: int = -1, seq: int = -1, max_ts: int = 5,
+           records: int = 2):
+    from kcodec.advise.replay.client import BatchMarks
+
+    return BatchMarks(codec, body, tail or body[-3:], pid, seq, max_ts, records)
+
+
+def test_each_codecs_frame_marks():
+    from kcodec.advise.replay.client import XERIAL, framed_as, gzip_header, lz4_frame, zstd_frame
+
+    gz = b"\x1f\x8b\x08\x00" + (1234).to_bytes(4, "little") + b"\x02\x03" + b"\x00" * 6
+    assert gzip_header(_marks(1, gz)) == (1234, 2, 3)
+    assert gzip_header(_marks(1, gz[:10])) == (1234, 2, 3) and gzip_header(_marks(1, gz[:9])) is None
+    assert gzip_header(_marks(1, b"\x1f\x8c" + gz[2:])) is None and gzip_header(_marks(3, gz)) is None
+    lz = b"\x04\x22\x4d\x18\x60\x40"
+    assert lz4_frame(_marks(3, lz)) == (0x60, 0x40) and lz4_frame(_marks(3, lz[:5])) is None
+    assert lz4_frame(_marks(3, b"\x04\x22\x4d\x19\x60\x40")) is None and lz4_frame(_marks(4, lz)) is None
+    zs = b"\x28\xb5\x2f\xfd"
+    assert zstd_frame(_marks(4, zs + b"\x20", b"\x01\x00\x00")) == (True, True)
+    assert zstd_frame(_marks(4, zs + b"\x1f", b"\x01\x00\x01")) == (False, False)
+    assert zstd_frame(_marks(4, zs + b"\x80", b"\x01\x00\x00")) == (True, True)
+    assert zstd_frame(_marks(4, zs)) is None and zstd_frame(_marks(4, b"\x28\xb5\x2f\xfe\x00")) is None
+    assert zstd_frame(_marks(3, zs + b"\x00")) is None
+
+    def framed(m):
+        return framed_as(m, lambda g: g == (0, 0, 255), True, (0x60, 0x40), (False, True))
+
+    assert framed(_marks(0, b"anything")) and framed(_marks(5, b"anything"))
+    assert framed(_marks(1, gz[:4] + b"\x00" * 4 + b"\x00\xff")) and not framed(_marks(1, gz))
+    assert not framed(_marks(1, b"\x00" * 10))  # not a gzip member at all
+    assert framed(_marks(2, XERIAL + b"\x00" * 8)) and not framed(_marks(2, b"\x00" * 16))
+    assert framed(_marks(3, lz)) and not framed(_marks(3, lz[:4] + b"\x64\x40"))
+    assert framed(_marks(4, zs + b"\x00", b"\x01\x00\x00")) and not framed(_marks(4, zs + b"\x20", b"\x01\x00\x00"))
+
+
+def test_java_and_librdkafka_write_ids_and_timestamps_as_they_do():
+    zs = b"\x28\xb5\x2f\xfd\x00"
+    java, rd = _marks(4, zs, b"\x01\x00\x00"), _marks(4, zs, b"\x07\x08\x09")
+    assert JAVA.wrote(java) and not JAVA.wrote(rd) and LIBRDKAFKA.wrote(rd) and not LIBRDKAFKA.wrote(java)
+    for client, m in ((JAVA, java), (LIBRDKAFKA, rd)):
+        # a max timestamp of -1 over records is sarama's; over no record it tells nothing
+        assert not client.wrote(dataclasses.replace(m, max_timestamp=-1))
+        assert client.wrote(dataclasses.replace(m, max_timestamp=-1, records=0))
+        assert client.wrote(dataclasses.replace(m, max_timestamp=0))
+        # a sequence without a producer id is no client's of these; an idempotent producer's is
+        assert not client.wrote(dataclasses.replace(m, base_sequence=0))
+        assert client.wrote(dataclasses.replace(m, producer_id=0, base_sequence=0))
+    gz = b"\x1f\x8b\x08\x00\x00\x00\x00\x00"
+    assert JAVA.wrote(_marks(1, gz + b"\x00\xff")) and not LIBRDKAFKA.wrote(_marks(1, gz + b"\x00\xff"))
+    assert LIBRDKAFKA.wrote(_marks(1, gz + b"\x02\x03")) and not JAVA.wrote(_marks(1, gz + b"\x02\x03"))
+    assert not LIBRDKAFKA.wrote(_marks(1, b"\x1f\x8b\x08\x00\x01\x00\x00\x00\x02\x03"))  # a header time
+    assert dataclasses.replace(JAVA, writes=None).wrote(rd)
+
+
+def test_a_clients_levels_and_names():
+    from kcodec.advise.replay.client import kafka_config
+
+    assert kafka_config(JAVA, "gzip", None, False, 100, 7) == {"compression.type": "gzip", "batch.size": "100",
+                                                               "linger.ms": "7"}
+    assert kafka_config(JAVA, "gzip", 9, False, 100, 7)["compression.gzip.level"] == "9"
+    assert list(kafka_config(JAVA, "gzip", 9, False, 100, 7)) == ["compression.type", "compression.gzip.level",
+                                                                  "batch.size", "linger.ms"]
+    python = client_rules("kafka-python")
+    # a client that sets no level compresses gzip at 9 by itself, zstd and lz4 at the codecs' defaults
+    assert [python.build_level(c, None) for c in ("zstd", "gzip", "lz4")] == [None, 9, None]
+    assert python.build_level("zstd", 1) == 1 and JAVA.build_level("zstd", None) is None
+    assert python.expresses("zstd", 3) and not python.expresses("zstd", 1) and python.expresses("zstd", None)
+    assert python.expresses("gzip", 9) and not python.expresses("gzip", 6)
+    from kcodec.compression import get_codec
+
+    lz4_default = get_codec("lz4").default_level
+    assert python.expresses("lz4", lz4_default) and not python.expresses("lz4", lz4_default + 1)
+    assert JAVA.expresses("zstd", 1) and JAVA.sets_levels and not python.sets_levels
+    assert (JAVA.learns_ratio, LIBRDKAFKA.learns_ratio) == (True, False)
+    assert (JAVA.display_name, LIBRDKAFKA.display_name) == ("Java", "librdkafka")
+    assert LIBRDKAFKA.level_key("zstd") == "compression.level" and JAVA.level_key("lz4") == "compression.lz4.level"
