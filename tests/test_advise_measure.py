@@ -616,3 +616,69 @@ def test_the_batch_list_writes_compressed_batches_header_fields(codec):
             # the sequence wraps past 2**31 - 1 as Kafka's incrementSequence does
             assert [b.base_sequence for b in kcodec.read_batches(b"".join(got))] == [
                 2147483600, 2147483603, 2147483604, 42]
+
+
+# --- the task's pieces without Spark ----------------------------------------------------------------------
+def test_the_metrics_columns_as_spark_and_arrow_types():
+    import pyarrow as pa
+
+    from kcodec.advise.task import METRICS, METRICS_DDL, metrics_schema
+
+    assert METRICS_DDL.startswith("topic string, partition int, chunk int, setting string, codec string, level int, ")
+    assert METRICS_DDL.endswith(", producers_replayed int, client_recognised boolean, worst_stored_bytes long")
+    assert METRICS_DDL.count(", ") == len(METRICS) - 1 == 32
+    schema = metrics_schema()
+    assert schema.names == [name for name, _ in METRICS]
+    kinds = {"records": pa.int64(), "partition": pa.int32(), "compress_seconds": pa.float64(), "topic": pa.string(),
+             "sender_calibrated": pa.bool_(), "batch_records": pa.list_(pa.int32()),
+             "codec_bytes": pa.list_(pa.int64())}
+    assert {k: schema.field(k).type for k in kinds} == kinds
+
+
+def test_producers_cpu_times_add_up_and_the_fewest_repetitions_count():
+    from kcodec.advise.measure import MIN_REP_SECONDS, CpuTime
+    from kcodec.advise.task import _min_seconds, _sum
+
+    assert _sum([CpuTime(1.0, 0.5, 5, 0.9), CpuTime(2.0, 0.25, 3, 1.5)]) == CpuTime(3.0, 0.75, 3, 2.4)
+    assert _sum([CpuTime(1.0, 0.5, 5, 0.9)]) == CpuTime(1.0, 0.5, 5, 0.9)
+    # a timing runs long enough to bill where the bill takes it: measured CPU, or a codec the model lacks
+    assert MIN_REP_SECONDS == 0.005
+    assert _min_seconds("model", "zstd", 3) == 0.0 and _min_seconds("measured", "zstd", 3) == MIN_REP_SECONDS
+    assert _min_seconds("model", "lz4", 9) == MIN_REP_SECONDS and not modelled("lz4", 9) and modelled("zstd", 3)
+
+
+def _chunks(*chunks):
+    import pyarrow as pa
+
+    topics, partitions, numbers, datas = zip(*chunks)
+    return pa.RecordBatch.from_arrays([pa.array(topics, pa.string()), pa.array(partitions, pa.int32()),
+                                       pa.array(numbers, pa.int32()), pa.array(datas, pa.binary())],
+                                      names=["topic", "partition", "chunk", "data"])
+
+
+def test_measure_batches_gives_each_chunks_rows_and_each_topic_its_settings():
+    import json as _json
+
+    from kcodec.advise.task import CHUNK_ERROR, TODAY, measure_batches, metrics_schema
+    from kcodec.errors import KcodecError
+
+    data = b"".join(kcodec.from_arrow(_table(60), compression="lz4", max_batch_bytes=2048))
+    lz4, zstd = Setting("lz4", None, 16384, 5), Setting("zstd", 1, 16384, 5)
+    batches = [_chunks(("a", 0, 0, data), ("b", 1, 3, data)), _chunks(("a", 2, 1, b""))]
+    out = list(measure_batches(iter(batches), {"a": [lz4, zstd]}, client="java"))
+    # a chunk of no records gives no rows; a topic no longer in the race only today's
+    assert [b.schema for b in out] == [metrics_schema()] * 2
+    rows = [r for b in out for r in b.to_pylist()]
+    assert [(r["topic"], r["partition"], r["chunk"], r["setting"]) for r in rows] == [
+        ("a", 0, 0, TODAY), ("a", 0, 0, lz4.label), ("a", 0, 0, zstd.label), ("b", 1, 3, TODAY)]
+    assert [(r["records"], r["client"]) for r in rows] == [(60, "java"), (60, None), (60, None), (60, "java")]
+    # the same settings for every topic
+    every = [r["setting"] for b in measure_batches(iter(batches[:1]), [zstd], client="java") for r in b.to_pylist()]
+    assert every == [TODAY, zstd.label, TODAY, zstd.label]
+    # a chunk that does not parse is one marked line naming its topic, partition, chunk and byte
+    bad = _chunks(("t\n\"x", 4, 7, data[:70] + bytes([data[70] ^ 1]) + data[71:]))  # a CRC that fails
+    with pytest.raises(KcodecError) as err:
+        list(measure_batches(iter([bad]), [zstd], client="java"))
+    assert err.value.message.startswith(CHUNK_ERROR) and "\n" not in err.value.message
+    fields = _json.loads(err.value.message[len(CHUNK_ERROR):])
+    assert fields[:5] == ["t\n\"x", 4, 7, 0, 0] and fields[5].startswith("Record is corrupt (stored crc = ")
