@@ -682,3 +682,33 @@ def test_measure_batches_gives_each_chunks_rows_and_each_topic_its_settings():
     assert err.value.message.startswith(CHUNK_ERROR) and "\n" not in err.value.message
     fields = _json.loads(err.value.message[len(CHUNK_ERROR):])
     assert fields[:5] == ["t\n\"x", 4, 7, 0, 0] and fields[5].startswith("Record is corrupt (stored crc = ")
+
+
+def test_a_codecs_kept_batches_are_let_go_after_its_last_setting(monkeypatch):
+    data = b"".join(kcodec.from_arrow(_table(60), compression="lz4", max_batch_bytes=2048))
+    forgot, real = [], BatchEncoder.forget
+
+    def forget(self, codec, level):
+        forgot.append((codec, level))
+        real(self, codec, level)
+
+    monkeypatch.setattr(BatchEncoder, "forget", forget)
+    grid = [Setting("zstd", 1, 16384, 5), Setting("lz4", None, 16384, 5), Setting("zstd", 1, 1 << 20, 5)]
+    rows = measure_chunk("t", 0, 0, data, grid, client="java")
+    # one producer: lz4's after the second setting, zstd:1's after the third, each let go once
+    assert forgot == [("lz4", None), ("zstd", 1)] and len(rows) == 4
+
+
+def test_records_out_of_time_order_are_replayed_without_shared_time_limits():
+    import pyarrow as pa
+
+    table = _table(60)
+    i = table.schema.get_field_index("timestamp")
+    backwards = table["timestamp"].to_numpy().astype(np.int64)[::-1].copy()
+    table = table.set_column(i, "timestamp", pa.array(backwards, table.schema.field("timestamp").type))
+    data = b"".join(kcodec.from_arrow(table, compression="lz4", max_batch_bytes=2048))
+    grid = [Setting("none", None, 1 << 20, g) for g in (1, 5, 100)] + [Setting("none", None, 2048, 100)]
+    rows = measure_chunk("t", 0, 0, data, grid, client="java")
+    # each setting replayed on its own: the 60 records in one batch, or two at a batch.size of 2 KiB
+    assert [(r["setting"], r["batches"], r["records"]) for r in rows[1:]] == [
+        ("none@1MiB/1ms", 1, 60), ("none@1MiB/5ms", 1, 60), ("none@1MiB/100ms", 1, 60), ("none@2KiB/100ms", 2, 60)]
