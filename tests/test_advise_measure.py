@@ -712,3 +712,31 @@ def test_records_out_of_time_order_are_replayed_without_shared_time_limits():
     # each setting replayed on its own: the 60 records in one batch, or two at a batch.size of 2 KiB
     assert [(r["setting"], r["batches"], r["records"]) for r in rows[1:]] == [
         ("none@1MiB/1ms", 1, 60), ("none@1MiB/5ms", 1, 60), ("none@1MiB/100ms", 1, 60), ("none@2KiB/100ms", 2, 60)]
+
+
+def test_stored_bytes_as_each_client_frames_its_batches():
+    from types import SimpleNamespace
+
+    from kcodec.advise.measure import ZSTD_EMPTY_LAST_BLOCK, zstd_empty_last_blocks, zstd_one_shot_bytes
+    from kcodec.advise.replay import JAVA, LIBRDKAFKA, client_rules
+    from kcodec.advise.task import _Producer
+
+    enc = BatchEncoder(_table(300))
+    starts = np.array([0, 100, 250, 300], np.int64)
+
+    def stored(rules, codec, level=None):
+        batches = enc.build(starts, codec, level)
+        return _Producer._stored(SimpleNamespace(rules=rules, encoder=enc), starts, batches, codec, 3, level), \
+            sum(map(len, batches)), batches
+
+    python = client_rules("kafka-python")
+    got, plain, batches = stored(python, "zstd", 1)  # one call that knows the size
+    assert got == zstd_one_shot_bytes(batches, 1) != plain
+    got, plain, batches = stored(LIBRDKAFKA, "zstd")  # a stream ended once, on its last data block
+    assert zstd_empty_last_blocks(batches) == 3 and got == plain - 3 * len(ZSTD_EMPTY_LAST_BLOCK)
+    assert stored(JAVA, "zstd")[0] == stored(JAVA, "zstd")[1]  # zstd-jni's stream, as kcodec writes it
+    got, plain, _ = stored(LIBRDKAFKA, "snappy")  # one raw block
+    assert got == enc.raw_snappy_bytes(starts) < plain
+    assert stored(JAVA, "snappy")[0] == stored(JAVA, "snappy")[1]
+    assert python.lz4_frame_extra == 8 and stored(python, "lz4")[0] == stored(python, "lz4")[1] + 8 * 3
+    assert stored(JAVA, "lz4")[0] == stored(JAVA, "lz4")[1] and stored(python, "gzip")[0] == stored(python, "gzip")[1]
