@@ -13,7 +13,7 @@ import pytest
 from kcodec.advise.aggregate import TopicAggregate
 from kcodec.advise.cost import MonthlyCost, TopicEconomics
 from kcodec.advise.cpu import MODEL_ERROR, CpuCost
-from kcodec.advise.estate import acceptable, harmonise, plan_estate, shared_setting
+from kcodec.advise.estate import SharedSetting, acceptable, harmonise, plan_estate, shared_setting
 from kcodec.advise.estate_text import estate_text
 from kcodec.advise.grid import Setting
 from kcodec.advise.race import Contender, tied
@@ -249,6 +249,34 @@ def test_an_estates_orders_tell_savings_apart_to_the_micro_dollar(more):
     # the shared setting: the cheaper by 4 millionths, else the first in the settings' order (lz4)
     both = [topic("a", {ZSTD: 50.0 - more, LZ4: 50.0})]
     assert shared_setting("all topics", both, FREE).setting == (ZSTD if by_saving else LZ4)
+
+
+def test_what_an_estate_leaves_out_of_each_figure():
+    from kcodec.advise.race import Drop
+
+    # a setting the race dropped is not acceptable however close, nor anything of a topic that keeps today's
+    a = topic("a", {ZSTD: 50.0, ZSTD1: 50.1, LZ4: 50.2})
+    a.results[2].dropped = Drop(ZSTD1.label, 1, "cost", ZSTD.label, 0.05, "")
+    assert [m.setting for m in acceptable(a, FREE, 0.02)] == [LZ4, ZSTD]
+    keep = topic("k", {ZSTD: 120.0})
+    keep.best = None
+    assert acceptable(keep, FREE, 0.02) == [] and set(harmonise([a, keep], FREE, 0.02)) == {"a"}
+    # a topic whose every setting costs more than today saves nothing of its own, and is priced at today's
+    estate = plan_estate([a, keep], FREE)
+    assert estate.whole.per_topic_saving == pytest.approx(50.0)
+    assert (estate.today, estate.after) == (200.0, pytest.approx(150.0))
+    # groups: by saving, then the more topics, with "keep today's" last whatever it holds
+    b, c = topic("b", {LZ4: 75.0}), topic("c", {LZ4: 75.0})
+    d, e = topic("d", {ZSTD: 50.0}), topic("e", {ZSTD1: 50.0})
+    groups = plan_estate([keep, d, b, c, e], FREE).groups
+    assert [(g.setting, len(g.topics), g.saving) for g in groups] == [
+        (LZ4, 2, 50.0), (ZSTD, 1, 50.0), (ZSTD1, 1, 50.0), (None, 1, 0.0)]
+    assert [g.bytes_per_day for g in groups] == [2e9, 1e9, 1e9, 1e9]
+    # topics without a known daily volume: no setting for the group, no dollars
+    unpriced = [topic("u", {ZSTD: 50.0}, priced=False)]
+    assert shared_setting("all topics", unpriced, FREE) == SharedSetting("all topics", 1, None, 0.0, 0.0, 0.0)
+    alone = plan_estate(unpriced, FREE)
+    assert (alone.priced, [x.topic for x in alone.unpriced], alone.today, alone.groups[0].saving) == ([], ["u"], 0, 0)
 
 
 def _metrics_row(setting, stored, compress_s, read_s):
