@@ -283,6 +283,11 @@ def test_aggregate_rows_in_any_order_gives_the_same_figures():
                                 "compress_spread", "read_seconds", "read_spread", "worst_stored_bytes", "ratio_mean",
                                 "ratio_std", "chunks", "partitions"]
     assert line.doc()["stored_bytes"] == 1150 and line.doc()["worst_stored_bytes"] is None
+    # a line names a setting of the grid only with its codec, batch.size and linger.ms all known
+    for missing in ("codec", "batch_size", "linger_ms"):
+        assert dataclasses.replace(line, **{missing: None}).grid_setting is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got["t"].settings = ()  # type: ignore[misc]
     # lines are values: they hash, and one cannot be changed in place
     assert hash(line) == hash(dataclasses.replace(line)) and len({line, today, dataclasses.replace(line)}) == 2
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -740,3 +740,13 @@ def test_stored_bytes_as_each_client_frames_its_batches():
     assert stored(JAVA, "snappy")[0] == stored(JAVA, "snappy")[1]
     assert python.lz4_frame_extra == 8 and stored(python, "lz4")[0] == stored(python, "lz4")[1] + 8 * 3
     assert stored(JAVA, "lz4")[0] == stored(JAVA, "lz4")[1] and stored(python, "gzip")[0] == stored(python, "gzip")[1]
+
+
+def test_the_batches_just_built_are_read_without_building_them_again(monkeypatch):
+    data = b"".join(kcodec.from_arrow(_table(60), compression="lz4", max_batch_bytes=2048))
+    built, real = [], BatchEncoder.build
+    monkeypatch.setattr(BatchEncoder, "build", lambda self, s, codec, level: built.append(codec) or
+                        real(self, s, codec, level))
+    rows = measure_chunk("t", 0, 0, data, [Setting("zstd", 1, 16384, 5)], client="java")
+    # today's batches uncompressed and in their own codec; zstd's framed by the replay and read as framed
+    assert built == ["none", "lz4"] and rows[1]["batches"] >= 1
