@@ -421,6 +421,21 @@ def test_each_producer_is_replayed_on_its_own():
 
 
 
+def test_producer_id_0_is_a_producer():
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.task import measure_chunk
+
+    data = b""
+    for pid in (0, -1, 1):
+        b = RecordBatchBuilder(compression="none", producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                               base_sequence=0 if pid >= 0 else -1)
+        for t in range(5):
+            b.append(None, b"v" * 100, timestamp=1_700_000_000_000 + t)
+        data += bytes(b.build())
+    today = measure_chunk("t", 0, 0, data, [Setting("none", None, BIG, 100)], client="java", today_linger_ms=5)[0]
+    assert (today["producer_ids"], today["producers_replayed"], today["replay_batches"]) == (2, 3, 3)
+
+
 def test_records_without_producer_ids_are_split_a_batch_at_a_time():
     pids = np.full(12, -1)
     batch_of = np.repeat(np.arange(4), 3)
