@@ -943,6 +943,12 @@ def test_lists_of_buffers_and_of_batches():
     assert kcodec.to_arrow([]).num_rows == 0 and kcodec.to_arrow([]).schema == one.schema
     assert kcodec.to_arrow([blob]).equals(one) and kcodec.to_arrow((blob[:0], blob)).equals(one)
     assert kcodec.to_arrow(list(read_batches(blob))).equals(one)
+    # Unknown batch fields are refused before any decoding, whatever the input holds.
+    damaged = bytearray(blob)
+    damaged[17] ^= 1
+    for call in (kcodec.to_arrow, kcodec.decode_columns):
+        with pytest.raises(ValueError, match="unknown batch field 'offsets'"):
+            call(bytes(damaged), batch_fields=["base_offset", "offsets"])
     # The first item tells a list of buffers from one of batches.
     with pytest.raises(TypeError, match="buffer 1 of 2 is not a buffer of batches"):
         kcodec.to_arrow([blob, next(iter(read_batches(blob)))])
