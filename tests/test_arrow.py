@@ -1314,7 +1314,9 @@ def test_header_fields_and_specs():
         c.header_specs(holed)
     assert c.header_specs(holed, refuse_null_entries=False)[0][2].tolist() == [0, 1, 3]
     assert c.header_specs(holed.slice(1))[0][2].tolist() == [1, 3]
-    tail = pa.ListArray.from_arrays(pa.array([0, 2, 3], pa.int32()), holed.values.take([1, 2, 0]))
+    tail = pa.ListArray.from_arrays(pa.array([0, 2, 3], pa.int32()), entries.take([1, 2, 0]))
+    inner = pa.ListArray.from_arrays(pa.array([0, 1, 3, 4], pa.int32()), entries.take([1, 1, 2, 0])).slice(1, 1)
+    assert c.header_specs(inner)[0][2].tolist() == [1, 3]  # the null entry after the rows used is not seen
     assert c.header_specs(tail.slice(0, 1))[0][2].tolist() == [0, 2]
     with pytest.raises(kcodec.RecordBuilderError, match="Invalid null header"):
         c.header_specs(tail.slice(1))
