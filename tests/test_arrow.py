@@ -93,6 +93,41 @@ def test_batch_fields():
     assert set(t.column("magic").to_pylist()) == {2}
 
 
+def test_every_batch_field_of_v2_control_and_legacy_batches():
+    from kcodec.arrow import BATCH_FIELDS
+    from kcodec.records import ControlRecordType
+
+    gz = kcodec.RecordBatchBuilder(compression="gzip", base_offset=100, producer_id=7, producer_epoch=2,
+                                   base_sequence=5, partition_leader_epoch=9)
+    for i in range(3):
+        gz.append(b"k", b"v%d" % i, T0 + i)
+    txn = kcodec.RecordBatchBuilder(base_offset=103, producer_id=8, producer_epoch=1, base_sequence=0,
+                                    is_transactional=True, partition_leader_epoch=4)
+    txn.append(None, b"w", T0)
+    marker = kcodec.RecordBatchBuilder(base_offset=104, producer_id=8, producer_epoch=1, is_transactional=True,
+                                       is_control=True)
+    marker.append_end_txn_marker(ControlRecordType.COMMIT, 3, timestamp=T0)
+    v1 = kcodec.LegacyRecordBatchBuilder(magic=1, base_offset=105, compression="gzip")
+    v1.append(b"x", b"y", T0)
+    v1.append(b"x", b"z", T0)
+    v0 = kcodec.LegacyRecordBatchBuilder(magic=0, base_offset=107)
+    v0.append(None, b"q", None)
+    data = b"".join(bytes(b.build()) for b in (gz, txn, marker, v1, v0))  # at bytes 0, 105, 174, 252 and 341
+    expected = {
+        "base_offset": [100, 100, 100, 103, 105, 105, 107], "last_offset": [102, 102, 102, 103, 106, 106, 107],
+        "producer_id": [7, 7, 7, 8, -1, -1, -1], "producer_epoch": [2, 2, 2, 1, -1, -1, -1],
+        "base_sequence": [5, 5, 5, 0, -1, -1, -1],
+        "is_transactional": [False, False, False, True, False, False, False],
+        "partition_leader_epoch": [9, 9, 9, 4, -1, -1, -1], "compression": [1, 1, 1, 0, 1, 1, 0],
+        "magic": [2, 2, 2, 2, 1, 1, 0], "batch_position": [0, 0, 0, 105, 252, 252, 341]}
+    table = kcodec.to_arrow(data, batch_fields=BATCH_FIELDS)
+    assert table["offset"].to_pylist() == [100, 101, 102, 103, 105, 106, 107]
+    assert {name: table[name].to_pylist() for name in BATCH_FIELDS} == expected
+    with_control = kcodec.to_arrow(data, batch_fields=["compression", "batch_position"], include_control=True)
+    assert with_control["compression"].to_pylist() == [1, 1, 1, 0, 0, 1, 1, 0]
+    assert with_control["batch_position"].to_pylist() == [0, 0, 0, 105, 174, 252, 252, 341]
+
+
 def _records_of(batches):
     return [(r.offset, r.timestamp, r.key, r.value, r.headers) for b in batches for r in read_batches(b)
             for r in r]
