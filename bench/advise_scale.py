@@ -6,7 +6,7 @@ each topic's compression ratio on *all* of its batches (uncompressed size =
 61-byte header + decompressed records, over stored size) and compares it with the
 ratio the advisor found on its sample, beside how far ``--sample auto`` read
 (chunks, what stopped it, the interval it reached for the recommended setting's
-ratio).  Goal: every topic within +/-1%, the advisor under 5 minutes.
+ratio).  Goal: every topic within +/-1%, the advisor under 3 minutes.
 
     python bench/advise_scale.py --dir /tmp/advise-estate [--gib 10]
     python bench/advise_scale.py --dir /tmp/advise-500 --topics 500   # 500 topics of 4-40 MiB each
@@ -203,7 +203,8 @@ def main() -> int:
         p, s = full.get(topic, (0, 0))
         full[topic] = (p + plain, s + stored)
     print(f"full ratios measured in {time.perf_counter() - t0:.0f}s")
-    print(f"\nkcodec advise wall time on local[2]: {wall:.0f}s, {cpu:.0f} CPU s ({result['chunks']} chunks sampled, grid "
+    print(f"\nkcodec advise wall time on local[2]: {wall:.0f}s, {cpu:.0f} CPU s ({result['chunks']} chunks sampled, "
+          f"grid "
           f"{opts.codecs} x {opts.batch_sizes} x linger {opts.lingers})\n")
     print(f"{'topic':<16} {'stored':>9} {'sampled ratio':>16} {'chunks':>6} {'full ratio':>10} {'diff':>7}  "
           f"--sample auto: stop, interval of the recommended setting's ratio")
