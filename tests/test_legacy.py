@@ -852,6 +852,19 @@ def test_reader_offsets_of_a_wrapper():
                                                                 (T0, TimestampType.CREATE_TIME)]
 
 
+def test_message_headers_are_each_records_message_magic_attributes_and_stored_crc():
+    # what the validator checks of v0/v1 messages: the wrapper's own header for a plain message,
+    # each inner message's for a wrapper, with the CRC as stored (a wrong one included)
+    plain = message(3, b"k", b"v", attrs=LAT, ts=T0 + 4, crc=0xDEADBEEF)
+    assert one(plain).message_headers() == [(1, LAT, 0xDEADBEEF)]
+    first = message(0, b"a", b"b", magic=0)
+    second = message(1, b"c", b"d", ts=T0 + 1, crc=7)
+    lead = message(0, b"x", b"y")
+    w = batches(lead + wrapper(9, first + second))[1]
+    assert w.message_headers() == [(0, 0, zlib.crc32(first[16:])), (1, 0, 7)]
+    assert [r.offset for r in w] == [8, 9]
+
+
 def test_reader_inner_timestamps_follow_the_wrapper():
     inner = message(0, b"a", b"b", ts=T0 + 1) + message(1, b"c", b"d", ts=T0 + 2)
     lat = one(wrapper(1, inner, attrs=LAT, ts=T0 + 50))
