@@ -656,3 +656,9 @@ def test_rebuild_batch_rewrites_control_records_as_control_records():
     assert out == original
     (rec,) = next(kcodec.read_batches(out)).records()
     assert (rec.is_control, rec.control_type, rec.coordinator_epoch) == (True, ControlRecordType.ABORT, 6)
+
+
+def test_rebuild_module_exports_rebuild_batch_alone():
+    names: dict = {}
+    exec("from kcodec.records.rebuild import *", names)
+    assert sorted(k for k in names if k != "__builtins__") == ["rebuild_batch"]
