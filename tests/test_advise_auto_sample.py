@@ -66,6 +66,10 @@ def test_ratio_interval_by_hand():
 def test_ratio_interval_edges():
     assert ratio_interval([10, 20], [5, 10], 2) == 0.0  # every chunk: no sampling error
     assert ratio_interval([10], [5], 1) == 0.0  # a topic of one chunk, read
+    # two chunks are the fewest that tell a spread: Student's t of one degree of freedom
+    r, residual = 30 / 12, (10 - 30 / 12 * 5) ** 2 + (20 - 30 / 12 * 7) ** 2
+    want = 12.706 * math.sqrt((1 - 2 / 8) * residual / (2 * 6.0 ** 2)) / r
+    assert ratio_interval([10, 20], [5, 7], 8) == pytest.approx(want, rel=1e-12)
     assert ratio_interval([10], [5], 8) == math.inf  # one chunk tells no spread
     assert ratio_interval([], [], 8) == math.inf
     assert ratio_interval([10, 20, 30], [5, 10, 15], 9) == 0.0  # one ratio in every chunk

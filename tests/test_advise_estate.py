@@ -367,6 +367,13 @@ def test_volumes_file(tmp_path):
     with pytest.raises(KcodecError, match=r"line 1: 0: bytes per day must be more than 0"):
         load_volumes(str(f))
     assert load_volumes(None) == {} and load_volumes("") == {}
+    with pytest.raises(KcodecError, match=r"^--volumes .*nothing.csv: no such file$"):
+        load_volumes(str(tmp_path / "nothing.csv"))
+    with pytest.raises(KcodecError, match=rf"^--volumes {re.escape(str(tmp_path))}: no such file$"):
+        load_volumes(str(tmp_path))  # a folder is no volumes file
+    f.write_bytes(b"orders,1GB\nclicks\xff,2GB\n")
+    with pytest.raises(KcodecError, match=r"^--volumes .*v.csv: not UTF-8 text \(byte 17\)$"):
+        load_volumes(str(f))
 
 
 def test_a_volume_is_a_whole_positive_size():
