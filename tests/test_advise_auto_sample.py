@@ -74,6 +74,7 @@ def test_ratio_interval_edges():
     assert ratio_interval([], [], 8) == math.inf
     assert ratio_interval([10, 20, 30], [5, 10, 15], 9) == 0.0  # one ratio in every chunk
     assert ratio_interval([0, 0], [5, 10], 9) == math.inf
+    assert ratio_interval([10, 20], [0, 0], 9) == math.inf  # nothing stored: no ratio to know
     with pytest.raises(ValueError):
         ratio_interval([1, 2], [1], 5)
 
@@ -214,6 +215,19 @@ def test_reach_text():
     assert reach.text().startswith("4 of 20 chunks (40B) in 1 round(s): zstd:3@1MiB/100ms's ratio known to +/-")
     assert reach.text().endswith("inside the target of +/-2%")
     assert reach.doc()["stop"] == "precision"
+
+
+def test_reach_text_of_each_stop():
+    from kcodec.advise.auto_sample import SampleReach
+
+    whole = SampleReach(4, 4, 40, 0.0, "zstd", "whole", 1, 0.01)
+    assert whole.text() == "4 of 4 chunks (40B): the whole topic, no sampling error"
+    cap = SampleReach(6, 6, 60, 0.01234, "lz4", "cap", 2, 0.005)
+    assert cap.text() == ("6 of 6 chunks (60B): --sample-cap reached with lz4's ratio known to +/-1.23% (95%), wider "
+                          "than the target of +/-0.5%; a larger --sample-cap reads more")
+    done = SampleReach(8, 20, 80, 0.0042, "lz4", "precision", 2, 0.01)
+    assert done.text() == "8 of 20 chunks (80B) in 2 round(s): lz4's ratio known to +/-0.42% (95%), inside the " \
+        "target of +/-1%"
 
 
 # -- the driver's sums ---------------------------------------------------------------------------------

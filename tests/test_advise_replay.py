@@ -985,3 +985,8 @@ def test_a_clients_levels_and_names():
     assert (JAVA.learns_ratio, LIBRDKAFKA.learns_ratio) == (True, False)
     assert (JAVA.display_name, LIBRDKAFKA.display_name) == ("Java", "librdkafka")
     assert LIBRDKAFKA.level_key("zstd") == "compression.level" and JAVA.level_key("lz4") == "compression.lz4.level"
+    # the clients' own defaults, and the bytes each counts before its first record: Java the 61-byte batch
+    # header, librdkafka the ProduceRequest's framing too
+    assert (JAVA.default_batch_size, JAVA.default_linger_ms, JAVA.fill_overhead) == (16384, 5, 61)
+    assert (LIBRDKAFKA.default_batch_size, LIBRDKAFKA.default_linger_ms, LIBRDKAFKA.max_records) == (1000000, 5, 10000)
+    assert LIBRDKAFKA.fill_overhead == LIBRDKAFKA_REQUEST_OVERHEAD == 120
