@@ -990,3 +990,203 @@ def test_a_clients_levels_and_names():
     assert (JAVA.default_batch_size, JAVA.default_linger_ms, JAVA.fill_overhead) == (16384, 5, 61)
     assert (LIBRDKAFKA.default_batch_size, LIBRDKAFKA.default_linger_ms, LIBRDKAFKA.max_records) == (1000000, 5, 10000)
     assert LIBRDKAFKA.fill_overhead == LIBRDKAFKA_REQUEST_OVERHEAD == 120
+
+
+def _gzip_marks(mtime: int, xfl: int, os_: int):
+    return _marks(1, b"\x1f\x8b\x08\x00" + mtime.to_bytes(4, "little") + bytes((xfl, os_)))
+
+
+def _framings_written(client) -> dict:
+    """Which framing of each codec ``client`` writes, at the edges of its gzip header, lz4 frame and zstd
+    frame tests (the ids and timestamps each client writes, so only the framing decides)."""
+    from kcodec.advise.replay.client import XERIAL
+
+    ids = {"kafka-python": {}, "aiokafka": {"seq": 0}, "sarama": {"seq": 0, "max_ts": -1}}[client.name]
+
+    def wrote(codec, body, tail=b""):
+        return client.wrote(_marks(codec, body, tail or b"\x07\x08\x09", **ids))
+
+    def gz(mtime, xfl, os_):
+        return client.wrote(dataclasses.replace(_gzip_marks(mtime, xfl, os_), **{
+            {"seq": "base_sequence", "max_ts": "max_timestamp"}[k]: v for k, v in ids.items()}))
+
+    lz4, zs = b"\x04\x22\x4d\x18", b"\x28\xb5\x2f\xfd"
+    return {
+        "none": wrote(0, b"plain records"),
+        "gzip": {(t, x, o): gz(t, x, o) for t, x, o in ((0, 0, 255), (1, 0, 255), (1234, 2, 255), (1234, 2, 3),
+                                                        (1234, 255, 3), (1234, 2, 254), (0, 255, 0))},
+        "xerial": wrote(2, XERIAL + b"\x00" * 8), "raw snappy": wrote(2, b"\x00" * 16),
+        "lz4": {(f, b): wrote(3, lz4 + bytes((f, b))) for f, b in ((0x60, 0x40), (0x64, 0x70), (0x68, 0x40),
+                                                                   (0x70, 0x40), (0x69, 0x40), (0x70, 0x41))},
+        # (states its size, ends with an empty block)
+        "zstd": {(s, e): wrote(4, zs + (b"\x20" if s else b"\x00"), b"\x01\x00\x00" if e else b"")
+                 for s in (True, False) for e in (True, False)},
+    }
+
+
+def test_the_python_clients_and_sarama_frame_as_their_sources():
+    gzip_cells = [(0, 0, 255), (1, 0, 255), (1234, 2, 255), (1234, 2, 3), (1234, 255, 3), (1234, 2, 254),
+                  (0, 255, 0)]
+    zstd_cells = [(True, True), (True, False), (False, True), (False, False)]
+
+    def table(client):
+        got = _framings_written(client_rules(client))
+        return (got["none"], [got["gzip"][c] for c in gzip_cells], got["xerial"], got["raw snappy"],
+                [k for k, v in got["lz4"].items() if v], [got["zstd"][c] for c in zstd_cells])
+
+    # Python's GzipFile: the time of compression in the header, OS 255; snappy-java's xerial stream; zstd in
+    # one call stating its size and ending on data.  kafka-python's lz4 frame states its content size,
+    # aiokafka's (cramjam) carries block checksums
+    py_gzip = [False, True, True, False, False, False, False]
+    assert table("kafka-python") == (True, py_gzip, True, False, [(0x68, 0x40)], [False, True, False, False])
+    assert table("aiokafka") == (True, py_gzip, True, False, [(0x70, 0x40)], [False, True, False, False])
+    # Go's compress/gzip: header time 0, OS 255; one raw snappy block; pierrec/lz4's frame with 4 MiB blocks
+    # and a content checksum
+    assert table("sarama") == (True, [True, False, False, False, False, False, False], False, True,
+                               [(0x64, 0x70)], [False, True, False, False])
+
+
+def test_the_python_clients_and_sarama_write_ids_and_timestamps_as_they_do():
+    zs = b"\x28\xb5\x2f\xfd\x20"  # a frame each of them writes: one-shot, ending on data
+
+    def wrote(client, pid, seq, max_ts=5, records=2):
+        return client_rules(client).wrote(_marks(4, zs, b"\x07\x08\x09", pid, seq, max_ts, records))
+
+    # kafka-python: idempotent by default (an id and a sequence), else neither
+    assert [wrote("kafka-python", p, s) for p, s in ((-1, -1), (-1, 0), (0, 0), (0, -1), (-2, 1))] == [
+        True, False, True, True, False]
+    # aiokafka: without idempotence producer id -1 and base sequence 0, never -1 under no id
+    assert [wrote("aiokafka", p, s) for p, s in ((-1, 0), (-1, -1), (0, -1), (0, 0), (-2, -2))] == [
+        True, False, True, True, False]
+    for client in ("kafka-python", "aiokafka"):
+        seq = 0 if client == "kafka-python" else 1
+        # a max timestamp of -1 over records is sarama's; over no record it tells nothing
+        assert [wrote(client, 0, seq, t, n) for t, n in ((-1, 2), (-1, 1), (-2, 2), (0, 2), (5, 2), (-1, 0))] == [
+            False, False, False, True, True, True]
+    # sarama never sets MaxTimestamp: -1 over records, whatever its ids
+    assert [wrote("sarama", -1, 0, t, n) for t, n in ((-1, 2), (-1, 1), (-2, 2), (0, 2), (5, 2), (-1, 0))] == [
+        True, True, True, False, False, False]
+    assert not client_rules("sarama").wrote(_marks(0, b"plain records", max_ts=5))
+
+
+def test_the_python_clients_and_sarama_defaults_are_their_sources():
+    from kcodec.advise.replay.clients.sarama import MAX_MESSAGE_BYTES
+
+    def defaults(name):
+        r = client_rules(name)
+        return (r.default_batch_size, r.default_linger_ms, r.millisecond_clock, r.fill_overhead, r.lz4_frame_extra,
+                r.zstd_one_shot, r.zstd_ends_on_data, r.load_bound_at_zero_linger, r.raw_snappy,
+                [r.build_level(c, None) for c in ("gzip", "lz4", "zstd")])
+
+    # batch_size / max_batch_size 16384, linger_ms 0 (kafka/producer/kafka.py, aiokafka/producer/producer.py);
+    # kafka-python's lz4 frame states its content size (8 bytes), aiokafka's carries block checksums (4);
+    # cramjam's LZ4 level 9 is HC, kcodec's nearest HC level 10
+    assert defaults("kafka-python") == (16384, 0, False, 61, 8, True, True, True, False, [9, None, None])
+    assert defaults("aiokafka") == (16384, 0, False, 61, 4, True, True, True, False, [9, 10, None])
+    # Producer.MaxMessageBytes 1,000,000; CompressionLevelDefault -1000; recordBatchOverhead 49 and
+    # maximumRecordOverhead 36; pierrec/lz4's content checksum 4 bytes
+    assert MAX_MESSAGE_BYTES == 1000000
+    assert defaults("sarama") == (1000000, 0, False, 49, 4, True, True, True, True, [None, None, -1000])
+    sarama = client_rules("sarama")
+    assert (sarama.record_overhead, sarama.max_batch_bytes, sarama.zero_linger_unbounded) == (36, 1000000, True)
+    # the fill: aiokafka's is kafka-python's
+    for batch in (399, 400, 401, 461):
+        assert _cut([0] * 7, [100] * 7, batch, None, client_rules("aiokafka")) == \
+            _cut([0] * 7, [100] * 7, batch, None, client_rules("kafka-python"))
+    assert _cut([0] * 7, [100] * 7, 461, None, client_rules("aiokafka")) == [0, 4, 7]
+    assert _cut([0] * 7, [100] * 7, 460, None, client_rules("aiokafka")) == [0, 3, 6, 7]
+
+
+def test_sarama_names_a_level_only_when_it_is_not_the_default():
+    sarama = client_rules("sarama")
+    assert client_config(sarama, "zstd", 3, True, 65536, 5) == {
+        "Producer.Compression": "sarama.CompressionZSTD", "Producer.Flush.Bytes": "65536",
+        "Producer.Flush.Frequency": "5 * time.Millisecond"}
+    assert "Producer.CompressionLevel" not in client_config(sarama, "zstd", None, False, 65536, 5)
+    assert client_config(sarama, "gzip", 9, False, 65536, 0) == {
+        "Producer.Compression": "sarama.CompressionGZIP", "Producer.CompressionLevel": "9",
+        "Producer.Flush.Bytes": "0", "Producer.Flush.Frequency": "0"}
+    assert client_config(sarama, "snappy", None, True, 100, 1)["Producer.Flush.Bytes"] == "100"
+
+
+def _fields(batch: bytes, *, pid=None, seq=None, max_ts=None, count=None) -> bytes:
+    """``batch`` with its max timestamp, producer id, base sequence or record count rewritten (the CRC
+    does not matter to the framing check)."""
+    out = bytearray(batch)
+    for value, at, width in ((max_ts, 35, 8), (pid, 43, 8), (seq, 53, 4), (count, 57, 4)):
+        if value is not None:
+            out[at:at + width] = value.to_bytes(width, "big", signed=True)
+    return bytes(out)
+
+
+def test_the_clients_help_lists_clients_summed_up_alike_once(monkeypatch):
+    from kcodec.advise.replay import registry
+
+    assert registry.clients_help() == (
+        "java (estimated compressed fill, compression.<codec>.level), librdkafka (uncompressed fill, "
+        "batch.num.messages, compression.level), kafka-python and aiokafka (uncompressed fill, keyword arguments, "
+        "no levels) or sarama (Producer.Flush.*)")
+    monkeypatch.setattr(registry, "CLIENTS", {"java": JAVA})
+    assert registry.clients_help() == "java (estimated compressed fill, compression.<codec>.level)"
+    monkeypatch.setattr(registry, "CLIENTS", {"java": JAVA, "librdkafka": LIBRDKAFKA})
+    assert registry.clients_help() == ("java (estimated compressed fill, compression.<codec>.level) or librdkafka "
+                                       "(uncompressed fill, batch.num.messages, compression.level)")
+
+
+def test_detection_judges_each_batchs_ids_and_timestamps_not_only_its_framing():
+    import kcodec
+    from kcodec.records.builder import batch_builder
+
+    java = _batch("gzip")  # GZIPOutputStream's header, producer id -1, sequence -1: Java's alone
+    assert detect_client(java) == "java"
+    # a batch whose marks differ from an earlier one's only by the sign of one field is judged again:
+    # an idempotent Java producer's id and sequence, a sequence without an id (no client's), a max timestamp
+    # of 0 (Java's) and of -1 (sarama's)
+    idempotent, no_id = _fields(java, pid=0, seq=0), _fields(java, seq=0)
+    assert [detect_client(b) for b in (idempotent, no_id, _fields(java, max_ts=0), _fields(java, max_ts=-1))] == [
+        "java", None, "java", "sarama"]
+    assert detect_client(idempotent + no_id) is None and detect_client(java + no_id) is None
+    assert detect_client(_fields(java, max_ts=0) + _fields(java, max_ts=-1)) is None
+    # a max timestamp of -1 over no record is anyone's; over records sarama's alone, and sarama writes no
+    # empty batch: no one wrote both
+    assert detect_client(_fields(java, max_ts=-1, count=0)) == "java"
+    assert detect_client(_fields(java, max_ts=-1) + _fields(java, max_ts=-1, count=0)) is None
+    # Java's and librdkafka's gzip headers differ in their OS byte alone
+    z = zlib.compressobj(6, zlib.DEFLATED, 16 + 15)
+    zlib_gzip = _with_body(java, z.compress(b"records" * 30) + z.flush())
+    assert zlib_gzip[61:70] == java[61:70] and detect_client(zlib_gzip) == "librdkafka"
+    assert detect_client(java + zlib_gzip) is None
+    # legacy message sets and the broker's control batches say nothing of the producer
+    legacy = batch_builder(magic=1, compression="snappy")
+    legacy.append(None, b"v" * 40, timestamp=1)
+    control = RecordBatchBuilder(is_control=True, is_transactional=True, producer_id=7, producer_epoch=0)
+    control.append_control(kcodec.EndTransactionMarker(kcodec.ControlRecordType.COMMIT, 0), timestamp=1)
+    legacy_set, marker = bytes(legacy.build()), bytes(control.build())
+    assert detect_client(legacy_set + java + marker) == "java"
+    assert detect_client(legacy_set + marker) is None
+
+
+def test_replay_starts_asks_for_ratios_only_where_the_client_learns_them():
+    from kcodec.advise.grid import Setting
+    from kcodec.advise.replay.starts import replay_starts
+
+    asked = []
+
+    class Encoder:
+        def ratios(self, codec, level, ends, overhead):
+            asked.append((codec, level, ends.tolist(), overhead))
+            return lambda a, b: 0.25
+
+    n = 40
+    sizes = np.full(n, 100)
+    cols = {"ts": np.zeros(n), "sizes": sizes, "upper": sizes + 61}
+    # uncompressed, or a client that fills with uncompressed bytes: the cut needs no ratio
+    assert replay_starts(Encoder(), cols, Setting("none", None, 1000, 5)).tolist() == \
+        _cut([0] * n, [100] * n, 1000, 5) == [0, 9, 18, 27, 36, 40]
+    assert replay_starts(Encoder(), cols, Setting("zstd", 3, 1000, 5), LIBRDKAFKA).tolist() == \
+        _cut([0] * n, [100] * n, 1000, 5, LIBRDKAFKA) == [0, 8, 16, 24, 32, 40]
+    assert asked == []
+    # Java under a codec: the ratio of records a:b from the records' byte offsets, and batch.size filled
+    # by the estimate it learns (a quarter here: 32 records of 100 bytes in 1000)
+    assert replay_starts(Encoder(), cols, Setting("zstd", 3, 1000, 5)).tolist() == [0, 32, 40]
+    assert asked == [("zstd", 3, list(range(0, 100 * n + 1, 100)), 61)]
