@@ -1157,11 +1157,12 @@ def test_detection_judges_each_batchs_ids_and_timestamps_not_only_its_framing():
     assert zlib_gzip[61:70] == java[61:70] and detect_client(zlib_gzip) == "librdkafka"
     assert detect_client(java + zlib_gzip) is None
     # legacy message sets and the broker's control batches say nothing of the producer
-    legacy = batch_builder(magic=1, compression="snappy")
-    legacy.append(None, b"v" * 40, timestamp=1)
+    legacy = [batch_builder(magic=magic, compression="snappy") for magic in (0, 1)]
+    for b in legacy:
+        b.append(None, b"v" * 40, **({"timestamp": 1} if b.magic else {}))
     control = RecordBatchBuilder(is_control=True, is_transactional=True, producer_id=7, producer_epoch=0)
     control.append_control(kcodec.EndTransactionMarker(kcodec.ControlRecordType.COMMIT, 0), timestamp=1)
-    legacy_set, marker = bytes(legacy.build()), bytes(control.build())
+    legacy_set, marker = b"".join(bytes(b.build()) for b in legacy), bytes(control.build())
     assert detect_client(legacy_set + java + marker) == "java"
     assert detect_client(legacy_set + marker) is None
 
