@@ -707,11 +707,31 @@ def test_records_out_of_time_order_are_replayed_without_shared_time_limits():
     backwards = table["timestamp"].to_numpy().astype(np.int64)[::-1].copy()
     table = table.set_column(i, "timestamp", pa.array(backwards, table.schema.field("timestamp").type))
     data = b"".join(kcodec.from_arrow(table, compression="lz4", max_batch_bytes=2048))
-    grid = [Setting("none", None, 1 << 20, g) for g in (1, 5, 100)] + [Setting("none", None, 2048, 100)]
+    grid = [Setting("none", None, 1 << 20, g) for g in (0, 1, 5, 100)] + [Setting("none", None, 2048, 100)]
     rows = measure_chunk("t", 0, 0, data, grid, client="java")
-    # each setting replayed on its own: the 60 records in one batch, or two at a batch.size of 2 KiB
+    # each setting replayed on its own: two batches at linger.ms=0, else the 60 records in one, or two at a
+    # batch.size of 2 KiB
     assert [(r["setting"], r["batches"], r["records"]) for r in rows[1:]] == [
-        ("none@1MiB/1ms", 1, 60), ("none@1MiB/5ms", 1, 60), ("none@1MiB/100ms", 1, 60), ("none@2KiB/100ms", 2, 60)]
+        ("none@1MiB/0ms", 2, 60), ("none@1MiB/1ms", 1, 60), ("none@1MiB/5ms", 1, 60), ("none@1MiB/100ms", 1, 60),
+        ("none@2KiB/100ms", 2, 60)]
+
+
+def test_records_out_of_time_order_past_the_warm_up_are_replayed_too():
+    import pyarrow as pa
+
+    from kcodec.advise.replay import warm_records
+
+    # 12,000 records of about 100 bytes: the warm-up replays the first mebibyte, in order; the last two swap
+    n = 12_000
+    ts = (1_700_000_000_000 + np.arange(n) // 4) * 1000
+    ts[-2], ts[-1] = ts[-1] + 5000, ts[-2]
+    table = pa.table({"key": pa.array([None] * n, pa.binary()), "value": pa.array([b"v" * 90] * n, pa.binary()),
+                      "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC"))})
+    data = b"".join(kcodec.from_arrow(table, compression="none", max_batch_bytes=1 << 20))
+    assert warm_records(np.full(n, 100)) < n
+    rows = measure_chunk("t", 0, 0, data, [Setting("none", None, 1 << 20, 5)], client="java")
+    # 1.2 MB of records fill more than one batch of 1 MiB
+    assert rows[1]["records"] == n and rows[1]["batches"] >= 2 and rows[1]["stored_bytes"] > 1 << 20
 
 
 def test_stored_bytes_as_each_client_frames_its_batches():
