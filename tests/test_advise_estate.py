@@ -205,6 +205,7 @@ def test_a_shared_setting_is_within_the_rules_speeds_over_the_group():
     assert shared(group(0.005, 0.001), min_compress_mbps=21).setting == LZ4
     assert shared(group(0.001, 0.005), min_read_mbps=20).setting == ZSTD
     assert shared(group(0.001, 0.005), min_read_mbps=21).setting == LZ4
+    assert shared(group(0.001, 0.001), max_linger_ms=5).setting == ZSTD  # a linger.ms of exactly the limit
     one = shared(group(0.001, 0.001), max_linger_ms=4)
     assert (one.setting, one.saving, one.per_topic_saving) == (None, 0.0, 0.0)
     # a setting measured for one topic of the group is no setting for the group

@@ -770,3 +770,15 @@ def test_the_batches_just_built_are_read_without_building_them_again(monkeypatch
     rows = measure_chunk("t", 0, 0, data, [Setting("zstd", 1, 16384, 5)], client="java")
     # today's batches uncompressed and in their own codec; zstd's framed by the replay and read as framed
     assert built == ["none", "lz4"] and rows[1]["batches"] >= 1
+
+
+def test_java_learns_each_codecs_ratio_in_its_own_replay():
+    data = b"".join(kcodec.from_arrow(_table(2000), compression="lz4", max_batch_bytes=2048))
+    grid = [Setting("zstd", 19, 2048, 100), Setting("lz4", None, 2048, 100)]
+    rows = measure_chunk("t", 0, 0, data, grid, client="java")
+    times = ("compress_seconds", "compress_spread", "read_seconds", "read_spread")
+    for s, row in zip(grid, rows[1:]):
+        alone = measure_chunk("t", 0, 0, data, [s], client="java")[1]
+        assert {k: v for k, v in row.items() if k not in times} == {k: v for k, v in alone.items() if k not in times}
+    # the two codecs' ratios fill a batch.size of 2 KiB differently
+    assert rows[1]["batches"] != rows[2]["batches"]
