@@ -672,6 +672,8 @@ def test_measure_batches_gives_each_chunks_rows_and_each_topic_its_settings():
     assert [(r["topic"], r["partition"], r["chunk"], r["setting"]) for r in rows] == [
         ("a", 0, 0, TODAY), ("a", 0, 0, lz4.label), ("a", 0, 0, zstd.label), ("b", 1, 3, TODAY)]
     assert [(r["records"], r["client"]) for r in rows] == [(60, "java"), (60, None), (60, None), (60, "java")]
+    # records without producer ids are one producer's unless told otherwise
+    assert [r["producers_replayed"] for r in rows] == [1, None, None, 1]
     # the same settings for every topic
     every = [r["setting"] for b in measure_batches(iter(batches[:1]), [zstd], client="java") for r in b.to_pylist()]
     assert every == [TODAY, zstd.label, TODAY, zstd.label]
