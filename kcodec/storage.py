@@ -219,7 +219,8 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def delete(self, path: str) -> bool:
-        """False when there was nothing to delete."""
+        """False when the store says there was nothing to delete. S3 deletes a missing key without a
+        word, so an object store may answer True there: a check first would cost a request per delete."""
 
     @abc.abstractmethod
     def set_mtime(self, path: str, mtime: float) -> bool:
