@@ -1400,3 +1400,28 @@ def test_from_arrow_legacy_cuts_like_the_builder_and_fills_missing_offsets(magic
     want.append(bytes(b.build()))
     assert 2 < len(got) < 12 and got == want
     assert [(r.offset, r.value) for blob in got for x in read_batches(blob) for r in x] == list(zip(filled, values))
+
+
+def test_batch_objects_check_control_records_and_give_pooled_buffers_back():
+    from kcodec.errors import InvalidRecordError
+    from kcodec.records.builder import RecordBatchBuilder
+    from kcodec.records.pool import BufferPool
+
+    lead = RecordBatchBuilder(base_offset=0)
+    lead.append(b"a", b"1", 1_700_000_000_000)
+    control = RecordBatchBuilder(base_offset=4, is_control=True, producer_id=7, producer_epoch=1)
+    control.append_control(key=b"\x00\x00", value=b"")  # a key of 2 bytes, where Kafka needs 4
+    data = lead.build() + control.build()
+    # batch objects take the general path, which checks a control batch's records as the fast pass does,
+    # whether or not they are kept
+    for include_control in (False, True):
+        with pytest.raises(InvalidRecordError, match="at least 4 bytes, but found only 2"):
+            kcodec.to_arrow(read_batches(data), include_control=include_control)
+    kept = kcodec.to_arrow(read_batches(data), validate=False)
+    assert kept.column("offset").to_pylist() == [0] and kept.column("value").to_pylist() == [b"1"]
+    # a compressed batch's records are decompressed into the pool's buffer, given back once copied
+    pool = BufferPool()
+    packed = b"".join(kcodec.from_arrow(pa.table({"value": [b"v" * 100] * 50}), compression="gzip"))
+    table = kcodec.to_arrow(read_batches(packed, pool=pool))
+    assert table.column("value").to_pylist() == [b"v" * 100] * 50
+    assert pool.cached_bytes() > 0
