@@ -37,6 +37,12 @@ def race_off_reason(race: str, cpu: str, choose: Optional[Setting]) -> Optional[
     return None
 
 
+def _past_linger(s: Setting, rule: Rule) -> Optional[str]:
+    """Why ``s``'s linger.ms puts it out of the rule, if it does."""
+    return (f"linger.ms {s.linger_ms} past --max-linger-ms {rule.max_linger_ms:g}"
+            if s.linger_ms > rule.max_linger_ms else None)
+
+
 def outside_rule(settings: Sequence[Setting], rule: Rule) -> Dict[str, Tuple[str, float]]:
     """The settings the rule excludes whatever a sample holds (label -> why, and the deciding figure): a
     ``linger.ms`` past ``--max-linger-ms``, or a codec and level to which the CPU model gives fewer MB/s
@@ -44,8 +50,9 @@ def outside_rule(settings: Sequence[Setting], rule: Rule) -> Dict[str, Tuple[str
     are the model's, so measuring these could not bring them back."""
     out: Dict[str, Tuple[str, float]] = {}
     for s in settings:
-        if s.linger_ms > rule.max_linger_ms:
-            out[s.label] = (f"linger.ms {s.linger_ms} past --max-linger-ms {rule.max_linger_ms:g}", 0.0)
+        late = _past_linger(s, rule)
+        if late is not None:
+            out[s.label] = (late, 0.0)
             continue
         if rule.cpu == "measured":
             continue
@@ -133,8 +140,7 @@ class TopicRace:
         volume = cost.storage + cost.network
         costs = tuple(volume * f[1] / stored_total + (cost.cpu * w / cpu_total if cpu_total > 0 else 0.0)
                       for (_, f), w in zip(ranges, billed))
-        out = (f"linger.ms {s.linger_ms} past --max-linger-ms {rule.max_linger_ms:g}"
-               if s.linger_ms > rule.max_linger_ms else None)
+        out = _past_linger(s, rule)
         return Contender(m.label, costs, m.cost_uncertainty, tie_order(m), rule.allows(m),
                          (Limit("build", tuple(build), rule.min_compress_mbps),
                           Limit("read", tuple(read), rule.min_read_mbps)), out)
