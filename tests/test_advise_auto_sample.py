@@ -75,6 +75,12 @@ def test_ratio_interval_edges():
     assert ratio_interval([10, 20, 30], [5, 10, 15], 9) == 0.0  # one ratio in every chunk
     assert ratio_interval([0, 0], [5, 10], 9) == math.inf
     assert ratio_interval([10, 20], [0, 0], 9) == math.inf  # nothing stored: no ratio to know
+    # one byte in all is still a ratio
+    for plain, stored in (([1, 0], [3, 3]), ([2, 3], [1, 0])):
+        r = sum(plain) / sum(stored)
+        residual = sum((y - r * x) ** 2 for y, x in zip(plain, stored))
+        want = 12.706 * math.sqrt((1 - 2 / 10) * residual / (2 * (sum(stored) / 2) ** 2)) / r
+        assert ratio_interval(plain, stored, 10) == pytest.approx(want, rel=1e-12)
     with pytest.raises(ValueError):
         ratio_interval([1, 2], [1], 5)
 
@@ -101,6 +107,8 @@ def test_spread_order_is_a_permutation_middle_first():
         assert sorted(order) == list(range(n))
     assert _spread_order(9)[:3] == [4, 0, 8]
     assert _spread_order(1) == [0]
+    # of an even count the lower middle first, then the far end
+    assert _spread_order(4) == [1, 3, 0, 2] and _spread_order(6) == [2, 5, 0, 1, 3, 4]
 
 
 def test_every_prefix_is_spread_over_time():

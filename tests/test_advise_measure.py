@@ -784,3 +784,52 @@ def test_java_learns_each_codecs_ratio_in_its_own_replay():
         assert {k: v for k, v in row.items() if k not in times} == {k: v for k, v in alone.items() if k not in times}
     # the two codecs' ratios fill a batch.size of 2 KiB differently
     assert rows[1]["batches"] != rows[2]["batches"]
+
+
+def test_todays_row_counts_its_batches_and_calibrates_the_sender_on_them():
+    import pyarrow as pa
+
+    from kcodec.advise.replay import calibrate, client_rules
+
+    # four bursts a second apart, each written as batches of at most 2 KiB: the count calibrates the
+    # sender, and a count one off would fit another delay
+    table = _table(240)
+    ts = (1_700_000_000_000 + np.repeat(np.arange(4) * 1000, 60) + np.tile(np.arange(60) // 6, 4)) * 1000
+    table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp",
+                             pa.array(ts, table.schema.field("timestamp").type))
+    data = b"".join(kcodec.from_arrow(table, compression="lz4", max_batch_bytes=2048))
+    stored = list(kcodec.read_batches(data))
+    today = measure_chunk("t", 0, 0, data, [Setting("lz4", None, 16384, 5)], client="java")[0]
+    assert today["batches"] == len(stored) and today["stored_bytes"] == len(data)
+    want = calibrate(ts // 1000, len(stored), None, client_rules("java"))
+    assert (today["sender_delay_ms"], today["replay_batches"], today["sender_calibrated"]) == (
+        want.delay_ms, want.replay_batches, want.applies)
+    assert want.applies and want.replay_batches > 1
+    for wrong in (len(stored) - 1, len(stored) + 1):
+        assert calibrate(ts // 1000, wrong, None, client_rules("java")).replay_batches != want.replay_batches
+
+
+def test_a_chunk_without_records_measures_nothing():
+    assert measure_chunk("t", 0, 0, b"", [Setting("lz4", None, 16384, 5)]) == []
+
+
+def test_a_producers_batches_are_those_just_built_or_the_same_built_again():
+    from kcodec.advise import task
+    from kcodec.advise.replay import SenderModel, client_rules
+
+    data = b"".join(kcodec.from_arrow(_table(300), compression="lz4", max_batch_bytes=2048))
+    table = kcodec.to_arrow(data)
+    rules = client_rules("java")
+    producer = task._Producer(BatchEncoder(table), record_columns(table), rules, SenderModel.default(rules))
+    zstd, lz4 = Setting("zstd", 1, 1024, 5), Setting("lz4", None, 1024, 5)
+    first = producer.build(zstd, 0.0)
+    # framed: the batches one after another in one buffer
+    want = b"".join(bytes(b) for b in producer.batches(first))
+    assert first.count > 1 and len(want) == first.stored
+    assert len(list(kcodec.read_batches(want))) == first.count
+    second = producer.build(lz4, 0.0)
+    assert second.key[:2] == ("lz4", None)
+    # the first setting's batches are no longer the ones just built: they are made again, the same bytes
+    assert b"".join(bytes(b) for b in producer.batches(first)) == want
+    again = b"".join(bytes(b) for b in producer.batches(second))
+    assert len(again) == second.stored and {b.compression.name for b in kcodec.read_batches(again)} == {"LZ4"}

@@ -1067,3 +1067,39 @@ def test_property_round_trip(magic, codec, records, base, lat):
         batch.ensure_valid(deep=True)
         got += triples(batch)
     assert got == expected
+
+
+def test_an_empty_value_is_empty_not_null():
+    # a length of 0 is an empty value; only a negative length is null
+    assert one(message(0, b"k", b"")).message_value().tobytes() == b""
+    assert one(message(0, b"k", None)).message_value() is None
+    assert one(message(0, b"k", b"v", crc=1)).is_valid() is False
+    # a wrapper whose value is empty is handed to its codec, which finds no stream in it (34: the value's byte)
+    for codec, why in ((1, "gzip: Unexpected end of ZLIB input stream"),
+                       (2, "snappy: [EMPTY_INPUT] Cannot decompress empty stream"),
+                       (3, "lz4: Stream ended prematurely")):
+        with pytest.raises(CorruptCompressedDataError) as e:
+            one(wrapper(0, b"", codec=codec, value=b"")).records()
+        assert (e.value.message, e.value.position) == (why, 34)
+
+
+def test_a_registered_codec_may_give_any_buffer_of_bytes():
+    import array
+
+    from kcodec import register_codec, unregister_codec
+
+    class SignedBytes(_zlib_codec({0, 1, 2})):
+        """Decompresses into a buffer of signed bytes, as a codec written over numpy or array might."""
+
+        def decompress(self, data, magic=2, max_size=kcodec.DEFAULT_MAX_DECOMPRESSED_SIZE):
+            return array.array("b", super().decompress(data, magic, max_size))
+
+    register_codec(SignedBytes)
+    try:
+        inner = inner_set([0, 1])
+        b = one(wrapper(5, inner, codec=6, value=zlib.compress(inner)))
+        # v1 inner offsets count back from the wrapper's: 0 and 1 under 5 are 4 and 5
+        assert [(r.offset, r.key, r.value) for r in b] == [(4, b"k0", b"v0"), (5, b"k1", b"v1")]
+        b.ensure_valid(deep=True)
+    finally:
+        unregister_codec(6)
