@@ -131,6 +131,18 @@ def test_nested_order_takes_from_partitions_in_proportion():
             assert abs(have - share * k) <= 1, (k, counts)
     # the same units in any order give the same order
     assert nested_order(list(reversed(units)), lambda u: u.partition, lambda u: u.chunk) == order
+    # the j-th of a partition's n chunks at (j + 1/2) / n: the first is at 1/60, 1/40 and 1/20 of the way
+    assert [(u.partition, u.chunk) for u in order[:6]] == [(0, 14), (2, 9), (0, 29), (1, 4), (2, 19), (0, 0)]
+
+
+def test_nested_order_puts_the_lower_partition_first_on_a_tie():
+    from kcodec.advise.inputs.logs import ChunkRange
+
+    # the planner's ranges, which have no order of their own: two partitions of eight chunks tie at every step
+    units = [ChunkRange("t", p, c, f"t-{p}/0.log", c * 100, c * 100 + 100) for p in (0, 1) for c in range(8)]
+    for given in (units, units[::-1], units[8:] + units[:8]):
+        order = nested_order(given, lambda u: u.partition, lambda u: u.chunk)
+        assert [(u.partition, u.chunk) for u in order] == [(p, c) for c in (3, 7, 0, 5, 1, 2, 4, 6) for p in (0, 1)]
 
 
 # -- the rounds ---------------------------------------------------------------------------------------
