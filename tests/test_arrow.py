@@ -1425,3 +1425,24 @@ def test_batch_objects_check_control_records_and_give_pooled_buffers_back():
     table = kcodec.to_arrow(read_batches(packed, pool=pool))
     assert table.column("value").to_pylist() == [b"v" * 100] * 50
     assert pool.cached_bytes() > 0
+
+
+def test_a_region_the_gather_refuses_is_never_returned_in_part(monkeypatch):
+    """Were the record objects ever to accept a region the native gather refuses, to_arrow would still
+    raise at the batch, never return the records gathered before the damage."""
+    from kcodec.records.batch import RecordBatch
+
+    b = kcodec.RecordBatchBuilder(compression="gzip", base_offset=40)
+    for i in range(5):
+        b.append(b"k%d" % i, b"v" * i, T0 + i)
+    good = bytes(b.build())
+    region = bytearray(kcodec.get_codec("gzip").decompress(good[61:]))
+    region[-1] ^= 0xFF  # the last record's last header count: damage after four whole records
+    payload = kcodec.get_codec("gzip").compress(bytes(region))
+    data = bytearray(good[:61] + payload)
+    data[8:12] = (len(data) - 12).to_bytes(4, "big")
+    monkeypatch.setattr(RecordBatch, "scan", lambda self: None)
+    with pytest.raises(kcodec.InvalidRecordError) as err:
+        kcodec.to_arrow(bytes(data), validate=False, batch_fields=("batch_position",))
+    assert (err.value.message, err.value.position, err.value.batch_offset) == (
+        "Found invalid record structure", 0, 40)
