@@ -708,3 +708,16 @@ def test_a_measured_speeds_cell_can_break_between_its_two_figures():
 
     assert _between_figures("148+/-12%/240+/-9%") == "148+/-12%/<wbr>240+/-9%"
     assert _between_figures("34+/-0%/163+/-0% <b>") == "34+/-0%/<wbr>163+/-0% &lt;b&gt;"
+
+
+def test_savings_count_what_each_topic_saves_from_its_own_cost_today():
+    # lz4 and zstd are each acceptable to two topics; b takes either. zstd saves 1 + 10 (on b and c), lz4
+    # 9 + 1 (on a and b): zstd goes first and takes b, though a and b together cost less today than b and c
+    advice = [topic("a", {LZ4: 1.0}, today=10.0), topic("b", {ZSTD: 49.0, LZ4: 49.0}, today=50.0),
+              topic("c", {ZSTD: 90.0}, today=100.0)]
+    assert {t: m.setting for t, m in harmonise(advice, FREE, 0.02).items()} == {"a": LZ4, "b": ZSTD, "c": ZSTD}
+
+
+def test_a_setting_exactly_the_tolerance_above_the_best_is_acceptable():
+    a = topic("a", {ZSTD: 100.0, LZ4: 150.0, ZSTD1: 150.5})
+    assert tie_margin(a.results[0], a.best) < 50 and [m.setting for m in acceptable(a, FREE, 0.5)] == [LZ4, ZSTD]
