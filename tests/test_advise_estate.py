@@ -721,3 +721,9 @@ def test_savings_count_what_each_topic_saves_from_its_own_cost_today():
 def test_a_setting_exactly_the_tolerance_above_the_best_is_acceptable():
     a = topic("a", {ZSTD: 100.0, LZ4: 150.0, ZSTD1: 150.5})
     assert tie_margin(a.results[0], a.best) < 50 and [m.setting for m in acceptable(a, FREE, 0.5)] == [LZ4, ZSTD]
+
+
+def test_a_shared_setting_that_saves_cents_is_still_the_one_to_set():
+    advice = [topic("a", {ZSTD: 99.75, LZ4: 100.6}), topic("b", {ZSTD: 99.75, LZ4: 99.0})]
+    one = shared_setting("all topics", advice, FREE)
+    assert (one.setting, one.saving, one.per_topic_saving) == (ZSTD, pytest.approx(0.5), pytest.approx(1.25))
