@@ -727,3 +727,8 @@ def test_a_shared_setting_that_saves_cents_is_still_the_one_to_set():
     advice = [topic("a", {ZSTD: 99.75, LZ4: 100.6}), topic("b", {ZSTD: 99.75, LZ4: 99.0})]
     one = shared_setting("all topics", advice, FREE)
     assert (one.setting, one.saving, one.per_topic_saving) == (ZSTD, pytest.approx(0.5), pytest.approx(1.25))
+
+
+def test_groups_of_equal_saving_and_size_are_in_the_settings_order():
+    advice = [topic("a", {ZSTD: 50.0}), topic("b", {LZ4: 50.0}), topic("c", {ZSTD1: 50.0})]
+    assert [g.setting for g in plan_estate(advice, FREE).groups] == [LZ4, ZSTD, ZSTD1]
