@@ -686,3 +686,63 @@ def test_only_clients_are_held_to_the_client_rules():
     with pytest.raises(ValueError) as info:
         run(v2(1), origin="broker")
     assert str(info.value) == "origin must be 'client', 'coordinator' or 'raft_leader', got 'broker'"
+
+
+# -- Kafka's numbers, and how a reader's error becomes the broker's answer ---------------------------
+def test_error_codes_and_defaults_are_kafkas():
+    # org.apache.kafka.common.protocol.Errors, and LogConfig's max.message.bytes and segment.bytes
+    assert ERRORS == {"UNKNOWN_SERVER_ERROR": -1, "CORRUPT_MESSAGE": 2, "MESSAGE_TOO_LARGE": 10,
+                      "RECORD_LIST_TOO_LARGE": 18, "INVALID_TIMESTAMP": 32, "UNSUPPORTED_FOR_MESSAGE_FORMAT": 43,
+                      "UNSUPPORTED_COMPRESSION_TYPE": 76, "INVALID_RECORD": 87}
+    for name, code in ERRORS.items():
+        for given in (name, code):
+            e = RecordValidationError(given, "m")
+            assert (e.code, e.error_name, str(e)) == (code, name, f"{name} ({code}): m")
+    assert RecordValidationError(99, "m").error_name == "UNKNOWN_SERVER_ERROR"
+    config = ValidatorConfig()
+    assert (config.max_message_bytes, config.segment_bytes) == (1048588, 1073741824)
+
+
+def test_java_long_arithmetic_wraps():
+    from kcodec.log.validator import _wrap64
+
+    top = (1 << 63) - 1
+    assert [_wrap64(v) for v in (top, top + 1, -1, 1 << 64, (1 << 64) + 5, -(1 << 63) - 1, 3 << 63)] == [
+        top, -(1 << 63), -1, 0, 5, top, -(1 << 63)]
+
+
+def test_a_readers_error_becomes_the_code_the_broker_answers_with():
+    from kcodec.errors import (
+        CorruptCompressedDataError,
+        CorruptRecordError,
+        InvalidRecordError,
+        KcodecError,
+        UnsupportedCodecError,
+    )
+    from kcodec.log.validator import _from_reader_error
+
+    given = RecordValidationError("INVALID_TIMESTAMP", "late")
+    assert _from_reader_error(given, "t-0") is given
+    cases = [(CorruptRecordError("crc", position=7, batch_offset=3), "CORRUPT_MESSAGE", "crc"),
+             (InvalidRecordError("shape", position=7, batch_offset=3), "INVALID_RECORD", "shape"),
+             (UnsupportedCodecError("id 7", position=7, batch_offset=3), "UNSUPPORTED_COMPRESSION_TYPE", "id 7"),
+             (CorruptCompressedDataError("gzip", position=7, batch_offset=3), "UNKNOWN_SERVER_ERROR", "gzip"),
+             (KcodecError("other", position=7, batch_offset=3), "UNKNOWN_SERVER_ERROR", "other")]
+    for exc, name, message in cases:
+        got = _from_reader_error(exc, "t-0")
+        assert (got.error_name, got.message, got.position, got.batch_offset) == (name, message, 7, 3)
+        # what the caller knows wins over what the reader said
+        assert _from_reader_error(exc, "t-0", position=99).position == 99
+    got = _from_reader_error(ValueError("bad"), "t-0", batch_offset=5)
+    assert (got.error_name, got.message, got.position, got.batch_offset) == (
+        "UNKNOWN_SERVER_ERROR", "ValueError: bad", None, 5)
+
+    class Quiet(KcodecError):
+        """An error whose message attribute is empty: its text is the one said."""
+
+        def __str__(self) -> str:
+            return "said"
+
+    quiet = Quiet("")
+    quiet.message = ""
+    assert _from_reader_error(quiet, "t-0").message == "said"
