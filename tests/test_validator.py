@@ -451,7 +451,10 @@ def test_message_format_versions():
              "1.0": 2, "1": 2, "2.8-IV0": 2, "3.0": 2, 0: 0, 1: 1, 2: 2}
     assert {v: magic_for_message_format_version(v) for v in cases} == cases
     for bad, message in ((3, "magic must be 0, 1 or 2, got 3"), (-1, "magic must be 0, 1 or 2, got -1"),
-                         ("x.y", "invalid message.format.version 'x.y'"), ("", "invalid message.format.version ''")):
+                         ("x.y", "invalid message.format.version 'x.y'"), ("", "invalid message.format.version ''"),
+                         ("0.x", "invalid message.format.version '0.x'"),
+                         ("0.10a", "invalid message.format.version '0.10a'"),
+                         ("0.8.x-IV0", "invalid message.format.version '0.8.x-IV0'")):
         with pytest.raises(ValueError) as e:
             magic_for_message_format_version(bad)
         assert str(e.value) == message

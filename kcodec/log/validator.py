@@ -159,9 +159,11 @@ def magic_for_message_format_version(version: Union[str, int]) -> int:
         if version not in (0, 1, 2):
             raise ValueError(f"magic must be 0, 1 or 2, got {version}")
         return version
-    parts = [int(p) for p in str(version).split("-")[0].split(".")[:2] if p.isdigit()]
-    if not parts:
+    # Kafka knows each version by name: a part that is not a number names none, rather than a lower one
+    given = str(version).split("-")[0].split(".")
+    if not all(p.isdigit() for p in given):
         raise ValueError(f"invalid message.format.version {version!r}")
+    parts = [int(p) for p in given[:2]]
     major = parts[0]
     minor = parts[1] if len(parts) > 1 else 0
     if major == 0 and minor < 10:
