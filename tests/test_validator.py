@@ -486,6 +486,10 @@ def test_from_kafka_defaults_levels_and_timestamp_bounds():
 
 def test_target_compression_rules():
     assert target_compression(ValidatorConfig(), CompressionType.NONE) == (CompressionType.NONE, None)
+    # a level means nothing to a topic that stores its batches uncompressed, under either name
+    for name in ("uncompressed", "none"):
+        assert target_compression(ValidatorConfig(compression_type=name, compression_level=3),
+                                  CompressionType.LZ4) == (CompressionType.NONE, None)
     assert target_compression(ValidatorConfig(), CompressionType.GZIP) == (CompressionType.GZIP, -1)
     assert target_compression(ValidatorConfig(compression_type="GZIP"), CompressionType.LZ4) == (
         CompressionType.GZIP, -1)
