@@ -111,6 +111,7 @@ def test_a1_in_place_v2_changes_only_offset_and_epoch():
     src = v2(4)
     r = run(src, partition_leader_epoch=9)
     assert r.path == "A1"
+    assert (r.first_offset, r.last_offset, r.next_offset) == (100, 103, 104)
     out = r.records
     assert len(out) == len(src)
     assert out[8:12] == src[8:12] and out[16:] == src[16:]  # maxTimestamp unchanged: no CRC change
