@@ -1446,3 +1446,26 @@ def test_a_region_the_gather_refuses_is_never_returned_in_part(monkeypatch):
         kcodec.to_arrow(bytes(data), validate=False, batch_fields=("batch_position",))
     assert (err.value.message, err.value.position, err.value.batch_offset) == (
         "Found invalid record structure", 0, 40)
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_a_strided_or_transposed_buffer_is_read_as_its_bytes(codec):
+    """A buffer with no flat view (a numpy column, a transposed array) is read as its bytes in C order."""
+    import gc
+
+    values = [b"%d" % i * 40 for i in range(3000)]
+    table = pa.table({"value": pa.array(values), "timestamp": pa.array(range(3000), pa.timestamp("ms"))})
+    data = b"".join(kcodec.from_arrow(table, compression=codec, max_batch_bytes=20000))
+    grid = np.zeros((len(data), 2), np.uint8)
+    grid[:, 0] = np.frombuffer(data, np.uint8)
+    strided, column = grid[:, 0], grid[:, :1]
+    assert not strided.flags.c_contiguous and not column.flags.c_contiguous
+    want = kcodec.to_arrow(data).column("value").to_pylist()
+    assert want == values
+    for buf in (strided, column):
+        for kw in ({}, {"use_threads": False}, {"views": True}, {"batch_fields": ("batch_position",)}):
+            got = kcodec.to_arrow(buf, **kw)
+            gc.collect()
+            assert got.column("value").to_pylist() == values, kw
+        assert kcodec.to_arrow([buf, data]).column("value").to_pylist() == values * 2
+        assert [b.base_offset for b in kcodec.read_batches(buf)] == [b.base_offset for b in kcodec.read_batches(data)]

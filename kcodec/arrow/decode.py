@@ -140,21 +140,33 @@ def decode(buffer: Any, options: DecodeOptions) -> List[RecordChunk]:
     if _is_buffer_list(buffer):
         return [_decode_many(buffer, options)]
     try:
-        unsized = memoryview(buffer).nbytes  # the buffer's size while the columns are not yet sized for it
+        view = memoryview(buffer)
     except TypeError:  # batches from read_batches
         return [gather(buffer, 0, options)]
-    return cascade(buffer, options, Chunks(buffer, unsized, options))
+    buffer = _contiguous(buffer, view)
+    # the buffer's size while the columns are not yet sized for it
+    return cascade(buffer, options, Chunks(buffer, view.nbytes, options))
+
+
+def _contiguous(buffer: Any, view: memoryview) -> Any:
+    """``buffer`` as the native passes take it: itself, or the bytes of a strided or transposed one,
+    copied in C order (it has no flat view to read them in)."""
+    return buffer if view.c_contiguous else view.tobytes()
 
 
 def _decode_many(buffers: Any, options: DecodeOptions) -> RecordChunk:
     """Several buffers into one chunk, each gathered where it lies (none is joined to another)."""
     into = IntoOne(options)
     sizes = []
+    flat = []
     for i, buffer in enumerate(buffers):
         try:
-            sizes.append(memoryview(buffer).nbytes)
+            view = memoryview(buffer)
         except TypeError as exc:
             raise TypeError(f"buffer {i} of {len(buffers)} is not a buffer of batches: {exc}") from None
+        sizes.append(view.nbytes)
+        flat.append(_contiguous(buffer, view))
+    buffers = flat
     total, seen = sum(sizes), 0
     for i, buffer in enumerate(buffers):
         try:

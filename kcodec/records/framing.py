@@ -46,8 +46,11 @@ def java_int(value: int) -> int:
 
 def byte_view(buf: Any) -> memoryview:
     """``buf`` (anything with the buffer protocol) as a flat view of unsigned bytes, the form the
-    native readers take; a view already in that form is returned as it is."""
+    native readers take; a view already in that form is returned as it is.  A buffer that is not
+    C-contiguous (a strided or transposed array) has no such view: its bytes, in C order, are copied."""
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if not mv.c_contiguous:
+        return memoryview(mv.tobytes())
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
     return mv
