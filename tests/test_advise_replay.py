@@ -923,6 +923,8 @@ def test_each_codecs_frame_marks():
     assert gzip_header(_marks(1, gz)) == (1234, 2, 3)
     assert gzip_header(_marks(1, gz[:10])) == (1234, 2, 3) and gzip_header(_marks(1, gz[:9])) is None
     assert gzip_header(_marks(1, b"\x1f\x8c" + gz[2:])) is None and gzip_header(_marks(3, gz)) is None
+    # MTIME is four little-endian bytes: its top byte counts too
+    assert gzip_header(_marks(1, gz[:4] + b"\x00\x00\x00\x01" + gz[8:]))[0] == 1 << 24
     lz = b"\x04\x22\x4d\x18\x60\x40"
     assert lz4_frame(_marks(3, lz)) == (0x60, 0x40) and lz4_frame(_marks(3, lz[:5])) is None
     assert lz4_frame(_marks(3, b"\x04\x22\x4d\x19\x60\x40")) is None and lz4_frame(_marks(4, lz)) is None
@@ -948,13 +950,15 @@ def test_java_and_librdkafka_write_ids_and_timestamps_as_they_do():
     zs = b"\x28\xb5\x2f\xfd\x00"
     java, rd = _marks(4, zs, b"\x01\x00\x00"), _marks(4, zs, b"\x07\x08\x09")
     assert JAVA.wrote(java) and not JAVA.wrote(rd) and LIBRDKAFKA.wrote(rd) and not LIBRDKAFKA.wrote(java)
+    # kcodec writes Java's LZ4 frame, and librdkafka's is as long
+    assert JAVA.lz4_frame_extra == LIBRDKAFKA.lz4_frame_extra == 0
     for client, m in ((JAVA, java), (LIBRDKAFKA, rd)):
         # a max timestamp of -1 over records is sarama's; over no record it tells nothing
-        assert not client.wrote(dataclasses.replace(m, max_timestamp=-1))
+        assert client.wrote(dataclasses.replace(m, max_timestamp=-1)) is False
         assert client.wrote(dataclasses.replace(m, max_timestamp=-1, records=0))
         assert client.wrote(dataclasses.replace(m, max_timestamp=0))
         # a sequence without a producer id is no client's of these; an idempotent producer's is
-        assert not client.wrote(dataclasses.replace(m, base_sequence=0))
+        assert client.wrote(dataclasses.replace(m, base_sequence=0)) is False
         assert client.wrote(dataclasses.replace(m, producer_id=0, base_sequence=0))
     gz = b"\x1f\x8b\x08\x00\x00\x00\x00\x00"
     assert JAVA.wrote(_marks(1, gz + b"\x00\xff")) and not LIBRDKAFKA.wrote(_marks(1, gz + b"\x00\xff"))
