@@ -1211,3 +1211,26 @@ def test_replay_starts_asks_for_ratios_only_where_the_client_learns_them():
     # by the estimate it learns (a quarter here: 32 records of 100 bytes in 1000)
     assert replay_starts(Encoder(), cols, Setting("zstd", 3, 1000, 5)).tolist() == [0, 32, 40]
     assert asked == [("zstd", 3, list(range(0, 100 * n + 1, 100)), 61)]
+
+
+def test_sarama_never_fills_a_batch_past_its_max_message_bytes():
+    from kcodec.advise.replay.accumulator import time_limits
+
+    sarama = client_rules("sarama")
+    ts = np.repeat(np.int64(1_700_000_000_000), 300)  # one instant: only the size ends a batch
+    sizes = np.full(300, 10_000)
+    starts = _cut(ts, sizes, 2 << 20, 100, client=sarama)
+    # Producer.MaxMessageBytes (1,000,000) caps a batch.size of 2 MiB
+    assert starts == _cut(ts, sizes, 1_000_000, 100, client=sarama) != _cut(ts, sizes, 2 << 20, 100)
+    # a record joins while the bytes before it (sarama's count: 10,015 a record, 49 a batch) are below the cap
+    assert starts == [0, 100, 200, 300]
+    # at linger.ms=0 it flushes unbounded by batch.size, up to the same cap
+    assert _cut(ts, sizes, 16384, 0, client=sarama) == _cut(ts, sizes, 2 << 20, 0, client=sarama)
+    # a client of the same rules without a cap is bounded by its sender alone, not by batch.size
+    uncapped = dataclasses.replace(sarama, max_batch_bytes=None)
+    alone = _cut(ts, sizes, 16384, 0, client=uncapped)
+    assert alone == _cut(ts, sizes, 1 << 40, 0, client=uncapped) and alone[1] * 10_000 > 16384
+    # records of one instant are in order, even 20,000 of them, whose arrivals within the millisecond
+    # round to equal doubles; two a millisecond apart the wrong way round are not
+    crowd = np.repeat(np.int64(1_700_000_000_000), 20_000)
+    assert time_limits(crowd, 5.0) is not None and time_limits(ts[:2] - np.array([0, 1]), 5.0) is None
