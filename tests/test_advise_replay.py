@@ -222,6 +222,13 @@ def test_calibration_finds_the_delay_that_cut_todays_batches():
     assert cal5.applies and cal5.replay_batches == 20 and 0.3 < cal5.delay_ms < 0.6
     assert cal5.model(JAVA).delay_at(5) == cal5.delay_ms
     assert cal5.model(JAVA).delay_at(0) == JAVA.default_immediate_delay_ms  # quicker than idle: idle kept
+    # a linger of 1 ms is a timed linger too: the delay found is the timed one
+    one = dataclasses.replace(cal5, linger_ms=1.0, delay_ms=0.9)
+    assert (one.model(JAVA).delay_at(1), one.model(JAVA).delay_at(0)) == (
+        0.9, max(JAVA.default_immediate_delay_ms, 0.9 - JAVA.default_delay_ms + JAVA.default_immediate_delay_ms))
+    # each run of one millisecond's records is spread from its own offset, the golden ratio's sequence
+    g = (5 ** 0.5 - 1) / 2
+    assert arrival_ms(np.array([5, 5, 6])).tolist() == [5 + g / 2, 5 + (1 + g) / 2, 6 + (2 * g - 1)]
 
 
 def test_calibration_says_when_size_cut_todays_batches():
