@@ -222,6 +222,10 @@ def test_calibration_finds_the_delay_that_cut_todays_batches():
     assert cal5.applies and cal5.replay_batches == 20 and 0.3 < cal5.delay_ms < 0.6
     assert cal5.model(JAVA).delay_at(5) == cal5.delay_ms
     assert cal5.model(JAVA).delay_at(0) == JAVA.default_immediate_delay_ms  # quicker than idle: idle kept
+    # records ten seconds apart: every delay up to the longest tried (1 s) cuts today's 20 batches, and
+    # the middle of that range is taken, not its end
+    apart = calibrate(np.arange(20) * 10_000, 20, 0, JAVA)
+    assert apart.applies and apart.replay_batches == 20 and apart.delay_ms == pytest.approx(500, abs=0.01)
     # a linger of 1 ms is a timed linger too: the delay found is the timed one
     one = dataclasses.replace(cal5, linger_ms=1.0, delay_ms=0.9)
     assert (one.model(JAVA).delay_at(1), one.model(JAVA).delay_at(0)) == (
