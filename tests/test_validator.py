@@ -48,6 +48,14 @@ def legacy(magic, n=3, codec="none", level=None, offsets=None, timestamp_type=Ti
     return bytes(b.build())
 
 
+def legacy_at(magic, stamps) -> bytes:
+    """Uncompressed v0/v1 messages with the given timestamps, in order."""
+    b = LegacyRecordBatchBuilder(magic=magic)
+    for i, ts in enumerate(stamps):
+        b.append(b"key-%d" % i, b"value-%d" % i, timestamp=ts)
+    return bytes(b.build())
+
+
 def run(data, next_offset=100, origin="client", **cfg):
     return validate_and_assign_offsets(data, ValidatorConfig(**cfg), next_offset=next_offset, now_ms=NOW,
                                        origin=origin)
@@ -197,6 +205,13 @@ def test_temporary_memory_counts_the_uncompressed_records():
         assert r.temporary_memory_bytes == overhead + len(legacy(magic, 4)), magic
     r = run(legacy(1, 4, codec="gzip"), to_magic=0, compression_type="gzip")  # sized as read, headed as written
     assert (r.path, r.temporary_memory_bytes) == ("B-re", 12 + 14 + len(legacy(1, 4)))
+    # uncompressed v0/v1 messages on their way into a wrapper: no header of their own, only each message
+    for magic in (0, 1):
+        r = run(legacy(magic, 4), to_magic=magic, compression_type="snappy")
+        assert (r.path, r.temporary_memory_bytes) == ("B-re", len(legacy(magic, 4))), magic
+    # offset deltas are counted as stored, relative to the batch's base offset (a coordinator's may be large)
+    r = run(v2(5, codec="gzip", base_offset=1 << 40), origin="coordinator")
+    assert (r.path, r.temporary_memory_bytes) == ("B-re", len(v2(5)))
 
 
 def test_b_in_place_same_type_other_level():
@@ -297,6 +312,12 @@ def test_client_control_batch_rejected():
 def test_idempotent_without_sequence():
     expect("INVALID_RECORD", lambda: run(v2(2, producer_id=PID, producer_epoch=0, base_sequence=-1)),
            "Invalid sequence number -1 in record batch with producerId 4242")
+    # producer id 0 is a producer id (only -1 means none)
+    e = expect("INVALID_RECORD", lambda: run(v2(2, producer_id=0, producer_epoch=0, base_sequence=-1)))
+    assert e.message == "Invalid sequence number -1 in record batch with producerId 0 in topic partition topic-0."
+    # the same checks hold for a compressed batch
+    e = expect("INVALID_RECORD", lambda: run(v2(2, codec="gzip", producer_id=PID, producer_epoch=0, base_sequence=-1)))
+    assert e.message == "Invalid sequence number -1 in record batch with producerId 4242 in topic partition topic-0."
 
 
 def test_compacted_topic_needs_keys():
@@ -305,6 +326,13 @@ def test_compacted_topic_needs_keys():
     assert [x.batch_index for x in e.record_errors] == [1]
     assert "Compacted topic cannot accept message without key" in e.record_errors[0].message
     assert run(v2(2, keys=[b"", b"x"]), compacted=True).path == "A1"
+    # the same when the messages are converted (A2)
+    nokey = LegacyRecordBatchBuilder(magic=1)
+    nokey.append(b"k", b"v", timestamp=T0)
+    nokey.append(None, b"v", timestamp=T0)
+    e = expect("INVALID_RECORD", lambda: run(bytes(nokey.build()), compacted=True))
+    assert [(x.batch_index, x.message) for x in e.record_errors] == [
+        (0, "Compacted topic cannot accept message without key in topic partition topic-0.")]
 
 
 def test_timestamp_range():
@@ -329,6 +357,10 @@ def test_record_errors_show_first_three():
     e = expect("INVALID_RECORD", lambda: run(v2(5, keys=[None] * 5), compacted=True),
                "5 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex=0")
     assert len(e.record_errors) == 5 and "batchIndex=3" not in e.message
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='Compacted topic cannot accept message without key in "
+                      "topic partition topic-0.')" for i in range(3))
+    assert e.message == ("One or more records have been rejected due to 5 record errors in total, and only showing "
+                         f"the first three errors at most: [{shown}]")
 
 
 def test_more_than_one_v2_batch():
@@ -345,6 +377,10 @@ def test_offset_range_and_count():
     struct.pack_into(">i", src, 23, -3)
     batch_header.seal(src, 0, len(src))
     expect("INVALID_RECORD", lambda: run(bytes(src)), "Batch has an invalid offset range: [0, -3]")
+    struct.pack_into(">i", src, 23, -1)  # a range of no offsets at all: refused for its range, before its count
+    batch_header.seal(src, 0, len(src))
+    e = expect("INVALID_RECORD", lambda: run(bytes(src)))
+    assert e.message == "Batch has an invalid offset range: [0, -1] in topic partition topic-0."
     empty = batch_header.empty_header(batches(v2(1))[0])
     expect("INVALID_RECORD", lambda: run(empty), "Invalid reported count for record batch: 0")
 
@@ -352,6 +388,10 @@ def test_offset_range_and_count():
 def test_magic_mismatch_between_batches():
     expect("INVALID_RECORD", lambda: run(legacy(0, 1) + legacy(1, 1)),
            "Batch magic 1 is not the same as the first batch's magic byte 0")
+    # only the first batch decides whether more than one may follow: after a v1 message, a v2 batch is refused
+    # for its magic
+    e = expect("INVALID_RECORD", lambda: run(legacy(1, 1) + v2(1)))
+    assert e.message == "Batch magic 2 is not the same as the first batch's magic byte 1 in topic partition topic-0"
 
 
 def test_transactional_and_idempotent_need_v2():
@@ -361,6 +401,9 @@ def test_transactional_and_idempotent_need_v2():
     expect("UNSUPPORTED_FOR_MESSAGE_FORMAT",
            lambda: run(v2(1, producer_id=PID, producer_epoch=0, base_sequence=0), to_magic=1),
            "Idempotent records cannot be used with magic version 1")
+    e = expect("UNSUPPORTED_FOR_MESSAGE_FORMAT",
+               lambda: run(v2(1, producer_id=0, producer_epoch=0, base_sequence=0), to_magic=1))
+    assert e.message == "Idempotent records cannot be used with magic version 1"
 
 
 def test_corrupt_crc():
@@ -417,6 +460,19 @@ def test_trailing_bytes_trimmed():
 
 def test_framing_errors_are_corrupt_message():
     expect("CORRUPT_MESSAGE", lambda: run(b"\x00" * 12), "less than the minimum record overhead")
+    bad = bytearray(v2(1))
+    bad[16] = 3
+    e = expect("CORRUPT_MESSAGE", lambda: run(bytes(bad)))
+    assert (e.message, e.position) == ("Invalid magic found in record: 3", 0)
+
+
+def test_an_unknown_codec_id_is_unsupported():
+    src = bytearray(v2(1, base_offset=7))
+    struct.pack_into(">h", src, 21, 7)  # codec id 7: no codec is registered for it
+    batch_header.seal(src, 0, len(src))
+    e = expect("UNSUPPORTED_COMPRESSION_TYPE", lambda: run(bytes(src), origin="coordinator"))
+    assert e.message.startswith("Unknown compression type id: 7; valid ids are 0 (none), 1 (gzip)")
+    assert e.batch_offset == 7
 
 
 def test_zstd_needs_v2():
@@ -603,6 +659,23 @@ def test_an_inner_message_of_another_magic_is_refused():
     assert accepted.record_count == 2 and accepted.last_offset == 101
 
 
+def test_a_v1_wrapper_kept_in_place_takes_the_max_timestamp_of_its_messages():
+    # the wrapper says T0 + 5; its messages T0 + 3 and T0 + 1: Kafka sets the wrapper's to their maximum
+    inner = LegacyRecordBatchBuilder(magic=1, base_offset=0)
+    inner.append(b"k0", b"value-0", T0 + 3)
+    inner.append(b"k1", b"value-1", T0 + 1)
+    wrapped = _v1_gzip_wrapper(bytes(inner.build()), 1)
+    for lat, want in ((False, T0 + 3), (True, NOW)):
+        extra = {"timestamp_type": TimestampType.LOG_APPEND_TIME} if lat else {}
+        r = run(wrapped, to_magic=1, **extra)
+        assert (r.path, r.max_timestamp, r.shallow_offset_of_max_timestamp) == ("B-in", want, 101)
+        out = batches(r.records)[0]
+        assert (out.last_offset, out.max_timestamp, out.timestamp_type, out.is_valid()) == (
+            101, want, TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME, True)
+        assert r.records[34:] == wrapped[34:]  # the compressed messages themselves are kept
+        check_java(r.records)
+
+
 def test_timestamp_bounds_at_their_edges():
     edge = dict(timestamp_before_max_ms=1000, timestamp_after_max_ms=500)
     assert run(v2(2, timestamps=[NOW - 1000, NOW + 500]), **edge).path == "A1"
@@ -623,6 +696,9 @@ def test_max_timestamp_and_its_offset_of_every_path():
     for name, data, cfg in (
             ("A1 v2", v2(3, timestamps=stamps), {}),
             ("A1 v1", legacy(1, 3), {"to_magic": 1}),
+            ("A1 v1 ties", legacy_at(1, [T0 + 5, T0 + 9, T0 + 9, T0 + 1]), {"to_magic": 1}),
+            ("A2 up", legacy_at(1, stamps), {}),
+            ("A2 ties", v2(3, timestamps=[T0 + 9, T0 + 9, T0 + 1]), {"to_magic": 1}),
             ("A2 down", v2(3, timestamps=stamps), {"to_magic": 1}),
             ("A2 to v0", v2(3, timestamps=stamps), {"to_magic": 0}),
             ("B-re v1", v2(3, timestamps=stamps), {"to_magic": 1, "compression_type": "gzip"}),
@@ -636,6 +712,11 @@ def test_max_timestamp_and_its_offset_of_every_path():
     assert got == {
         ("A1 v2", False): ("A1", T0 + 9, 102, 102), ("A1 v2", True): ("A1", NOW, 102, 102),
         ("A1 v1", False): ("A1", T0 + 2, 102, 102), ("A1 v1", True): ("A1", NOW, 100, 102),
+        # each v1 message is a batch of its own: the first of equal maxima is the one reported
+        ("A1 v1 ties", False): ("A1", T0 + 9, 101, 103), ("A1 v1 ties", True): ("A1", NOW, 100, 103),
+        # a v2 batch reports its last offset, whichever record holds the maximum
+        ("A2 up", False): ("A2", T0 + 9, 102, 102), ("A2 up", True): ("A2", NOW, 102, 102),
+        ("A2 ties", False): ("A2", T0 + 9, 100, 102), ("A2 ties", True): ("A2", NOW, 100, 102),
         ("A2 down", False): ("A2", T0 + 9, 101, 102), ("A2 down", True): ("A2", NOW, 100, 102),
         ("A2 to v0", False): ("A2", -1, -1, 102), ("A2 to v0", True): ("A2", NOW, 100, 102),
         ("B-re v1", False): ("B-re", T0 + 9, 102, 102), ("B-re v1", True): ("B-re", NOW, 102, 102),
@@ -643,6 +724,47 @@ def test_max_timestamp_and_its_offset_of_every_path():
         ("B-in v1", False): ("B-in", T0 + 2, 102, 102), ("B-in v1", True): ("B-in", NOW, 102, 102),
         ("B-re v0", False): ("B-re", -1, -1, 102), ("B-re v0", True): ("B-re", NOW, 102, 102),
     }
+
+
+def test_validation_statistics_of_every_path():
+    # RecordValidationStats: in place, nothing is converted and no time is spent converting; A1 holds no
+    # records in memory besides the request's own
+    import time
+
+    a1 = run(v2(3) + b"\x00" * 4)
+    assert (a1.path, a1.records_converted, a1.temporary_memory_bytes, a1.conversion_time_ns) == ("A1", 0, 0, 0)
+    assert (a1.message_size_maybe_changed, a1.valid_bytes, a1.trimmed_bytes) == (False, len(v2(3)), 4)
+    b_in = run(v2(3, codec="gzip"))
+    assert (b_in.path, b_in.records_converted, b_in.temporary_memory_bytes, b_in.conversion_time_ns) == (
+        "B-in", 0, len(v2(3)), 0)
+    assert (b_in.message_size_maybe_changed, b_in.valid_bytes) == (False, len(v2(3, codec="gzip")))
+    # a rebuild reports the bytes of the request it read, and the time it took, within what the call took
+    for src, cfg, path in ((legacy(1, 3), {}, "A2"), (v2(3, codec="gzip"), {"compression_type": "lz4"}, "B-re")):
+        before = time.perf_counter_ns()
+        r = run(src + b"\x00" * 3, **cfg)
+        spent = time.perf_counter_ns() - before
+        assert (r.path, r.records_converted, r.message_size_maybe_changed) == (path, 3, True)
+        assert (r.valid_bytes, r.trimmed_bytes) == (len(src), 3)
+        assert 0 <= r.conversion_time_ns <= spent
+
+
+def test_now_defaults_to_the_wall_clock():
+    import time
+
+    before = int(time.time() * 1000)
+    r = validate_and_assign_offsets(v2(2), ValidatorConfig(timestamp_type=TimestampType.LOG_APPEND_TIME),
+                                    next_offset=0)
+    after = int(time.time() * 1000)
+    assert before <= r.log_append_time_ms <= after
+    assert r.max_timestamp == r.log_append_time_ms == batches(r.records)[0].max_timestamp
+
+
+def test_a_sequence_of_batch_buffers_is_one_record_set():
+    parts = [legacy(1, 2), bytearray(legacy(1, 1)), memoryview(legacy(1, 1))]
+    for given in (parts, tuple(parts)):
+        r = validate_and_assign_offsets(given, ValidatorConfig(to_magic=1), next_offset=5, now_ms=NOW)
+        assert (r.path, r.first_offset, r.last_offset, r.valid_bytes) == ("A1", 5, 8, 2 * len(legacy(1, 2)))
+        assert [o for o, *_ in recs(r.records)] == [5, 6, 7, 8]
 
 
 def test_timestamp_bounds_wrap_as_java_longs():
