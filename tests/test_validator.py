@@ -212,6 +212,17 @@ def test_temporary_memory_counts_the_uncompressed_records():
     # offset deltas are counted as stored, relative to the batch's base offset (a coordinator's may be large)
     r = run(v2(5, codec="gzip", base_offset=1000), origin="coordinator")
     assert (r.path, r.temporary_memory_bytes) == ("B-re", len(v2(5)))
+    # timestamp deltas too, as stored: a record without a timestamp (-1) in a batch whose base is set, or the
+    # reverse, stores a delta of about the base's size
+    for stamps in ([T0, -1, T0 + 3], [-1, T0, T0 + 1], [-1, -1, -1]):
+        r = run(v2(3, codec="gzip", timestamps=stamps))
+        assert (r.path, r.temporary_memory_bytes) == ("B-in", len(v2(3, timestamps=stamps))), stamps
+    # a batch flagged LogAppendTime reads its records at its maxTimestamp; they still measure as they are stored
+    stamps = [T0, T0 + 300_000, T0 + 1]
+    lat = dict(timestamps=stamps, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW)
+    for cfg, path in (({}, "B-in"), ({"compression_type": "lz4"}, "B-re")):
+        r = run(v2(3, codec="gzip", **lat), **cfg)
+        assert (r.path, r.temporary_memory_bytes) == (path, len(v2(3, **lat))), cfg
 
 
 def test_b_in_place_same_type_other_level():

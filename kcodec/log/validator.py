@@ -418,9 +418,9 @@ def _record_size(batch: Any, rec: Any, base_ts: int) -> int:
     """Bytes the record occupies uncompressed (``Record.sizeInBytes``), for the memory statistic."""
     if batch.magic < 2:
         return LOG_OVERHEAD + message_header.record_size(batch.magic, rec.key, rec.value)
-    # The offset delta as the batch stores it (an int32), whatever wrapping the offsets' int64 took.
-    return record_size(java_int(rec.offset - batch.base_offset),
-                       rec.timestamp - base_ts if rec.timestamp >= 0 and base_ts >= 0 else 0,
+    # The deltas as the batch stores them (an int32 and an int64), whatever wrapping the sums took: a record
+    # without a timestamp (-1) in a batch whose base is set, or the reverse, stores a delta as long as any.
+    return record_size(java_int(rec.offset - batch.base_offset), _wrap64(rec.timestamp - base_ts),
                        rec.key, rec.value, rec.headers or ())
 
 
@@ -741,6 +741,9 @@ def _scan_compressed(a: _Append) -> _CompressedScan:
         _check_inner_crcs(cfg, batch)
         temp += _batch_header_size(a.to_magic, batch.compression)
         base_ts = batch.base_timestamp if batch.base_timestamp is not None else NO_TIMESTAMP
+        # A v2 batch flagged LogAppendTime reads every record at its maxTimestamp, not at the delta it stores;
+        # its records then measure as the region they fill (the reader refuses bytes left after the last).
+        as_stored = batch.magic >= 2 and batch.timestamp_type == TimestampType.LOG_APPEND_TIME
         errors: List[Tuple[int, RecordError]] = []
         headers = _message_headers(batch)
         for index, rec in enumerate(_iter_records(batch)):
@@ -756,9 +759,12 @@ def _scan_compressed(a: _Append) -> _CompressedScan:
             if err is not None:
                 errors.append(err)
             else:
-                temp += _record_size(batch, rec, base_ts)
+                if not as_stored:
+                    temp += _record_size(batch, rec, base_ts)
                 records.append(rec)
         _raise_record_errors(errors, batch)
+        if as_stored:
+            temp += len(batch.records_data())
     return _CompressedScan(records=records, in_place=in_place, max_timestamp=max_ts, temporary_bytes=temp)
 
 
