@@ -477,6 +477,26 @@ def test_framing_errors_are_corrupt_message():
     assert (e.message, e.position) == ("Invalid magic found in record: 3", 0)
 
 
+def test_a_v1_wrapper_that_cannot_be_read_is_named_by_its_own_offset():
+    # checks made before the messages are read (size, CRC, codec) do not decompress the wrapper to name it
+    src = bytearray(legacy(1, 3, codec="gzip"))
+    src[-2] ^= 0xFF  # the gzip trailer: the CRC-32 of the message no longer matches, nor does the payload read
+    crc = struct.unpack_from(">I", src, 12)[0]
+    e = expect("CORRUPT_MESSAGE", lambda: run(bytes(src), to_magic=1))
+    assert (e.message, e.batch_offset, e.position) == (
+        f"Record is corrupt (stored crc = {crc}) in topic partition topic-0.", 2, 0)
+    e = expect("MESSAGE_TOO_LARGE", lambda: run(bytes(src), to_magic=1, max_message_bytes=50))
+    assert (e.message, e.batch_offset) == (
+        f"The record batch size in the append to topic-0 is {len(src)} bytes which exceeds the maximum configured "
+        "value of 50.", 2)
+    unknown = bytearray(legacy(1, 3, codec="gzip"))
+    unknown[17] = 0x07  # codec id 7, CRC-32 made to match
+    struct.pack_into(">I", unknown, 12, zlib.crc32(bytes(unknown[16:])))
+    e = expect("UNSUPPORTED_COMPRESSION_TYPE", lambda: run(bytes(unknown), to_magic=1))
+    assert e.message.startswith("Unknown compression type id: 7; valid ids are 0 (none), 1 (gzip)")
+    assert e.batch_offset == 2
+
+
 def test_an_unknown_codec_id_is_unsupported():
     src = bytearray(v2(1, base_offset=7))
     struct.pack_into(">h", src, 21, 7)  # codec id 7: no codec is registered for it

@@ -563,7 +563,7 @@ def _analyze(raw: bytes, cfg: ValidatorConfig, next_offset: int, now: int,
         try:
             comp = CompressionType.of(b.compression)
         except Exception as exc:
-            raise _from_reader_error(exc, tp, batch_offset=b.base_offset) from exc
+            raise _from_reader_error(exc, tp, batch_offset=_header_offset(b)) from exc
         if comp != CompressionType.NONE:
             source = comp
 
@@ -580,12 +580,18 @@ def _analyze(raw: bytes, cfg: ValidatorConfig, next_offset: int, now: int,
     return append, len(raw) - valid_bytes
 
 
+def _header_offset(b: Any) -> int:
+    """The offset that names a batch in an error raised before its records are read: a v0/v1 wrapper's
+    first offset would mean decompressing it, so the entry's own offset (its last), as the reader names it."""
+    return b.base_offset if b.magic >= 2 else b.last_offset
+
+
 def _analyze_batch(cfg: ValidatorConfig, b: Any, origin: str) -> None:
     """The checks ``analyzeAndValidateRecords`` makes of each batch before the validator runs."""
     tp = cfg.topic_partition
     if origin == "raft_leader" and b.partition_leader_epoch != cfg.partition_leader_epoch:
         raise _invalid("Append from Raft leader did not set the batch epoch correctly",
-                       batch_offset=b.base_offset)
+                       batch_offset=_header_offset(b))
     if b.magic >= 2 and origin == "client" and b.base_offset != 0:
         raise _invalid(f"The baseOffset of the record batch in the append to {tp} should be 0, "
                        f"but it is {b.base_offset}", batch_offset=b.base_offset)
@@ -593,15 +599,11 @@ def _analyze_batch(cfg: ValidatorConfig, b: Any, origin: str) -> None:
         raise RecordValidationError(
             "MESSAGE_TOO_LARGE",
             f"The record batch size in the append to {tp} is {b.size_in_bytes} bytes which exceeds "
-            f"the maximum configured value of {cfg.max_message_bytes}.", batch_offset=b.base_offset)
-    try:
-        ok = b.is_valid()
-    except Exception as exc:
-        raise _from_reader_error(exc, tp, batch_offset=b.base_offset) from exc
-    if not ok:
+            f"the maximum configured value of {cfg.max_message_bytes}.", batch_offset=_header_offset(b))
+    if not b.is_valid():  # a size and a checksum compared: nothing to raise
         raise RecordValidationError("CORRUPT_MESSAGE",
                                     f"Record is corrupt (stored crc = {b.crc}) in topic partition {tp}.",
-                                    batch_offset=b.base_offset, position=b.position)
+                                    batch_offset=_header_offset(b), position=b.position)
 
 
 def _check_stored_sizes(cfg: ValidatorConfig, result: ValidationResult) -> None:
@@ -641,8 +643,6 @@ def _message_headers(batch: Any) -> List[Tuple[int, int, int]]:
 def _iter_records(batch: Any) -> Iterator[Any]:
     try:
         yield from batch
-    except RecordValidationError:
-        raise
     except KcodecError as exc:
         raise exc.with_context(batch_offset=batch.base_offset)
 
