@@ -283,6 +283,25 @@ def test_b_b_uncompressed_control_batch_not_compressed():
     check_java(r.records)
 
 
+def test_an_uncompressed_control_batch_stays_as_it_is_whatever_the_format():
+    # a marker without producer state (as the coordinator may append one) is kept in place on a v0 or v1 topic
+    # too; only a topic of v1 or later takes the max timestamp of its records, and only v0 leaves the batch's own
+    b = kcodec.RecordBatchBuilder(magic=2, producer_id=PID, producer_epoch=1, is_transactional=True, is_control=True)
+    b.append_control(kcodec.EndTransactionMarker(kcodec.ControlRecordType.COMMIT, 4), timestamp=T0 + 7)
+    src = bytearray(b.build())
+    attributes = struct.unpack_from(">h", src, 21)[0]
+    struct.pack_into(">h", src, 21, attributes & ~0x10)  # not transactional
+    struct.pack_into(">qhi", src, 43, -1, -1, -1)  # no producer id, epoch or sequence
+    batch_header.seal(src, 0, len(src))
+    for magic, want in ((0, -1), (1, T0 + 7)):
+        r = run(bytes(src), origin="coordinator", compression_type="gzip", to_magic=magic)
+        assert (r.path, r.max_timestamp, r.shallow_offset_of_max_timestamp, r.last_offset) == ("B-in", want, 100, 100)
+        out = batches(r.records)[0]
+        assert (out.magic, out.is_control, out.max_timestamp, out.base_offset) == (2, True, T0 + 7, 100)
+        assert r.records[8:] == bytes(src[8:])  # only the base offset moved
+        check_java(r.records)
+
+
 def test_b_c_wrong_inner_offsets_rebuilt():
     src = legacy(1, 3, codec="gzip", offsets=[0, 2, 3])
     r = run(src, to_magic=1)
