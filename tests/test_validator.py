@@ -223,6 +223,10 @@ def test_temporary_memory_counts_the_uncompressed_records():
     for cfg, path in (({}, "B-in"), ({"compression_type": "lz4"}, "B-re")):
         r = run(v2(3, codec="gzip", **lat), **cfg)
         assert (r.path, r.temporary_memory_bytes) == (path, len(v2(3, **lat))), cfg
+    # a v1 wrapper flagged LogAppendTime: its messages have no deltas, only their own length
+    inner = legacy(1, 3)
+    r = run(_v1_gzip_wrapper(inner, 2, attributes=0x09), to_magic=1)
+    assert (r.path, r.temporary_memory_bytes) == ("B-in", 12 + 22 + len(inner))
 
 
 def test_b_in_place_same_type_other_level():
@@ -517,7 +521,7 @@ def test_a_v1_wrapper_that_cannot_be_read_is_named_by_its_own_offset():
 
 
 def test_an_unknown_codec_id_is_unsupported():
-    src = bytearray(v2(1, base_offset=7))
+    src = bytearray(v2(2, base_offset=7))
     struct.pack_into(">h", src, 21, 7)  # codec id 7: no codec is registered for it
     batch_header.seal(src, 0, len(src))
     e = expect("UNSUPPORTED_COMPRESSION_TYPE", lambda: run(bytes(src), origin="coordinator"))
@@ -830,6 +834,7 @@ def test_size_limits_at_their_edges():
     e = expect("MESSAGE_TOO_LARGE", lambda: run(src, max_message_bytes=len(src) - 1))
     assert e.message == (f"The record batch size in the append to topic-0 is {len(src)} bytes which exceeds the "
                          f"maximum configured value of {len(src) - 1}.")
+    assert e.batch_offset == 0  # a v2 batch is named by its base offset, not its last (2)
     e = expect("RECORD_LIST_TOO_LARGE", lambda: run(src, segment_bytes=len(src) - 1))
     assert e.message == (f"Message batch size is {len(src)} bytes in append to partition topic-0, which exceeds "
                          f"the maximum configured segment size of {len(src) - 1}.")
