@@ -225,7 +225,13 @@ def test_calibration_finds_the_delay_that_cut_todays_batches():
     # records ten seconds apart: every delay up to the longest tried (1 s) cuts today's 20 batches, and
     # the middle of that range is taken, not its end
     apart = calibrate(np.arange(20) * 10_000, 20, 0, JAVA)
-    assert apart.applies and apart.replay_batches == 20 and apart.delay_ms == pytest.approx(500, abs=0.01)
+    assert apart.applies and apart.replay_batches == 20
+    assert apart.delay_ms == (1000 - 1000 / 2 ** 20) / 2  # 0 and the bisection's last step below 1 s
+    # no delay cuts today's count exactly: the nearer count is taken, the longer delay's on a tie
+    tie = calibrate(np.array([0, 0, 3, 3, 23, 26]), 5, 0, JAVA)  # 6 below half a millisecond, 4 above
+    assert (tie.replay_batches, tie.delay_ms) == (4, 0.5006790161132812)
+    near = calibrate(np.array([0, 0, 10, 12, 13, 14, 14, 16, 16]), 8, 0, JAVA)  # 9 below, 6 above
+    assert (near.replay_batches, near.delay_ms) == (9, 0.499725341796875)
     # a linger of 1 ms is a timed linger too: the delay found is the timed one
     one = dataclasses.replace(cal5, linger_ms=1.0, delay_ms=0.9)
     assert (one.model(JAVA).delay_at(1), one.model(JAVA).delay_at(0)) == (
