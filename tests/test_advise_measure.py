@@ -801,6 +801,7 @@ def test_todays_row_counts_its_batches_and_calibrates_the_sender_on_them():
     stored = list(kcodec.read_batches(data))
     today = measure_chunk("t", 0, 0, data, [Setting("lz4", None, 16384, 5)], client="java")[0]
     assert today["batches"] == len(stored) and today["stored_bytes"] == len(data)
+    assert today["client"] == "java" and today["client_recognised"] is True  # told, so recognised
     want = calibrate(ts // 1000, len(stored), None, client_rules("java"))
     assert (today["sender_delay_ms"], today["replay_batches"], today["sender_calibrated"]) == (
         want.delay_ms, want.replay_batches, want.applies)
