@@ -123,12 +123,14 @@ def test_each_client_takes_the_setting_as_printed(kafka_broker, client):
             break
     late = client == "sarama" and real.records_per_batch > 1.10 * rpb
     if late:
-        # Every run's sender was late (CI runs other suites beside this one): sarama's set took records past
-        # Flush.Bytes until its goroutine took it, which only adds records (58.8-64.5 against 48.8 replayed in
-        # one such CI run), and larger batches compress a little better. The setting still shows: never less
-        # than its fill, not past half as much again, and zstd at level 3 within 5% of the bytes.
-        assert 0.9 * rpb <= real.records_per_batch <= 1.5 * rpb
-        assert abs(row["stored_bytes"] / real.bytes - 1) <= 0.05
+        # Every run's sender was late (other work on every core): sarama's set took records past Flush.Bytes
+        # until its goroutine took it, which only adds records (58.8-64.5 against 48.8 replayed in one CI run,
+        # 76.9 beside two mutation runs and a CI run), and larger batches compress a little better. The
+        # setting still shows: never less than its fill, and at most twice it, a quarter of the 400 records
+        # that Flush.Frequency alone (100 ms at 4,000 a second) would put in a batch; zstd at level 3 stores
+        # no more than the replay predicts, and at most 10% less.
+        assert 0.9 * rpb <= real.records_per_batch <= 2 * rpb < RATE * setting.linger_ms / 1000 / 2
+        assert 0.90 <= real.bytes / row["stored_bytes"] <= 1.02
         return
     if client != "java":
         # Java fills batch.size by its ratio estimate, which 40,000 warm-up records leave above the replay's
