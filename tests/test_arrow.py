@@ -1326,6 +1326,7 @@ def test_header_fields_and_specs():
     assert c.header_fields(headers([("a", pa.string()), ("b", pa.binary())], [])) == (0, 1)
     assert c.header_fields(headers([("key", pa.string()), ("b", pa.binary())], [])) == (0, 1)
     assert c.header_fields(headers([("a", pa.binary()), ("key", pa.string())], [])) == (0, 1)
+    assert c.header_fields(headers([("a", pa.string()), ("value", pa.binary())], [])) == (0, 1)
     assert c.header_fields(pa.array([], pa.large_list(pa.struct(kv[::-1])))) == (1, 0)
     for bad in (pa.array([1]), pa.array([[1]]), headers(kv + [("more", pa.int8())], []),
                 headers(kv[:1], []), pa.array([], pa.list_(pa.string()))):
