@@ -43,11 +43,11 @@ def test_t_upper_matches_the_tables():
         t_upper(3, 0.7)
 
 
-def test_round_alpha_adds_up_to_less_than_half_the_target():
-    assert round_alpha(1, 1) == pytest.approx(0.0125)
-    assert round_alpha(2, 10) == pytest.approx(0.05 / 2 / 4 / 10)
-    # however many rounds, one setting's tests against every leader stay within half of alpha
-    assert sum(round_alpha(k, 55) * 55 for k in range(1, 30)) < ALPHA / 2
+def test_round_alpha_adds_up_to_less_than_a_third_of_the_target():
+    assert round_alpha(1, 1) == pytest.approx(0.05 / 6)
+    assert round_alpha(2, 10) == pytest.approx(0.05 / 3 / 4 / 10)
+    # however many rounds, one setting's tests against every leader stay within a third of alpha
+    assert sum(round_alpha(k, 55) * 55 for k in range(1, 30)) < ALPHA / 3
     with pytest.raises(ValueError):
         round_alpha(0, 3)
 
@@ -87,12 +87,12 @@ def test_a_setting_planted_clearly_worse_is_dropped_in_round_1():
     b = _c("gzip@1MiB/5ms", [20, 22, 18, 20])
     race = Race([a.name, b.name])
     log = race.round([b, a], [1, 1, 1, 1], 16)
-    # round 1's test: alpha / 2 x 1/2 over one rival = 0.0125; t(3, 0.9875) = 4.1765;
-    # 40 - 4.1765 x sqrt(2) = 34.09, far past the tie margin of 1 + 1
-    assert t_upper(3, 0.0125) == pytest.approx(4.1765, abs=1e-3)
+    # round 1's test: alpha / 3 x 1/2 over one rival = 0.00833; t(3, 1 - 0.00833) = 4.8567;
+    # 40 - 4.8567 x sqrt(2) = 33.13, far past the tie margin of 1 + 1
+    assert t_upper(3, 0.05 / 6) == pytest.approx(4.8567, abs=1e-3)
     assert log.leader == a.name
     assert [(d.name, d.round, d.reason) for d in log.drops] == [(b.name, 1, "cost")]
-    assert log.drops[0].bound == pytest.approx(40 - 4.1765 * math.sqrt(2), abs=5e-3)
+    assert log.drops[0].bound == pytest.approx(40 - 4.8567 * math.sqrt(2), abs=5e-3)
     assert race.running == [a.name]
     assert race.decided
     assert race.text() == [f"dropped after round 1 (1 of 2, 4 ranges): {b.name}, their cost at least "
@@ -225,6 +225,59 @@ def test_groups_race_apart():
         Race(["a", "b"], groups=[1])
 
 
+TODAY_25 = [25.0, 25.0, 25.0, 25.0]  # today's $/month over four ranges: $100
+
+
+def test_a_group_the_knee_cannot_pick_is_dropped_whole_in_round_1():
+    # today $100; the 5 ms group's best saves $80, so the knee (0.9) needs a 0 ms setting saving $72 at least.
+    # The 0 ms group's best costs $60, saves $40: every setting of it goes, its own leader too.
+    z5, g5 = _c("zstd:3@1MiB/5ms", [5, 5, 5, 5]), _c("gzip@1MiB/5ms", [5.5, 5.5, 5.5, 5.5])
+    z0, g0 = _c("zstd:3@1MiB/0ms", [14, 16, 15, 15]), _c("gzip@1MiB/0ms", [16, 16, 15, 17])
+    names = [z0.name, g0.name, z5.name, g5.name]
+    race = Race(names, groups=[0, 0, 5, 5], knee=0.9)
+    log = race.round([z0, g0, z5, g5], [1, 1, 1, 1], 16, TODAY_25)
+    assert sorted((d.name, d.reason, d.leader) for d in log.drops) == [
+        (g0.name, "knee", z5.name), (z0.name, "knee", z5.name)]
+    # zstd:3@0ms: differences 14 - 2.5 - 4.5 ... = 7, 9, 8, 8 (total 32, standard error sqrt(2)); its test runs
+    # at alpha / 3 x 1/2 over 3 rivals, halved between the knee's pick and the rule's = 0.05 / 36;
+    # less the knee's share of the widest tie span (0.9 x 2 x 1)
+    t = t_upper(3, 0.05 / 36)
+    assert {d.name: d.bound for d in log.drops}[z0.name] == pytest.approx(32 - t * math.sqrt(2) - 1.8)
+    assert race.running == [z5.name, g5.name] and race.decided
+    assert race.dropped[z0.name].detail.startswith("saves at least $")
+    assert race.text() == [
+        f"dropped after round 1 (2 of 4, 4 ranges): zstd:3@1MiB/0ms, gzip@1MiB/0ms, every setting of their linger.ms "
+        f"and batch.size saving at least ${min(d.bound for d in log.drops):,.2f}/month less than --knee 0.9 of what "
+        f"{z5.name} saves, beyond the tie span"]
+    assert race.doc()["knee"] == 0.9
+    # without today's costs, or with no knee, every group keeps its own best
+    for knee, today in ((0.9, None), (1.0, TODAY_25)):
+        race = Race(names, groups=[0, 0, 5, 5], knee=knee)
+        log = race.round([z0, g0, z5, g5], [1, 1, 1, 1], 16, today)
+        assert "knee" not in {d.reason for d in log.drops} and z0.name in race.running
+
+
+def test_a_group_near_the_knee_stays():
+    # the 0 ms group's best saves $71, within the tie span of the bar ($72): it may be the knee's pick
+    z5 = _c("zstd:3@1MiB/5ms", [5, 5, 5, 5])
+    z0 = _c("zstd:3@1MiB/0ms", [7, 7.5, 7.25, 7.25])
+    race = Race([z0.name, z5.name], groups=[0, 5], knee=0.9)
+    log = race.round([z0, z5], [1, 1, 1, 1], 4, TODAY_25)
+    assert log.drops == [] and race.running == [z0.name, z5.name]
+    # one 0 ms setting near the bar keeps its whole group, however far the others are
+    far = _c("none@1MiB/0ms", [24, 24, 24, 24])
+    race = Race([far.name, z0.name, z5.name], groups=[0, 0, 5], knee=0.9)
+    log = race.round([far, z0, z5], [1, 1, 1, 1], 4, TODAY_25)
+    assert [(d.name, d.reason) for d in log.drops] == [(far.name, "cost")]
+    # nothing goes on the knee while the leader saves no more than the tie span: the pick may then save nothing
+    race = Race([z0.name, z5.name], groups=[0, 5], knee=0.9)
+    log = race.round([_c(z0.name, [25, 25, 25, 25]), _c(z5.name, [24.6, 24.6, 24.6, 24.6])], [1, 1, 1, 1], 4,
+                     TODAY_25)
+    assert log.drops == []
+    with pytest.raises(ValueError, match="same ranges"):
+        Race([z0.name, z5.name], groups=[0, 5], knee=0.9).round([z0, z5], [1, 1, 1, 1], 4, [25.0])
+
+
 # -- in the measuring loop, on log directories ------------------------------------------------------------
 RACE_GRID = dict(codecs="none,lz4,zstd:1,3", batch_sizes="16k", lingers="100", chunk="16KiB", sample_cap="1MiB",
                  min_span_hours=0, progress=False)
@@ -338,7 +391,11 @@ def test_topic_race_from_metrics_rows():
     book = RangeBook()
     book.add(pa.Table.from_pylist(rows))
     race = TopicRace([none, zstd], knee=1.0)
-    advice = SimpleNamespace(topic="t", results=[_measured(zstd, 100_000, 10.0), _measured(none, 410_000, 41.0)])
+    today = _measured(Setting("gzip", None, 16384, 5), 200_000, 20.0)
+    today.setting = None
+    profile = TopicProfile({"gzip": 200_000})
+    advice = SimpleNamespace(topic="t", results=[_measured(zstd, 100_000, 10.0), _measured(none, 410_000, 41.0)],
+                             today=today, profile=profile)
     # every range of the topic measured: the gap is exact, 62 - 15.5 (storage, network and CPU), far past the margins
     race.round(advice, book, 4, Rule())
     assert race.race.running == [zstd.label] and [s.label for s in race.running] == [zstd.label]
@@ -353,6 +410,20 @@ def test_topic_race_from_metrics_rows():
     race.finish(final)
     assert [m.label for m in final.results] == [none.label, zstd.label] and final.race is race
     assert race.text()[-1] == "1 of 2 settings ran to the end, 1 round(s); decided"
+    # under the knee, a linger.ms and batch.size group that saves far less than the knee asks goes whole
+    late = Setting("zstd", 3, 16384, 0)
+    rows = [dict(r, setting=late.label, stored_bytes=45_000) for r in rows if r["setting"] == zstd.label]
+    book.add(pa.Table.from_pylist(rows))
+    grouped = TopicRace([none, zstd, late], knee=0.9)
+    advice.results = [_measured(zstd, 100_000, 10.0), _measured(none, 410_000, 41.0), _measured(late, 180_000, 18.0)]
+    grouped.round(advice, book, 4, Rule())
+    assert {n: d.reason for n, d in grouped.race.dropped.items()} == {late.label: "knee", none.label: "cost"}
+    assert grouped.race.running == [zstd.label]
+    # the knee's test took today's $/month split over the ranges: 20 + 10 + 0.5, a quarter on each
+    # (equal ranges), so 0.1 x 30.5 + 0.9 x 15.5 = 17 of the 0 ms setting's 27.5 is the bar: 10.5 past it,
+    # less the knee's share of the widest tie span
+    span = 2 * max(m.cost_uncertainty for m in advice.results)
+    assert grouped.race.dropped[late.label].bound == pytest.approx(27.5 - 17 - 0.9 * span)
     # a round missing a range of a running setting is refused
     book.rows[("t", zstd.label)].pop((0, 3))
     with pytest.raises(ValueError, match="same ranges"):

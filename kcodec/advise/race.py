@@ -14,14 +14,20 @@ settings still running.
 Why the best setting survives with confidence ``1 - alpha``: the best is
 dropped only if one of the tests of it fails.  A cost test of a setting
 against a leader fails with probability at most its ``alpha_k``, and the best
-can meet at most ``K - 1`` leaders in a round; half of ``alpha`` is spread over
-those ``K - 1`` leaders and over the rounds as ``2**-k`` (round 1, which
+can meet at most ``K - 1`` leaders in a round; a third of ``alpha`` is spread
+over those ``K - 1`` leaders and over the rounds as ``2**-k`` (round 1, which
 measures every setting, expensive ones included, gets the largest share, so
-an expensive setting is decided early), and the speed tests take the other
-half the same way, so the chances of all failures together add up to at most
-``alpha`` whatever the number of rounds (:func:`round_alpha`).
-``docs/race.md`` says more, and where the ranges' independence, on which the
-intervals rest, holds.
+an expensive setting is decided early), the speed tests take another third
+the same way, and the knee's tests (below) the last, so the chances of all
+failures together add up to at most ``alpha`` whatever the number of rounds
+(:func:`round_alpha`).
+
+Under ``--knee``, settings race within their ``linger.ms`` and ``batch.size``
+group, and a whole group is dropped when, with the same confidence, every
+one of its settings saves less than the knee's share of what the leader
+saves, by more than the widest tie span: the knee can then never pick it
+(:func:`knee_drops`).  ``docs/race.md`` says more, and where the ranges'
+independence, on which the intervals rest, holds.
 
 Every input is a byte count or the CPU model's figure for byte counts, and the
 intervals are computed with exact sums and a deterministic quantile, so the
@@ -37,7 +43,7 @@ from statistics import NormalDist
 from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["ALPHA", "dollars", "Contender", "Limit", "Gap", "Drop", "RoundLog", "Race", "paired_gap", "ratio_bound",
-           "t_upper", "round_alpha", "leader", "tied", "eliminate", "group_names"]
+           "t_upper", "round_alpha", "leader", "tied", "eliminate", "knee_drops", "group_names"]
 
 #: The chance the race may lose the best setting: the sampling target's 95%.
 ALPHA = 0.05
@@ -94,12 +100,12 @@ def t_upper(df: int, alpha: float) -> float:
 
 
 def round_alpha(round_no: int, comparisons: int, alpha: float = ALPHA) -> float:
-    """The chance one test of round ``round_no`` (from 1) may fail: half of ``alpha`` (the other half is the
-    speed tests'), over ``comparisons`` tests of one setting in a round, times ``2**-round_no`` so that the
-    rounds' shares add up to less than one however many rounds run."""
+    """The chance one test of round ``round_no`` (from 1) may fail: a third of ``alpha`` (the other thirds are
+    the other two kinds of test's: cost, speed, knee), over ``comparisons`` tests of one setting in a round,
+    times ``2**-round_no`` so that the rounds' shares add up to less than one however many rounds run."""
     if round_no < 1:
         raise ValueError("rounds count from 1")
-    return alpha / 2 * 0.5 ** round_no / max(1, comparisons)
+    return alpha / 3 * 0.5 ** round_no / max(1, comparisons)
 
 
 @dataclass(frozen=True)
@@ -188,8 +194,9 @@ class Contender:
 
 @dataclass(frozen=True)
 class Drop:
-    """A setting the race dropped: in which round, why (``cost`` or ``rule``), against which leader, and the
-    bound that decided it ($/month the cost lies above the leader's at least, for ``cost``)."""
+    """A setting the race dropped: in which round, why (``cost``, ``knee`` or ``rule``), against which leader, and
+    the bound that decided it ($/month the cost lies above the leader's at least, for ``cost``; below the knee's
+    bar, for ``knee``)."""
 
     name: str
     round: int
@@ -271,16 +278,67 @@ def eliminate(contenders: Sequence[Contender], sizes: Sequence[float], populatio
     return best, drops
 
 
+def knee_drops(contenders: Sequence[Contender], groups: Dict[str, object], today: Sequence[float], share: float,
+               sizes: Sequence[float], population: int, round_no: int, initial: int, alpha: float = ALPHA,
+               widest: float = 0.0) -> List[Drop]:
+    """The groups (``groups``: name -> its ``linger.ms`` and ``batch.size``) the knee can no longer pick, every
+    running setting of each: ``contenders`` are the settings running after the round's other drops, ``today``
+    today's $/month split over the same ranges, ``share`` the knee (``--knee``).
+
+    The knee picks the smallest group with a setting saving at least ``share`` of what the rule's pick saves.
+    The pick costs at most the cheapest setting's cost plus their tie margin, and the cheapest at most the
+    leader's; with ``span`` the widest tie margin of two settings running at the round's start (``widest``, the
+    widest margin among them, when larger than the contenders'), a setting ``g`` is therefore never
+    near the pick when ``cost(g) - (1 - share) today - share cost(leader) > share span``.  A group goes when
+    that holds for each of its settings at the lower bound of its paired interval.  Only two settings must
+    not go for the answer to stand: the knee's pick and the rule's pick.  Each meets one leader a round, one
+    of ``initial - 1`` (Bonferroni, as the cost tests), at :func:`round_alpha` halved between the two.
+
+    Nothing goes while the leader saves less than ``span`` at the round's estimates: there the pick may save
+    nothing, the knee then returns the pick itself, and the bar above does not hold."""
+    best = leader(contenders)
+    if best is None or share >= 1:
+        return []
+    running = list(contenders)
+    span = 2 * max([widest] + [c.margin for c in running])
+    if math.fsum(today) - best.cost <= span:
+        return []
+    a = round_alpha(round_no, initial - 1, alpha) / 2
+    by_group: Dict[object, List[Contender]] = {}
+    for c in running:
+        by_group.setdefault(groups[c.name], []).append(c)
+    drops: List[Drop] = []
+    for key, members in by_group.items():
+        if key == groups[best.name]:
+            continue
+        lows: List[float] = []
+        for c in members:
+            diffs = [x - (1 - share) * t - share * y for x, t, y in zip(c.costs, today, best.costs)]
+            low = _total_gap(diffs, sizes, population).lower(a) - share * span
+            if not low > 0:
+                break
+            lows.append(low)
+        else:
+            drops.extend(Drop(c.name, round_no, "knee", best.name, low,
+                              f"saves at least {dollars(low)}/month less than --knee {share:g} of what {best.name} "
+                              f"saves, beyond the tie span of {dollars(span)}")
+                         for c, low in zip(members, lows))
+    return drops
+
+
 class Race:
     """One topic's race: which settings still run, and every round's leaders and drops.
 
     ``groups`` (one key per name) races settings only against their own group's: the rule's knee picks
-    within one ``linger.ms`` and ``batch.size``, so each of those keeps its own best.
+    within one ``linger.ms`` and ``batch.size``, so each of those keeps its own best until the knee (``knee``,
+    its share) can no longer pick the group (:func:`knee_drops`).
     """
 
-    def __init__(self, names: Sequence[str], alpha: float = ALPHA, groups: Optional[Sequence[object]] = None) -> None:
+    def __init__(self, names: Sequence[str], alpha: float = ALPHA, groups: Optional[Sequence[object]] = None,
+                 knee: float = 1.0) -> None:
         self.names = list(names)
         self.alpha = alpha
+        self.knee = knee
         keys: List[object] = list(groups) if groups is not None else [None] * len(self.names)
         if len(keys) != len(self.names):
             raise ValueError("one group per setting")
@@ -311,31 +369,41 @@ class Race:
         self.decided = all(n <= 1 for n in self.sizes.values())
         return self.before
 
-    def round(self, contenders: Sequence[Contender], sizes: Sequence[float], population: int) -> RoundLog:
-        """Take one round's figures of the running settings; drop those that cannot win."""
+    def round(self, contenders: Sequence[Contender], sizes: Sequence[float], population: int,
+              today: Optional[Sequence[float]] = None) -> RoundLog:
+        """Take one round's figures of the running settings; drop those that cannot win. ``today`` (today's
+        $/month split over the same ranges) lets a race of several groups drop the groups the knee cannot
+        pick."""
         names = {c.name for c in contenders}
         if names != set(self.running) or len(names) != len(contenders):
             raise ValueError("a round gives figures for exactly the settings still running")
+        if today is not None and len(today) != len(sizes):
+            raise ValueError("today's cost split over the same ranges")
         no = len(self.rounds) + 1
         by_group: Dict[object, List[Contender]] = {}
         for c in sorted(contenders, key=lambda c: self.names.index(c.name)):
             by_group.setdefault(self.group[c.name], []).append(c)
         drops: List[Drop] = []
         leaders: List[str] = []
-        decided = True
         for key, members in by_group.items():
             best, gone = eliminate(members, sizes, population, no, self.sizes[key], self.alpha)
             if best is not None:
                 leaders.append(best.name)
             drops.extend(gone)
-            out = {d.name for d in gone}
-            decided = decided and tied([c for c in members if c.name not in out])
+        out = {d.name for d in drops}
+        left = [c for c in contenders if c.name not in out]
+        if today is not None and len(by_group) > 1:
+            knee = knee_drops(left, self.group, today, self.knee, sizes, population, no,
+                              len(self.names) - len(self.before), self.alpha, max(c.margin for c in contenders))
+            drops.extend(knee)
+            gone_knee = {d.name for d in knee}
+            leaders = [n for n in leaders if n not in gone_knee]
+            left = [c for c in left if c.name not in gone_knee]
         log = RoundLog(no, len(sizes), len(contenders), leaders[0] if len(leaders) == 1 else None, drops)
-        gone_all = {d.name for d in drops}
         for d in drops:
             self.dropped[d.name] = d
-        self.running = [n for n in self.running if n not in gone_all]
-        self.decided = decided
+        self.running = [n for n in self.running if n not in self.dropped]
+        self.decided = all(tied([c for c in left if self.group[c.name] == key]) for key in by_group)
         self.rounds.append(log)
         return log
 
@@ -359,6 +427,12 @@ class Race:
                          f"their group's leader's ({', '.join(leaders)})")
                 parts.append(f"{', '.join(names)}, their cost at least {dollars(min(d.bound for d in cost))}/month "
                              f"above {above} beyond the tie margin")
+            knee = [d for d in log.drops if d.reason == "knee"]
+            if knee:
+                leaders = sorted({d.leader for d in knee})
+                parts.append(f"{', '.join(group_names([d.name for d in knee], self.names))}, every setting of their "
+                             f"linger.ms and batch.size saving at least {dollars(min(d.bound for d in knee))}/month "
+                             f"less than --knee {self.knee:g} of what {', '.join(leaders)} saves, beyond the tie span")
             rule = [d for d in log.drops if d.reason == "rule"]
             if rule:
                 why = sorted({d.detail if d.bound == 0 else d.detail.split(" at most")[0] + " too slow"
@@ -371,7 +445,7 @@ class Race:
 
     def doc(self) -> Dict[str, object]:
         return {"settings": len(self.names), "running": list(self.running), "decided": self.decided,
-                "alpha": self.alpha, "before": [d.doc() for d in self.before],
+                "alpha": self.alpha, "knee": self.knee, "before": [d.doc() for d in self.before],
                 "rounds": [r.doc() for r in self.rounds]}
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from kcodec.advise.aggregate import TopicAggregate
+from kcodec.advise.cost import MonthlyCost
 from kcodec.advise.cpu import cpu_cost, fastest_mbps
 from kcodec.advise.grid import Setting
 from kcodec.advise.race import Contender, Limit, Race
@@ -68,6 +69,29 @@ def outside_rule(settings: Sequence[Setting], rule: Rule) -> Dict[str, Tuple[str
     return out
 
 
+def _seconds(codec: str, level: Optional[int], ranges, rule: Rule) -> Tuple[List[float], List[float]]:
+    """The CPU model's build and read seconds of each range's batches (or the measured ones, by ``rule.cpu``)."""
+    build, read = [], []
+    for _, (payload, stored, batches, records, cs, rs) in ranges:
+        c = cpu_cost(codec, level, payload, stored, batches, records, cs, rs, measured=rule.cpu == "measured")
+        build.append(c.compress_seconds)
+        read.append(c.read_seconds)
+    return build, read
+
+
+def _split(cost: MonthlyCost, codec: str, level: Optional[int], ranges, rule: Rule) -> Tuple[float, ...]:
+    """A $/month over the measured ranges, adding up to it: storage and network by each range's stored bytes,
+    CPU by the CPU model's seconds for the range's batches."""
+    build, read = _seconds(codec, level, ranges, rule)
+    stored_total = math.fsum(f[1] for _, f in ranges) or 1.0
+    # the CPU the bill counts: building, where a codec compresses, and reading
+    billed = [(b if codec != "none" else 0.0) + r for b, r in zip(build, read)]
+    cpu_total = math.fsum(billed)
+    volume = cost.storage + cost.network
+    return tuple(volume * f[1] / stored_total + (cost.cpu * w / cpu_total if cpu_total > 0 else 0.0)
+                 for (_, f), w in zip(ranges, billed))
+
+
 class RangeBook:
     """Every measured range's figures per topic and setting, added to round by round."""
 
@@ -93,7 +117,7 @@ class TopicRace:
         self.settings = {s.label: s for s in settings}
         # the knee picks within a linger.ms and batch.size: each races apart
         groups = [(s.linger_ms, s.batch_bytes) for s in settings] if knee < 1 else None
-        self.race = Race([s.label for s in settings], groups=groups)
+        self.race = Race([s.label for s in settings], groups=groups, knee=knee)
         self.frozen: Dict[str, Measured] = {}
         if rule is not None:
             self.race.exclude(outside_rule(settings, rule))
@@ -111,11 +135,15 @@ class TopicRace:
     def round(self, advice: TopicAdvice, book: RangeBook, population: int, rule: Rule) -> None:
         """One round: ``advice`` costs the running settings over every range so far."""
         costed = {m.label: m for m in advice.results}
-        sizes = [f[0] for _, f in book.ranges(advice.topic, TODAY)]
-        where = [r for r, _ in book.ranges(advice.topic, TODAY)]
+        today = book.ranges(advice.topic, TODAY)
+        sizes = [f[0] for _, f in today]
+        where = [r for r, _ in today]
         contenders = [self._contender(costed[name], book.ranges(advice.topic, name), where, rule)
                       for name in self.race.running]
-        log = self.race.round(contenders, sizes, population)
+        today_costs = None
+        if advice.today.cost is not None:
+            today_costs = _split(advice.today.cost, advice.profile.dominant, None, today, rule)
+        log = self.race.round(contenders, sizes, population, today_costs)
         for d in log.drops:
             m = costed[d.name]
             m.dropped = d
@@ -128,22 +156,11 @@ class TopicRace:
         s, cost = m.setting, m.cost
         if s is None or cost is None:
             raise ValueError("the race takes costed settings, not today's batches")
-        build, read = [], []
-        for _, (payload, stored, batches, records, cs, rs) in ranges:
-            c = cpu_cost(s.codec, s.level, payload, stored, batches, records, cs, rs, measured=rule.cpu == "measured")
-            build.append(c.compress_seconds)
-            read.append(c.read_seconds)
-        stored_total = math.fsum(f[1] for _, f in ranges) or 1.0
-        # the CPU the bill counts: building, where a codec compresses, and reading
-        billed = [(b if s.codec != "none" else 0.0) + r for b, r in zip(build, read)]
-        cpu_total = math.fsum(billed)
-        volume = cost.storage + cost.network
-        costs = tuple(volume * f[1] / stored_total + (cost.cpu * w / cpu_total if cpu_total > 0 else 0.0)
-                      for (_, f), w in zip(ranges, billed))
+        build, read = _seconds(s.codec, s.level, ranges, rule)
         out = _past_linger(s, rule)
-        return Contender(m.label, costs, m.cost_uncertainty, tie_order(m), rule.allows(m),
-                         (Limit("build", tuple(build), rule.min_compress_mbps),
-                          Limit("read", tuple(read), rule.min_read_mbps)), out)
+        return Contender(m.label, _split(cost, s.codec, s.level, ranges, rule), m.cost_uncertainty, tie_order(m),
+                         rule.allows(m), (Limit("build", tuple(build), rule.min_compress_mbps),
+                                          Limit("read", tuple(read), rule.min_read_mbps)), out)
 
     def finish(self, advice: TopicAdvice) -> None:
         """The dropped settings into ``advice``'s table, marked, with their figures at the round dropped."""

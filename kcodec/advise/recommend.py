@@ -356,7 +356,7 @@ def advise_topic(topic: str, agg: TopicAggregate, known_bytes: Optional[int], ec
     """
     rows = agg.settings
     prof = agg.profile
-    dominant = max(prof.codec_bytes, key=lambda k: prof.codec_bytes[k])
+    dominant = prof.dominant
     today = _measured(agg.today, None, dominant, rule.cpu)
     grid = [(r, r.grid_setting) for r in rows]
     results = sorted((_measured(r, s, dominant, rule.cpu) for r, s in grid if s is not None),

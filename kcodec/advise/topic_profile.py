@@ -72,6 +72,11 @@ class TopicProfile:
         return out
 
     @property
+    def dominant(self) -> str:
+        """The codec of most of today's stored bytes: the one today's batches are billed in."""
+        return max(self.codec_bytes, key=lambda k: self.codec_bytes[k])
+
+    @property
     def span_ms(self) -> int:
         """The timestamps' span (ms), 0 where no timestamp was read."""
         return self.max_ts - self.min_ts if self.min_ts is not None and self.max_ts is not None else 0
