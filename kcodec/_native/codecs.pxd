@@ -14,6 +14,7 @@ cdef extern from "zlib.h" nogil:
     int Z_OK, Z_STREAM_END, Z_BUF_ERROR, Z_NO_FLUSH, Z_FINISH, Z_DEFLATED, Z_DEFAULT_STRATEGY
     int deflateInit2(z_stream *s, int level, int method, int window_bits, int mem_level, int strategy)
     int deflate(z_stream *s, int flush)
+    int deflateReset(z_stream *s)
     int deflateEnd(z_stream *s)
     int inflateInit2(z_stream *s, int window_bits)
     int inflate(z_stream *s, int flush)

@@ -16,30 +16,113 @@ cdef int64_t _gzip_n_bound(void *state, int64_t n, int level, int magic) noexcep
     return KCODEC_CODEC_ERROR if n < 0 else n + ((n + 7) >> 3) + ((n + 63) >> 6) + 5 + 10 + 8 + 16
 
 
+# -- streams kept for reuse ----------------------------------------------------
+# deflateInit2 allocates about 270 KB (window, hash chains, pending buffer) and
+# deflateEnd frees it.  Made and ended for each batch, that costs little while
+# the allocator keeps the freed blocks for the next one, and about 50 us a batch
+# of page faults where it hands them back to the system (glibc does once the
+# free space at the top of its heap passes its trim threshold).  Streams are
+# kept instead, per level (a stream's level is fixed when it is made), in lists
+# threads take from and give back, reset before each use: a reset stream
+# writes what a new one with its parameters writes.  A stream is made only
+# when its list is empty, so a list never holds more streams than were in use
+# at once.  The reset still clears the 64 KB hash table, which with the block's
+# Huffman codes is most of what a batch of a few records costs.
+
+cdef struct _GzipStream:
+    z_stream zs
+    _GzipStream *next   # in a _GzipNative's list
+
+
+cdef struct _GzipNative:
+    kcodec_codec_v1 api
+    PyThread_type_lock lock     # guards deflaters and inflaters
+    _GzipStream *deflaters[10]  # idle deflate streams by level 1..9 ([0] unused)
+    _GzipStream *inflaters      # idle inflate streams
+
+
+cdef _GzipStream *_gzip_pop(_GzipNative *st, _GzipStream **head) noexcept nogil:
+    cdef _GzipStream *s
+    PyThread_acquire_lock(st.lock, WAIT_LOCK)
+    s = head[0]
+    if s != NULL:
+        head[0] = s.next
+    PyThread_release_lock(st.lock)
+    return s
+
+
+cdef void _gzip_push(_GzipNative *st, _GzipStream **head, _GzipStream *s) noexcept nogil:
+    PyThread_acquire_lock(st.lock, WAIT_LOCK)
+    s.next = head[0]
+    head[0] = s
+    PyThread_release_lock(st.lock)
+
+
+cdef _GzipStream *_gzip_take_deflater(_GzipNative *st, int level) noexcept nogil:
+    # An idle stream of this level, reset, or a new one; NULL when zlib cannot make one.
+    cdef _GzipStream *s = _gzip_pop(st, &st.deflaters[level])
+    if s != NULL:
+        if deflateReset(&s.zs) == Z_OK:
+            return s
+        deflateEnd(&s.zs)
+        free(s)
+    s = <_GzipStream *>calloc(1, sizeof(_GzipStream))
+    if s == NULL:
+        return NULL
+    # raw deflate (the framing is written here) with java.util.zip.Deflater's memLevel 8
+    if deflateInit2(&s.zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK:
+        free(s)
+        return NULL
+    return s
+
+
+cdef _GzipStream *_gzip_take_inflater(_GzipNative *st) noexcept nogil:
+    cdef _GzipStream *s = _gzip_pop(st, &st.inflaters)
+    if s != NULL:
+        if inflateReset(&s.zs) == Z_OK:
+            return s
+        inflateEnd(&s.zs)
+        free(s)
+    s = <_GzipStream *>calloc(1, sizeof(_GzipStream))
+    if s == NULL:
+        return NULL
+    if inflateInit2(&s.zs, -15) != Z_OK:
+        free(s)
+        return NULL
+    return s
+
+
 cdef int64_t _gzip_n_compress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int level,
                               int magic, char *err, size_t err_cap) noexcept nogil:
-    cdef z_stream zs
+    cdef _GzipNative *st = <_GzipNative *>state
+    cdef _GzipStream *s
+    cdef z_stream *zs
     cdef int rc
     cdef int64_t pos
     if level != -1 and (level < 1 or level > 9):
         return KCODEC_CODEC_BAD_LEVEL
     if cap < _gzip_n_bound(state, n, level, magic) or n >= _ZLIB_CHUNK:
         return KCODEC_CODEC_DST_TOO_SMALL if n < _ZLIB_CHUNK else KCODEC_CODEC_ERROR
-    memset(&zs, 0, sizeof(zs))
-    # raw deflate (the framing is written here) with java.util.zip.Deflater's memLevel 8
-    if deflateInit2(&zs, 6 if level == -1 else level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK:
+    if level == -1:
+        level = 6
+    s = _gzip_take_deflater(st, level)
+    if s == NULL:
         return _fail(KCODEC_CODEC_ERROR, err, err_cap, "gzip: cannot initialise zlib", NULL, -1)
+    zs = &s.zs
     memcpy(dst, _JAVA_GZIP_HEADER, 10)
     zs.next_in = <uint8_t *>src   # zlib reads it only (z_const without ZLIB_CONST)
     zs.avail_in = <unsigned int>n
     zs.next_out = dst + 10
     zs.avail_out = <unsigned int>min(cap - 18, <int64_t>_ZLIB_CHUNK)
     # the input, then the end, as two calls like zlib.compressobj's compress() and flush()
-    rc = deflate(&zs, Z_NO_FLUSH)
+    rc = deflate(zs, Z_NO_FLUSH)
     if rc == Z_OK or rc == Z_BUF_ERROR:
-        rc = deflate(&zs, Z_FINISH)
+        rc = deflate(zs, Z_FINISH)
     pos = 10 + <int64_t>zs.total_out
-    deflateEnd(&zs)
+    # the stream must not keep pointers into the caller's buffers while it waits
+    zs.next_in = NULL
+    zs.next_out = NULL
+    _gzip_push(st, &st.deflaters[level], s)
     if rc != Z_STREAM_END:
         return _fail(KCODEC_CODEC_ERROR, err, err_cap, "gzip: deflate did not finish", NULL, -1)
     kc_store_le32(dst + pos, kc_crc32(0, src, <size_t>n))
@@ -108,35 +191,42 @@ cdef int64_t _gzip_member(z_stream *zs, const uint8_t *src, int64_t n, int64_t *
 
 cdef int64_t _gzip_n_decompress(void *state, const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int magic,
                                 char *err, size_t err_cap) noexcept nogil:
-    cdef z_stream zs
-    cdef int64_t pos, start, out = 0, got, next_pos
+    cdef _GzipNative *st = <_GzipNative *>state
+    cdef _GzipStream *s
+    cdef int64_t pos, start, out = 0, got = 0, next_pos
+    cdef const char *message = NULL
     pos = _gzip_header_end(src, n, 0)
     if pos < 0:
         return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "gzip: Not in GZIP format", NULL, -1)
-    memset(&zs, 0, sizeof(zs))
-    if inflateInit2(&zs, -15) != Z_OK:
+    s = _gzip_take_inflater(st)
+    if s == NULL:
         return _fail(KCODEC_CODEC_ERROR, err, err_cap, "gzip: cannot initialise zlib", NULL, -1)
     while True:
         start = out
-        got = _gzip_member(&zs, src, n, &pos, dst, cap, out)
+        got = _gzip_member(&s.zs, src, n, &pos, dst, cap, out)
         if got < 0:
-            inflateEnd(&zs)
             if got == KCODEC_CODEC_CORRUPT:
-                return _fail(got, err, err_cap, "gzip: invalid deflate data", NULL, pos)
-            return got
+                message = "gzip: invalid deflate data"
+            break
         out = got
         if n - pos < 8 or kc_load_le32(src + pos) != kc_crc32(0, dst + start, <size_t>(out - start)) \
                 or kc_load_le32(src + pos + 4) != <uint32_t>(out - start):
-            inflateEnd(&zs)
-            return _fail(KCODEC_CODEC_CORRUPT, err, err_cap, "gzip: Corrupt GZIP trailer", NULL, pos)
+            got = KCODEC_CODEC_CORRUPT
+            message = "gzip: Corrupt GZIP trailer"
+            break
         pos += 8
         # the JDK reads a following member as more of the stream, and ignores anything else
         next_pos = _gzip_header_end(src, n, pos) if pos < n else -1
         if next_pos < 0:
             break
         pos = next_pos
-        inflateReset(&zs)
-    inflateEnd(&zs)
+        inflateReset(&s.zs)
+    # a stream stopped in error is reset when next taken, like any other
+    s.zs.next_in = NULL
+    s.zs.next_out = NULL
+    _gzip_push(st, &st.inflaters, s)
+    if got < 0:
+        return _fail(got, err, err_cap, message, NULL, pos) if message != NULL else got
     return out
 
 
@@ -150,13 +240,44 @@ cdef int64_t _gzip_n_size(void *state, const uint8_t *src, int64_t n, int magic)
     return min(<int64_t>kc_load_le32(src + n - 4), n * 1032)
 
 
+cdef void _gzip_free_list(_GzipStream *s, bint deflating) noexcept nogil:
+    cdef _GzipStream *next
+    while s != NULL:
+        next = s.next
+        if deflating:
+            deflateEnd(&s.zs)
+        else:
+            inflateEnd(&s.zs)
+        free(s)
+        s = next
+
+
+cdef void _free_gzip(object capsule) noexcept:
+    cdef _GzipNative *st = <_GzipNative *>PyCapsule_GetPointer(capsule, KCODEC_CODEC_CAPSULE_NAME)
+    cdef int level
+    for level in range(1, 10):
+        _gzip_free_list(st.deflaters[level], True)
+    _gzip_free_list(st.inflaters, False)
+    if st.lock != NULL:
+        PyThread_free_lock(st.lock)
+    free(st)
+
+
 def gzip_native_codec():
-    """The gzip codec's kcodec/codec.h capsule over zlib (thread-safe: a z_stream per call)."""
-    cdef kcodec_codec_v1 *api = <kcodec_codec_v1 *>calloc(1, sizeof(kcodec_codec_v1))
-    if api == NULL:
+    """The gzip codec's kcodec/codec.h capsule over zlib.
+
+    Deflate streams (one list per level) and inflate streams are kept in
+    lists that threads take from and give back: thread-safe.
+    """
+    cdef _GzipNative *st = <_GzipNative *>calloc(1, sizeof(_GzipNative))
+    if st == NULL:
         raise MemoryError()
-    api.compress_bound = _gzip_n_bound
-    api.compress = _gzip_n_compress
-    api.decompressed_size = _gzip_n_size
-    api.decompress = _gzip_n_decompress
-    return _capsule(api, NULL, KCODEC_CODEC_THREAD_SAFE, _free_native)
+    st.lock = PyThread_allocate_lock()
+    if st.lock == NULL:
+        free(st)
+        raise MemoryError()
+    st.api.compress_bound = _gzip_n_bound
+    st.api.compress = _gzip_n_compress
+    st.api.decompressed_size = _gzip_n_size
+    st.api.decompress = _gzip_n_decompress
+    return _capsule(&st.api, st, KCODEC_CODEC_THREAD_SAFE, _free_gzip)
