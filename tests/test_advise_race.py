@@ -243,7 +243,7 @@ def test_a_group_the_knee_cannot_pick_is_dropped_whole_in_round_1():
     # less the knee's share of the widest tie span (0.9 x 2 x 1)
     t = t_upper(3, 0.05 / 36)
     assert {d.name: d.bound for d in log.drops}[z0.name] == pytest.approx(32 - t * math.sqrt(2) - 1.8)
-    assert race.running == [z5.name, g5.name] and race.decided
+    assert race.running == [z5.name, g5.name] and race.decided and log.leader == z5.name
     assert race.dropped[z0.name].detail.startswith("saves at least $")
     assert race.text() == [
         f"dropped after round 1 (2 of 4, 4 ranges): zstd:3@1MiB/0ms, gzip@1MiB/0ms, every setting of their linger.ms "
@@ -274,8 +274,35 @@ def test_a_group_near_the_knee_stays():
     log = race.round([_c(z0.name, [25, 25, 25, 25]), _c(z5.name, [24.6, 24.6, 24.6, 24.6])], [1, 1, 1, 1], 4,
                      TODAY_25)
     assert log.drops == []
+    # nor while it saves exactly the span ($2 = 2 x the margin of 1), however far the other group is
+    for leader_cost, gone in ((98.5, []), (98.0, []), (97.75, [z0.name])):
+        race = Race([z0.name, z5.name], groups=[0, 5], knee=0.9)
+        log = race.round([_c(z0.name, [32.5, 32.5, 32.5, 32.5]), _c(z5.name, [leader_cost / 4] * 4)], [1, 1, 1, 1],
+                         4, TODAY_25)
+        assert [d.name for d in log.drops] == gone
     with pytest.raises(ValueError, match="same ranges"):
         Race([z0.name, z5.name], groups=[0, 5], knee=0.9).round([z0, z5], [1, 1, 1, 1], 4, [25.0])
+
+
+def test_the_knee_test_at_its_bar():
+    # knee 0.5, today $100, the leader $20, margins of 1 (a span of 2): the bar is 0.5 x 100 + 0.5 x 20 + 0.5 x 2
+    # = $61. Every range measured, the bound is exact: at $61 the group stays, at $61.50 it goes by $0.50.
+    z5 = _c("zstd:3@1MiB/5ms", [5, 5, 5, 5])
+    for per_range, bound in ((15.25, None), (15.375, 0.5)):
+        race = Race(["x@0", z5.name], groups=[0, 5], knee=0.5)
+        log = race.round([_c("x@0", [per_range] * 4), z5], [1, 1, 1, 1], 4, TODAY_25)
+        assert [d.bound for d in log.drops] == ([] if bound is None else [bound])
+
+
+def test_the_knee_test_counts_the_settings_left_after_those_left_out():
+    # four settings, one left out before round 1: the knee's test meets one of 3 - 1 possible leaders
+    z5, g5 = _c("zstd:3@1MiB/5ms", [5, 5, 5, 5]), _c("gzip@1MiB/5ms", [5.5, 5.5, 5.5, 5.5])
+    z0 = _c("zstd:3@1MiB/0ms", [14, 16, 15, 15])
+    race = Race([z0.name, "gzip@1MiB/0ms", z5.name, g5.name], groups=[0, 0, 5, 5], knee=0.9)
+    race.exclude({"gzip@1MiB/0ms": ("builds too slow", 40.0)})
+    log = race.round([z0, z5, g5], [1, 1, 1, 1], 16, TODAY_25)
+    t = t_upper(3, 0.05 / 3 / 2 / 2 / 2)
+    assert {d.name: d.bound for d in log.drops}[z0.name] == pytest.approx(32 - t * math.sqrt(2) - 1.8)
 
 
 # -- in the measuring loop, on log directories ------------------------------------------------------------

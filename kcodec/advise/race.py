@@ -308,9 +308,9 @@ def knee_drops(contenders: Sequence[Contender], groups: Dict[str, object], today
     for c in running:
         by_group.setdefault(groups[c.name], []).append(c)
     drops: List[Drop] = []
-    for key, members in by_group.items():
-        if key == groups[best.name]:
-            continue
+    # the leader's own group is tested too, and never goes: past the gate above, the leader's own difference
+    # is (1 - share) (its cost - today's), below 0, so its bound never passes
+    for members in by_group.values():
         lows: List[float] = []
         for c in members:
             diffs = [x - (1 - share) * t - share * y for x, t, y in zip(c.costs, today, best.costs)]
@@ -392,14 +392,14 @@ class Race:
             drops.extend(gone)
         out = {d.name for d in drops}
         left = [c for c in contenders if c.name not in out]
-        if today is not None and len(by_group) > 1:
+        if today is not None:
             knee = knee_drops(left, self.group, today, self.knee, sizes, population, no,
                               len(self.names) - len(self.before), self.alpha, max(c.margin for c in contenders))
             drops.extend(knee)
             gone_knee = {d.name for d in knee}
             leaders = [n for n in leaders if n not in gone_knee]
             left = [c for c in left if c.name not in gone_knee]
-        log = RoundLog(no, len(sizes), len(contenders), leaders[0] if len(leaders) == 1 else None, drops)
+        log = RoundLog(no, len(sizes), len(contenders), leaders.pop() if len(leaders) == 1 else None, drops)
         for d in drops:
             self.dropped[d.name] = d
         self.running = [n for n in self.running if n not in self.dropped]
