@@ -106,7 +106,11 @@ def test_each_client_takes_the_setting_as_printed(kafka_broker, client):
         else printed
     # A loaded machine can hold a client's sender past its fill (sarama's set keeps taking records until its
     # one sending goroutine takes it): the shape is judged on the first of up to three runs that kept to the
-    # fill rule within 10%, and every run is printed.
+    # fill rule within 10%, and every run is printed.  Java's is judged by its bytes, on the first run within 3%
+    # of the replay's: a batch its sender takes early, with few records, compresses worse, and Java raises its
+    # ratio estimate at once to that batch's ratio, then lowers it by only 0.005 a batch
+    # (CompressionRatioEstimator), so the batches after it hold fewer records (74.1 a batch and 94,483 bytes
+    # against 250.0 and 89,376 on an idle machine, 88,988 replayed, in one CI run beside other suites).
     for attempt in range(3):
         topic = f"printed-{client}-{attempt}"
         P.create_topic(kafka_broker.bootstrap, topic)
@@ -119,7 +123,9 @@ def test_each_client_takes_the_setting_as_printed(kafka_broker, client):
         rpb = row["records"] / row["batches"]
         print(f"{client} {printed}: {real.records_per_batch:.1f} records/batch, {real.bytes} bytes; replayed "
               f"{rpb:.1f}, {row['stored_bytes']}")
-        if client == "java" or abs(rpb / real.records_per_batch - 1) <= 0.10:
+        if client == "java" and abs(row["stored_bytes"] / real.bytes - 1) <= 0.03:
+            break
+        if client != "java" and abs(rpb / real.records_per_batch - 1) <= 0.10:
             break
     late = client == "sarama" and real.records_per_batch > 1.10 * rpb
     if late:
