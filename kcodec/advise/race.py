@@ -279,16 +279,17 @@ def eliminate(contenders: Sequence[Contender], sizes: Sequence[float], populatio
 
 
 def knee_drops(contenders: Sequence[Contender], groups: Dict[str, object], today: Sequence[float], share: float,
-               sizes: Sequence[float], population: int, round_no: int, initial: int, alpha: float = ALPHA,
-               widest: float = 0.0) -> List[Drop]:
+               sizes: Sequence[float], population: int, round_no: int, initial: int, widest: float,
+               alpha: float = ALPHA) -> List[Drop]:
     """The groups (``groups``: name -> its ``linger.ms`` and ``batch.size``) the knee can no longer pick, every
     running setting of each: ``contenders`` are the settings running after the round's other drops, ``today``
     today's $/month split over the same ranges, ``share`` the knee (``--knee``).
 
     The knee picks the smallest group with a setting saving at least ``share`` of what the rule's pick saves.
     The pick costs at most the cheapest setting's cost plus their tie margin, and the cheapest at most the
-    leader's; with ``span`` the widest tie margin of two settings running at the round's start (``widest``, the
-    widest margin among them, when larger than the contenders'), a setting ``g`` is therefore never
+    leader's; with ``span`` the widest tie margin of two settings running at the round's start (twice
+    ``widest``, the widest margin among them, those the round's other drops took included), a setting ``g`` is
+    therefore never
     near the pick when ``cost(g) - (1 - share) today - share cost(leader) > share span``.  A group goes when
     that holds for each of its settings at the lower bound of its paired interval.  Only two settings must
     not go for the answer to stand: the knee's pick and the rule's pick.  Each meets one leader a round, one
@@ -299,13 +300,12 @@ def knee_drops(contenders: Sequence[Contender], groups: Dict[str, object], today
     best = leader(contenders)
     if best is None or share >= 1:
         return []
-    running = list(contenders)
-    span = 2 * max([widest] + [c.margin for c in running])
+    span = 2 * widest
     if math.fsum(today) - best.cost <= span:
         return []
     a = round_alpha(round_no, initial - 1, alpha) / 2
     by_group: Dict[object, List[Contender]] = {}
-    for c in running:
+    for c in contenders:
         by_group.setdefault(groups[c.name], []).append(c)
     drops: List[Drop] = []
     # the leader's own group is tested too, and never goes: past the gate above, the leader's own difference
@@ -394,7 +394,7 @@ class Race:
         left = [c for c in contenders if c.name not in out]
         if today is not None:
             knee = knee_drops(left, self.group, today, self.knee, sizes, population, no,
-                              len(self.names) - len(self.before), self.alpha, max(c.margin for c in contenders))
+                              len(self.names) - len(self.before), max(c.margin for c in contenders), self.alpha)
             drops.extend(knee)
             gone_knee = {d.name for d in knee}
             leaders = [n for n in leaders if n not in gone_knee]

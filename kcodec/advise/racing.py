@@ -79,10 +79,9 @@ def _seconds(codec: str, level: Optional[int], ranges, rule: Rule) -> Tuple[List
     return build, read
 
 
-def _split(cost: MonthlyCost, codec: str, level: Optional[int], ranges, rule: Rule) -> Tuple[float, ...]:
+def _split(cost: MonthlyCost, codec: str, build: List[float], read: List[float], ranges) -> Tuple[float, ...]:
     """A $/month over the measured ranges, adding up to it: storage and network by each range's stored bytes,
-    CPU by the CPU model's seconds for the range's batches."""
-    build, read = _seconds(codec, level, ranges, rule)
+    CPU by the seconds of :func:`_seconds` for the range's batches (``build``, ``read``)."""
     stored_total = math.fsum(f[1] for _, f in ranges) or 1.0
     # the CPU the bill counts: building, where a codec compresses, and reading
     billed = [(b if codec != "none" else 0.0) + r for b, r in zip(build, read)]
@@ -142,7 +141,8 @@ class TopicRace:
                       for name in self.race.running]
         today_costs = None
         if advice.today.cost is not None:
-            today_costs = _split(advice.today.cost, advice.profile.dominant, None, today, rule)
+            dominant = advice.profile.dominant
+            today_costs = _split(advice.today.cost, dominant, *_seconds(dominant, None, today, rule), today)
         log = self.race.round(contenders, sizes, population, today_costs)
         for d in log.drops:
             m = costed[d.name]
@@ -158,7 +158,7 @@ class TopicRace:
             raise ValueError("the race takes costed settings, not today's batches")
         build, read = _seconds(s.codec, s.level, ranges, rule)
         out = _past_linger(s, rule)
-        return Contender(m.label, _split(cost, s.codec, s.level, ranges, rule), m.cost_uncertainty, tie_order(m),
+        return Contender(m.label, _split(cost, s.codec, build, read, ranges), m.cost_uncertainty, tie_order(m),
                          rule.allows(m), (Limit("build", tuple(build), rule.min_compress_mbps),
                                           Limit("read", tuple(read), rule.min_read_mbps)), out)
 
