@@ -363,6 +363,11 @@ def _resident_mb() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
 
 
+# Under AddressSanitizer (.ci/asan) freed memory waits in its quarantine, up to 256 MB, before it is used
+# again: a resident size there says nothing of what the lists keep, so only the other runs are held to it.
+_SANITIZED = "asan" in os.environ.get("LD_PRELOAD", "")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the resident size in /proc/self/statm")
 def test_gzip_kept_streams_write_what_new_streams_write():
     """The deflate streams the native codec keeps (one list per level, reset before each batch) write,
@@ -421,7 +426,7 @@ def test_gzip_kept_streams_write_what_new_streams_write():
     # The lists hold at most one stream a level for each thread (about 270 KB each, 10 MB in
     # all; the threads' own heaps take about as much again); a stream made for each of the
     # 720 calls and never freed holds over 150 MB.
-    assert _resident_mb() - before < 80
+    assert _SANITIZED or _resident_mb() - before < 80
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the resident size in /proc/self/statm")
@@ -441,7 +446,7 @@ def test_gzip_kept_streams_go_with_their_codec():
         use_and_drop()
     gc.collect()
     # 900 deflate streams kept after their codecs would hold about 75 MB
-    assert _resident_mb() - before < 15
+    assert _SANITIZED or _resident_mb() - before < 15
 
 
 def test_gzip_kept_inflate_streams_start_clean():
